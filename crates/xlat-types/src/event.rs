@@ -1,0 +1,218 @@
+//! The event stream: memory references and the OS events that change address spaces.
+//!
+//! Every producer (built-in workloads, the `.xlt` reader, the lackey reader, the QEMU
+//! tracer) emits [`Event`]s and the simulator consumes them in order. Accesses and
+//! process-level events apply to the *current process*: the stream starts in
+//! process [`Pid::INIT`], `Fork` creates a child without switching to it, `Switch`
+//! makes another process current, `Exit` ends the current one.
+
+use crate::VirtAddr;
+use serde::Serialize;
+
+/// A process (address space) identifier as it appears in the trace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct Pid(pub u32);
+
+impl Pid {
+    /// The process a stream starts in.
+    pub const INIT: Pid = Pid(1);
+}
+
+/// A thread identifier within the trace (informational: threads share their process's
+/// address space and TLB context).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct Tid(pub u32);
+
+/// What a memory reference does. A read-modify-write is one `Store`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[repr(u8)]
+pub enum AccessKind {
+    /// Instruction fetch (goes to the instruction side of split TLBs).
+    Fetch = 0,
+    Load = 1,
+    Store = 2,
+}
+
+impl AccessKind {
+    pub const ALL: [AccessKind; 3] = [AccessKind::Fetch, AccessKind::Load, AccessKind::Store];
+    #[inline]
+    pub fn is_fetch(self) -> bool {
+        matches!(self, AccessKind::Fetch)
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            AccessKind::Fetch => "fetch",
+            AccessKind::Load => "load",
+            AccessKind::Store => "store",
+        }
+    }
+}
+
+/// One memory reference of `size` bytes (at least 1) starting at `addr`. An access that
+/// crosses a page boundary is translated once per page it touches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Access {
+    pub addr: VirtAddr,
+    pub size: u32,
+    pub tid: Tid,
+    pub kind: AccessKind,
+}
+
+impl Access {
+    #[inline]
+    pub fn new(kind: AccessKind, addr: u64, size: u32) -> Access {
+        Access {
+            addr: VirtAddr(addr),
+            size,
+            tid: Tid(0),
+            kind,
+        }
+    }
+}
+
+/// Page protection bits of a mapping.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+pub struct Prot(pub u8);
+
+impl Prot {
+    pub const NONE: Prot = Prot(0);
+    pub const READ: u8 = 1;
+    pub const WRITE: u8 = 2;
+    pub const EXEC: u8 = 4;
+    pub const RW: Prot = Prot(Self::READ | Self::WRITE);
+    pub const RWX: Prot = Prot(Self::READ | Self::WRITE | Self::EXEC);
+    pub const RX: Prot = Prot(Self::READ | Self::EXEC);
+    pub fn readable(self) -> bool {
+        self.0 & Self::READ != 0
+    }
+    pub fn writable(self) -> bool {
+        self.0 & Self::WRITE != 0
+    }
+    pub fn executable(self) -> bool {
+        self.0 & Self::EXEC != 0
+    }
+}
+
+/// Mapping flags that matter to translation.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+pub struct MapFlags(pub u8);
+
+impl MapFlags {
+    /// Anonymous memory (eligible for transparent huge pages).
+    pub const ANON: u8 = 1;
+    /// Shared mapping (fork shares it instead of copy-on-write).
+    pub const SHARED: u8 = 2;
+    /// Populate at map time (MAP_POPULATE): no demand faults later.
+    pub const POPULATE: u8 = 4;
+    /// Global kernel mapping (not tagged with an ASID, survives ASID flushes).
+    pub const GLOBAL: u8 = 8;
+    pub fn has(self, bit: u8) -> bool {
+        self.0 & bit != 0
+    }
+}
+
+/// `madvise` advice the OS model acts on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[repr(u8)]
+pub enum Advice {
+    /// Drop the pages (MADV_DONTNEED): later touches fault again.
+    DontNeed = 0,
+    /// Allow transparent huge pages here (MADV_HUGEPAGE).
+    HugePage = 1,
+    /// Forbid transparent huge pages here (MADV_NOHUGEPAGE).
+    NoHugePage = 2,
+    /// Advice the model does not act on (recorded for completeness).
+    Other = 255,
+}
+
+/// What an explicit TLB flush event invalidates in the current process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FlushScope {
+    /// One page containing the address.
+    Page(VirtAddr),
+    /// Every page overlapping `[start, start+len)`.
+    Range { start: VirtAddr, len: u64 },
+    /// Every non-global entry of the current address space.
+    Asid,
+    /// Everything, including global entries (but never locked-down ones).
+    All,
+}
+
+/// One element of the stream the simulator replays.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Event {
+    Access(Access),
+    /// A new mapping of `[addr, addr+len)` (addr is the address the kernel returned).
+    Mmap {
+        addr: VirtAddr,
+        len: u64,
+        prot: Prot,
+        flags: MapFlags,
+    },
+    Munmap {
+        addr: VirtAddr,
+        len: u64,
+    },
+    Mprotect {
+        addr: VirtAddr,
+        len: u64,
+        prot: Prot,
+    },
+    Madvise {
+        addr: VirtAddr,
+        len: u64,
+        advice: Advice,
+    },
+    /// Move/resize a mapping; the pages keep their frames.
+    Mremap {
+        old: VirtAddr,
+        old_len: u64,
+        new: VirtAddr,
+        new_len: u64,
+    },
+    /// The program break moved to `addr`.
+    Brk {
+        addr: VirtAddr,
+    },
+    /// The current process forks `child`; the current process stays current.
+    Fork {
+        child: Pid,
+    },
+    /// The current process exits; a `Switch` must follow before the next access.
+    Exit,
+    /// Context switch to `pid`.
+    Switch {
+        pid: Pid,
+    },
+    /// An explicit TLB invalidation in the current process.
+    Flush(FlushScope),
+    /// A thread starts in the current process.
+    ThreadStart {
+        tid: Tid,
+    },
+    /// A thread ends.
+    ThreadExit {
+        tid: Tid,
+    },
+}
+
+impl Event {
+    /// A short name for messages and counters.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Event::Access(a) => a.kind.name(),
+            Event::Mmap { .. } => "mmap",
+            Event::Munmap { .. } => "munmap",
+            Event::Mprotect { .. } => "mprotect",
+            Event::Madvise { .. } => "madvise",
+            Event::Mremap { .. } => "mremap",
+            Event::Brk { .. } => "brk",
+            Event::Fork { .. } => "fork",
+            Event::Exit => "exit",
+            Event::Switch { .. } => "switch",
+            Event::Flush(_) => "flush",
+            Event::ThreadStart { .. } => "thread-start",
+            Event::ThreadExit { .. } => "thread-exit",
+        }
+    }
+}

@@ -1,0 +1,15 @@
+//! Vocabulary shared by every xlat crate: distinct types for virtual and physical
+//! addresses, page numbers, page sizes, ASIDs and cycles; the [`Event`] stream that
+//! workloads and trace readers produce and the simulator consumes; and unit parsing.
+//!
+//! Nothing here allocates or knows about a machine model.
+
+mod addr;
+mod event;
+mod source;
+mod units;
+
+pub use addr::{Asid, Cycles, PageSize, Pfn, PhysAddr, VirtAddr, Vpn};
+pub use event::{Access, AccessKind, Advice, Event, FlushScope, MapFlags, Pid, Prot, Tid};
+pub use source::{EventSource, VecSource};
+pub use units::{format_bytes, parse_bytes, parse_count, UnitError};
