@@ -1,0 +1,621 @@
+//! Machine configuration: the TOML schema, its defaults and its validation.
+//!
+//! Every structure is `deny_unknown_fields`, so a misspelt key is an error that lists
+//! the valid keys; enums list their valid values. [`MachineConfig::validate`] checks
+//! the cross-field rules and names the offending field and the allowed values.
+
+use crate::replacement::Policy;
+use serde::{Deserialize, Deserializer, Serialize};
+use thiserror::Error;
+use xlat_types::PageSize;
+
+/// A configuration error, naming the field (as a TOML path) and what is allowed.
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    #[error("{source_name}: {msg}")]
+    Parse { source_name: String, msg: String },
+    #[error("{field}: {msg}")]
+    Invalid { field: String, msg: String },
+    #[error("unknown machine `{0}`; presets: {1}")]
+    UnknownPreset(String, String),
+}
+
+fn invalid(field: impl Into<String>, msg: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        field: field.into(),
+        msg: msg.into(),
+    }
+}
+
+/// A byte count given as an integer or a string such as `"32KiB"`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Bytes(pub u64);
+
+impl<'de> Deserialize<'de> for Bytes {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            N(u64),
+            S(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::N(n) => Ok(Bytes(n)),
+            Raw::S(s) => xlat_types::parse_bytes(&s)
+                .map(Bytes)
+                .map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+/// The whole machine: page table, TLBs, walker, caches, OS policy and cost model.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MachineConfig {
+    pub name: String,
+    pub description: String,
+    /// Where the numbers come from (manuals, papers, measurements).
+    #[serde(default)]
+    pub sources: Vec<String>,
+    pub page_table: PageTableConfig,
+    pub tlb: TlbConfig,
+    #[serde(default)]
+    pub walker: WalkerConfig,
+    #[serde(default)]
+    pub cache: CacheConfig,
+    #[serde(default)]
+    pub os: OsConfig,
+    #[serde(default)]
+    pub cost: CostConfig,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum PageTableConfig {
+    /// A multi-level radix tree (x86, ARM, most 32-bit machines).
+    Radix {
+        /// The smallest page (the leaf level's page).
+        base_page: PageSize,
+        /// Bytes per page-table entry (4 or 8).
+        entry_bytes: u32,
+        /// Levels from the root down to the leaf level.
+        levels: Vec<LevelConfig>,
+    },
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LevelConfig {
+    pub name: String,
+    /// Virtual-address bits this level indexes (0 for a folded level).
+    #[serde(default)]
+    pub bits: u8,
+    /// Whether an entry at this level may map a large page directly.
+    #[serde(default)]
+    pub leaf: bool,
+    /// Present in the OS's software tree but absent in hardware (Linux's folded PUD):
+    /// no table memory and no walk reference, but fork/exit visit it.
+    #[serde(default)]
+    pub folded: bool,
+}
+
+/// How a lower TLB level relates to the levels above it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Inclusion {
+    /// An eviction from a lower level also invalidates the entry in the levels above.
+    Inclusive,
+    /// Levels are filled together on a walk but evict independently.
+    #[default]
+    NonInclusive,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlbConfig {
+    /// Width of the ASID/PCID tag; 0 means untagged (every switch flushes).
+    #[serde(default)]
+    pub asid_bits: u8,
+    #[serde(default)]
+    pub inclusion: Inclusion,
+    /// Entries of the multi-entry-fill prefetch buffer (0 = off): a walk also loads the
+    /// other valid leaf PTEs of the same cache line here, without displacing TLB entries.
+    #[serde(default)]
+    pub prefetch_buffer: u32,
+    /// Seed for random replacement.
+    #[serde(default)]
+    pub seed: u64,
+    pub levels: Vec<TlbLevelConfig>,
+    /// Entries loaded into lockdown slots at boot (never evicted, survive every flush).
+    #[serde(default)]
+    pub pinned: Vec<PinnedConfig>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlbLevelConfig {
+    pub name: String,
+    /// Extra cycles for a translation served by this level.
+    #[serde(default)]
+    pub hit_cycles: u64,
+    /// Instruction-side structures (split level).
+    #[serde(default)]
+    pub i: Vec<TlbStructConfig>,
+    /// Data-side structures (split level).
+    #[serde(default)]
+    pub d: Vec<TlbStructConfig>,
+    /// Structures shared by fetches and data (unified level).
+    #[serde(default)]
+    pub unified: Vec<TlbStructConfig>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlbStructConfig {
+    pub entries: u32,
+    /// Ways per set; absent = fully associative, 1 = direct-mapped.
+    #[serde(default)]
+    pub ways: Option<u32>,
+    /// Page sizes this structure holds.
+    pub sizes: Vec<PageSize>,
+    #[serde(default = "default_policy")]
+    pub replacement: Policy,
+    /// Additional fully-associative lockdown slots (only pinned entries use them).
+    #[serde(default)]
+    pub lockdown: u32,
+}
+
+fn default_policy() -> Policy {
+    Policy::Lru
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Side {
+    I,
+    D,
+    Both,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PinnedConfig {
+    /// Virtual base (aligned to `size`).
+    pub va: Bytes,
+    pub size: PageSize,
+    /// Physical base (aligned to `size`).
+    pub pa: Bytes,
+    #[serde(default = "default_side")]
+    pub side: Side,
+}
+
+fn default_side() -> Side {
+    Side::Both
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WalkerConfig {
+    #[serde(default)]
+    pub kind: WalkerKind,
+    /// Software reload: cycles to enter and leave the miss handler.
+    #[serde(default)]
+    pub trap_cycles: u64,
+    /// Software reload: handler instructions besides its PTE loads, in cycles.
+    #[serde(default)]
+    pub handler_cycles: u64,
+    /// Page-walk (paging-structure) caches.
+    #[serde(default)]
+    pub pwc: PwcConfig,
+    /// Cycles for a page-walk-cache lookup that hits.
+    #[serde(default)]
+    pub pwc_hit_cycles: u64,
+}
+
+impl Default for WalkerConfig {
+    fn default() -> Self {
+        WalkerConfig {
+            kind: WalkerKind::Hardware,
+            trap_cycles: 0,
+            handler_cycles: 0,
+            pwc: PwcConfig::None,
+            pwc_hit_cycles: 0,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WalkerKind {
+    /// A hardware page-table walker.
+    #[default]
+    Hardware,
+    /// The TLB miss traps and an OS handler walks the table.
+    Software,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum PwcConfig {
+    #[default]
+    None,
+    /// Intel-style: one cache per named level, caching that level's entries.
+    Split { caches: Vec<PwcCacheConfig> },
+    /// AMD-style: one cache for the entries of all listed levels.
+    Unified {
+        entries: u32,
+        #[serde(default)]
+        ways: Option<u32>,
+        levels: Vec<String>,
+    },
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PwcCacheConfig {
+    /// The page-table level whose entries it caches.
+    pub level: String,
+    pub entries: u32,
+    #[serde(default)]
+    pub ways: Option<u32>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CacheConfig {
+    /// Cache levels a walk reference (and optionally a data reference) goes through.
+    #[serde(default)]
+    pub levels: Vec<CacheLevelConfig>,
+    /// Cycles for a reference that misses every level.
+    #[serde(default = "default_memory_cycles")]
+    pub memory_cycles: u64,
+    /// Also send data references (physical addresses) through the caches, so that
+    /// page-table lines compete with data. Off by default.
+    #[serde(default)]
+    pub data_refs: bool,
+}
+
+fn default_memory_cycles() -> u64 {
+    200
+}
+
+impl Default for CacheConfig {
+    fn default() -> Self {
+        CacheConfig {
+            levels: vec![],
+            memory_cycles: default_memory_cycles(),
+            data_refs: false,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CacheLevelConfig {
+    pub name: String,
+    pub size: Bytes,
+    pub ways: u32,
+    #[serde(default = "default_line")]
+    pub line: u32,
+    pub hit_cycles: u64,
+}
+
+fn default_line() -> u32 {
+    64
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Thp {
+    /// Base pages only.
+    #[default]
+    Never,
+    /// Huge pages for aligned blocks of anonymous mappings marked MADV_HUGEPAGE.
+    Madvise,
+    /// Huge pages for every aligned block of anonymous memory.
+    Always,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Unmapped {
+    /// A touch outside every mapping is treated as anonymous read/write memory
+    /// (traces without mmap records: lackey, loader-mapped regions).
+    #[default]
+    Map,
+    /// A touch outside every mapping is an error.
+    Error,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OsConfig {
+    #[serde(default)]
+    pub thp: Thp,
+    #[serde(default)]
+    pub unmapped: Unmapped,
+    /// munmap/mprotect/madvise of at most this many base pages flush page by page;
+    /// larger ranges flush the whole address space (Linux x86: 33).
+    #[serde(default = "default_ceiling")]
+    pub flush_ceiling: u64,
+}
+
+fn default_ceiling() -> u64 {
+    33
+}
+
+impl Default for OsConfig {
+    fn default() -> Self {
+        OsConfig {
+            thp: Thp::Never,
+            unmapped: Unmapped::Map,
+            flush_ceiling: default_ceiling(),
+        }
+    }
+}
+
+/// Cycle costs of OS work. The estimate is a latency sum without overlap: approximate.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CostConfig {
+    /// A demand or copy-on-write fault, excluding the page copy.
+    pub fault_cycles: u64,
+    /// Copying one base page on a copy-on-write fault.
+    pub copy_page_cycles: u64,
+    /// Per page-table entry copied at fork or cleared at exit/munmap.
+    pub pte_cycles: u64,
+    /// Per table visited by the OS's software walk (fork, exit, unmap), folded ones included.
+    pub table_visit_cycles: u64,
+    /// Per single-page TLB invalidation.
+    pub flush_page_cycles: u64,
+    /// Per whole-address-space or global flush.
+    pub flush_all_cycles: u64,
+}
+
+impl Default for CostConfig {
+    fn default() -> Self {
+        CostConfig {
+            fault_cycles: 1000,
+            copy_page_cycles: 1000,
+            pte_cycles: 5,
+            table_visit_cycles: 20,
+            flush_page_cycles: 100,
+            flush_all_cycles: 500,
+        }
+    }
+}
+
+fn ways_of(field: &str, entries: u32, ways: Option<u32>) -> Result<(usize, usize), ConfigError> {
+    if entries == 0 {
+        return Err(invalid(format!("{field}.entries"), "must be at least 1"));
+    }
+    let w = ways.unwrap_or(entries);
+    if w == 0 || entries % w != 0 {
+        return Err(invalid(
+            format!("{field}.ways"),
+            format!("{w} must be between 1 and entries ({entries}) and divide it"),
+        ));
+    }
+    let sets = entries / w;
+    if !sets.is_power_of_two() {
+        return Err(invalid(
+            format!("{field}.ways"),
+            format!("entries/ways = {sets} sets; the number of sets must be a power of two"),
+        ));
+    }
+    Ok((sets as usize, w as usize))
+}
+
+/// Geometry of a set-associative structure after validation.
+pub(crate) fn geometry(
+    field: &str,
+    entries: u32,
+    ways: Option<u32>,
+) -> Result<(usize, usize), ConfigError> {
+    ways_of(field, entries, ways)
+}
+
+impl MachineConfig {
+    /// Parses TOML text; `source_name` names the file in errors.
+    pub fn from_toml(text: &str, source_name: &str) -> Result<Self, ConfigError> {
+        let cfg: MachineConfig = toml::from_str(text).map_err(|e| ConfigError::Parse {
+            source_name: source_name.to_string(),
+            msg: e.to_string(),
+        })?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Serializes the fully resolved configuration (defaults filled in).
+    pub fn to_toml(&self) -> String {
+        toml::to_string_pretty(self).unwrap_or_default()
+    }
+
+    /// Cross-field checks; every message names the field and the allowed values.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let PageTableConfig::Radix {
+            base_page,
+            entry_bytes,
+            levels,
+        } = &self.page_table;
+        if *entry_bytes != 4 && *entry_bytes != 8 {
+            return Err(invalid(
+                "page_table.entry_bytes",
+                format!("{entry_bytes}: allowed values are 4, 8"),
+            ));
+        }
+        if levels.is_empty() || levels.len() > crate::pagetable::MAX_LEVELS {
+            return Err(invalid(
+                "page_table.levels",
+                format!("needs 1 to {} levels", crate::pagetable::MAX_LEVELS),
+            ));
+        }
+        let mut va_bits = base_page.shift();
+        for (i, l) in levels.iter().enumerate() {
+            let f = format!("page_table.levels[{i}]");
+            if l.folded {
+                if l.bits != 0 || l.leaf {
+                    return Err(invalid(f, "a folded level has bits = 0 and leaf = false"));
+                }
+            } else if !(1..=16).contains(&l.bits) {
+                return Err(invalid(
+                    format!("{f}.bits"),
+                    format!("{}: allowed 1..=16 (0 only if folded)", l.bits),
+                ));
+            }
+            va_bits += l.bits as u32;
+        }
+        if levels.last().is_some_and(|l| l.folded) {
+            return Err(invalid(
+                "page_table.levels",
+                "the last (leaf) level cannot be folded",
+            ));
+        }
+        if levels.iter().filter(|l| !l.folded).count() == 0 {
+            return Err(invalid(
+                "page_table.levels",
+                "needs at least one level that is not folded",
+            ));
+        }
+        if va_bits > 64 {
+            return Err(invalid(
+                "page_table.levels",
+                format!("covers {va_bits} address bits; at most 64"),
+            ));
+        }
+        let names: Vec<&str> = levels.iter().map(|l| l.name.as_str()).collect();
+        if self.tlb.levels.is_empty() {
+            return Err(invalid("tlb.levels", "needs at least one TLB level"));
+        }
+        if self.tlb.asid_bits > 16 {
+            return Err(invalid(
+                "tlb.asid_bits",
+                format!("{}: allowed 0..=16", self.tlb.asid_bits),
+            ));
+        }
+        for (li, lvl) in self.tlb.levels.iter().enumerate() {
+            let f = format!("tlb.levels[{li}]");
+            let split = !lvl.i.is_empty() || !lvl.d.is_empty();
+            if split == !lvl.unified.is_empty() {
+                return Err(invalid(
+                    f,
+                    "give either `unified` structures or `i`/`d` structures, not both or neither",
+                ));
+            }
+            for (side, list) in [("i", &lvl.i), ("d", &lvl.d), ("unified", &lvl.unified)] {
+                for (si, s) in list.iter().enumerate() {
+                    let sf = format!("{f}.{side}[{si}]");
+                    let (_, ways) = ways_of(&sf, s.entries, s.ways)?;
+                    if s.sizes.is_empty() {
+                        return Err(invalid(
+                            format!("{sf}.sizes"),
+                            "needs at least one page size, e.g. [\"4KiB\"]",
+                        ));
+                    }
+                    if s.replacement == Policy::TreePlru && (!ways.is_power_of_two() || ways > 64) {
+                        return Err(invalid(
+                            format!("{sf}.replacement"),
+                            format!(
+                                "tree-plru needs a power-of-two number of ways ≤ 64, not {ways}"
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        for (pi, p) in self.tlb.pinned.iter().enumerate() {
+            let f = format!("tlb.pinned[{pi}]");
+            if p.va.0 & p.size.mask() != 0 || p.pa.0 & p.size.mask() != 0 {
+                return Err(invalid(
+                    f,
+                    format!("va and pa must be aligned to size {}", p.size),
+                ));
+            }
+            let fits = self.tlb.levels.first().is_some_and(|l0| {
+                let lists: Vec<&Vec<TlbStructConfig>> = match p.side {
+                    Side::I => vec![&l0.i, &l0.unified],
+                    Side::D => vec![&l0.d, &l0.unified],
+                    Side::Both => vec![&l0.i, &l0.d, &l0.unified],
+                };
+                lists
+                    .iter()
+                    .flat_map(|l| l.iter())
+                    .any(|s| s.lockdown > 0 && s.sizes.contains(&p.size))
+            });
+            if !fits {
+                return Err(invalid(
+                    f,
+                    format!(
+                        "no first-level structure on side {:?} has lockdown slots and holds {}",
+                        p.side, p.size
+                    ),
+                ));
+            }
+        }
+        match &self.walker.pwc {
+            PwcConfig::None => {}
+            PwcConfig::Split { caches } => {
+                for (ci, c) in caches.iter().enumerate() {
+                    let f = format!("walker.pwc.caches[{ci}]");
+                    check_pwc_level(&f, &c.level, levels, &names)?;
+                    ways_of(&f, c.entries, c.ways)?;
+                }
+            }
+            PwcConfig::Unified {
+                entries,
+                ways,
+                levels: lv,
+            } => {
+                ways_of("walker.pwc", *entries, *ways)?;
+                for (i, n) in lv.iter().enumerate() {
+                    check_pwc_level(&format!("walker.pwc.levels[{i}]"), n, levels, &names)?;
+                }
+            }
+        }
+        if self.walker.kind == WalkerKind::Software && !matches!(self.walker.pwc, PwcConfig::None) {
+            return Err(invalid(
+                "walker.pwc",
+                "page-walk caches need kind = \"hardware\"",
+            ));
+        }
+        for (ci, c) in self.cache.levels.iter().enumerate() {
+            let f = format!("cache.levels[{ci}]");
+            if !c.line.is_power_of_two() || c.line < 8 {
+                return Err(invalid(format!("{f}.line"), "a power of two ≥ 8"));
+            }
+            if c.size.0 % (c.line as u64) != 0 {
+                return Err(invalid(
+                    format!("{f}.size"),
+                    "must be a multiple of the line size",
+                ));
+            }
+            let lines = c.size.0 / c.line as u64;
+            ways_of(&f, lines as u32, Some(c.ways))?;
+        }
+        Ok(())
+    }
+
+    /// Number of virtual-address bits the page table translates.
+    pub fn va_bits(&self) -> u32 {
+        let PageTableConfig::Radix {
+            base_page, levels, ..
+        } = &self.page_table;
+        base_page.shift() + levels.iter().map(|l| l.bits as u32).sum::<u32>()
+    }
+}
+
+fn check_pwc_level(
+    f: &str,
+    name: &str,
+    levels: &[LevelConfig],
+    names: &[&str],
+) -> Result<(), ConfigError> {
+    match levels.iter().position(|l| l.name == name) {
+        None => Err(invalid(format!("{f}.level"), format!("`{name}` is not a page-table level; levels: {}", names.join(", ")))),
+        Some(i) if i + 1 == levels.len() || levels[i].folded => Err(invalid(
+            format!("{f}.level"),
+            format!("`{name}` is the leaf level or folded; a page-walk cache holds entries of upper, real levels"),
+        )),
+        Some(_) => Ok(()),
+    }
+}

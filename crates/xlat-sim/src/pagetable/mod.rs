@@ -1,0 +1,116 @@
+//! Page-table organizations. Tables live in simulated physical memory ([`PhysMem`]):
+//! every walk reference has a real physical address and table bytes are exact.
+
+mod radix;
+
+pub use radix::Radix;
+
+use crate::physmem::PhysMem;
+use xlat_types::VirtAddr;
+
+/// Most levels any organization may have (folded levels included).
+pub const MAX_LEVELS: usize = 8;
+
+/// Leaf flag: writes allowed.
+pub const WRITABLE: u8 = 1;
+/// Leaf flag: global (not tagged with an ASID).
+pub const GLOBAL_PAGE: u8 = 2;
+/// Leaf flag: the frame is fixed (pinned region), not owned by the frame allocator.
+pub const FIXED: u8 = 4;
+
+/// A present translation: the frame of the page's first base page, its size and flags.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Leaf {
+    pub pfn: u64,
+    /// log2 of the page size.
+    pub shift: u8,
+    pub flags: u8,
+}
+
+impl Leaf {
+    pub fn writable(&self) -> bool {
+        self.flags & WRITABLE != 0
+    }
+}
+
+/// The memory references of one hardware walk, root first.
+#[derive(Clone, Copy, Debug)]
+pub struct Walk {
+    /// Physical address of the entry read at each hardware level.
+    pub refs: [u64; MAX_LEVELS],
+    /// How many levels were read (up to and including the leaf or the empty entry).
+    pub n: usize,
+    pub leaf: Option<Leaf>,
+}
+
+/// What the OS's software walk did, for the fork/exit/unmap counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SoftWalk {
+    /// Entries copied (fork) or cleared (exit, unmap), leaf and non-leaf.
+    pub entries: u64,
+    /// Tables allocated (fork) or freed (exit, unmap).
+    pub tables: u64,
+    /// Tables visited, folded levels included (one per path through a folded level).
+    pub visits: u64,
+}
+
+/// A page-table organization. Implementations must be exact: the table bytes they
+/// report are the bytes their tables occupy in [`PhysMem`].
+pub trait PageTable: Sized {
+    /// Walks for `va` as hardware would: returns every entry address read.
+    fn walk(&self, va: VirtAddr) -> Walk;
+    /// The present leaf covering `va` and the virtual base of its page.
+    fn lookup(&self, va: VirtAddr) -> Option<(Leaf, VirtAddr)>;
+    /// Installs `leaf` at `va` (aligned to the leaf's size, which must be a size this
+    /// table can map). The slot must be empty.
+    fn map(&mut self, va: VirtAddr, leaf: Leaf, mem: &mut PhysMem) -> SoftWalk;
+    /// Replaces the flags of the leaf covering `va`.
+    fn set_flags(&mut self, va: VirtAddr, flags: u8);
+    /// Replaces the leaf covering `va` (same size) — used for copy-on-write.
+    fn replace(&mut self, va: VirtAddr, leaf: Leaf);
+    /// Removes every translation in `[start, end)`, splitting large pages that straddle
+    /// the bounds, freeing tables left empty; `on_leaf(va, leaf)` sees each removed leaf.
+    fn unmap(
+        &mut self,
+        start: u64,
+        end: u64,
+        mem: &mut PhysMem,
+        on_leaf: &mut dyn FnMut(u64, Leaf, &mut PhysMem),
+    ) -> SoftWalk;
+    /// Visits every present leaf in `[start, end)` (splitting at the bounds) with a
+    /// chance to change its flags.
+    fn update(
+        &mut self,
+        start: u64,
+        end: u64,
+        mem: &mut PhysMem,
+        f: &mut dyn FnMut(u64, &mut Leaf),
+    ) -> SoftWalk;
+    /// A copy for a forked child: `f(va, &mut leaf)` adjusts each leaf (copy-on-write)
+    /// in both parent and child.
+    fn fork(
+        &mut self,
+        mem: &mut PhysMem,
+        f: &mut dyn FnMut(u64, &mut Leaf, &mut PhysMem),
+    ) -> (Self, SoftWalk);
+    /// Frees every table and reports each leaf (exit).
+    fn teardown(
+        &mut self,
+        mem: &mut PhysMem,
+        on_leaf: &mut dyn FnMut(u64, Leaf, &mut PhysMem),
+    ) -> SoftWalk;
+    /// An empty table (root only) for a new address space.
+    fn empty(cfg: &crate::config::MachineConfig, mem: &mut PhysMem) -> Self;
+    /// Whether a leaf of size `2^shift` could be installed at `va` without displacing
+    /// existing translations or tables.
+    fn slot_free(&self, va: VirtAddr, shift: u8) -> bool;
+    /// The leaf page sizes (log2) this table can map, smallest first.
+    fn leaf_shifts(&self) -> Vec<u8>;
+    /// Live table bytes and tables, per hardware level (root first).
+    fn table_usage(&self) -> Vec<(u64, u64)>;
+    /// Hardware-level index and key shift for a page-walk cache of config level `name`.
+    fn pwc_level(&self, name: &str) -> Option<(usize, u32)>;
+    /// Physical addresses of the other leaf entries sharing `va`'s leaf-entry cache line
+    /// of `line` bytes, with their virtual bases — for multi-entry fills.
+    fn line_neighbours(&self, va: VirtAddr, line: u64, out: &mut Vec<(u64, Leaf)>);
+}

@@ -1,0 +1,682 @@
+//! A radix page table with any number of levels and bits per level, large-page leaves
+//! at upper levels and folded levels.
+//!
+//! Host representation: per hardware level an arena of nodes. A node keeps up to
+//! [`INLINE`] entries inline and moves to a dense slab chunk when it grows past that,
+//! so a sparse 2 TiB mapping costs the host tens of bytes per table, not the table's
+//! simulated size. Entries: 0 = empty; `child << 2 | 1` = pointer; `pfn << 8 | flags
+//! << 2 | 3` = leaf.
+
+use super::{Leaf, PageTable, SoftWalk, Walk, MAX_LEVELS};
+use crate::config::LevelConfig;
+use crate::physmem::PhysMem;
+use xlat_types::{PageSize, VirtAddr};
+
+const INLINE: usize = 4;
+
+#[derive(Clone, Debug)]
+struct Node {
+    pa: u64,
+    live: u32,
+    /// Slab chunk + 1, or 0 while the entries are inline.
+    dense: u32,
+    sidx: [u16; INLINE],
+    sent: [u64; INLINE],
+}
+
+#[derive(Clone, Debug)]
+struct Level {
+    name: String,
+    fanout: usize,
+    /// Shift of the virtual address for this level's index (= log2 of what one entry maps).
+    shift: u32,
+    mask: u64,
+    leaf_ok: bool,
+    table_bytes: u64,
+    /// Folded levels between the previous hardware level and this one.
+    folded_above: u64,
+    nodes: Vec<Node>,
+    free_nodes: Vec<u32>,
+    slab: Vec<u64>,
+    free_chunks: Vec<u32>,
+    live_tables: u64,
+}
+
+#[inline]
+fn is_leaf(e: u64) -> bool {
+    e & 3 == 3
+}
+#[inline]
+fn child(e: u64) -> u32 {
+    (e >> 2) as u32
+}
+#[inline]
+fn enc_leaf(l: Leaf) -> u64 {
+    (l.pfn << 8) | ((l.flags as u64 & 0x3f) << 2) | 3
+}
+#[inline]
+fn dec_leaf(e: u64, shift: u32) -> Leaf {
+    Leaf {
+        pfn: e >> 8,
+        shift: shift as u8,
+        flags: ((e >> 2) & 0x3f) as u8,
+    }
+}
+
+impl Level {
+    #[inline]
+    fn index(&self, va: u64) -> u32 {
+        ((va >> self.shift) & self.mask) as u32
+    }
+
+    #[inline]
+    fn get(&self, n: u32, idx: u32) -> u64 {
+        let node = &self.nodes[n as usize];
+        if node.dense != 0 {
+            self.slab[(node.dense as usize - 1) * self.fanout + idx as usize]
+        } else {
+            let k = (node.live as usize).min(INLINE);
+            for i in 0..k {
+                if node.sidx[i] as u32 == idx {
+                    return node.sent[i];
+                }
+            }
+            0
+        }
+    }
+
+    fn set(&mut self, n: u32, idx: u32, val: u64) {
+        let fanout = self.fanout;
+        let node = &mut self.nodes[n as usize];
+        if node.dense != 0 {
+            let slot = &mut self.slab[(node.dense as usize - 1) * fanout + idx as usize];
+            match (*slot != 0, val != 0) {
+                (false, true) => node.live += 1,
+                (true, false) => node.live -= 1,
+                _ => {}
+            }
+            *slot = val;
+            return;
+        }
+        let k = node.live as usize;
+        if let Some(i) = (0..k).find(|&i| node.sidx[i] as u32 == idx) {
+            if val != 0 {
+                node.sent[i] = val;
+            } else {
+                node.sidx[i] = node.sidx[k - 1];
+                node.sent[i] = node.sent[k - 1];
+                node.live -= 1;
+            }
+            return;
+        }
+        if val == 0 {
+            return;
+        }
+        if k < INLINE {
+            node.sidx[k] = idx as u16;
+            node.sent[k] = val;
+            node.live += 1;
+            return;
+        }
+        // Promote to a dense chunk.
+        let chunk = match self.free_chunks.pop() {
+            Some(c) => {
+                self.slab[c as usize * fanout..(c as usize + 1) * fanout].fill(0);
+                c
+            }
+            None => {
+                let c = (self.slab.len() / fanout) as u32;
+                self.slab.resize(self.slab.len() + fanout, 0);
+                c
+            }
+        };
+        let base = chunk as usize * fanout;
+        for i in 0..INLINE {
+            self.slab[base + node.sidx[i] as usize] = node.sent[i];
+        }
+        self.slab[base + idx as usize] = val;
+        node.dense = chunk + 1;
+        node.live += 1;
+    }
+
+    /// Present entries with index in `lo..=hi`.
+    fn present(&self, n: u32, lo: u32, hi: u32, out: &mut Vec<(u32, u64)>) {
+        out.clear();
+        let node = &self.nodes[n as usize];
+        if node.dense != 0 {
+            let base = (node.dense as usize - 1) * self.fanout;
+            for i in lo..=hi {
+                let e = self.slab[base + i as usize];
+                if e != 0 {
+                    out.push((i, e));
+                }
+            }
+        } else {
+            for i in 0..node.live as usize {
+                let idx = node.sidx[i] as u32;
+                if idx >= lo && idx <= hi {
+                    out.push((idx, node.sent[i]));
+                }
+            }
+            out.sort_unstable_by_key(|p| p.0);
+        }
+    }
+
+    fn alloc(&mut self, mem: &mut PhysMem) -> u32 {
+        let pa = mem.alloc_table(self.table_bytes);
+        let node = Node {
+            pa,
+            live: 0,
+            dense: 0,
+            sidx: [0; INLINE],
+            sent: [0; INLINE],
+        };
+        self.live_tables += 1;
+        match self.free_nodes.pop() {
+            Some(i) => {
+                self.nodes[i as usize] = node;
+                i
+            }
+            None => {
+                self.nodes.push(node);
+                (self.nodes.len() - 1) as u32
+            }
+        }
+    }
+
+    fn free(&mut self, n: u32, mem: &mut PhysMem) {
+        let node = &mut self.nodes[n as usize];
+        mem.free_table(node.pa, self.table_bytes);
+        if node.dense != 0 {
+            self.free_chunks.push(node.dense - 1);
+        }
+        node.dense = 0;
+        node.live = 0;
+        self.free_nodes.push(n);
+        self.live_tables -= 1;
+    }
+}
+
+/// A radix tree of [`Level`]s; only hardware (non-folded) levels are stored.
+#[derive(Clone, Debug)]
+pub struct Radix {
+    levels: Vec<Level>,
+    entry_bytes: u64,
+    base_shift: u32,
+    /// Folded levels above the root.
+    folded_top: u64,
+    root: u32,
+}
+
+impl Radix {
+    /// An empty table (a root table only) per the validated level configuration.
+    pub fn new(
+        base_page: PageSize,
+        entry_bytes: u32,
+        cfg: &[LevelConfig],
+        mem: &mut PhysMem,
+    ) -> Self {
+        let mut levels = Vec::new();
+        let mut shift = base_page.shift() + cfg.iter().map(|l| l.bits as u32).sum::<u32>();
+        let mut folded = 0u64;
+        let mut folded_top = 0u64;
+        for l in cfg {
+            shift -= l.bits as u32;
+            if l.folded {
+                if levels.is_empty() {
+                    folded_top += 1;
+                } else {
+                    folded += 1;
+                }
+                continue;
+            }
+            let fanout = 1usize << l.bits;
+            levels.push(Level {
+                name: l.name.clone(),
+                fanout,
+                shift,
+                mask: fanout as u64 - 1,
+                leaf_ok: l.leaf,
+                table_bytes: fanout as u64 * entry_bytes as u64,
+                folded_above: folded,
+                nodes: Vec::new(),
+                free_nodes: Vec::new(),
+                slab: Vec::new(),
+                free_chunks: Vec::new(),
+                live_tables: 0,
+            });
+            folded = 0;
+        }
+        levels
+            .last_mut()
+            .expect("validated: one hardware level")
+            .leaf_ok = true;
+        let root = levels[0].alloc(mem);
+        Radix {
+            levels,
+            entry_bytes: entry_bytes as u64,
+            base_shift: base_page.shift(),
+            folded_top,
+            root,
+        }
+    }
+
+    fn depth_for_shift(&self, shift: u32) -> Option<usize> {
+        self.levels
+            .iter()
+            .position(|l| l.shift == shift && l.leaf_ok)
+    }
+
+    /// Splits the leaf at (`h`, node `n`, index `idx`) into a table of next-level leaves.
+    fn split(&mut self, h: usize, n: u32, idx: u32, mem: &mut PhysMem) -> SoftWalk {
+        let leaf = dec_leaf(self.levels[h].get(n, idx), self.levels[h].shift);
+        let c = self.levels[h + 1].alloc(mem);
+        let (fan, cshift) = (self.levels[h + 1].fanout as u32, self.levels[h + 1].shift);
+        let per = 1u64 << (cshift - self.base_shift);
+        let mut sw = SoftWalk {
+            entries: fan as u64,
+            tables: 1,
+            visits: 1,
+        };
+        for i in 0..fan {
+            let sub = Leaf {
+                pfn: leaf.pfn + i as u64 * per,
+                shift: cshift as u8,
+                flags: leaf.flags,
+            };
+            self.levels[h + 1].set(c, i, enc_leaf(sub));
+        }
+        self.levels[h].set(n, idx, ((c as u64) << 2) | 1);
+        if !self.levels[h + 1].leaf_ok {
+            for i in 0..fan {
+                let s = self.split(h + 1, c, i, mem);
+                sw.entries += s.entries;
+                sw.tables += s.tables;
+                sw.visits += s.visits;
+            }
+        }
+        sw
+    }
+
+    fn unmap_rec(
+        &mut self,
+        h: usize,
+        n: u32,
+        base: u64,
+        start: u64,
+        end: u64,
+        mem: &mut PhysMem,
+        f: &mut dyn FnMut(u64, Leaf, &mut PhysMem),
+        sw: &mut SoftWalk,
+    ) {
+        sw.visits += 1 + self.levels[h].folded_above;
+        let lvl = &self.levels[h];
+        let span = 1u64 << lvl.shift;
+        let lo = if start > base { lvl.index(start) } else { 0 };
+        let hi = if end - 1 < base.wrapping_add(span * lvl.fanout as u64).wrapping_sub(1) {
+            lvl.index(end - 1)
+        } else {
+            lvl.fanout as u32 - 1
+        };
+        let mut ents = Vec::new();
+        lvl.present(n, lo, hi, &mut ents);
+        for (idx, e) in ents {
+            let va = base + idx as u64 * span;
+            let covered = va >= start && va + span <= end;
+            if is_leaf(e) {
+                if covered {
+                    f(va, dec_leaf(e, self.levels[h].shift), mem);
+                    self.levels[h].set(n, idx, 0);
+                    sw.entries += 1;
+                    continue;
+                }
+                let s = self.split(h, n, idx, mem);
+                sw.entries += s.entries;
+            }
+            let c = child(self.levels[h].get(n, idx));
+            self.unmap_rec(h + 1, c, va, start, end, mem, f, sw);
+            if self.levels[h + 1].nodes[c as usize].live == 0 {
+                self.levels[h + 1].free(c, mem);
+                self.levels[h].set(n, idx, 0);
+                sw.entries += 1;
+                sw.tables += 1;
+            }
+        }
+    }
+
+    fn update_rec(
+        &mut self,
+        h: usize,
+        n: u32,
+        base: u64,
+        start: u64,
+        end: u64,
+        mem: &mut PhysMem,
+        f: &mut dyn FnMut(u64, &mut Leaf),
+        sw: &mut SoftWalk,
+    ) {
+        sw.visits += 1 + self.levels[h].folded_above;
+        let lvl = &self.levels[h];
+        let span = 1u64 << lvl.shift;
+        let lo = if start > base { lvl.index(start) } else { 0 };
+        let hi = if end - 1 < base.wrapping_add(span * lvl.fanout as u64).wrapping_sub(1) {
+            lvl.index(end - 1)
+        } else {
+            lvl.fanout as u32 - 1
+        };
+        let mut ents = Vec::new();
+        lvl.present(n, lo, hi, &mut ents);
+        for (idx, e) in ents {
+            let va = base + idx as u64 * span;
+            let covered = va >= start && va + span <= end;
+            if is_leaf(e) {
+                if covered {
+                    let mut l = dec_leaf(e, self.levels[h].shift);
+                    f(va, &mut l);
+                    self.levels[h].set(n, idx, enc_leaf(l));
+                    sw.entries += 1;
+                    continue;
+                }
+                let s = self.split(h, n, idx, mem);
+                sw.entries += s.entries;
+                sw.tables += s.tables;
+            }
+            let c = child(self.levels[h].get(n, idx));
+            self.update_rec(h + 1, c, va, start, end, mem, f, sw);
+        }
+    }
+
+    fn fork_rec(
+        &mut self,
+        h: usize,
+        n: u32,
+        base: u64,
+        dst: &mut Radix,
+        dn: u32,
+        mem: &mut PhysMem,
+        f: &mut dyn FnMut(u64, &mut Leaf, &mut PhysMem),
+        sw: &mut SoftWalk,
+    ) {
+        sw.visits += 1 + self.levels[h].folded_above;
+        let span = 1u64 << self.levels[h].shift;
+        let mut ents = Vec::new();
+        self.levels[h].present(n, 0, self.levels[h].fanout as u32 - 1, &mut ents);
+        for (idx, e) in ents {
+            let va = base + idx as u64 * span;
+            sw.entries += 1;
+            if is_leaf(e) {
+                let mut l = dec_leaf(e, self.levels[h].shift);
+                f(va, &mut l, mem);
+                self.levels[h].set(n, idx, enc_leaf(l));
+                dst.levels[h].set(dn, idx, enc_leaf(l));
+            } else {
+                let dc = dst.levels[h + 1].alloc(mem);
+                sw.tables += 1;
+                dst.levels[h].set(dn, idx, ((dc as u64) << 2) | 1);
+                self.fork_rec(h + 1, child(e), va, dst, dc, mem, f, sw);
+            }
+        }
+    }
+
+    fn empty_like(&self) -> Radix {
+        let levels = self
+            .levels
+            .iter()
+            .map(|l| Level {
+                name: l.name.clone(),
+                nodes: Vec::new(),
+                free_nodes: Vec::new(),
+                slab: Vec::new(),
+                free_chunks: Vec::new(),
+                live_tables: 0,
+                ..*l
+            })
+            .collect();
+        Radix {
+            levels,
+            root: 0,
+            ..*self
+        }
+    }
+}
+
+impl PageTable for Radix {
+    #[inline]
+    fn walk(&self, va: VirtAddr) -> Walk {
+        let mut w = Walk {
+            refs: [0; MAX_LEVELS],
+            n: 0,
+            leaf: None,
+        };
+        let mut n = self.root;
+        for (h, lvl) in self.levels.iter().enumerate() {
+            let idx = lvl.index(va.0);
+            w.refs[h] = lvl.nodes[n as usize].pa + idx as u64 * self.entry_bytes;
+            w.n = h + 1;
+            let e = lvl.get(n, idx);
+            if e == 0 {
+                return w;
+            }
+            if is_leaf(e) {
+                w.leaf = Some(dec_leaf(e, lvl.shift));
+                return w;
+            }
+            n = child(e);
+        }
+        w
+    }
+
+    fn lookup(&self, va: VirtAddr) -> Option<(Leaf, VirtAddr)> {
+        let leaf = self.walk(va).leaf?;
+        Some((leaf, VirtAddr(va.0 & !((1u64 << leaf.shift) - 1))))
+    }
+
+    fn map(&mut self, va: VirtAddr, leaf: Leaf, mem: &mut PhysMem) -> SoftWalk {
+        let depth = self
+            .depth_for_shift(leaf.shift as u32)
+            .expect("caller maps only supported leaf sizes");
+        let mut sw = SoftWalk::default();
+        let mut n = self.root;
+        for h in 0..depth {
+            let idx = self.levels[h].index(va.0);
+            let e = self.levels[h].get(n, idx);
+            n = if e == 0 {
+                let c = self.levels[h + 1].alloc(mem);
+                self.levels[h].set(n, idx, ((c as u64) << 2) | 1);
+                sw.tables += 1;
+                sw.entries += 1;
+                c
+            } else {
+                debug_assert!(!is_leaf(e), "mapping under an existing large page");
+                child(e)
+            };
+        }
+        let idx = self.levels[depth].index(va.0);
+        debug_assert_eq!(self.levels[depth].get(n, idx), 0, "slot already mapped");
+        self.levels[depth].set(n, idx, enc_leaf(leaf));
+        sw.entries += 1;
+        sw
+    }
+
+    fn set_flags(&mut self, va: VirtAddr, flags: u8) {
+        let mut n = self.root;
+        for h in 0..self.levels.len() {
+            let idx = self.levels[h].index(va.0);
+            let e = self.levels[h].get(n, idx);
+            if is_leaf(e) {
+                let mut l = dec_leaf(e, self.levels[h].shift);
+                l.flags = flags;
+                self.levels[h].set(n, idx, enc_leaf(l));
+                return;
+            }
+            if e == 0 {
+                return;
+            }
+            n = child(e);
+        }
+    }
+
+    fn replace(&mut self, va: VirtAddr, leaf: Leaf) {
+        let mut n = self.root;
+        for h in 0..self.levels.len() {
+            let idx = self.levels[h].index(va.0);
+            let e = self.levels[h].get(n, idx);
+            if is_leaf(e) {
+                self.levels[h].set(n, idx, enc_leaf(leaf));
+                return;
+            }
+            if e == 0 {
+                return;
+            }
+            n = child(e);
+        }
+    }
+
+    fn teardown(
+        &mut self,
+        mem: &mut PhysMem,
+        on_leaf: &mut dyn FnMut(u64, Leaf, &mut PhysMem),
+    ) -> SoftWalk {
+        let top = self.levels[0].shift + self.levels[0].fanout.trailing_zeros();
+        let end = if top >= 64 { u64::MAX } else { 1u64 << top };
+        let mut sw = self.unmap(0, end, mem, on_leaf);
+        self.levels[0].free(self.root, mem);
+        sw.tables += 1;
+        sw
+    }
+
+    fn empty(cfg: &crate::config::MachineConfig, mem: &mut PhysMem) -> Self {
+        let crate::config::PageTableConfig::Radix {
+            base_page,
+            entry_bytes,
+            levels,
+        } = &cfg.page_table;
+        Radix::new(*base_page, *entry_bytes, levels, mem)
+    }
+
+    fn slot_free(&self, va: VirtAddr, shift: u8) -> bool {
+        let Some(depth) = self.depth_for_shift(shift as u32) else {
+            return false;
+        };
+        let mut n = self.root;
+        for h in 0..=depth {
+            let e = self.levels[h].get(n, self.levels[h].index(va.0));
+            if e == 0 {
+                return true;
+            }
+            if h == depth || is_leaf(e) {
+                return false;
+            }
+            n = child(e);
+        }
+        false
+    }
+
+    fn unmap(
+        &mut self,
+        start: u64,
+        end: u64,
+        mem: &mut PhysMem,
+        on_leaf: &mut dyn FnMut(u64, Leaf, &mut PhysMem),
+    ) -> SoftWalk {
+        let mut sw = SoftWalk {
+            visits: self.folded_top,
+            ..Default::default()
+        };
+        if end > start {
+            self.unmap_rec(0, self.root, 0, start, end, mem, on_leaf, &mut sw);
+        }
+        sw
+    }
+
+    fn update(
+        &mut self,
+        start: u64,
+        end: u64,
+        mem: &mut PhysMem,
+        f: &mut dyn FnMut(u64, &mut Leaf),
+    ) -> SoftWalk {
+        let mut sw = SoftWalk {
+            visits: self.folded_top,
+            ..Default::default()
+        };
+        if end > start {
+            self.update_rec(0, self.root, 0, start, end, mem, f, &mut sw);
+        }
+        sw
+    }
+
+    fn fork(
+        &mut self,
+        mem: &mut PhysMem,
+        f: &mut dyn FnMut(u64, &mut Leaf, &mut PhysMem),
+    ) -> (Self, SoftWalk) {
+        let mut dst = self.empty_like();
+        dst.root = dst.levels[0].alloc(mem);
+        let mut sw = SoftWalk {
+            visits: self.folded_top,
+            tables: 1,
+            entries: 0,
+        };
+        let root = self.root;
+        let droot = dst.root;
+        self.fork_rec(0, root, 0, &mut dst, droot, mem, f, &mut sw);
+        (dst, sw)
+    }
+
+    fn leaf_shifts(&self) -> Vec<u8> {
+        let mut v: Vec<u8> = self
+            .levels
+            .iter()
+            .filter(|l| l.leaf_ok)
+            .map(|l| l.shift as u8)
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
+    fn table_usage(&self) -> Vec<(u64, u64)> {
+        self.levels
+            .iter()
+            .map(|l| (l.live_tables * l.table_bytes, l.live_tables))
+            .collect()
+    }
+
+    fn pwc_level(&self, name: &str) -> Option<(usize, u32)> {
+        let h = self.levels.iter().position(|l| l.name == name)?;
+        Some((h, self.levels[h].shift))
+    }
+
+    fn line_neighbours(&self, va: VirtAddr, line: u64, out: &mut Vec<(u64, Leaf)>) {
+        out.clear();
+        let mut n = self.root;
+        for (h, lvl) in self.levels.iter().enumerate() {
+            let idx = lvl.index(va.0);
+            let e = lvl.get(n, idx);
+            if e == 0 {
+                return;
+            }
+            if is_leaf(e) {
+                let per_line = (line / self.entry_bytes).max(1) as u32;
+                let first = idx / per_line * per_line;
+                let last = (first + per_line - 1).min(lvl.fanout as u32 - 1);
+                let span = 1u64 << lvl.shift;
+                let page_base = va.0 & !(span - 1);
+                for i in first..=last {
+                    if i == idx {
+                        continue;
+                    }
+                    let e2 = lvl.get(n, i);
+                    if is_leaf(e2) {
+                        let nva = page_base
+                            .wrapping_add((i as u64).wrapping_sub(idx as u64).wrapping_mul(span));
+                        out.push((nva, dec_leaf(e2, lvl.shift)));
+                    }
+                }
+                let _ = h;
+                return;
+            }
+            n = child(e);
+        }
+    }
+}

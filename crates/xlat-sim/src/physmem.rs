@@ -1,0 +1,126 @@
+//! Simulated physical memory: a frame allocator for data pages and a separate pool for
+//! page-table memory, with reference counts for frames shared copy-on-write.
+//!
+//! Data frames are allocated upward from 1 MiB; page-table memory comes from a pool at
+//! 1 TiB. Keeping the pools apart makes a trace's translations independent of the
+//! page-table organization (the differential test relies on it). Freed blocks are
+//! recycled last-in first-out, per size. Physical memory is never fragmented.
+
+use rustc_hash::FxHashMap;
+
+const DATA_BASE: u64 = 1 << 20;
+const TABLE_BASE: u64 = 1 << 40;
+
+#[derive(Debug, Clone, Default)]
+pub struct MemCounters {
+    /// Base frames ever allocated for data.
+    pub frames_allocated: u64,
+    /// Base frames in use now.
+    pub frames_live: u64,
+    pub tables_allocated: u64,
+    pub tables_freed: u64,
+    pub table_bytes_live: u64,
+    pub table_bytes_peak: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct PhysMem {
+    base_shift: u32,
+    next_frame: u64,
+    /// Free blocks by order (block = 2^order base frames).
+    free: Vec<Vec<u64>>,
+    /// Extra references of frames shared copy-on-write (absent = one reference).
+    extra_refs: FxHashMap<u64, u32>,
+    next_table: u64,
+    free_tables: FxHashMap<u64, Vec<u64>>,
+    pub counters: MemCounters,
+}
+
+impl PhysMem {
+    pub fn new(base_shift: u32) -> Self {
+        PhysMem {
+            base_shift,
+            next_frame: DATA_BASE >> base_shift,
+            free: vec![Vec::new(); 64],
+            extra_refs: FxHashMap::default(),
+            next_table: TABLE_BASE,
+            free_tables: FxHashMap::default(),
+            counters: MemCounters::default(),
+        }
+    }
+
+    /// Allocates a block of 2^`order` base frames aligned to its size; returns its pfn.
+    pub fn alloc_frames(&mut self, order: u32) -> u64 {
+        let n = 1u64 << order;
+        self.counters.frames_allocated += n;
+        self.counters.frames_live += n;
+        if let Some(p) = self.free[order as usize].pop() {
+            return p;
+        }
+        let p = (self.next_frame + n - 1) & !(n - 1);
+        self.next_frame = p + n;
+        p
+    }
+
+    /// Marks `n` frames from `pfn` as referenced once more (fork sharing).
+    pub fn share(&mut self, pfn: u64, n: u64) {
+        for f in pfn..pfn + n {
+            *self.extra_refs.entry(f).or_insert(0) += 1;
+        }
+    }
+
+    /// Whether any of `n` frames from `pfn` is shared.
+    pub fn is_shared(&self, pfn: u64, n: u64) -> bool {
+        !self.extra_refs.is_empty() && (pfn..pfn + n).any(|f| self.extra_refs.contains_key(&f))
+    }
+
+    /// Drops one reference to `n` frames from `pfn`; frames left unreferenced are freed.
+    pub fn release(&mut self, pfn: u64, n: u64) {
+        let mut all_freed = true;
+        let mut freed = Vec::new();
+        for f in pfn..pfn + n {
+            match self.extra_refs.get_mut(&f) {
+                Some(r) => {
+                    *r -= 1;
+                    if *r == 0 {
+                        self.extra_refs.remove(&f);
+                    }
+                    all_freed = false;
+                }
+                None => freed.push(f),
+            }
+        }
+        self.counters.frames_live -= freed.len() as u64;
+        if all_freed && n.is_power_of_two() && pfn & (n - 1) == 0 {
+            self.free[n.trailing_zeros() as usize].push(pfn);
+        } else {
+            self.free[0].extend(freed);
+        }
+    }
+
+    /// Allocates `bytes` of page-table memory aligned to `bytes`; returns its address.
+    pub fn alloc_table(&mut self, bytes: u64) -> u64 {
+        self.counters.tables_allocated += 1;
+        self.counters.table_bytes_live += bytes;
+        self.counters.table_bytes_peak = self
+            .counters
+            .table_bytes_peak
+            .max(self.counters.table_bytes_live);
+        if let Some(p) = self.free_tables.get_mut(&bytes).and_then(|v| v.pop()) {
+            return p;
+        }
+        let p = (self.next_table + bytes - 1) & !(bytes - 1);
+        self.next_table = p + bytes;
+        p
+    }
+
+    pub fn free_table(&mut self, pa: u64, bytes: u64) {
+        self.counters.tables_freed += 1;
+        self.counters.table_bytes_live -= bytes;
+        self.free_tables.entry(bytes).or_default().push(pa);
+    }
+
+    pub fn base_shift(&self) -> u32 {
+        self.base_shift
+    }
+}

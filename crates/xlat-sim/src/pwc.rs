@@ -1,0 +1,144 @@
+//! Page-walk caches: Intel-style split paging-structure caches (one per level) or an
+//! AMD-style unified page-table cache. An entry for hardware level `h` caches the
+//! pointer read at `h`, tagged by the address bits that index levels `0..=h`; a hit
+//! lets the walk skip the references of levels `0..=h`.
+
+use crate::assoc::{AnyAssoc, Slot};
+use crate::config::{geometry, ConfigError, PwcConfig};
+use crate::pagetable::PageTable;
+use crate::replacement::Policy;
+use serde::Serialize;
+
+const VALID: u64 = 1 << 63;
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct PwcStats {
+    pub level: String,
+    /// Walks whose deepest page-walk-cache hit was at this level.
+    pub hits: u64,
+}
+
+#[derive(Clone, Debug)]
+struct Cached {
+    hw_level: usize,
+    /// Address shift of this level's entries (what one entry maps).
+    shift: u32,
+    arr: usize,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Pwc {
+    /// Deepest level first.
+    cached: Vec<Cached>,
+    arrs: Vec<AnyAssoc>,
+    pub stats: Vec<PwcStats>,
+    /// Walks that found no page-walk-cache entry.
+    pub misses: u64,
+}
+
+impl Pwc {
+    pub fn new<P: PageTable>(c: &PwcConfig, pt: &P) -> Result<Self, ConfigError> {
+        let mut p = Pwc::default();
+        let add = |name: &str, arr: usize, p: &mut Pwc| -> Result<(), ConfigError> {
+            let (h, shift) = pt.pwc_level(name).ok_or_else(|| ConfigError::Invalid {
+                field: "walker.pwc".into(),
+                msg: format!("`{name}` is not a hardware page-table level"),
+            })?;
+            p.cached.push(Cached {
+                hw_level: h,
+                shift,
+                arr,
+            });
+            p.stats.push(PwcStats {
+                level: name.to_string(),
+                hits: 0,
+            });
+            Ok(())
+        };
+        match c {
+            PwcConfig::None => {}
+            PwcConfig::Split { caches } => {
+                for (i, cc) in caches.iter().enumerate() {
+                    let (sets, ways) =
+                        geometry(&format!("walker.pwc.caches[{i}]"), cc.entries, cc.ways)?;
+                    p.arrs.push(AnyAssoc::new(Policy::Lru, sets, ways, 0));
+                    let ai = p.arrs.len() - 1;
+                    add(&cc.level, ai, &mut p)?;
+                }
+            }
+            PwcConfig::Unified {
+                entries,
+                ways,
+                levels,
+            } => {
+                let (sets, w) = geometry("walker.pwc", *entries, *ways)?;
+                p.arrs.push(AnyAssoc::new(Policy::Lru, sets, w, 0));
+                for l in levels {
+                    add(l, 0, &mut p)?;
+                }
+            }
+        }
+        // Deepest first; keep stats aligned with `cached`.
+        let mut order: Vec<usize> = (0..p.cached.len()).collect();
+        order.sort_by(|&a, &b| p.cached[b].hw_level.cmp(&p.cached[a].hw_level));
+        p.cached = order.iter().map(|&i| p.cached[i].clone()).collect();
+        p.stats = order.iter().map(|&i| p.stats[i].clone()).collect();
+        Ok(p)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.cached.is_empty()
+    }
+
+    #[inline]
+    fn key(va: u64, c: &Cached) -> u64 {
+        ((va >> c.shift) << 4) | c.hw_level as u64 | VALID
+    }
+
+    /// The deepest hardware level whose entry is cached for `va`, if any.
+    #[inline]
+    pub fn lookup(&mut self, va: u64, asid: u16) -> Option<usize> {
+        for (i, c) in self.cached.iter().enumerate() {
+            if self.arrs[c.arr]
+                .lookup(va >> c.shift, Self::key(va, c), asid)
+                .is_some()
+            {
+                self.stats[i].hits += 1;
+                return Some(c.hw_level);
+            }
+        }
+        if !self.cached.is_empty() {
+            self.misses += 1;
+        }
+        None
+    }
+
+    /// Caches the pointer entries a walk read at hardware levels in `from..upto`.
+    #[inline]
+    pub fn fill(&mut self, va: u64, from: usize, upto: usize, asid: u16) {
+        for c in &self.cached {
+            if c.hw_level >= from && c.hw_level < upto {
+                let k = Self::key(va, c);
+                let arr = &mut self.arrs[c.arr];
+                if arr.peek(va >> c.shift, k, asid).is_none() {
+                    arr.fill(
+                        va >> c.shift,
+                        Slot {
+                            key: k,
+                            asid,
+                            flags: 0,
+                            data: 0,
+                        },
+                    );
+                }
+            }
+        }
+    }
+
+    /// Drops every entry of `asid` (all ASIDs if `None`).
+    pub fn flush(&mut self, asid: Option<u16>) {
+        for a in &mut self.arrs {
+            a.invalidate_where(|s| asid.is_none_or(|x| s.asid == x));
+        }
+    }
+}

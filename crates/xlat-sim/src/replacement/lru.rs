@@ -1,0 +1,39 @@
+use super::Replacement;
+
+/// True LRU with one 64-bit stamp per way: the victim is the smallest stamp.
+#[derive(Debug, Clone)]
+pub struct Lru {
+    stamps: Vec<u64>,
+    ways: usize,
+    clock: u64,
+}
+
+impl Replacement for Lru {
+    fn new(sets: usize, ways: usize, _seed: u64) -> Self {
+        Lru {
+            stamps: vec![0; sets * ways],
+            ways,
+            clock: 0,
+        }
+    }
+    #[inline]
+    fn on_hit(&mut self, set: usize, way: usize) {
+        self.clock += 1;
+        self.stamps[set * self.ways + way] = self.clock;
+    }
+    #[inline]
+    fn on_fill(&mut self, set: usize, way: usize) {
+        self.on_hit(set, way)
+    }
+    #[inline]
+    fn victim(&mut self, set: usize) -> usize {
+        let s = &self.stamps[set * self.ways..(set + 1) * self.ways];
+        let mut best = 0;
+        for (w, &st) in s.iter().enumerate().skip(1) {
+            if st < s[best] {
+                best = w;
+            }
+        }
+        best
+    }
+}

@@ -1,0 +1,1055 @@
+//! The simulator: consumes [`Event`]s, drives the TLBs, the walker, the caches and the
+//! OS model of the current process, and counts everything.
+//!
+//! Semantics worth knowing (all exact for the configured model):
+//! - An access is translated once per page it touches (the page size of the TLB entry
+//!   that served it); a read-modify-write is one store.
+//! - Each page an access touches is looked up once per TLB level until a level hits;
+//!   a miss in every level (and the prefetch buffer) is one walk. If the walk finds no
+//!   translation, the page fault is served first and the walk counted is the complete
+//!   one (so a cold 4-level walk costs exactly 4 references, fault or not); the
+//!   `walks.faulting` counter says how many walks raised a fault.
+//! - A store that finds a read-only translation takes a write fault: copy-on-write
+//!   copies a shared frame, otherwise the page is made writable in place. On a TLB hit
+//!   the page is invalidated and the access walks (one walk, no second lookup).
+//! - A single-page invalidation also drops every page-walk-cache entry of the address
+//!   space (the x86 INVLPG rule); whole-space flushes drop them too.
+//! - With `tlb.asid_bits = 0` a switch to another process flushes every non-global
+//!   entry; with ASIDs, processes get tags 1..2^bits-1 and running out flushes
+//!   everything and starts a new generation (Linux's ARM scheme).
+
+use crate::cache::Caches;
+use crate::config::{ConfigError, MachineConfig, Thp, Unmapped, WalkerKind};
+use crate::error::SimError;
+use crate::pagetable::{Leaf, PageTable, FIXED, GLOBAL_PAGE, WRITABLE};
+use crate::physmem::PhysMem;
+use crate::pwc::Pwc;
+use crate::stats::*;
+use crate::tlb::{Entry, Tlbs};
+use crate::vma::{Vma, Vmas};
+use rustc_hash::FxHashMap;
+use xlat_types::{AccessKind, Advice, Event, FlushScope, MapFlags, Pid, Prot, VirtAddr};
+
+struct Process<P> {
+    pid: u32,
+    pt: P,
+    vmas: Vmas,
+    heap: Option<(u64, u64)>,
+    asid: u16,
+    asid_gen: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    refs: Refs,
+    walks: u64,
+    faulting_walks: u64,
+    walk_refs: u64,
+    traps: u64,
+    refs_per_level: Vec<u64>,
+    faults: Faults,
+    os: Os,
+    flushes: Flushes,
+    cyc: CycleEstimate,
+}
+
+/// A machine simulating one stream of events.
+pub struct Sim<P: PageTable> {
+    cfg: MachineConfig,
+    base_shift: u32,
+    va_bits: u32,
+    tlb: Tlbs,
+    pwc: Pwc,
+    caches: Caches,
+    mem: PhysMem,
+    slots: Vec<Option<Process<P>>>,
+    pid_slot: FxHashMap<u32, usize>,
+    cur: Option<usize>,
+    asid: u16,
+    next_asid: u32,
+    asid_gen: u64,
+    loaded_pid: Option<u32>,
+    thp_shift: Option<u8>,
+    c: Counters,
+    event: u64,
+    scratch: Vec<(u64, Leaf)>,
+}
+
+/// At most this many faults per walk (a demand fault then a write fault, say).
+const MAX_ATTEMPTS: usize = 4;
+
+impl<P: PageTable> Sim<P> {
+    pub fn new(cfg: &MachineConfig) -> Result<Self, ConfigError> {
+        cfg.validate()?;
+        let crate::config::PageTableConfig::Radix { base_page, .. } = &cfg.page_table;
+        let base_shift = base_page.shift();
+        let mut mem = PhysMem::new(base_shift);
+        let pt = P::empty(cfg, &mut mem);
+        let pwc = Pwc::new(&cfg.walker.pwc, &pt)?;
+        let shifts = pt.leaf_shifts();
+        let thp_shift = shifts.iter().copied().find(|&s| s as u32 > base_shift);
+        let nlevels = pt.table_usage().len();
+        let pinned = cfg
+            .tlb
+            .pinned
+            .iter()
+            .map(|p| {
+                (
+                    p.va.0,
+                    Vma {
+                        end: p.va.0 + p.size.bytes(),
+                        prot: Prot::RWX,
+                        flags: MapFlags(MapFlags::GLOBAL),
+                        thp: Some(false),
+                        phys: Some(p.pa.0),
+                    },
+                )
+            })
+            .collect::<Vec<_>>();
+        let mut vmas = Vmas::default();
+        for (s, v) in &pinned {
+            vmas.insert(*s, *v);
+        }
+        let mut sim = Sim {
+            base_shift,
+            va_bits: cfg.va_bits(),
+            tlb: Tlbs::new(&cfg.tlb)?,
+            pwc,
+            caches: Caches::new(&cfg.cache)?,
+            mem,
+            slots: vec![Some(Process {
+                pid: Pid::INIT.0,
+                pt,
+                vmas,
+                heap: None,
+                asid: 0,
+                asid_gen: 0,
+            })],
+            pid_slot: FxHashMap::default(),
+            cur: Some(0),
+            asid: 0,
+            next_asid: 1,
+            asid_gen: 1,
+            loaded_pid: Some(Pid::INIT.0),
+            thp_shift,
+            c: Counters {
+                refs_per_level: vec![0; nlevels],
+                ..Default::default()
+            },
+            event: 0,
+            scratch: Vec::new(),
+            cfg: cfg.clone(),
+        };
+        sim.pid_slot.insert(Pid::INIT.0, 0);
+        sim.assign_asid(0);
+        Ok(sim)
+    }
+
+    pub fn config(&self) -> &MachineConfig {
+        &self.cfg
+    }
+
+    /// Replays a batch of events. On error, `events_done()` says how far it got.
+    pub fn run(&mut self, events: &[Event]) -> Result<(), SimError> {
+        for ev in events {
+            match *ev {
+                Event::Access(a) => self.access(a.kind, a.addr.0, a.size)?,
+                _ => self.os_event(ev)?,
+            }
+            self.event += 1;
+        }
+        Ok(())
+    }
+
+    /// Events processed so far.
+    pub fn events_done(&self) -> u64 {
+        self.event
+    }
+
+    #[inline]
+    fn access(&mut self, kind: AccessKind, va: u64, size: u32) -> Result<(), SimError> {
+        let r = &mut self.c.refs;
+        r.total += 1;
+        match kind {
+            AccessKind::Fetch => r.fetch += 1,
+            AccessKind::Load => r.load += 1,
+            AccessKind::Store => r.store += 1,
+        }
+        let last = va
+            .checked_add(size.max(1) as u64 - 1)
+            .ok_or(SimError::BadRange {
+                event: self.event,
+                what: kind.name(),
+            })?;
+        if self.va_bits < 64 && last >> self.va_bits != 0 {
+            return Err(SimError::OutOfRange {
+                event: self.event,
+                what: kind.name(),
+                addr: va,
+                bits: self.va_bits,
+            });
+        }
+        let mut cur = va;
+        loop {
+            let shift = self.translate(kind, cur)?;
+            let next = ((cur >> shift) + 1) << shift;
+            if next > last || next == 0 {
+                return Ok(());
+            }
+            if cur == va {
+                self.c.refs.page_crossings += 1;
+            }
+            cur = next;
+        }
+    }
+
+    /// Translates the page containing `va`; returns the log2 size of the entry used.
+    #[inline]
+    fn translate(&mut self, kind: AccessKind, va: u64) -> Result<u32, SimError> {
+        let side = (kind != AccessKind::Fetch) as usize;
+        let store = kind == AccessKind::Store;
+        self.c.refs.translations += 1;
+        let Some(cur) = self.cur else {
+            return Err(SimError::NoProcess {
+                event: self.event,
+                what: kind.name(),
+            });
+        };
+        let asid = self.asid;
+        let nl = self.tlb.levels();
+        let mut found = None;
+        for li in 0..nl {
+            if let Some(e) = self.tlb.probe(li, side, va, asid) {
+                found = Some((li, e));
+                break;
+            }
+        }
+        if found.is_none() && self.tlb.has_prefetch() {
+            found = self.tlb.prefetch_take(va, asid).map(|e| (nl, e));
+        }
+        match found {
+            Some((li, e)) if !(store && !e.writable) => {
+                if li > 0 {
+                    if li < nl {
+                        self.c.cyc.tlb_hit += self.tlb.hit_cycles(li);
+                    }
+                    self.tlb
+                        .fill(li, side, va, &entry_leaf(&e), self.base_shift, asid);
+                }
+                self.data_ref(&e, va);
+                return Ok(e.shift as u32);
+            }
+            // A store to a read-only entry: the write fault invalidates the page, and
+            // the re-executed access misses and walks.
+            Some(_) => self.write_fault(cur, va, kind)?,
+            None => {
+                if nl > 1 {
+                    self.c.cyc.tlb_hit += self.tlb.hit_cycles(nl - 1);
+                }
+            }
+        }
+        let leaf = self.walk(cur, va, kind)?;
+        self.tlb.fill(nl, side, va, &leaf, self.base_shift, asid);
+        if self.tlb.has_prefetch() {
+            self.multi_fill(cur, va);
+        }
+        let e = entry_of(&leaf);
+        self.data_ref(&e, va);
+        Ok(self.tlb.entry_shift(side, leaf.shift) as u32)
+    }
+
+    #[inline]
+    fn data_ref(&mut self, e: &Entry, va: u64) {
+        if self.cfg.cache.data_refs {
+            let pa = (e.pfn << self.base_shift) + (va & ((1u64 << e.shift) - 1));
+            self.caches.access(pa, false);
+        }
+    }
+
+    fn multi_fill(&mut self, cur: usize, va: u64) {
+        let line = self.caches.line_bytes();
+        let p = self.slots[cur].as_ref().expect("current process");
+        p.pt.line_neighbours(VirtAddr(va), line, &mut self.scratch);
+        for &(nva, leaf) in &self.scratch {
+            let e = entry_of(&leaf);
+            self.tlb.prefetch_put(nva, e, self.asid);
+        }
+    }
+
+    /// One hardware walk (or software miss handler run) for `va`. A missing
+    /// translation is faulted in first and a store to a read-only page takes its write
+    /// fault first, so the walk counted is the one that completes (one per miss).
+    #[inline]
+    fn walk(&mut self, cur: usize, va: u64, kind: AccessKind) -> Result<Leaf, SimError> {
+        self.c.walks += 1;
+        let mut w = self.slots[cur]
+            .as_ref()
+            .expect("current process")
+            .pt
+            .walk(VirtAddr(va));
+        for _ in 0..MAX_ATTEMPTS {
+            match w.leaf {
+                None => {
+                    self.c.faulting_walks += 1;
+                    self.page_fault(cur, va, kind)?;
+                }
+                Some(l) if kind == AccessKind::Store && !l.writable() => {
+                    self.c.faulting_walks += 1;
+                    self.write_fault(cur, va, kind)?;
+                }
+                Some(_) => break,
+            }
+            w = self.slots[cur]
+                .as_ref()
+                .expect("current process")
+                .pt
+                .walk(VirtAddr(va));
+        }
+        let leaf = w.leaf.expect("a fault always maps the page");
+        let mut start = 0;
+        if self.cfg.walker.kind == WalkerKind::Software {
+            self.c.traps += 1;
+            self.c.cyc.trap += self.cfg.walker.trap_cycles + self.cfg.walker.handler_cycles;
+        } else if !self.pwc.is_empty() {
+            if let Some(h) = self.pwc.lookup(va, self.asid) {
+                start = (h + 1).min(w.n - 1);
+                self.c.cyc.walk += self.cfg.walker.pwc_hit_cycles;
+            }
+        }
+        for h in start..w.n {
+            self.c.cyc.walk += self.caches.access(w.refs[h], true);
+            self.c.refs_per_level[h] += 1;
+        }
+        self.c.walk_refs += (w.n - start) as u64;
+        if !self.pwc.is_empty() && w.n > 1 {
+            self.pwc.fill(va, start, w.n - 1, self.asid);
+        }
+        Ok(leaf)
+    }
+
+    fn page_fault(&mut self, cur: usize, va: u64, kind: AccessKind) -> Result<(), SimError> {
+        let populate = false;
+        self.fault_in(cur, va, kind.name(), populate)
+    }
+
+    /// Maps the page containing `va` (demand fault or MAP_POPULATE).
+    fn fault_in(
+        &mut self,
+        cur: usize,
+        va: u64,
+        what: &'static str,
+        populate: bool,
+    ) -> Result<(), SimError> {
+        let bs = self.base_shift;
+        let p = self.slots[cur].as_mut().expect("current process");
+        let (shift, pfn, flags) = match p.vmas.find(va) {
+            None => {
+                if self.cfg.os.unmapped == Unmapped::Error {
+                    return Err(SimError::Unmapped {
+                        event: self.event,
+                        what,
+                        addr: va,
+                    });
+                }
+                self.c.faults.outside_mappings += 1;
+                (bs, self.mem.alloc_frames(0), WRITABLE)
+            }
+            Some((start, v)) => {
+                if v.prot == Prot::NONE {
+                    return Err(SimError::Protection {
+                        event: self.event,
+                        what,
+                        addr: va,
+                    });
+                }
+                let mut shift = bs;
+                if let Some(ts) = self.thp_shift {
+                    let want = match self.cfg.os.thp {
+                        Thp::Never => false,
+                        Thp::Madvise => v.thp == Some(true),
+                        Thp::Always => v.thp != Some(false),
+                    };
+                    let size = 1u64 << ts;
+                    let b = va & !(size - 1);
+                    if want
+                        && v.flags.has(MapFlags::ANON)
+                        && v.phys.is_none()
+                        && b >= start
+                        && b + size <= v.end
+                        && p.pt.slot_free(VirtAddr(b), ts)
+                    {
+                        shift = ts as u32;
+                    }
+                }
+                let base = va & !((1u64 << shift) - 1);
+                let mut flags = 0;
+                if v.prot.writable() {
+                    flags |= WRITABLE;
+                }
+                if v.flags.has(MapFlags::GLOBAL) {
+                    flags |= GLOBAL_PAGE;
+                }
+                let pfn = match v.phys {
+                    Some(ph) => {
+                        flags |= FIXED;
+                        (ph + (base - start)) >> bs
+                    }
+                    None => self.mem.alloc_frames(shift - bs),
+                };
+                if populate {
+                    self.c.faults.populated += 1;
+                } else if shift > bs {
+                    self.c.faults.demand_huge += 1;
+                } else {
+                    self.c.faults.demand += 1;
+                }
+                (shift, pfn, flags)
+            }
+        };
+        if !populate {
+            self.c.cyc.fault += self.cfg.cost.fault_cycles;
+        }
+        let base = va & !((1u64 << shift) - 1);
+        p.pt.map(
+            VirtAddr(base),
+            Leaf {
+                pfn,
+                shift: shift as u8,
+                flags,
+            },
+            &mut self.mem,
+        );
+        Ok(())
+    }
+
+    fn write_fault(&mut self, cur: usize, va: u64, kind: AccessKind) -> Result<(), SimError> {
+        let bs = self.base_shift;
+        let p = self.slots[cur].as_mut().expect("current process");
+        if let Some((_, v)) = p.vmas.find(va) {
+            if !v.prot.writable() {
+                return Err(SimError::Protection {
+                    event: self.event,
+                    what: kind.name(),
+                    addr: va,
+                });
+            }
+        }
+        let Some((leaf, base)) = p.pt.lookup(VirtAddr(va)) else {
+            // A stale read-only entry for an unmapped page cannot exist: flushes keep
+            // the TLB coherent with the tables.
+            unreachable!("read-only translation without a page-table entry at {va:#x}");
+        };
+        let n = 1u64 << (leaf.shift as u32 - bs);
+        self.c.cyc.fault += self.cfg.cost.fault_cycles;
+        if leaf.flags & FIXED == 0 && self.mem.is_shared(leaf.pfn, n) {
+            let new = self.mem.alloc_frames(leaf.shift as u32 - bs);
+            self.mem.release(leaf.pfn, n);
+            p.pt.replace(
+                base,
+                Leaf {
+                    pfn: new,
+                    flags: leaf.flags | WRITABLE,
+                    ..leaf
+                },
+            );
+            self.c.faults.cow_copies += 1;
+            self.c.cyc.fault += self.cfg.cost.copy_page_cycles * n;
+        } else {
+            p.pt.set_flags(base, leaf.flags | WRITABLE);
+            self.c.faults.write_protect += 1;
+        }
+        self.flush_page(base.0, leaf.shift as u32);
+        Ok(())
+    }
+
+    fn flush_page(&mut self, base: u64, shift: u32) {
+        let n = self.tlb.flush_page(base, shift, self.asid);
+        self.pwc.flush(Some(self.asid));
+        self.c.flushes.page += 1;
+        self.c.flushes.entries_invalidated += n;
+        self.c.cyc.flush += self.cfg.cost.flush_page_cycles;
+    }
+
+    fn flush_space(&mut self) {
+        let tag = if self.cfg.tlb.asid_bits == 0 {
+            None
+        } else {
+            Some(self.asid)
+        };
+        let n = self.tlb.flush_asid(tag);
+        self.pwc.flush(tag);
+        self.c.flushes.asid += 1;
+        self.c.flushes.entries_invalidated += n;
+        self.c.cyc.flush += self.cfg.cost.flush_all_cycles;
+    }
+
+    /// Flushes the leaves an operation removed or changed: page by page up to the
+    /// ceiling (in base pages), the whole address space beyond it.
+    fn flush_leaves(&mut self, leaves: &[(u64, u8)], pages: u64) {
+        if pages == 0 {
+            return;
+        }
+        if pages > self.cfg.os.flush_ceiling {
+            self.flush_space();
+        } else {
+            for &(va, s) in leaves {
+                self.flush_page(va, s as u32);
+            }
+        }
+    }
+
+    /// Removes the translations of `[start, end)` in the current process, frees their
+    /// frames and flushes.
+    fn unmap_pages(&mut self, cur: usize, start: u64, end: u64) {
+        let bs = self.base_shift;
+        let ceiling = self.cfg.os.flush_ceiling;
+        let mut leaves: Vec<(u64, u8)> = Vec::new();
+        let mut pages = 0u64;
+        let p = self.slots[cur].as_mut().expect("current process");
+        let sw = p.pt.unmap(start, end, &mut self.mem, &mut |va, leaf, mem| {
+            let n = 1u64 << (leaf.shift as u32 - bs);
+            if leaf.flags & FIXED == 0 {
+                mem.release(leaf.pfn, n);
+            }
+            pages += n;
+            if pages <= ceiling {
+                leaves.push((va, leaf.shift));
+            }
+        });
+        self.c.os.unmap_entries += sw.entries;
+        self.c.os.unmap_tables += sw.tables;
+        self.c.os.table_visits += sw.visits;
+        self.c.cyc.os +=
+            sw.entries * self.cfg.cost.pte_cycles + sw.visits * self.cfg.cost.table_visit_cycles;
+        self.flush_leaves(&leaves, pages);
+    }
+
+    fn assign_asid(&mut self, slot: usize) {
+        if self.cfg.tlb.asid_bits == 0 {
+            self.asid = 0;
+            return;
+        }
+        let max = (1u32 << self.cfg.tlb.asid_bits) - 1;
+        let gen = self.asid_gen;
+        let needs = self.slots[slot].as_ref().is_some_and(|p| p.asid_gen != gen);
+        if needs {
+            if self.next_asid > max {
+                let n = self.tlb.flush_asid(None);
+                self.pwc.flush(None);
+                self.c.flushes.all += 1;
+                self.c.flushes.entries_invalidated += n;
+                self.c.cyc.flush += self.cfg.cost.flush_all_cycles;
+                self.c.os.asid_rollovers += 1;
+                self.asid_gen += 1;
+                self.next_asid = 1;
+            }
+            let p = self.slots[slot].as_mut().expect("slot");
+            p.asid = self.next_asid as u16;
+            p.asid_gen = self.asid_gen;
+            self.next_asid += 1;
+        }
+        self.asid = self.slots[slot].as_ref().expect("slot").asid;
+    }
+
+    fn range(&self, addr: u64, len: u64, what: &'static str) -> Result<(u64, u64), SimError> {
+        let mask = (1u64 << self.base_shift) - 1;
+        let start = addr & !mask;
+        let end = addr
+            .checked_add(len)
+            .and_then(|e| e.checked_add(mask))
+            .map(|e| e & !mask)
+            .ok_or(SimError::BadRange {
+                event: self.event,
+                what,
+            })?;
+        if self.va_bits < 64 && (end - 1) >> self.va_bits != 0 && end > start {
+            return Err(SimError::OutOfRange {
+                event: self.event,
+                what,
+                addr,
+                bits: self.va_bits,
+            });
+        }
+        Ok((start, end))
+    }
+
+    fn current(&self, what: &'static str) -> Result<usize, SimError> {
+        self.cur.ok_or(SimError::NoProcess {
+            event: self.event,
+            what,
+        })
+    }
+
+    fn os_event(&mut self, ev: &Event) -> Result<(), SimError> {
+        let what = ev.name();
+        match *ev {
+            Event::Access(_) => unreachable!(),
+            Event::Mmap {
+                addr,
+                len,
+                prot,
+                flags,
+            } => {
+                let cur = self.current(what)?;
+                self.c.os.mmaps += 1;
+                let (start, end) = self.range(addr.0, len, what)?;
+                if start == end {
+                    return Ok(());
+                }
+                if self.slots[cur]
+                    .as_ref()
+                    .expect("cur")
+                    .vmas
+                    .overlaps(start, end)
+                {
+                    self.slots[cur]
+                        .as_mut()
+                        .expect("cur")
+                        .vmas
+                        .remove(start, end);
+                    self.unmap_pages(cur, start, end);
+                }
+                let vma = Vma {
+                    end,
+                    prot,
+                    flags,
+                    thp: None,
+                    phys: None,
+                };
+                self.slots[cur]
+                    .as_mut()
+                    .expect("cur")
+                    .vmas
+                    .insert(start, vma);
+                if flags.has(MapFlags::POPULATE) {
+                    let mut va = start;
+                    while va < end {
+                        let mapped = self.slots[cur]
+                            .as_ref()
+                            .expect("cur")
+                            .pt
+                            .lookup(VirtAddr(va));
+                        match mapped {
+                            Some((leaf, base)) => va = base.0 + (1u64 << leaf.shift),
+                            None => {
+                                self.fault_in(cur, va, what, true)?;
+                            }
+                        }
+                    }
+                }
+            }
+            Event::Munmap { addr, len } => {
+                let cur = self.current(what)?;
+                self.c.os.munmaps += 1;
+                let (start, end) = self.range(addr.0, len, what)?;
+                self.slots[cur]
+                    .as_mut()
+                    .expect("cur")
+                    .vmas
+                    .remove(start, end);
+                self.unmap_pages(cur, start, end);
+            }
+            Event::Mprotect { addr, len, prot } => {
+                let cur = self.current(what)?;
+                self.c.os.mprotects += 1;
+                let (start, end) = self.range(addr.0, len, what)?;
+                let bs = self.base_shift;
+                let p = self.slots[cur].as_mut().expect("cur");
+                p.vmas.modify(start, end, |v| v.prot = prot);
+                if !prot.writable() {
+                    let mut leaves = Vec::new();
+                    let mut pages = 0u64;
+                    let ceiling = self.cfg.os.flush_ceiling;
+                    let sw = p.pt.update(start, end, &mut self.mem, &mut |va, leaf| {
+                        if leaf.flags & WRITABLE != 0 {
+                            leaf.flags &= !WRITABLE;
+                            pages += 1u64 << (leaf.shift as u32 - bs);
+                            if pages <= ceiling {
+                                leaves.push((va, leaf.shift));
+                            }
+                        }
+                    });
+                    self.c.os.table_visits += sw.visits;
+                    self.flush_leaves(&leaves, pages);
+                }
+            }
+            Event::Madvise { addr, len, advice } => {
+                let cur = self.current(what)?;
+                self.c.os.madvises += 1;
+                let (start, end) = self.range(addr.0, len, what)?;
+                match advice {
+                    Advice::DontNeed => self.unmap_pages(cur, start, end),
+                    Advice::HugePage | Advice::NoHugePage => {
+                        let on = advice == Advice::HugePage;
+                        self.slots[cur]
+                            .as_mut()
+                            .expect("cur")
+                            .vmas
+                            .modify(start, end, |v| v.thp = Some(on));
+                    }
+                    Advice::Other => {}
+                }
+            }
+            Event::Mremap {
+                old,
+                old_len,
+                new,
+                new_len,
+            } => self.mremap(what, old.0, old_len, new.0, new_len)?,
+            Event::Brk { addr } => {
+                let cur = self.current(what)?;
+                self.c.os.brks += 1;
+                let (a, _) = self.range(addr.0, 0, what)?;
+                let mask = (1u64 << self.base_shift) - 1;
+                let a = (a + if addr.0 & mask != 0 { mask + 1 } else { 0 }) & !mask;
+                let p = self.slots[cur].as_mut().expect("cur");
+                match p.heap {
+                    None => p.heap = Some((a, a)),
+                    Some((s, c)) if a > c => {
+                        let vma = Vma {
+                            end: a,
+                            prot: Prot::RW,
+                            flags: MapFlags(MapFlags::ANON),
+                            thp: None,
+                            phys: None,
+                        };
+                        p.vmas.insert(c, vma);
+                        p.heap = Some((s, a));
+                    }
+                    Some((s, c)) if a < c => {
+                        let a = a.max(s);
+                        p.vmas.remove(a, c);
+                        p.heap = Some((s, a));
+                        self.unmap_pages(cur, a, c);
+                    }
+                    Some(_) => {}
+                }
+            }
+            Event::Fork { child } => self.fork(what, child)?,
+            Event::Exit => {
+                let cur = self.current(what)?;
+                self.exit(cur);
+            }
+            Event::Switch { pid } => {
+                let slot = *self.pid_slot.get(&pid.0).ok_or(SimError::UnknownPid {
+                    event: self.event,
+                    pid: pid.0,
+                })?;
+                self.c.os.context_switches += 1;
+                if self.cfg.tlb.asid_bits == 0 && self.loaded_pid != Some(pid.0) {
+                    let n = self.tlb.flush_asid(None);
+                    self.pwc.flush(None);
+                    self.c.flushes.switch += 1;
+                    self.c.flushes.entries_invalidated += n;
+                    self.c.cyc.flush += self.cfg.cost.flush_all_cycles;
+                }
+                self.loaded_pid = Some(pid.0);
+                self.cur = Some(slot);
+                self.assign_asid(slot);
+            }
+            Event::Flush(scope) => {
+                self.current(what)?;
+                match scope {
+                    FlushScope::Page(va) => self.flush_page(va.0, self.base_shift),
+                    FlushScope::Range { start, len } => {
+                        let (s, e) = self.range(start.0, len, what)?;
+                        let pages = (e - s) >> self.base_shift;
+                        let leaves: Vec<(u64, u8)> = if pages <= self.cfg.os.flush_ceiling {
+                            (0..pages)
+                                .map(|i| (s + (i << self.base_shift), self.base_shift as u8))
+                                .collect()
+                        } else {
+                            Vec::new()
+                        };
+                        self.flush_leaves(&leaves, pages);
+                    }
+                    FlushScope::Asid => self.flush_space(),
+                    FlushScope::All => {
+                        let n = self.tlb.flush_all();
+                        self.pwc.flush(None);
+                        self.c.flushes.all += 1;
+                        self.c.flushes.entries_invalidated += n;
+                        self.c.cyc.flush += self.cfg.cost.flush_all_cycles;
+                    }
+                }
+            }
+            Event::ThreadStart { .. } => self.c.os.threads_started += 1,
+            Event::ThreadExit { .. } => {}
+        }
+        Ok(())
+    }
+
+    fn mremap(
+        &mut self,
+        what: &'static str,
+        old: u64,
+        old_len: u64,
+        new: u64,
+        new_len: u64,
+    ) -> Result<(), SimError> {
+        let cur = self.current(what)?;
+        self.c.os.mremaps += 1;
+        let (os, oe) = self.range(old, old_len, what)?;
+        let (ns, ne) = self.range(new, new_len, what)?;
+        let bs = self.base_shift;
+        let p = self.slots[cur].as_mut().expect("cur");
+        let attrs = p.vmas.find(os).map(|(_, v)| *v).unwrap_or(Vma {
+            end: 0,
+            prot: Prot::RW,
+            flags: MapFlags(MapFlags::ANON),
+            thp: None,
+            phys: None,
+        });
+        let mut moved: Vec<(u64, Leaf)> = Vec::new();
+        let mut pages = 0u64;
+        let sw = p.pt.unmap(os, oe, &mut self.mem, &mut |va, leaf, _| {
+            pages += 1u64 << (leaf.shift as u32 - bs);
+            moved.push((va, leaf));
+        });
+        p.vmas.remove(os, oe);
+        self.c.os.unmap_entries += sw.entries;
+        self.c.os.unmap_tables += sw.tables;
+        self.c.os.table_visits += sw.visits;
+        let leaves: Vec<(u64, u8)> = moved.iter().map(|(v, l)| (*v, l.shift)).collect();
+        self.flush_leaves(&leaves, pages);
+        if self.slots[cur].as_ref().expect("cur").vmas.overlaps(ns, ne) {
+            self.slots[cur].as_mut().expect("cur").vmas.remove(ns, ne);
+            self.unmap_pages(cur, ns, ne);
+        }
+        let p = self.slots[cur].as_mut().expect("cur");
+        p.vmas.insert(ns, Vma { end: ne, ..attrs });
+        for (va, leaf) in moved {
+            let off = va - os;
+            let n = 1u64 << (leaf.shift as u32 - bs);
+            let size = 1u64 << leaf.shift;
+            let nva = ns + off;
+            if nva & (size - 1) == 0
+                && off + size <= ne - ns
+                && p.pt.slot_free(VirtAddr(nva), leaf.shift)
+            {
+                p.pt.map(VirtAddr(nva), leaf, &mut self.mem);
+                continue;
+            }
+            for i in 0..n {
+                let o = off + (i << bs);
+                if o < ne - ns {
+                    let l = Leaf {
+                        pfn: leaf.pfn + i,
+                        shift: bs as u8,
+                        flags: leaf.flags,
+                    };
+                    p.pt.map(VirtAddr(ns + o), l, &mut self.mem);
+                } else if leaf.flags & FIXED == 0 {
+                    self.mem.release(leaf.pfn + i, 1);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn fork(&mut self, what: &'static str, child: Pid) -> Result<(), SimError> {
+        let cur = self.current(what)?;
+        if self.pid_slot.contains_key(&child.0) {
+            return Err(SimError::PidExists {
+                event: self.event,
+                pid: child.0,
+            });
+        }
+        let bs = self.base_shift;
+        let p = self.slots[cur].as_mut().expect("cur");
+        let Process { pt, vmas, heap, .. } = p;
+        let (cpt, sw) = pt.fork(&mut self.mem, &mut |va, leaf, mem| {
+            if leaf.flags & FIXED != 0 {
+                return;
+            }
+            mem.share(leaf.pfn, 1u64 << (leaf.shift as u32 - bs));
+            let shared = vmas
+                .find(va)
+                .is_some_and(|(_, v)| v.flags.has(MapFlags::SHARED));
+            if !shared {
+                leaf.flags &= !WRITABLE;
+            }
+        });
+        let child_proc = Process {
+            pid: child.0,
+            pt: cpt,
+            vmas: vmas.clone(),
+            heap: *heap,
+            asid: 0,
+            asid_gen: 0,
+        };
+        self.c.os.forks += 1;
+        self.c.os.fork_entries += sw.entries;
+        self.c.os.fork_tables += sw.tables;
+        self.c.os.table_visits += sw.visits;
+        self.c.cyc.os +=
+            sw.entries * self.cfg.cost.pte_cycles + sw.visits * self.cfg.cost.table_visit_cycles;
+        // The parent's writable entries became read-only: flush its address space.
+        self.flush_space();
+        let slot = match self.slots.iter().position(|s| s.is_none()) {
+            Some(i) => {
+                self.slots[i] = Some(child_proc);
+                i
+            }
+            None => {
+                self.slots.push(Some(child_proc));
+                self.slots.len() - 1
+            }
+        };
+        self.pid_slot.insert(child.0, slot);
+        Ok(())
+    }
+
+    fn exit(&mut self, cur: usize) {
+        let bs = self.base_shift;
+        let mut p = self.slots[cur].take().expect("cur");
+        let sw = p.pt.teardown(&mut self.mem, &mut |_, leaf, mem| {
+            if leaf.flags & FIXED == 0 {
+                mem.release(leaf.pfn, 1u64 << (leaf.shift as u32 - bs));
+            }
+        });
+        self.pid_slot.remove(&p.pid);
+        self.c.os.exits += 1;
+        self.c.os.exit_entries += sw.entries;
+        self.c.os.exit_tables += sw.tables;
+        self.c.os.table_visits += sw.visits;
+        self.c.cyc.os +=
+            sw.entries * self.cfg.cost.pte_cycles + sw.visits * self.cfg.cost.table_visit_cycles;
+        self.cur = None;
+    }
+
+    /// Translates `va` in the current process without touching any state (tests,
+    /// differential checks): the physical address, if mapped.
+    pub fn resolve(&self, va: u64) -> Option<u64> {
+        let p = self.slots[self.cur?].as_ref()?;
+        let (leaf, base) = p.pt.lookup(VirtAddr(va))?;
+        Some((leaf.pfn << self.base_shift) + (va - base.0))
+    }
+
+    /// The report as of now.
+    pub fn report(&self) -> Report {
+        let c = &self.c;
+        let total = c.refs.total.max(1) as f64;
+        let mut tlb_levels = Vec::new();
+        for (li, pair) in self.tlb.level_stats.iter().enumerate() {
+            let n = if self.tlb.is_unified(li) { 1 } else { 2 };
+            for st in pair.iter().take(n) {
+                if st.lookups == 0 && !self.tlb.is_unified(li) && n == 2 && st.hits == 0 {
+                    // A side with no structures at this level.
+                }
+                let mut s = st.clone();
+                if self.tlb.is_unified(li) {
+                    s.lookups = pair[0].lookups + pair[1].lookups;
+                    s.hits = pair[0].hits + pair[1].hits;
+                    s.misses = pair[0].misses + pair[1].misses;
+                }
+                s.misses_per_kref = s.misses as f64 * 1000.0 / total;
+                tlb_levels.push(s);
+            }
+        }
+        let mut usage: Vec<(u64, u64)> = Vec::new();
+        for p in self.slots.iter().flatten() {
+            for (i, (b, t)) in p.pt.table_usage().into_iter().enumerate() {
+                if usage.len() <= i {
+                    usage.push((0, 0));
+                }
+                usage[i].0 += b;
+                usage[i].1 += t;
+            }
+        }
+        let names: Vec<String> = {
+            let crate::config::PageTableConfig::Radix { levels, .. } = &self.cfg.page_table;
+            levels
+                .iter()
+                .filter(|l| !l.folded)
+                .map(|l| l.name.clone())
+                .collect()
+        };
+        let m = &self.mem.counters;
+        let mut cyc = c.cyc.clone();
+        cyc.model = "latency sum without overlap (approximate)";
+        cyc.total = cyc.tlb_hit + cyc.walk + cyc.trap + cyc.fault + cyc.os + cyc.flush;
+        cyc.per_ref = cyc.total as f64 / total;
+        let mut os = c.os.clone();
+        os.processes_live = self.slots.iter().flatten().count() as u64;
+        Report {
+            schema: 1,
+            machine: self.cfg.clone(),
+            refs: c.refs.clone(),
+            tlb_levels,
+            tlb_structures: self.tlb.structs.iter().map(|s| s.stats.clone()).collect(),
+            prefetch: Prefetch {
+                hits: self.tlb.prefetch_hits,
+                fills: self.tlb.prefetch_fills,
+            },
+            walks: Walks {
+                walks: c.walks,
+                faulting: c.faulting_walks,
+                refs: c.walk_refs,
+                refs_per_level: names
+                    .iter()
+                    .zip(&c.refs_per_level)
+                    .map(|(n, r)| LevelRefs {
+                        level: n.clone(),
+                        refs: *r,
+                    })
+                    .collect(),
+                pwc: self.pwc.stats.clone(),
+                pwc_misses: self.pwc.misses,
+                caches: self.caches.stats.clone(),
+                memory_walk_refs: self.caches.memory_walk_refs,
+                memory_data_refs: self.caches.memory_data_refs,
+                traps: c.traps,
+            },
+            faults: c.faults.clone(),
+            page_tables: PageTables {
+                tables_live: usage.iter().map(|u| u.1).sum(),
+                bytes_live: usage.iter().map(|u| u.0).sum(),
+                bytes_peak: m.table_bytes_peak,
+                tables_allocated: m.tables_allocated,
+                tables_freed: m.tables_freed,
+                per_level: names
+                    .iter()
+                    .zip(&usage)
+                    .map(|(n, u)| LevelTables {
+                        level: n.clone(),
+                        tables: u.1,
+                        bytes: u.0,
+                    })
+                    .collect(),
+            },
+            memory: Memory {
+                frames_allocated: m.frames_allocated,
+                frames_live: m.frames_live,
+                base_page_bytes: 1 << self.base_shift,
+            },
+            os,
+            flushes: c.flushes.clone(),
+            cycles: cyc,
+        }
+    }
+}
+
+fn entry_leaf(e: &Entry) -> Leaf {
+    let mut flags = 0;
+    if e.writable {
+        flags |= WRITABLE;
+    }
+    if e.global {
+        flags |= GLOBAL_PAGE;
+    }
+    Leaf {
+        pfn: e.pfn,
+        shift: e.shift,
+        flags,
+    }
+}
+
+fn entry_of(l: &Leaf) -> Entry {
+    Entry {
+        shift: l.shift,
+        pfn: l.pfn,
+        writable: l.writable(),
+        global: l.flags & GLOBAL_PAGE != 0,
+    }
+}

@@ -1,0 +1,174 @@
+//! The report: every counter plus the cycle estimate, serialized as the `--json` schema.
+//!
+//! # Schema (stable; additions only)
+//! `Report` is an object with these members: `machine` (resolved configuration),
+//! `refs`, `tlb_levels` (per level and side: lookups/hits/misses and
+//! `misses_per_kref`), `tlb_structures` (per structure: hits, fills, evictions,
+//! invalidations), `prefetch`, `walks` (walks, references, per-level references,
+//! page-walk-cache hits, where references were served), `faults`, `page_tables`,
+//! `memory`, `os`, `flushes` and `cycles` (with the cost parameters used).
+
+use crate::cache::CacheStats;
+use crate::pwc::PwcStats;
+use crate::tlb::{LevelStats, StructStats};
+use serde::Serialize;
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Refs {
+    pub fetch: u64,
+    pub load: u64,
+    pub store: u64,
+    pub total: u64,
+    /// Page lookups: one per page an access touches.
+    pub translations: u64,
+    /// Accesses that touched more than one page.
+    pub page_crossings: u64,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Prefetch {
+    pub hits: u64,
+    pub fills: u64,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct LevelRefs {
+    pub level: String,
+    pub refs: u64,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Walks {
+    /// Walks started (hardware) or miss handlers run (software), retries included.
+    pub walks: u64,
+    /// Walks that ended at an empty entry (and so raised a page fault).
+    pub faulting: u64,
+    /// Page-table entries read.
+    pub refs: u64,
+    pub refs_per_level: Vec<LevelRefs>,
+    pub pwc: Vec<PwcStats>,
+    pub pwc_misses: u64,
+    /// Where walk (and data) references were served, by cache level.
+    pub caches: Vec<CacheStats>,
+    pub memory_walk_refs: u64,
+    pub memory_data_refs: u64,
+    /// Software reload: miss traps taken.
+    pub traps: u64,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Faults {
+    /// First touches of mapped memory (base-page faults).
+    pub demand: u64,
+    /// First touches served with a huge page.
+    pub demand_huge: u64,
+    /// Writes to a shared copy-on-write page: a frame was copied.
+    pub cow_copies: u64,
+    /// Writes to a read-only page that was no longer shared: made writable in place.
+    pub write_protect: u64,
+    /// Touches outside every mapping, treated as anonymous memory (`os.unmapped = "map"`).
+    pub outside_mappings: u64,
+    /// Pages populated by MAP_POPULATE (not faults).
+    pub populated: u64,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct LevelTables {
+    pub level: String,
+    pub tables: u64,
+    pub bytes: u64,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct PageTables {
+    /// Tables of all live processes now.
+    pub tables_live: u64,
+    pub bytes_live: u64,
+    /// Largest `bytes_live` seen.
+    pub bytes_peak: u64,
+    pub tables_allocated: u64,
+    pub tables_freed: u64,
+    pub per_level: Vec<LevelTables>,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Memory {
+    pub frames_allocated: u64,
+    pub frames_live: u64,
+    pub base_page_bytes: u64,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Os {
+    pub mmaps: u64,
+    pub munmaps: u64,
+    pub mprotects: u64,
+    pub madvises: u64,
+    pub mremaps: u64,
+    pub brks: u64,
+    pub forks: u64,
+    /// Entries copied into children's tables.
+    pub fork_entries: u64,
+    pub fork_tables: u64,
+    pub exits: u64,
+    pub exit_entries: u64,
+    pub exit_tables: u64,
+    /// Entries cleared and tables freed by munmap/madvise/brk shrink/mremap.
+    pub unmap_entries: u64,
+    pub unmap_tables: u64,
+    /// Tables visited by the OS's software walks, folded levels included.
+    pub table_visits: u64,
+    pub context_switches: u64,
+    pub asid_rollovers: u64,
+    pub threads_started: u64,
+    pub processes_live: u64,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Flushes {
+    /// Single-page invalidations.
+    pub page: u64,
+    /// Whole-address-space flushes (munmap above the ceiling, fork, explicit).
+    pub asid: u64,
+    /// Global flushes (explicit, ASID rollover).
+    pub all: u64,
+    /// Flushes caused by a context switch on an untagged TLB.
+    pub switch: u64,
+    /// TLB entries removed by all of the above.
+    pub entries_invalidated: u64,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct CycleEstimate {
+    /// "latency sum without overlap": approximate.
+    pub model: &'static str,
+    /// Translations served by a TLB level beyond the first.
+    pub tlb_hit: u64,
+    /// Walk references and page-walk-cache lookups.
+    pub walk: u64,
+    /// Software reload traps and handler overhead.
+    pub trap: u64,
+    pub fault: u64,
+    /// Fork/exit/unmap software walks.
+    pub os: u64,
+    pub flush: u64,
+    pub total: u64,
+    pub per_ref: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    pub schema: u32,
+    pub machine: crate::config::MachineConfig,
+    pub refs: Refs,
+    pub tlb_levels: Vec<LevelStats>,
+    pub tlb_structures: Vec<StructStats>,
+    pub prefetch: Prefetch,
+    pub walks: Walks,
+    pub faults: Faults,
+    pub page_tables: PageTables,
+    pub memory: Memory,
+    pub os: Os,
+    pub flushes: Flushes,
+    pub cycles: CycleEstimate,
+}

@@ -1,0 +1,478 @@
+//! The TLB hierarchy: levels of split or unified structures, each structure a
+//! set-associative array holding one or more page sizes plus optional lockdown slots.
+//!
+//! Lookups probe every structure of the level on the access's side (as hardware does
+//! in parallel). A translation whose page size a level does not hold is *splintered*
+//! into the largest smaller size the level holds (the entry then covers the accessed
+//! sub-page only). Locked-down entries are never evicted and survive every flush.
+
+use crate::assoc::{AnyAssoc, Fill, Slot, GLOBAL};
+use crate::config::{geometry, ConfigError, Inclusion, Side, TlbConfig, TlbStructConfig};
+use crate::pagetable::{Leaf, GLOBAL_PAGE, WRITABLE};
+use serde::Serialize;
+
+/// Slot flag: writes allowed (mirrors the PTE).
+const W: u8 = 2;
+const VALID: u64 = 1 << 63;
+
+/// A translation as a TLB entry holds it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// log2 of the entry's page size.
+    pub shift: u8,
+    /// Frame of the entry's first base page.
+    pub pfn: u64,
+    pub writable: bool,
+    pub global: bool,
+}
+
+#[inline]
+fn key(va: u64, shift: u32) -> u64 {
+    ((va >> shift) << 6) | shift as u64 | VALID
+}
+
+/// Counters of one structure.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct StructStats {
+    pub name: String,
+    pub entries: u32,
+    pub ways: u32,
+    pub sizes: Vec<String>,
+    pub replacement: String,
+    pub lockdown: u32,
+    pub hits: u64,
+    pub locked_hits: u64,
+    pub fills: u64,
+    pub evictions: u64,
+    pub invalidations: u64,
+}
+
+#[derive(Clone, Debug)]
+struct Locked {
+    vpn: u64,
+    shift: u8,
+    pfn: u64,
+}
+
+#[derive(Clone, Debug)]
+pub struct Structure {
+    /// Held page sizes, largest first.
+    shifts: Vec<u8>,
+    arr: AnyAssoc,
+    locked: Vec<Locked>,
+    lockdown_slots: u32,
+    pub stats: StructStats,
+}
+
+impl Structure {
+    fn new(name: String, c: &TlbStructConfig, seed: u64) -> Result<Self, ConfigError> {
+        let (sets, ways) = geometry(&name, c.entries, c.ways)?;
+        let mut shifts: Vec<u8> = c.sizes.iter().map(|s| s.shift() as u8).collect();
+        shifts.sort_unstable_by(|a, b| b.cmp(a));
+        shifts.dedup();
+        Ok(Structure {
+            arr: AnyAssoc::new(c.replacement, sets, ways, seed),
+            locked: Vec::new(),
+            lockdown_slots: c.lockdown,
+            stats: StructStats {
+                name,
+                entries: c.entries,
+                ways: ways as u32,
+                sizes: c.sizes.iter().map(|s| s.to_string()).collect(),
+                replacement: format!("{:?}", c.replacement).to_lowercase(),
+                lockdown: c.lockdown,
+                ..Default::default()
+            },
+            shifts,
+        })
+    }
+
+    #[inline]
+    fn lookup(&mut self, va: u64, asid: u16) -> Option<Entry> {
+        for l in &self.locked {
+            if va >> l.shift == l.vpn {
+                self.stats.hits += 1;
+                self.stats.locked_hits += 1;
+                return Some(Entry {
+                    shift: l.shift,
+                    pfn: l.pfn,
+                    writable: true,
+                    global: true,
+                });
+            }
+        }
+        for &s in &self.shifts {
+            if let Some(slot) = self.arr.lookup(va >> s, key(va, s as u32), asid) {
+                self.stats.hits += 1;
+                return Some(Entry {
+                    shift: s,
+                    pfn: slot.data,
+                    writable: slot.flags & W != 0,
+                    global: slot.flags & GLOBAL != 0,
+                });
+            }
+        }
+        None
+    }
+
+    /// The largest held size not above `shift`.
+    fn fit(&self, shift: u8) -> Option<u8> {
+        self.shifts.iter().copied().find(|&s| s <= shift)
+    }
+
+    fn invalidate_range(&mut self, base: u64, shift: u32, asid: Option<u16>) -> u64 {
+        let mut n = 0;
+        let end = base + (1u64 << shift) - 1;
+        for &s in &self.shifts.clone() {
+            let s = s as u32;
+            if s >= shift {
+                let va = base;
+                let hit = match asid {
+                    Some(a) => self.arr.invalidate(va >> s, key(va, s), a),
+                    None => self.arr.invalidate_where(|sl| sl.key == key(va, s)) > 0,
+                };
+                n += hit as u64;
+            } else if shift - s <= 4 {
+                for i in 0..(1u64 << (shift - s)) {
+                    let va = base + (i << s);
+                    let hit = match asid {
+                        Some(a) => self.arr.invalidate(va >> s, key(va, s), a),
+                        None => self.arr.invalidate_where(|sl| sl.key == key(va, s)) > 0,
+                    };
+                    n += hit as u64;
+                }
+            } else {
+                n += self.arr.invalidate_where(|sl| {
+                    let sh = (sl.key & 63) as u32;
+                    let va = ((sl.key & !VALID) >> 6) << sh;
+                    sh == s
+                        && va >= base
+                        && va <= end
+                        && asid.is_none_or(|a| sl.asid == a || sl.flags & GLOBAL != 0)
+                });
+            }
+        }
+        self.stats.invalidations += n;
+        n
+    }
+}
+
+/// Hit/miss counts of one level on one side.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct LevelStats {
+    pub name: String,
+    pub side: &'static str,
+    pub hit_cycles: u64,
+    pub lookups: u64,
+    pub hits: u64,
+    pub misses: u64,
+    /// Misses per 1000 references (filled in by the report).
+    pub misses_per_kref: f64,
+}
+
+#[derive(Clone, Debug)]
+struct Level {
+    /// Structure indices probed by fetches (0) and data accesses (1).
+    sides: [Vec<usize>; 2],
+    unified: bool,
+    hit_cycles: u64,
+}
+
+/// The whole hierarchy.
+#[derive(Clone, Debug)]
+pub struct Tlbs {
+    pub structs: Vec<Structure>,
+    levels: Vec<Level>,
+    inclusion: Inclusion,
+    /// Per level, per side.
+    pub level_stats: Vec<[LevelStats; 2]>,
+    prefetch: Vec<(u64, u16, Entry)>,
+    prefetch_cap: usize,
+    prefetch_next: usize,
+    pub prefetch_hits: u64,
+    pub prefetch_fills: u64,
+}
+
+impl Tlbs {
+    pub fn new(c: &TlbConfig) -> Result<Self, ConfigError> {
+        let mut structs = Vec::new();
+        let mut levels = Vec::new();
+        let mut level_stats = Vec::new();
+        for (li, lc) in c.levels.iter().enumerate() {
+            let mut sides: [Vec<usize>; 2] = [Vec::new(), Vec::new()];
+            let unified = !lc.unified.is_empty();
+            let mut add = |list: &Vec<TlbStructConfig>,
+                           tag: &str,
+                           sides_for: &[usize]|
+             -> Result<(), ConfigError> {
+                for (si, s) in list.iter().enumerate() {
+                    let sizes: Vec<String> = s.sizes.iter().map(|p| p.to_string()).collect();
+                    let name = if list.len() == 1 {
+                        format!("{} {tag}", lc.name)
+                    } else {
+                        format!("{} {tag}[{si}] {}", lc.name, sizes.join("/"))
+                    };
+                    structs.push(Structure::new(
+                        name,
+                        s,
+                        c.seed.wrapping_add(structs.len() as u64),
+                    )?);
+                    for &side in sides_for {
+                        sides[side].push(structs.len() - 1);
+                    }
+                }
+                Ok(())
+            };
+            let _ = li;
+            add(&lc.i, "ITLB", &[0])?;
+            add(&lc.d, "DTLB", &[1])?;
+            add(&lc.unified, "TLB", &[0, 1])?;
+            let mk = |side: &'static str| LevelStats {
+                name: lc.name.clone(),
+                side,
+                hit_cycles: lc.hit_cycles,
+                ..Default::default()
+            };
+            level_stats.push(if unified {
+                [mk("unified"), mk("unified")]
+            } else {
+                [mk("i"), mk("d")]
+            });
+            levels.push(Level {
+                sides,
+                unified,
+                hit_cycles: lc.hit_cycles,
+            });
+        }
+        let mut t = Tlbs {
+            structs,
+            levels,
+            inclusion: c.inclusion,
+            level_stats,
+            prefetch: Vec::new(),
+            prefetch_cap: c.prefetch_buffer as usize,
+            prefetch_next: 0,
+            prefetch_hits: 0,
+            prefetch_fills: 0,
+        };
+        for p in &c.pinned {
+            let sides: &[usize] = match p.side {
+                Side::I => &[0],
+                Side::D => &[1],
+                Side::Both => &[0, 1],
+            };
+            let shift = p.size.shift() as u8;
+            let mut targets: Vec<usize> = Vec::new();
+            for &side in sides {
+                for &si in &t.levels[0].sides[side] {
+                    let s = &t.structs[si];
+                    if s.lockdown_slots as usize > s.locked.len()
+                        && s.shifts.contains(&shift)
+                        && !targets.contains(&si)
+                    {
+                        targets.push(si);
+                    }
+                }
+            }
+            if targets.is_empty() {
+                return Err(ConfigError::Invalid {
+                    field: "tlb.pinned".into(),
+                    msg: format!(
+                        "no free lockdown slot holding {} for the entry at {:#x}",
+                        p.size, p.va.0
+                    ),
+                });
+            }
+            for si in targets {
+                t.structs[si].locked.push(Locked {
+                    vpn: p.va.0 >> shift,
+                    shift,
+                    pfn: p.pa.0,
+                });
+            }
+        }
+        Ok(t)
+    }
+
+    pub fn levels(&self) -> usize {
+        self.levels.len()
+    }
+
+    pub fn hit_cycles(&self, level: usize) -> u64 {
+        self.levels[level].hit_cycles
+    }
+
+    /// Probes level `li` on `side`; counts the lookup.
+    #[inline]
+    pub fn probe(&mut self, li: usize, side: usize, va: u64, asid: u16) -> Option<Entry> {
+        let lvl = &self.levels[li];
+        let st = &mut self.level_stats[li][side];
+        if lvl.sides[side].is_empty() {
+            return None;
+        }
+        st.lookups += 1;
+        for &si in &lvl.sides[side] {
+            if let Some(e) = self.structs[si].lookup(va, asid) {
+                st.hits += 1;
+                return Some(e);
+            }
+        }
+        st.misses += 1;
+        None
+    }
+
+    /// Fills levels `0..upto` on `side` with the translation `leaf` (whose page starts
+    /// at `leaf_va`) for the access at `va`.
+    pub fn fill(
+        &mut self,
+        upto: usize,
+        side: usize,
+        va: u64,
+        leaf: &Leaf,
+        base_shift: u32,
+        asid: u16,
+    ) {
+        for li in (0..upto).rev() {
+            // The structure holding the largest size not above the leaf's.
+            let mut best: Option<(usize, u8)> = None;
+            for k in 0..self.levels[li].sides[side].len() {
+                let si = self.levels[li].sides[side][k];
+                if let Some(s) = self.structs[si].fit(leaf.shift) {
+                    if best.is_none_or(|(_, b)| s > b) {
+                        best = Some((si, s));
+                    }
+                }
+            }
+            let Some((si, s)) = best else { continue };
+            let off_pages = ((va & ((1u64 << leaf.shift) - 1)) >> s) << (s as u32 - base_shift);
+            let mut flags = 0;
+            if leaf.flags & GLOBAL_PAGE != 0 {
+                flags |= GLOBAL;
+            }
+            if leaf.flags & WRITABLE != 0 {
+                flags |= W;
+            }
+            let slot = Slot {
+                key: key(va, s as u32),
+                asid,
+                flags,
+                data: leaf.pfn + off_pages,
+            };
+            let st = &mut self.structs[si];
+            st.stats.fills += 1;
+            if let Fill::Evicted(old) = st.arr.fill(va >> s, slot) {
+                st.stats.evictions += 1;
+                if self.inclusion == Inclusion::Inclusive && li > 0 {
+                    let sh = (old.key & 63) as u32;
+                    let ova = ((old.key & !VALID) >> 6) << sh;
+                    let oasid = if old.flags & GLOBAL != 0 {
+                        None
+                    } else {
+                        Some(old.asid)
+                    };
+                    for upper in 0..li {
+                        for side2 in 0..2 {
+                            for k in 0..self.levels[upper].sides[side2].len() {
+                                let ui = self.levels[upper].sides[side2][k];
+                                self.structs[ui].invalidate_range(ova, sh, oasid);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Looks for `va` in the prefetch buffer; a hit leaves the buffer.
+    pub fn prefetch_take(&mut self, va: u64, asid: u16) -> Option<Entry> {
+        let pos = self
+            .prefetch
+            .iter()
+            .position(|(k, a, e)| *k == va >> e.shift && (*a == asid || e.global))?;
+        let (_, _, e) = self.prefetch.swap_remove(pos);
+        self.prefetch_hits += 1;
+        Some(e)
+    }
+
+    /// Adds a neighbouring translation to the prefetch buffer (FIFO).
+    pub fn prefetch_put(&mut self, va: u64, e: Entry, asid: u16) {
+        if self.prefetch_cap == 0 {
+            return;
+        }
+        let k = va >> e.shift;
+        if self
+            .prefetch
+            .iter()
+            .any(|(k2, a, e2)| *k2 == k && *a == asid && e2.shift == e.shift)
+        {
+            return;
+        }
+        self.prefetch_fills += 1;
+        if self.prefetch.len() < self.prefetch_cap {
+            self.prefetch.push((k, asid, e));
+        } else {
+            self.prefetch[self.prefetch_next] = (k, asid, e);
+            self.prefetch_next = (self.prefetch_next + 1) % self.prefetch_cap;
+        }
+    }
+
+    pub fn has_prefetch(&self) -> bool {
+        self.prefetch_cap > 0
+    }
+
+    /// Invalidates the page `[base, base + 2^shift)` for `asid` (global entries too)
+    /// everywhere; returns entries removed.
+    pub fn flush_page(&mut self, base: u64, shift: u32, asid: u16) -> u64 {
+        let mut n = 0;
+        for s in &mut self.structs {
+            n += s.invalidate_range(base, shift, Some(asid));
+        }
+        let end = base + (1u64 << shift);
+        self.prefetch.retain(|(k, a, e)| {
+            let va = k << e.shift;
+            !((*a == asid || e.global) && va < end && va + (1u64 << e.shift) > base)
+        });
+        n
+    }
+
+    /// Invalidates every non-global entry of `asid` (or of every ASID if `None`).
+    pub fn flush_asid(&mut self, asid: Option<u16>) -> u64 {
+        let mut n = 0;
+        for s in &mut self.structs {
+            let k = s
+                .arr
+                .invalidate_where(|sl| sl.flags & GLOBAL == 0 && asid.is_none_or(|a| sl.asid == a));
+            s.stats.invalidations += k;
+            n += k;
+        }
+        self.prefetch
+            .retain(|(_, a, e)| e.global || asid.is_some_and(|x| x != *a));
+        n
+    }
+
+    /// Invalidates everything except locked-down entries.
+    pub fn flush_all(&mut self) -> u64 {
+        let mut n = 0;
+        for s in &mut self.structs {
+            let k = s.arr.invalidate_where(|_| true);
+            s.stats.invalidations += k;
+            n += k;
+        }
+        self.prefetch.clear();
+        n
+    }
+
+    /// The page size (log2) level 0 stores on `side` for a translation of `shift`
+    /// (smaller when the translation is splintered); `shift` if level 0 holds none.
+    pub fn entry_shift(&self, side: usize, shift: u8) -> u8 {
+        self.levels[0].sides[side]
+            .iter()
+            .filter_map(|&si| self.structs[si].fit(shift))
+            .max()
+            .unwrap_or(shift)
+    }
+
+    pub fn is_unified(&self, level: usize) -> bool {
+        self.levels[level].unified
+    }
+}

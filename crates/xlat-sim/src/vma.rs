@@ -1,0 +1,139 @@
+//! Virtual memory areas of one address space: non-overlapping `[start, end)` ranges with
+//! protection, flags and huge-page advice. Range operations split areas at the bounds.
+
+use std::collections::BTreeMap;
+use xlat_types::{MapFlags, Prot};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Vma {
+    pub end: u64,
+    pub prot: Prot,
+    pub flags: MapFlags,
+    /// MADV_HUGEPAGE (Some(true)) / MADV_NOHUGEPAGE (Some(false)).
+    pub thp: Option<bool>,
+    /// Fixed physical base (pinned kernel regions): frames are `base + offset`.
+    pub phys: Option<u64>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Vmas {
+    map: BTreeMap<u64, Vma>,
+}
+
+impl Vmas {
+    /// The area containing `va` and its start.
+    pub fn find(&self, va: u64) -> Option<(u64, &Vma)> {
+        let (&s, v) = self.map.range(..=va).next_back()?;
+        (va < v.end).then_some((s, v))
+    }
+
+    pub fn overlaps(&self, start: u64, end: u64) -> bool {
+        self.map
+            .range(..end)
+            .next_back()
+            .is_some_and(|(_, v)| v.end > start)
+    }
+
+    /// Splits areas so that `start` and `end` are area boundaries.
+    fn carve(&mut self, start: u64, end: u64) {
+        for cut in [start, end] {
+            if let Some((&s, v)) = self.map.range(..cut).next_back() {
+                if v.end > cut && s < cut {
+                    let mut tail = *v;
+                    let head_end = cut;
+                    self.map.get_mut(&s).expect("present").end = head_end;
+                    if let Some(p) = tail.phys {
+                        tail.phys = Some(p + (cut - s));
+                    }
+                    self.map.insert(cut, tail);
+                }
+            }
+        }
+    }
+
+    pub fn insert(&mut self, start: u64, vma: Vma) {
+        self.remove(start, vma.end);
+        self.map.insert(start, vma);
+    }
+
+    /// Removes `[start, end)` from every area; returns whether anything was mapped.
+    pub fn remove(&mut self, start: u64, end: u64) -> bool {
+        self.carve(start, end);
+        let keys: Vec<u64> = self.map.range(start..end).map(|(&k, _)| k).collect();
+        for k in &keys {
+            self.map.remove(k);
+        }
+        !keys.is_empty()
+    }
+
+    /// Applies `f` to every area inside `[start, end)` after splitting at the bounds.
+    pub fn modify(&mut self, start: u64, end: u64, mut f: impl FnMut(&mut Vma)) {
+        self.carve(start, end);
+        for (_, v) in self.map.range_mut(start..end) {
+            f(v);
+        }
+    }
+
+    /// Areas intersecting `[start, end)`, clipped to it.
+    pub fn within(&self, start: u64, end: u64) -> Vec<(u64, Vma)> {
+        let mut out = Vec::new();
+        let first = self
+            .map
+            .range(..=start)
+            .next_back()
+            .map(|(&k, _)| k)
+            .unwrap_or(start);
+        for (&s, v) in self.map.range(first..end) {
+            if v.end > start {
+                let mut c = *v;
+                c.end = c.end.min(end);
+                out.push((s.max(start), c));
+            }
+        }
+        out
+    }
+
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn anon(end: u64) -> Vma {
+        Vma {
+            end,
+            prot: Prot::RW,
+            flags: MapFlags(MapFlags::ANON),
+            thp: None,
+            phys: None,
+        }
+    }
+
+    #[test]
+    fn carve_and_remove() {
+        let mut v = Vmas::default();
+        v.insert(0x1000, anon(0x9000));
+        v.remove(0x3000, 0x5000);
+        assert_eq!(v.len(), 2);
+        assert!(v.find(0x2fff).is_some());
+        assert!(v.find(0x3000).is_none());
+        assert!(v.find(0x4fff).is_none());
+        assert_eq!(
+            v.find(0x5000).map(|(s, x)| (s, x.end)),
+            Some((0x5000, 0x9000))
+        );
+        v.modify(0x6000, 0x7000, |x| x.prot = Prot(Prot::READ));
+        assert_eq!(v.len(), 4);
+        assert!(!v.find(0x6000).unwrap().1.prot.writable());
+        assert!(v.find(0x7000).unwrap().1.prot.writable());
+        assert!(v.overlaps(0x0, 0x1001));
+        assert!(!v.overlaps(0x0, 0x1000));
+    }
+}

@@ -1,0 +1,370 @@
+//! Exactness tests: closed-form and hand-computed counts.
+
+use xlat_sim::{MachineConfig, Radix, Report, Sim};
+use xlat_types::{Access, AccessKind, Event, MapFlags, Pid, Prot, VirtAddr};
+
+/// A machine with one fully-associative or set-associative data TLB and no caches.
+fn machine(tlb: &str, extra: &str) -> MachineConfig {
+    let text = format!(
+        r#"
+name = "test"
+description = "test machine"
+[page_table]
+kind = "radix"
+base_page = "4KiB"
+entry_bytes = 8
+levels = [
+  {{ name = "PML4", bits = 9 }},
+  {{ name = "PDPT", bits = 9, leaf = true }},
+  {{ name = "PD", bits = 9, leaf = true }},
+  {{ name = "PT", bits = 9 }},
+]
+[tlb]
+asid_bits = 8
+[[tlb.levels]]
+name = "L1"
+unified = [ {tlb} ]
+{extra}
+"#
+    );
+    MachineConfig::from_toml(&text, "test").unwrap()
+}
+
+fn load(a: u64) -> Event {
+    Event::Access(Access::new(AccessKind::Load, a, 8))
+}
+fn store(a: u64) -> Event {
+    Event::Access(Access::new(AccessKind::Store, a, 8))
+}
+fn mmap(a: u64, len: u64) -> Event {
+    Event::Mmap {
+        addr: VirtAddr(a),
+        len,
+        prot: Prot::RW,
+        flags: MapFlags(MapFlags::ANON),
+    }
+}
+
+fn run(cfg: &MachineConfig, events: &[Event]) -> Report {
+    let mut sim: Sim<Radix> = Sim::new(cfg).unwrap();
+    sim.run(events).unwrap();
+    sim.report()
+}
+
+const BASE: u64 = 0x4000_0000;
+
+#[test]
+fn cold_four_level_walk_costs_four_references() {
+    let cfg = machine(r#"{ entries = 64, sizes = ["4KiB"] }"#, "");
+    // Map and pre-populate one page, then touch it once: exactly one walk of 4 refs.
+    let pop = Event::Mmap {
+        addr: VirtAddr(BASE),
+        len: 4096,
+        prot: Prot::RW,
+        flags: MapFlags(MapFlags::ANON | MapFlags::POPULATE),
+    };
+    let r = run(&cfg, &[pop, load(BASE)]);
+    assert_eq!(r.walks.walks, 1);
+    assert_eq!(r.walks.refs, 4);
+    assert_eq!(
+        r.walks
+            .refs_per_level
+            .iter()
+            .map(|l| l.refs)
+            .collect::<Vec<_>>(),
+        vec![1, 1, 1, 1]
+    );
+    assert_eq!(r.faults.demand, 0);
+    assert_eq!(r.faults.populated, 1);
+}
+
+#[test]
+fn demand_fault_then_one_complete_walk() {
+    let cfg = machine(r#"{ entries = 64, sizes = ["4KiB"] }"#, "");
+    // Unpopulated: the walk finds no translation, the fault maps the page and the
+    // walk completes: one walk of 4 references.
+    let r = run(&cfg, &[mmap(BASE, 4096), load(BASE)]);
+    assert_eq!(r.faults.demand, 1);
+    assert_eq!(r.walks.walks, 1);
+    assert_eq!(r.walks.faulting, 1);
+    assert_eq!(r.walks.refs, 4);
+    // 4 tables: root + PDPT + PD + PT.
+    assert_eq!(r.page_tables.tables_live, 4);
+    assert_eq!(r.page_tables.bytes_live, 4 * 4096);
+}
+
+#[test]
+fn fully_associative_lru_streamed_over_e_plus_one_pages_always_misses() {
+    for e in [1u64, 4, 16, 64] {
+        let cfg = machine(
+            &format!(r#"{{ entries = {e}, sizes = ["4KiB"], replacement = "lru" }}"#),
+            "",
+        );
+        let mut ev = vec![mmap(BASE, (e + 1) * 4096)];
+        let passes = 10;
+        for _ in 0..passes {
+            for p in 0..=e {
+                ev.push(load(BASE + p * 4096));
+            }
+        }
+        let r = run(&cfg, &ev);
+        let n = passes * (e + 1);
+        assert_eq!(r.refs.total, n);
+        assert_eq!(r.tlb_levels[0].misses, n, "E={e}");
+        assert_eq!(r.tlb_levels[0].hits, 0);
+        // And E pages fit: after the first pass everything hits.
+        let mut ev = vec![mmap(BASE, e * 4096)];
+        for _ in 0..passes {
+            for p in 0..e {
+                ev.push(load(BASE + p * 4096));
+            }
+        }
+        let r = run(&cfg, &ev);
+        assert_eq!(r.tlb_levels[0].misses, e);
+        assert_eq!(r.tlb_levels[0].hits, (passes - 1) * e);
+    }
+}
+
+#[test]
+fn one_set_set_associative_equals_fully_associative() {
+    // A pseudo-random page sequence over 40 pages through 32 entries.
+    let mut ev = vec![mmap(BASE, 40 * 4096)];
+    let mut x = 12345u64;
+    for _ in 0..5000 {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ev.push(load(BASE + ((x >> 33) % 40) * 4096));
+    }
+    for policy in ["lru", "fifo", "tree-plru", "random"] {
+        let full = run(
+            &machine(
+                &format!(r#"{{ entries = 32, sizes = ["4KiB"], replacement = "{policy}" }}"#),
+                "",
+            ),
+            &ev,
+        );
+        let one_set = run(
+            &machine(
+                &format!(
+                    r#"{{ entries = 32, ways = 32, sizes = ["4KiB"], replacement = "{policy}" }}"#
+                ),
+                "",
+            ),
+            &ev,
+        );
+        assert_eq!(
+            full.tlb_levels[0].misses, one_set.tlb_levels[0].misses,
+            "{policy}"
+        );
+        assert_eq!(full.walks.refs, one_set.walks.refs, "{policy}");
+    }
+}
+
+#[test]
+fn direct_mapped_conflicts() {
+    // 8 sets, direct-mapped: pages 0 and 8 conflict, pages 0 and 1 do not.
+    let cfg = machine(r#"{ entries = 8, ways = 1, sizes = ["4KiB"] }"#, "");
+    let mut ev = vec![mmap(BASE, 16 * 4096)];
+    for _ in 0..10 {
+        ev.push(load(BASE));
+        ev.push(load(BASE + 8 * 4096));
+    }
+    assert_eq!(run(&cfg, &ev).tlb_levels[0].misses, 20);
+    let mut ev = vec![mmap(BASE, 16 * 4096)];
+    for _ in 0..10 {
+        ev.push(load(BASE));
+        ev.push(load(BASE + 4096));
+    }
+    assert_eq!(run(&cfg, &ev).tlb_levels[0].misses, 2);
+}
+
+#[test]
+fn page_table_pages_for_a_set_of_touched_pages() {
+    let cfg = machine(r#"{ entries = 64, sizes = ["4KiB"] }"#, "");
+    // Pages in 3 distinct 2 MiB regions, two of them in the same 1 GiB region, one in
+    // another 512 GiB region: PT tables 3, PD tables 2, PDPT tables 2, root 1.
+    let a = BASE;
+    let b = BASE + (2 << 20);
+    let c = (1u64 << 39) + BASE;
+    let ev = vec![
+        mmap(a, 8 << 20),
+        mmap(c, 4096),
+        load(a),
+        load(a + 4096),
+        load(b),
+        load(c),
+    ];
+    let r = run(&cfg, &ev);
+    let per: Vec<u64> = r.page_tables.per_level.iter().map(|l| l.tables).collect();
+    assert_eq!(per, vec![1, 2, 2, 3]);
+    assert_eq!(r.page_tables.bytes_live, 8 * 4096);
+    assert_eq!(r.faults.demand, 4);
+}
+
+#[test]
+fn sparse_two_tib_touched_every_two_mib() {
+    let cfg = machine(r#"{ entries = 64, sizes = ["4KiB"] }"#, "");
+    let base = 0x100_0000_0000u64;
+    let region = 2u64 << 40;
+    let step = 2u64 << 20;
+    let n = region / step; // 1 Mi touches
+    let mut sim: Sim<Radix> = Sim::new(&cfg).unwrap();
+    sim.run(&[mmap(base, region)]).unwrap();
+    let mut buf = Vec::with_capacity(4096);
+    let mut i = 0;
+    while i < n {
+        buf.clear();
+        while buf.len() < 4096 && i < n {
+            buf.push(load(base + i * step));
+            i += 1;
+        }
+        sim.run(&buf).unwrap();
+    }
+    let r = sim.report();
+    // One PT per touch, one PD per GiB, one PDPT per 512 GiB (base is 512 GiB aligned: 4), root.
+    let per: Vec<u64> = r.page_tables.per_level.iter().map(|l| l.tables).collect();
+    assert_eq!(per, vec![1, 4, 2048, n]);
+    assert_eq!(r.page_tables.bytes_live, (1 + 4 + 2048 + n) * 4096);
+    assert_eq!(r.faults.demand, n);
+}
+
+#[test]
+fn page_crossing_access_translates_both_pages() {
+    let cfg = machine(r#"{ entries = 64, sizes = ["4KiB"] }"#, "");
+    let ev = vec![
+        mmap(BASE, 8192),
+        Event::Access(Access::new(AccessKind::Load, BASE + 4092, 8)),
+    ];
+    let r = run(&cfg, &ev);
+    assert_eq!(r.refs.total, 1);
+    assert_eq!(r.refs.translations, 2);
+    assert_eq!(r.refs.page_crossings, 1);
+    assert_eq!(r.faults.demand, 2);
+}
+
+#[test]
+fn fork_copies_and_cow_copies_on_store() {
+    let cfg = machine(r#"{ entries = 64, sizes = ["4KiB"] }"#, "");
+    let mut ev = vec![mmap(BASE, 4 * 4096)];
+    for p in 0..4 {
+        ev.push(store(BASE + p * 4096));
+    }
+    ev.push(Event::Fork { child: Pid(2) });
+    ev.push(Event::Switch { pid: Pid(2) });
+    ev.push(store(BASE)); // child writes page 0: copy
+    ev.push(Event::Exit);
+    ev.push(Event::Switch { pid: Pid(1) });
+    ev.push(store(BASE + 4096)); // parent page 1: no longer shared: made writable in place
+    let r = run(&cfg, &ev);
+    assert_eq!(r.os.forks, 1);
+    // 4 leaves + 3 pointer entries (root, PDPT, PD) copied; 3 tables + root allocated.
+    assert_eq!(r.os.fork_entries, 7);
+    assert_eq!(r.os.fork_tables, 4);
+    assert_eq!(r.faults.cow_copies, 1);
+    assert_eq!(r.faults.write_protect, 1);
+    assert_eq!(r.os.exits, 1);
+    assert_eq!(r.os.exit_tables, 4);
+    // Child held 4 leaves (one replaced by its copy) + 3 pointers.
+    assert_eq!(r.os.exit_entries, 7);
+    assert_eq!(r.os.processes_live, 1);
+    // Parent: 4 frames; child's copy freed at exit.
+    assert_eq!(r.memory.frames_live, 4);
+}
+
+#[test]
+fn folded_level_costs_no_memory_but_counts_visits() {
+    let three = |folded: bool| {
+        let pud = if folded {
+            r#"{ name = "PUD", folded = true },"#
+        } else {
+            ""
+        };
+        let text = format!(
+            r#"
+name = "t"
+description = "t"
+[page_table]
+kind = "radix"
+base_page = "4KiB"
+entry_bytes = 8
+levels = [ {{ name = "PGD", bits = 9 }}, {pud} {{ name = "PMD", bits = 9 }}, {{ name = "PTE", bits = 9 }} ]
+[[tlb.levels]]
+name = "L1"
+unified = [ {{ entries = 16, sizes = ["4KiB"] }} ]
+"#
+        );
+        MachineConfig::from_toml(&text, "t").unwrap()
+    };
+    let mut ev = vec![mmap(BASE, 4 * 4096)];
+    for p in 0..4 {
+        ev.push(load(BASE + p * 4096));
+    }
+    ev.push(Event::Fork { child: Pid(2) });
+    let a = run(&three(false), &ev);
+    let b = run(&three(true), &ev);
+    assert_eq!(a.page_tables.bytes_live, b.page_tables.bytes_live);
+    assert_eq!(a.walks.refs, b.walks.refs);
+    // Fork visits: root, PMD, PTE tables = 3; with the folded PUD one more per path.
+    assert_eq!(a.os.table_visits, 3);
+    assert_eq!(b.os.table_visits, 4);
+}
+
+#[test]
+fn every_preset_loads_and_runs() {
+    for (name, _) in xlat_sim::presets::PRESETS {
+        let cfg = xlat_sim::presets::preset(name).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(&cfg.name, name);
+        let mut ev = vec![mmap(0x1000_0000, 64 << 10)];
+        for i in 0..1000u64 {
+            ev.push(load(0x1000_0000 + (i % 16) * 4096));
+            ev.push(Event::Access(Access::new(
+                AccessKind::Fetch,
+                0x1000_0000 + (i % 3) * 4096,
+                4,
+            )));
+        }
+        let r = run(&cfg, &ev);
+        assert_eq!(r.refs.total, 2000);
+        assert!(r.walks.walks >= 16, "{name}");
+    }
+}
+
+#[test]
+fn config_errors_name_the_field() {
+    let e = MachineConfig::from_toml(
+        &xlat_sim::presets::PRESETS[0]
+            .1
+            .replace("ways = 12", "ways = 7"),
+        "x",
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string().contains("tlb.levels[1].unified[0].ways"),
+        "{e}"
+    );
+    let e = MachineConfig::from_toml(
+        &xlat_sim::presets::PRESETS[0]
+            .1
+            .replace("kind = \"hardware\"", "kind = \"magic\""),
+        "x",
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string().contains("hardware") && e.to_string().contains("software"),
+        "{e}"
+    );
+    let e = MachineConfig::from_toml(
+        &xlat_sim::presets::PRESETS[0]
+            .1
+            .replace("asid_bits", "asid_bitz"),
+        "x",
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string().contains("asid_bitz") && e.to_string().contains("asid_bits"),
+        "{e}"
+    );
+    let e = xlat_sim::presets::load("nosuch").unwrap_err();
+    assert!(e.to_string().contains("skylake"), "{e}");
+}
