@@ -1,0 +1,134 @@
+//! `xlat bench`: simulator throughput on fixed cases. Each case asserts counts that it
+//! can know in closed form, and prints a checksum of its counters so that runs on
+//! different machines or builds can be compared.
+
+use crate::run::drive;
+use anyhow::{ensure, Result};
+use std::time::Instant;
+use xlat_sim::{presets, Radix, Report, Sim};
+
+/// FNV-1a over the main counters.
+fn checksum(r: &Report) -> u64 {
+    let mut vals = vec![
+        r.refs.total,
+        r.refs.translations,
+        r.walks.walks,
+        r.walks.refs,
+        r.faults.demand,
+        r.page_tables.bytes_peak,
+    ];
+    for l in &r.tlb_levels {
+        vals.extend([l.hits, l.misses]);
+    }
+    for p in &r.walks.pwc {
+        vals.push(p.hits);
+    }
+    for c in &r.walks.caches {
+        vals.push(c.walk_hits);
+    }
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    for v in vals {
+        for b in v.to_le_bytes() {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    h
+}
+
+fn line(name: &str, refs: u64, secs: f64, sum: u64) {
+    println!(
+        "{name:<16} {refs:>12} refs {:>9.1} M refs/s   checksum {sum:016x}",
+        refs as f64 / secs / 1e6
+    );
+}
+
+fn sim_case(name: &str, spec: &str, check: impl Fn(&Report) -> Result<()>) -> Result<()> {
+    let cfg = presets::preset(presets::DEFAULT)?;
+    let mut sim: Sim<Radix> = Sim::new(&cfg)?;
+    let mut w = xlat_workloads::parse(spec)?;
+    let t = Instant::now();
+    drive(&mut w, &mut sim)?;
+    let secs = t.elapsed().as_secs_f64();
+    let r = sim.report();
+    check(&r).map_err(|e| anyhow::anyhow!("bench case {name}: counts are wrong: {e}"))?;
+    line(name, r.refs.total, secs, checksum(&r));
+    Ok(())
+}
+
+pub fn run(filter: Option<&str>) -> Result<()> {
+    let want = |n: &str| filter.is_none_or(|f| n.contains(f));
+    println!(
+        "xlat bench: machine {}, one core, release build expected (numbers are wall-clock)",
+        presets::DEFAULT
+    );
+    if want("l1-resident") {
+        // 32 pages < 64-entry L1 DTLB: 32 cold misses, everything else hits.
+        let refs = 200_000_000u64;
+        sim_case(
+            "l1-resident",
+            &format!("stride:footprint=128KiB,refs={refs}"),
+            |r| {
+                let l1 = &r.tlb_levels[1];
+                ensure!(l1.side == "d", "expected the L1 data side second");
+                ensure!(r.refs.total == refs, "refs {}", r.refs.total);
+                ensure!(
+                    l1.misses == 32 && l1.hits == refs - 32,
+                    "L1D hits {} misses {}",
+                    l1.hits,
+                    l1.misses
+                );
+                ensure!(
+                    r.walks.walks == 32 && r.faults.demand == 32,
+                    "walks {} faults {}",
+                    r.walks.walks,
+                    r.faults.demand
+                );
+                Ok(())
+            },
+        )?;
+    }
+    if want("gups-8gib") {
+        let refs = 30_000_000u64;
+        sim_case(
+            "gups-8gib",
+            &format!("gups:footprint=8GiB,refs={refs}"),
+            |r| {
+                let stlb = r.tlb_levels.last().expect("levels");
+                ensure!(r.refs.total == refs && r.refs.store == refs, "refs");
+                ensure!(
+                    stlb.misses == r.walks.walks,
+                    "STLB misses {} != walks {}",
+                    stlb.misses,
+                    r.walks.walks
+                );
+                ensure!(
+                    r.faults.demand <= (8u64 << 30) >> 12,
+                    "faults {}",
+                    r.faults.demand
+                );
+                // Almost every update misses a TLB reaching 6 MiB of an 8 GiB table.
+                ensure!(r.walks.walks > refs * 99 / 100, "walks {}", r.walks.walks);
+                Ok(())
+            },
+        )?;
+    }
+    if want("chase-1gib") {
+        let refs = 20_000_000u64;
+        sim_case(
+            "chase-1gib",
+            &format!("chase:footprint=1GiB,refs={refs}"),
+            |r| {
+                ensure!(r.refs.total == refs, "refs");
+                // Every page once per cycle: 262144 distinct pages → that many demand faults.
+                ensure!(
+                    r.faults.demand == (1u64 << 30) >> 12,
+                    "faults {}",
+                    r.faults.demand
+                );
+                Ok(())
+            },
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,79 @@
+//! `xlat`: the command-line interface and glue. The work lives in the library crates:
+//! `xlat-sim` (the simulator), `xlat-workloads` (built-in generators), `xlat-trace`
+//! (trace formats).
+
+mod bench;
+mod output;
+mod run;
+mod traces;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Parser)]
+#[command(
+    name = "xlat",
+    version,
+    about = "A laboratory for virtual-memory address translation"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Replay workloads or traces through one or more machines.
+    ///
+    /// With no arguments: the default machine against every built-in workload.
+    Sim(SimArgs),
+    /// List the machine presets, or print one fully resolved (`xlat machines skylake`).
+    Machines {
+        /// A preset name or TOML path to print in full.
+        name: Option<String>,
+    },
+    /// List the built-in workloads and their parameters.
+    Workloads,
+    /// Measure simulator throughput (refs/s) on fixed cases; asserts their counts.
+    Bench {
+        /// Only run cases whose name contains this.
+        filter: Option<String>,
+    },
+}
+
+#[derive(clap::Args)]
+pub struct SimArgs {
+    /// Machine preset name or TOML file; repeat for a sweep.
+    #[arg(short, long = "machine")]
+    machines: Vec<String>,
+    /// Built-in workload spec, e.g. `gups:footprint=4GiB,refs=50M`; repeat for a sweep.
+    #[arg(short, long = "workload")]
+    workloads: Vec<String>,
+    /// Trace file: `.xlt` (xlat format) or valgrind lackey text output; repeatable.
+    #[arg(short, long = "trace")]
+    traces: Vec<PathBuf>,
+    /// Write the full reports (configuration, counters, estimate) as JSON.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Write one summary row per run as CSV.
+    #[arg(long)]
+    csv: Option<PathBuf>,
+    /// Treat a trace whose end was cut off as an error instead of a warning.
+    #[arg(long)]
+    strict: bool,
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let r: Result<()> = match cli.cmd {
+        Cmd::Sim(a) => run::sim(a),
+        Cmd::Machines { name } => run::machines(name),
+        Cmd::Workloads => run::workloads(),
+        Cmd::Bench { filter } => bench::run(filter.as_deref()),
+    };
+    if let Err(e) = r {
+        eprintln!("xlat: error: {e:#}");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,413 @@
+//! Human tables, JSON and CSV.
+//!
+//! # JSON format (schema 1)
+//! `{"schema": 1, "runs": [{"machine": NAME, "input": LABEL, "seconds": F,
+//! "warnings": [..], "report": REPORT}]}` where REPORT is `xlat_sim::Report` (see its
+//! rustdoc): the fully resolved machine, every counter and the cycle estimate.
+
+use crate::run::Outcome;
+use anyhow::{Context, Result};
+use serde::Serialize;
+use std::fmt::Write as _;
+use std::path::Path;
+use xlat_types::format_bytes;
+
+/// `1234567` → `1,234,567`.
+pub fn n(v: u64) -> String {
+    let s = v.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn bytes(b: u64) -> String {
+    if b >= 1 << 30 {
+        format!("{:.2} GiB", b as f64 / (1u64 << 30) as f64)
+    } else if b >= 1 << 20 {
+        format!("{:.2} MiB", b as f64 / (1u64 << 20) as f64)
+    } else if b >= 1 << 10 {
+        format!("{:.1} KiB", b as f64 / 1024.0)
+    } else {
+        format!("{b} B")
+    }
+}
+
+fn rate(refs: u64, secs: f64) -> f64 {
+    refs as f64 / secs.max(1e-9) / 1e6
+}
+
+/// The full report of one run.
+pub fn detailed(o: &Outcome) -> String {
+    let r = &o.report;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "machine {} · input {} · {} refs in {:.2} s ({:.1} M refs/s)\n",
+        o.machine,
+        o.input,
+        n(r.refs.total),
+        o.seconds,
+        rate(r.refs.total, o.seconds)
+    );
+    let _ = writeln!(
+        s,
+        "references    fetch {}  load {}  store {}  translations {}  page-crossing {}",
+        n(r.refs.fetch),
+        n(r.refs.load),
+        n(r.refs.store),
+        n(r.refs.translations),
+        n(r.refs.page_crossings)
+    );
+    let _ = writeln!(
+        s,
+        "\nTLB level      side     {:>14} {:>14} {:>14} {:>12}",
+        "lookups", "hits", "misses", "misses/kref"
+    );
+    for l in &r.tlb_levels {
+        let _ = writeln!(
+            s,
+            "  {:<12} {:<8} {:>14} {:>14} {:>14} {:>12.3}",
+            l.name,
+            l.side,
+            n(l.lookups),
+            n(l.hits),
+            n(l.misses),
+            l.misses_per_kref
+        );
+    }
+    let _ = writeln!(
+        s,
+        "\nTLB structure                       geometry          {:>14} {:>12} {:>12} {:>10}",
+        "hits", "fills", "evictions", "invalid."
+    );
+    for t in &r.tlb_structures {
+        let lock = if t.lockdown > 0 {
+            format!("+{}L", t.lockdown)
+        } else {
+            String::new()
+        };
+        let geo = format!("{}x{}{lock} {}", t.entries, t.ways, t.replacement);
+        let _ = writeln!(
+            s,
+            "  {:<33} {:<17} {:>14} {:>12} {:>12} {:>10}",
+            t.name,
+            geo,
+            n(t.hits),
+            n(t.fills),
+            n(t.evictions),
+            n(t.invalidations)
+        );
+    }
+    if r.prefetch.fills > 0 {
+        let _ = writeln!(
+            s,
+            "  prefetch buffer: {} fills, {} hits",
+            n(r.prefetch.fills),
+            n(r.prefetch.hits)
+        );
+    }
+    let w = &r.walks;
+    let per = if w.walks > 0 {
+        w.refs as f64 / w.walks as f64
+    } else {
+        0.0
+    };
+    let _ = writeln!(
+        s,
+        "\nwalks         {} walks, {} PTE references ({per:.2}/walk), {} raised a fault{}",
+        n(w.walks),
+        n(w.refs),
+        n(w.faulting),
+        if w.traps > 0 {
+            format!(", {} software-reload traps", n(w.traps))
+        } else {
+            String::new()
+        }
+    );
+    let lv: Vec<String> = w
+        .refs_per_level
+        .iter()
+        .map(|l| format!("{} {}", l.level, n(l.refs)))
+        .collect();
+    let _ = writeln!(s, "  refs by level: {}", lv.join(", "));
+    if !w.pwc.is_empty() {
+        let p: Vec<String> = w
+            .pwc
+            .iter()
+            .map(|p| format!("{} {}", p.level, n(p.hits)))
+            .collect();
+        let _ = writeln!(
+            s,
+            "  page-walk cache deepest hit: {}, none {}",
+            p.join(", "),
+            n(w.pwc_misses)
+        );
+    }
+    let mut served: Vec<String> = w
+        .caches
+        .iter()
+        .map(|c| format!("{} {}", c.name, n(c.walk_hits)))
+        .collect();
+    served.push(format!("memory {}", n(w.memory_walk_refs)));
+    let _ = writeln!(s, "  served by: {}", served.join(", "));
+    let f = &r.faults;
+    let _ = writeln!(
+        s,
+        "\nfaults        demand {}  huge {}  copy-on-write {}  write-protect {}  outside mappings {}  populated {}",
+        n(f.demand),
+        n(f.demand_huge),
+        n(f.cow_copies),
+        n(f.write_protect),
+        n(f.outside_mappings),
+        n(f.populated)
+    );
+    let pt = &r.page_tables;
+    let pl: Vec<String> = pt
+        .per_level
+        .iter()
+        .map(|l| format!("{} {}", l.level, n(l.tables)))
+        .collect();
+    let _ = writeln!(
+        s,
+        "page tables   {} tables, {} live (peak {}); per level: {}",
+        n(pt.tables_live),
+        bytes(pt.bytes_live),
+        bytes(pt.bytes_peak),
+        pl.join(", ")
+    );
+    let _ = writeln!(
+        s,
+        "memory        {} frames of {} live ({} allocated in all)",
+        n(r.memory.frames_live),
+        format_bytes(r.memory.base_page_bytes),
+        n(r.memory.frames_allocated)
+    );
+    let os = &r.os;
+    let _ = writeln!(
+        s,
+        "os            mmap {}  munmap {}  fork {} (entries {}, tables {})  exit {} (entries {}, tables {})  table visits {}  switches {}  ASID rollovers {}",
+        n(os.mmaps),
+        n(os.munmaps),
+        n(os.forks),
+        n(os.fork_entries),
+        n(os.fork_tables),
+        n(os.exits),
+        n(os.exit_entries),
+        n(os.exit_tables),
+        n(os.table_visits),
+        n(os.context_switches),
+        n(os.asid_rollovers)
+    );
+    let fl = &r.flushes;
+    let _ = writeln!(
+        s,
+        "flushes       page {}  address-space {}  global {}  on switch {}  entries invalidated {}",
+        n(fl.page),
+        n(fl.asid),
+        n(fl.all),
+        n(fl.switch),
+        n(fl.entries_invalidated)
+    );
+    let c = &r.cycles;
+    let _ = writeln!(s, "\ncycles        estimate: {}", c.model);
+    let _ = writeln!(
+        s,
+        "  TLB {}  walk {}  trap {}  fault {}  os {}  flush {}  total {}  = {:.2} per reference",
+        n(c.tlb_hit),
+        n(c.walk),
+        n(c.trap),
+        n(c.fault),
+        n(c.os),
+        n(c.flush),
+        n(c.total),
+        c.per_ref
+    );
+    let cost = &r.machine.cost;
+    let _ = writeln!(
+        s,
+        "  parameters: TLB level hit cycles as listed above; cache hit cycles {}; memory {}; pwc hit {}; trap {}+{}; fault {}; page copy {}; pte {}; table visit {}; flush page {} / all {}",
+        r.machine.cache.levels.iter().map(|l| format!("{} {}", l.name, l.hit_cycles)).collect::<Vec<_>>().join(", "),
+        r.machine.cache.memory_cycles,
+        r.machine.walker.pwc_hit_cycles,
+        r.machine.walker.trap_cycles,
+        r.machine.walker.handler_cycles,
+        cost.fault_cycles,
+        cost.copy_page_cycles,
+        cost.pte_cycles,
+        cost.table_visit_cycles,
+        cost.flush_page_cycles,
+        cost.flush_all_cycles
+    );
+    s
+}
+
+struct Row {
+    machine: String,
+    input: String,
+    refs: u64,
+    l1_mpkr: f64,
+    last_mpkr: f64,
+    walks: u64,
+    walk_refs: u64,
+    faults: u64,
+    pt_bytes: u64,
+    cycles_per_ref: f64,
+    mrefs_s: f64,
+}
+
+fn row(o: &Outcome) -> Row {
+    let r = &o.report;
+    let k = |m: u64| m as f64 * 1000.0 / r.refs.total.max(1) as f64;
+    let first = r
+        .tlb_levels
+        .first()
+        .map(|l| l.name.clone())
+        .unwrap_or_default();
+    let last = r
+        .tlb_levels
+        .last()
+        .map(|l| l.name.clone())
+        .unwrap_or_default();
+    let l1: u64 = r
+        .tlb_levels
+        .iter()
+        .filter(|l| l.name == first)
+        .map(|l| l.misses)
+        .sum();
+    let ll: u64 = r
+        .tlb_levels
+        .iter()
+        .filter(|l| l.name == last)
+        .map(|l| l.misses)
+        .sum();
+    Row {
+        machine: o.machine.clone(),
+        input: o.input.clone(),
+        refs: r.refs.total,
+        l1_mpkr: k(l1),
+        last_mpkr: k(ll),
+        walks: r.walks.walks,
+        walk_refs: r.walks.refs,
+        faults: r.faults.demand
+            + r.faults.demand_huge
+            + r.faults.cow_copies
+            + r.faults.write_protect
+            + r.faults.outside_mappings,
+        pt_bytes: r.page_tables.bytes_peak,
+        cycles_per_ref: r.cycles.per_ref,
+        mrefs_s: rate(r.refs.total, o.seconds),
+    }
+}
+
+/// One line per run.
+pub fn summary_table(outcomes: &[Outcome]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{:<13} {:<28} {:>12} {:>9} {:>9} {:>12} {:>9} {:>10} {:>11} {:>9} {:>8}",
+        "machine",
+        "input",
+        "refs",
+        "L1 m/kr",
+        "LL m/kr",
+        "walks",
+        "refs/walk",
+        "faults",
+        "PT peak",
+        "cyc/ref",
+        "Mref/s"
+    );
+    for o in outcomes {
+        let r = row(o);
+        let mut input = r.input.clone();
+        if input.len() > 28 {
+            input = format!("…{}", &input[input.len() - 27..]);
+        }
+        let _ = writeln!(
+            s,
+            "{:<13} {:<28} {:>12} {:>9.2} {:>9.2} {:>12} {:>9.2} {:>10} {:>11} {:>9.2} {:>8.1}",
+            r.machine,
+            input,
+            n(r.refs),
+            r.l1_mpkr,
+            r.last_mpkr,
+            n(r.walks),
+            if r.walks > 0 {
+                r.walk_refs as f64 / r.walks as f64
+            } else {
+                0.0
+            },
+            n(r.faults),
+            bytes(r.pt_bytes),
+            r.cycles_per_ref,
+            r.mrefs_s
+        );
+    }
+    let _ = writeln!(s, "\nL1/LL m/kr: first/last TLB level misses per 1000 references; cyc/ref: translation cycle estimate (latency sum, approximate).");
+    s
+}
+
+#[derive(Serialize)]
+struct JsonRun<'a> {
+    machine: &'a str,
+    input: &'a str,
+    seconds: f64,
+    warnings: &'a [String],
+    report: &'a xlat_sim::Report,
+}
+
+#[derive(Serialize)]
+struct JsonOut<'a> {
+    schema: u32,
+    runs: Vec<JsonRun<'a>>,
+}
+
+pub fn write_json(path: &Path, outcomes: &[Outcome]) -> Result<()> {
+    let out = JsonOut {
+        schema: 1,
+        runs: outcomes
+            .iter()
+            .map(|o| JsonRun {
+                machine: &o.machine,
+                input: &o.input,
+                seconds: o.seconds,
+                warnings: &o.warnings,
+                report: &o.report,
+            })
+            .collect(),
+    };
+    let f =
+        std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+    serde_json::to_writer_pretty(std::io::BufWriter::new(f), &out)?;
+    Ok(())
+}
+
+pub fn write_csv(path: &Path, outcomes: &[Outcome]) -> Result<()> {
+    let mut s = String::from(
+        "machine,input,refs,l1_misses_per_kref,last_level_misses_per_kref,walks,walk_refs,faults,page_table_bytes_peak,cycles_per_ref,seconds\n",
+    );
+    for o in outcomes {
+        let r = row(o);
+        let _ = writeln!(
+            s,
+            "{},\"{}\",{},{:.6},{:.6},{},{},{},{},{:.6},{:.6}",
+            r.machine,
+            r.input.replace('"', "\"\""),
+            r.refs,
+            r.l1_mpkr,
+            r.last_mpkr,
+            r.walks,
+            r.walk_refs,
+            r.faults,
+            r.pt_bytes,
+            r.cycles_per_ref,
+            o.seconds
+        );
+    }
+    std::fs::write(path, s).with_context(|| format!("cannot write {}", path.display()))
+}

@@ -1,0 +1,162 @@
+//! `sim`, `machines` and `workloads`: build the components, drive them, print.
+
+use crate::output;
+use crate::SimArgs;
+use anyhow::{bail, Context, Result};
+use rayon::prelude::*;
+use std::path::PathBuf;
+use std::time::Instant;
+use xlat_sim::{presets, MachineConfig, Radix, Report, Sim};
+use xlat_types::{Event, EventSource};
+
+/// Events per batch handed from a source to the simulator.
+pub const BATCH: usize = 4096;
+
+/// What one run replays.
+#[derive(Clone)]
+pub enum Input {
+    Workload(String),
+    Trace(PathBuf),
+}
+
+impl Input {
+    pub fn label(&self) -> String {
+        match self {
+            Input::Workload(s) => s.clone(),
+            Input::Trace(p) => p.display().to_string(),
+        }
+    }
+}
+
+/// One finished run.
+pub struct Outcome {
+    pub machine: String,
+    pub input: String,
+    pub report: Report,
+    pub seconds: f64,
+    pub warnings: Vec<String>,
+}
+
+/// Feeds `src` to `sim` in batches; bounded memory whatever the stream length.
+pub fn drive<S: EventSource>(src: &mut S, sim: &mut Sim<Radix>) -> Result<()> {
+    let mut buf: Vec<Event> = Vec::with_capacity(BATCH);
+    while src.fill(&mut buf, BATCH)? {
+        sim.run(&buf)?;
+    }
+    Ok(())
+}
+
+/// Runs `input` on machine `cfg`.
+pub fn run_one(cfg: &MachineConfig, input: &Input, strict: bool) -> Result<Outcome> {
+    let mut sim: Sim<Radix> = Sim::new(cfg)?;
+    let mut warnings = Vec::new();
+    let t = Instant::now();
+    match input {
+        Input::Workload(spec) => {
+            let mut w = xlat_workloads::parse(spec)?;
+            drive(&mut w, &mut sim).with_context(|| format!("workload {spec}"))?;
+        }
+        Input::Trace(path) => crate::traces::replay(path, strict, &mut sim, &mut warnings)?,
+    }
+    Ok(Outcome {
+        machine: cfg.name.clone(),
+        input: input.label(),
+        seconds: t.elapsed().as_secs_f64(),
+        report: sim.report(),
+        warnings,
+    })
+}
+
+pub fn sim(a: SimArgs) -> Result<()> {
+    let names = if a.machines.is_empty() {
+        vec![presets::DEFAULT.to_string()]
+    } else {
+        a.machines.clone()
+    };
+    let machines: Vec<MachineConfig> = names
+        .iter()
+        .map(|m| presets::load(m).map_err(anyhow::Error::from))
+        .collect::<Result<_>>()?;
+    let mut inputs: Vec<Input> = a.workloads.iter().cloned().map(Input::Workload).collect();
+    inputs.extend(a.traces.iter().cloned().map(Input::Trace));
+    if inputs.is_empty() {
+        inputs = xlat_workloads::registry()
+            .iter()
+            .map(|w| Input::Workload(w.name.to_string()))
+            .collect();
+    }
+    // Reject bad workload specs before any work starts.
+    for i in &inputs {
+        match i {
+            Input::Workload(s) => {
+                xlat_workloads::parse(s)?;
+            }
+            Input::Trace(p) => {
+                if !p.exists() {
+                    bail!("trace {} does not exist", p.display());
+                }
+            }
+        }
+    }
+    let jobs: Vec<(&MachineConfig, &Input)> = machines
+        .iter()
+        .flat_map(|m| inputs.iter().map(move |i| (m, i)))
+        .collect();
+    let results: Vec<Result<Outcome>> = jobs
+        .par_iter()
+        .map(|(m, i)| run_one(m, i, a.strict))
+        .collect();
+    let mut outcomes = Vec::new();
+    for r in results {
+        outcomes.push(r?);
+    }
+    for o in &outcomes {
+        for w in &o.warnings {
+            eprintln!("xlat: warning: {w}");
+        }
+    }
+    if outcomes.len() == 1 {
+        print!("{}", output::detailed(&outcomes[0]));
+    } else {
+        print!("{}", output::summary_table(&outcomes));
+    }
+    if let Some(p) = &a.json {
+        output::write_json(p, &outcomes)?;
+    }
+    if let Some(p) = &a.csv {
+        output::write_csv(p, &outcomes)?;
+    }
+    Ok(())
+}
+
+pub fn machines(name: Option<String>) -> Result<()> {
+    match name {
+        Some(n) => {
+            let cfg = presets::load(&n)?;
+            print!("{}", cfg.to_toml());
+        }
+        None => {
+            for (n, _) in presets::PRESETS {
+                let cfg = presets::preset(n)?;
+                let def = if *n == presets::DEFAULT {
+                    " (default)"
+                } else {
+                    ""
+                };
+                println!("{n:<14} {}{def}", cfg.description);
+            }
+        }
+    }
+    Ok(())
+}
+
+pub fn workloads() -> Result<()> {
+    for w in xlat_workloads::registry() {
+        println!("{:<10} {}", w.name, w.description);
+        for p in w.params {
+            println!("    {:<12} default {:<12} {}", p.name, p.default, p.help);
+        }
+    }
+    println!("\nSpec syntax: NAME[:KEY=VALUE,...], e.g. gups:footprint=4GiB,refs=50M,seed=7");
+    Ok(())
+}

@@ -1,0 +1,230 @@
+//! Workload specs: `NAME[:KEY=VALUE,...]`, checked against the registry.
+
+use thiserror::Error;
+use xlat_types::{parse_bytes, parse_count};
+
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum WorkloadError {
+    #[error("unknown workload `{0}`; built-in workloads: {1}")]
+    UnknownWorkload(String, String),
+    #[error("workload {workload}: unknown parameter `{key}`; parameters: {valid}")]
+    UnknownParam {
+        workload: &'static str,
+        key: String,
+        valid: String,
+    },
+    #[error("workload {workload}: `{item}` is not KEY=VALUE")]
+    Syntax {
+        workload: &'static str,
+        item: String,
+    },
+    #[error("workload {workload}: parameter {key} = `{value}`: {expected}")]
+    BadValue {
+        workload: &'static str,
+        key: &'static str,
+        value: String,
+        expected: String,
+    },
+}
+
+/// One parameter of a workload.
+#[derive(Debug, Clone, Copy)]
+pub struct ParamInfo {
+    pub name: &'static str,
+    pub default: &'static str,
+    pub help: &'static str,
+}
+
+/// A workload's name, description and parameters.
+#[derive(Debug, Clone, Copy)]
+pub struct WorkloadInfo {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub params: &'static [ParamInfo],
+}
+
+const fn p(name: &'static str, default: &'static str, help: &'static str) -> ParamInfo {
+    ParamInfo {
+        name,
+        default,
+        help,
+    }
+}
+
+pub const REGISTRY: &[WorkloadInfo] = &[
+    WorkloadInfo {
+        name: "stride",
+        description: "one word every `stride` bytes over `footprint`, cyclically (TLB reach test)",
+        params: &[
+            p("footprint", "256KiB", "bytes covered"),
+            p("stride", "4KiB", "distance between touches"),
+            p("refs", "10M", "references in all"),
+            p("kind", "load", "load or store"),
+            p("base", "0x40000000", "first address"),
+        ],
+    },
+    WorkloadInfo {
+        name: "chase",
+        description: "random pointer chase: every page of `footprint` once per cycle, in a seeded random order",
+        params: &[
+            p("footprint", "64MiB", "bytes covered"),
+            p("page", "4KiB", "chase granule (one access per granule)"),
+            p("refs", "10M", "references in all"),
+            p("seed", "1", "random seed"),
+            p("base", "0x40000000", "first address"),
+        ],
+    },
+    WorkloadInfo {
+        name: "gups",
+        description: "random 8-byte read-modify-write updates (one store each) over a table",
+        params: &[
+            p("footprint", "1GiB", "table bytes"),
+            p("refs", "10M", "updates"),
+            p("seed", "1", "random seed"),
+            p("base", "0x40000000", "first address"),
+        ],
+    },
+    WorkloadInfo {
+        name: "sparse",
+        description: "map a huge region and load one byte every `step` (page-table memory)",
+        params: &[
+            p("region", "2TiB", "bytes mapped"),
+            p("step", "2MiB", "distance between touches"),
+            p("passes", "1", "times over the region"),
+            p("base", "0x10000000000", "first address"),
+        ],
+    },
+    WorkloadInfo {
+        name: "forkexit",
+        description: "touch a footprint, then fork a child that touches `child_touch` pages and exits, repeatedly",
+        params: &[
+            p("footprint", "16MiB", "bytes the parent maps and touches (one store per page)"),
+            p("iterations", "100", "fork+exit pairs"),
+            p("child_touch", "0", "pages each child stores to before exiting"),
+            p("base", "0x40000000", "first address"),
+        ],
+    },
+    WorkloadInfo {
+        name: "code",
+        description: "instruction fetches of a hot loop spread over `pages` code pages (ITLB pressure)",
+        params: &[
+            p("pages", "32", "code pages the loop spans"),
+            p("insns", "64", "4-byte instructions fetched per page per iteration"),
+            p("refs", "10M", "fetches in all"),
+            p("base", "0x400000", "first code address"),
+        ],
+    },
+];
+
+/// Parsed key/values of one spec, validated against its registry entry.
+#[derive(Debug, Clone)]
+pub struct Params {
+    pub info: &'static WorkloadInfo,
+    given: Vec<(&'static str, String)>,
+}
+
+impl Params {
+    pub fn parse(spec: &str) -> Result<Params, WorkloadError> {
+        let (name, rest) = spec.split_once(':').unwrap_or((spec, ""));
+        let name = name.trim();
+        let info = REGISTRY.iter().find(|w| w.name == name).ok_or_else(|| {
+            WorkloadError::UnknownWorkload(
+                name.to_string(),
+                REGISTRY
+                    .iter()
+                    .map(|w| w.name)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            )
+        })?;
+        let mut given = Vec::new();
+        for item in rest.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let (k, v) = item.split_once('=').ok_or_else(|| WorkloadError::Syntax {
+                workload: info.name,
+                item: item.to_string(),
+            })?;
+            let pi = info
+                .params
+                .iter()
+                .find(|p| p.name == k.trim())
+                .ok_or_else(|| WorkloadError::UnknownParam {
+                    workload: info.name,
+                    key: k.trim().to_string(),
+                    valid: info
+                        .params
+                        .iter()
+                        .map(|p| p.name)
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                })?;
+            given.retain(|(n, _)| *n != pi.name);
+            given.push((pi.name, v.trim().to_string()));
+        }
+        Ok(Params { info, given })
+    }
+
+    fn raw(&self, key: &'static str) -> &str {
+        self.given
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| v.as_str())
+            .or_else(|| {
+                self.info
+                    .params
+                    .iter()
+                    .find(|p| p.name == key)
+                    .map(|p| p.default)
+            })
+            .expect("parameter declared in the registry")
+    }
+
+    fn bad(&self, key: &'static str, expected: impl Into<String>) -> WorkloadError {
+        WorkloadError::BadValue {
+            workload: self.info.name,
+            key,
+            value: self.raw(key).to_string(),
+            expected: expected.into(),
+        }
+    }
+
+    /// A byte size (`4KiB`, `8G`, `0x1000`), at least `min`.
+    pub fn bytes(&self, key: &'static str, min: u64) -> Result<u64, WorkloadError> {
+        let v = parse_bytes(self.raw(key)).map_err(|e| self.bad(key, e.to_string()))?;
+        if v < min {
+            return Err(self.bad(key, format!("must be at least {min}")));
+        }
+        Ok(v)
+    }
+
+    /// A count (`50M`, `1k`), at least `min`.
+    pub fn count(&self, key: &'static str, min: u64) -> Result<u64, WorkloadError> {
+        let v = parse_count(self.raw(key)).map_err(|e| self.bad(key, e.to_string()))?;
+        if v < min {
+            return Err(self.bad(key, format!("must be at least {min}")));
+        }
+        Ok(v)
+    }
+
+    /// One of `choices`.
+    pub fn choice(
+        &self,
+        key: &'static str,
+        choices: &[&'static str],
+    ) -> Result<&'static str, WorkloadError> {
+        let v = self.raw(key);
+        choices
+            .iter()
+            .copied()
+            .find(|c| *c == v)
+            .ok_or_else(|| self.bad(key, format!("one of {}", choices.join(", "))))
+    }
+
+    /// Every parameter with its effective value.
+    pub fn resolved(&self) -> Vec<(&'static str, String)> {
+        self.info
+            .params
+            .iter()
+            .map(|p| (p.name, self.raw(p.name).to_string()))
+            .collect()
+    }
+}
