@@ -1,0 +1,105 @@
+//! Errors of the `.xlt` writer and reader and of the lackey reader.
+
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+use thiserror::Error;
+
+/// Everything that can go wrong writing or reading a trace. Reader messages name the
+/// file byte offset where the problem was found.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum TraceError {
+    /// The file could not be opened or created.
+    #[error("cannot open {}: {source}", path.display())]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// A read or write failed (`offset` is the file position of the operation).
+    #[error("I/O error at byte {offset}: {source}")]
+    Io {
+        offset: u64,
+        #[source]
+        source: io::Error,
+    },
+    /// The first 8 bytes are not [`MAGIC`](crate::MAGIC).
+    #[error("not an xlat trace (bad magic)")]
+    BadMagic,
+    /// The file is an xlat trace of a version this build does not read.
+    #[error("unsupported xlat trace version {found} (this build reads version {supported})")]
+    UnsupportedVersion { found: u16, supported: u16 },
+    /// Structural damage outside the records (header, frame, checksum, end block).
+    #[error("corrupt trace at byte {offset}: {reason}")]
+    Corrupt { offset: u64, reason: String },
+    /// An invalid record inside a block whose checksum matched.
+    #[error(
+        "corrupt trace at byte {offset} (block {block}, record byte {record_offset}): {reason}"
+    )]
+    CorruptRecord {
+        /// File offset of the block's frame header.
+        offset: u64,
+        /// Index of the block (0-based).
+        block: u64,
+        /// Offset of the record in the decompressed block.
+        record_offset: usize,
+        reason: String,
+    },
+    /// The trace ends early and the reader is strict.
+    #[error("{0}")]
+    Truncated(Truncation),
+    /// The writer was given something the format cannot represent.
+    #[error("cannot encode: {0}")]
+    Encode(String),
+    /// An earlier write failed; the output is incomplete and the writer refuses to go on.
+    #[error("trace writer unusable after an earlier error")]
+    Poisoned,
+    /// A lackey line that is not a memory reference.
+    #[error("lackey trace line {line}: {reason}: `{text}`")]
+    Lackey {
+        line: u64,
+        text: String,
+        reason: &'static str,
+    },
+    /// A read error in a lackey trace.
+    #[error("lackey trace line {line}: {source}")]
+    LackeyIo {
+        line: u64,
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// Where and how a trace was cut off (the writer was killed, the disk filled up, the
+/// copy was incomplete). `Display` reads as a warning.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Truncation {
+    /// File offset where the readable part ends (start of the incomplete block, or the
+    /// file size when it ends between blocks).
+    pub offset: u64,
+    /// Size of the file as read.
+    pub file_bytes: u64,
+    /// Complete data blocks read.
+    pub blocks: u64,
+    /// Events in those blocks.
+    pub events: u64,
+    /// What was incomplete.
+    pub reason: &'static str,
+}
+
+impl fmt::Display for Truncation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "trace truncated at byte {} of {} ({}): read {} complete block{}, {} event{}",
+            self.offset,
+            self.file_bytes,
+            self.reason,
+            self.blocks,
+            if self.blocks == 1 { "" } else { "s" },
+            self.events,
+            if self.events == 1 { "" } else { "s" },
+        )
+    }
+}

@@ -1,0 +1,349 @@
+//! Record encoding and decoding inside one block (delta state resets per block).
+
+use crate::format::tag;
+use crate::varint::{self, VarintError};
+use xlat_types::{
+    Access, AccessKind, Advice, Event, FlushScope, MapFlags, Pid, Prot, Tid, VirtAddr,
+};
+
+/// Access tag bits: `kk sss mm t` (kind, size class, address mode, tid follows).
+const MODE_DELTA: u8 = 0;
+const MODE_STRIDE: u8 = 1;
+const MODE_NEXT: u8 = 2;
+const MODE_ANY: u8 = 3;
+
+/// Per-block delta state shared by encoder and decoder.
+#[derive(Clone, Copy, Debug, Default)]
+struct State {
+    prev: [u64; 3],
+    delta: [u64; 3],
+    psize: [u64; 3],
+    last_any: u64,
+    tid: u32,
+}
+
+impl State {
+    #[inline(always)]
+    fn advance(&mut self, k: usize, addr: u64, size: u32) {
+        self.delta[k] = addr.wrapping_sub(self.prev[k]);
+        self.prev[k] = addr;
+        self.psize[k] = size as u64;
+        self.last_any = addr;
+    }
+}
+
+#[inline]
+fn size_class(size: u32) -> u8 {
+    if size.is_power_of_two() && size <= 64 {
+        size.trailing_zeros() as u8 + 1
+    } else {
+        0
+    }
+}
+
+/// Appends records to a raw block buffer.
+#[derive(Debug, Default)]
+pub(crate) struct Encoder {
+    st: State,
+}
+
+impl Encoder {
+    /// Forgets the delta state (call at each block start).
+    pub fn reset(&mut self) {
+        self.st = State::default();
+    }
+
+    /// Encodes `e`; `Err` names why the event cannot be represented.
+    #[inline]
+    pub fn encode(&mut self, e: &Event, out: &mut Vec<u8>) -> Result<(), &'static str> {
+        match *e {
+            Event::Access(a) => return self.access(&a, out),
+            Event::Mmap {
+                addr,
+                len,
+                prot,
+                flags,
+            } => {
+                out.push(tag::MMAP);
+                varint::put(out, addr.0);
+                varint::put(out, len);
+                out.push(prot.0);
+                out.push(flags.0);
+            }
+            Event::Munmap { addr, len } => {
+                out.push(tag::MUNMAP);
+                varint::put(out, addr.0);
+                varint::put(out, len);
+            }
+            Event::Mprotect { addr, len, prot } => {
+                out.push(tag::MPROTECT);
+                varint::put(out, addr.0);
+                varint::put(out, len);
+                out.push(prot.0);
+            }
+            Event::Madvise { addr, len, advice } => {
+                out.push(tag::MADVISE);
+                varint::put(out, addr.0);
+                varint::put(out, len);
+                out.push(advice as u8);
+            }
+            Event::Mremap {
+                old,
+                old_len,
+                new,
+                new_len,
+            } => {
+                out.push(tag::MREMAP);
+                varint::put(out, old.0);
+                varint::put(out, old_len);
+                varint::put(out, new.0);
+                varint::put(out, new_len);
+            }
+            Event::Brk { addr } => {
+                out.push(tag::BRK);
+                varint::put(out, addr.0);
+            }
+            Event::Fork { child } => {
+                out.push(tag::FORK);
+                varint::put(out, child.0 as u64);
+            }
+            Event::Exit => out.push(tag::EXIT),
+            Event::Switch { pid } => {
+                out.push(tag::SWITCH);
+                varint::put(out, pid.0 as u64);
+            }
+            Event::Flush(FlushScope::Page(a)) => {
+                out.push(tag::FLUSH_PAGE);
+                varint::put(out, a.0);
+            }
+            Event::Flush(FlushScope::Range { start, len }) => {
+                out.push(tag::FLUSH_RANGE);
+                varint::put(out, start.0);
+                varint::put(out, len);
+            }
+            Event::Flush(FlushScope::Asid) => out.push(tag::FLUSH_ASID),
+            Event::Flush(FlushScope::All) => out.push(tag::FLUSH_ALL),
+            Event::ThreadStart { tid } => {
+                out.push(tag::THREAD_START);
+                varint::put(out, tid.0 as u64);
+            }
+            Event::ThreadExit { tid } => {
+                out.push(tag::THREAD_EXIT);
+                varint::put(out, tid.0 as u64);
+            }
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn access(&mut self, a: &Access, out: &mut Vec<u8>) -> Result<(), &'static str> {
+        if a.size == 0 {
+            return Err("access of size 0");
+        }
+        let st = &mut self.st;
+        let k = a.kind as usize;
+        let addr = a.addr.0;
+        let d = addr.wrapping_sub(st.prev[k]);
+        let (mode, delta) = if d == st.delta[k] {
+            (MODE_STRIDE, 0)
+        } else if d == st.psize[k] {
+            (MODE_NEXT, 0)
+        } else {
+            let z = varint::zigzag(d as i64);
+            let z_any = varint::zigzag(addr.wrapping_sub(st.last_any) as i64);
+            if varint::len(z_any) < varint::len(z) {
+                (MODE_ANY, z_any)
+            } else {
+                (MODE_DELTA, z)
+            }
+        };
+        let class = size_class(a.size);
+        let tid_changed = a.tid.0 != st.tid;
+        let t = (k as u8) << 6 | class << 3 | mode << 1 | tid_changed as u8;
+        out.push(t);
+        if class == 0 {
+            varint::put(out, a.size as u64);
+        }
+        if mode == MODE_DELTA || mode == MODE_ANY {
+            varint::put(out, delta);
+        }
+        if tid_changed {
+            varint::put(out, a.tid.0 as u64);
+            st.tid = a.tid.0;
+        }
+        st.advance(k, addr, a.size);
+        Ok(())
+    }
+}
+
+/// Why a record could not be decoded: (offset of the record in the block, reason).
+pub(crate) type RecordError = (usize, String);
+
+/// Decodes the records of one block.
+#[derive(Debug, Default)]
+pub(crate) struct Decoder {
+    st: State,
+}
+
+const KINDS: [AccessKind; 3] = [AccessKind::Fetch, AccessKind::Load, AccessKind::Store];
+
+#[inline(always)]
+fn u32_field(raw: &[u8], pos: &mut usize, what: &str) -> Result<u32, String> {
+    let v = varint::get(raw, pos).map_err(|e| e.message().to_string())?;
+    u32::try_from(v).map_err(|_| format!("{what} {v} exceeds 32 bits"))
+}
+
+#[inline(always)]
+fn u64_field(raw: &[u8], pos: &mut usize) -> Result<u64, String> {
+    varint::get(raw, pos).map_err(|e: VarintError| e.message().to_string())
+}
+
+#[inline(always)]
+fn byte(raw: &[u8], pos: &mut usize) -> Result<u8, String> {
+    let b = *raw
+        .get(*pos)
+        .ok_or_else(|| VarintError::Eof.message().to_string())?;
+    *pos += 1;
+    Ok(b)
+}
+
+impl Decoder {
+    pub fn reset(&mut self) {
+        self.st = State::default();
+    }
+
+    /// Decodes records from `raw[*pos..]` into `out` until `out` holds `max` events or
+    /// the block ends. Returns how many records were decoded.
+    #[inline]
+    pub fn decode(
+        &mut self,
+        raw: &[u8],
+        pos: &mut usize,
+        out: &mut Vec<Event>,
+        max: usize,
+    ) -> Result<usize, RecordError> {
+        let room = max.saturating_sub(out.len());
+        let mut n = 0;
+        let mut st = self.st;
+        let mut p = *pos;
+        let res = loop {
+            if n == room || p >= raw.len() {
+                break Ok(n);
+            }
+            let start = p;
+            let t = raw[p];
+            p += 1;
+            let r = if t < 0xc0 {
+                Self::access(&mut st, t, raw, &mut p)
+            } else {
+                Self::os(t, raw, &mut p)
+            };
+            match r {
+                Ok(e) => {
+                    out.push(e);
+                    n += 1;
+                }
+                Err(msg) => break Err((start, msg)),
+            }
+        };
+        self.st = st;
+        *pos = p;
+        res
+    }
+
+    #[inline(always)]
+    fn access(st: &mut State, t: u8, raw: &[u8], p: &mut usize) -> Result<Event, String> {
+        let k = (t >> 6) as usize;
+        let class = (t >> 3) & 7;
+        let size = if class == 0 {
+            let s = u32_field(raw, p, "access size")?;
+            if s == 0 {
+                return Err("access of size 0".to_string());
+            }
+            s
+        } else {
+            1u32 << (class - 1)
+        };
+        let prev = st.prev[k];
+        let addr = match (t >> 1) & 3 {
+            MODE_DELTA => prev.wrapping_add(varint::unzigzag(u64_field(raw, p)?) as u64),
+            MODE_STRIDE => prev.wrapping_add(st.delta[k]),
+            MODE_NEXT => prev.wrapping_add(st.psize[k]),
+            _ => st
+                .last_any
+                .wrapping_add(varint::unzigzag(u64_field(raw, p)?) as u64),
+        };
+        if t & 1 != 0 {
+            st.tid = u32_field(raw, p, "thread id")?;
+        }
+        st.advance(k, addr, size);
+        Ok(Event::Access(Access {
+            addr: VirtAddr(addr),
+            size,
+            tid: Tid(st.tid),
+            kind: KINDS[k],
+        }))
+    }
+
+    #[cold]
+    fn os(t: u8, raw: &[u8], p: &mut usize) -> Result<Event, String> {
+        let va = |p: &mut usize| u64_field(raw, p).map(VirtAddr);
+        Ok(match t {
+            tag::MMAP => Event::Mmap {
+                addr: va(p)?,
+                len: u64_field(raw, p)?,
+                prot: Prot(byte(raw, p)?),
+                flags: MapFlags(byte(raw, p)?),
+            },
+            tag::MUNMAP => Event::Munmap {
+                addr: va(p)?,
+                len: u64_field(raw, p)?,
+            },
+            tag::MPROTECT => Event::Mprotect {
+                addr: va(p)?,
+                len: u64_field(raw, p)?,
+                prot: Prot(byte(raw, p)?),
+            },
+            tag::MADVISE => {
+                let addr = va(p)?;
+                let len = u64_field(raw, p)?;
+                let advice = match byte(raw, p)? {
+                    0 => Advice::DontNeed,
+                    1 => Advice::HugePage,
+                    2 => Advice::NoHugePage,
+                    255 => Advice::Other,
+                    b => return Err(format!("unknown madvise advice {b}")),
+                };
+                Event::Madvise { addr, len, advice }
+            }
+            tag::MREMAP => Event::Mremap {
+                old: va(p)?,
+                old_len: u64_field(raw, p)?,
+                new: va(p)?,
+                new_len: u64_field(raw, p)?,
+            },
+            tag::BRK => Event::Brk { addr: va(p)? },
+            tag::FORK => Event::Fork {
+                child: Pid(u32_field(raw, p, "pid")?),
+            },
+            tag::EXIT => Event::Exit,
+            tag::SWITCH => Event::Switch {
+                pid: Pid(u32_field(raw, p, "pid")?),
+            },
+            tag::FLUSH_PAGE => Event::Flush(FlushScope::Page(va(p)?)),
+            tag::FLUSH_RANGE => Event::Flush(FlushScope::Range {
+                start: va(p)?,
+                len: u64_field(raw, p)?,
+            }),
+            tag::FLUSH_ASID => Event::Flush(FlushScope::Asid),
+            tag::FLUSH_ALL => Event::Flush(FlushScope::All),
+            tag::THREAD_START => Event::ThreadStart {
+                tid: Tid(u32_field(raw, p, "thread id")?),
+            },
+            tag::THREAD_EXIT => Event::ThreadExit {
+                tid: Tid(u32_field(raw, p, "thread id")?),
+            },
+            _ => return Err(format!("unknown record tag {t:#04x}")),
+        })
+    }
+}

@@ -1,0 +1,211 @@
+//! [`TraceWriter`]: encodes events into blocks, compresses them and writes the file.
+
+use crate::error::TraceError;
+use crate::format::{
+    BlockHeader, EventKind, Header, Summary, MAGIC, MAX_END_BYTES, MAX_RAW_BLOCK, MAX_RECORD_LEN,
+    TAG_END, VERSION,
+};
+use crate::record::Encoder;
+use std::collections::HashSet;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+use xlat_types::{Event, Pid};
+
+/// Default zstd compression level.
+pub const DEFAULT_LEVEL: i32 = 3;
+
+/// Writes a `.xlt` trace. Call [`finish`](TraceWriter::finish) at the end: a writer
+/// dropped without it leaves a file that readers report as truncated.
+pub struct TraceWriter<W: Write> {
+    w: Option<W>,
+    enc: Encoder,
+    raw: Vec<u8>,
+    comp: Vec<u8>,
+    zc: zstd::bulk::Compressor<'static>,
+    records: u32,
+    offset: u64,
+    summary: Summary,
+    tids: HashSet<u32>,
+    last_tid: Option<u32>,
+    pids: HashSet<u32>,
+    failed: bool,
+}
+
+impl<W: Write> std::fmt::Debug for TraceWriter<W> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TraceWriter")
+            .field("offset", &self.offset)
+            .field("summary", &self.summary)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TraceWriter<BufWriter<File>> {
+    /// Creates (or truncates) the file at `path` and writes the header.
+    pub fn create(path: impl AsRef<Path>, header: Header) -> Result<Self, TraceError> {
+        let path = path.as_ref();
+        let f = File::create(path).map_err(|source| TraceError::Open {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        TraceWriter::new(BufWriter::with_capacity(1 << 20, f), header)
+    }
+}
+
+impl<W: Write> TraceWriter<W> {
+    /// Writes the magic, version and header to `w`.
+    pub fn new(w: W, header: Header) -> Result<Self, TraceError> {
+        Self::with_level(w, header, DEFAULT_LEVEL)
+    }
+
+    /// Like [`new`](TraceWriter::new) with an explicit zstd level (1..=22; higher is
+    /// smaller and slower).
+    pub fn with_level(w: W, header: Header, level: i32) -> Result<Self, TraceError> {
+        let body = header.encode().map_err(TraceError::Encode)?;
+        let zc = zstd::bulk::Compressor::new(level)
+            .map_err(|e| TraceError::Encode(format!("zstd level {level}: {e}")))?;
+        let mut pids = HashSet::new();
+        pids.insert(Pid::INIT.0);
+        let mut tw = TraceWriter {
+            w: Some(w),
+            enc: Encoder::default(),
+            raw: Vec::with_capacity(MAX_RAW_BLOCK as usize),
+            comp: Vec::with_capacity(zstd::zstd_safe::compress_bound(MAX_RAW_BLOCK as usize)),
+            zc,
+            records: 0,
+            offset: 0,
+            summary: Summary::default(),
+            tids: HashSet::new(),
+            last_tid: None,
+            pids,
+            failed: false,
+        };
+        let mut pre = Vec::with_capacity(body.len() + 18);
+        pre.extend_from_slice(&MAGIC);
+        pre.extend_from_slice(&VERSION.to_le_bytes());
+        pre.extend_from_slice(&(body.len() as u32).to_le_bytes());
+        pre.extend_from_slice(&body);
+        pre.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
+        tw.put(&pre)?;
+        Ok(tw)
+    }
+
+    /// Appends one event. Fails on an I/O error (after which the writer is unusable) or
+    /// on an event the format cannot hold (an access of size 0; the writer stays usable).
+    #[inline]
+    pub fn write(&mut self, e: &Event) -> Result<(), TraceError> {
+        if self.failed {
+            return Err(TraceError::Poisoned);
+        }
+        if self.raw.len() + MAX_RECORD_LEN > MAX_RAW_BLOCK as usize {
+            self.flush_block()?;
+        }
+        self.enc
+            .encode(e, &mut self.raw)
+            .map_err(|r| TraceError::Encode(format!("{r}: {e:?}")))?;
+        self.records += 1;
+        self.count(e);
+        Ok(())
+    }
+
+    /// Appends every event of `events`.
+    pub fn write_all(&mut self, events: &[Event]) -> Result<(), TraceError> {
+        events.iter().try_for_each(|e| self.write(e))
+    }
+
+    /// Totals so far (events written, blocks flushed).
+    pub fn summary(&self) -> &Summary {
+        &self.summary
+    }
+
+    #[inline]
+    fn count(&mut self, e: &Event) {
+        let s = &mut self.summary;
+        s.by_kind[EventKind::of(e) as usize] += 1;
+        let tid = match e {
+            Event::Access(a) => a.tid.0,
+            Event::ThreadStart { tid } | Event::ThreadExit { tid } => tid.0,
+            Event::Fork { child: p } | Event::Switch { pid: p } => {
+                self.pids.insert(p.0);
+                return;
+            }
+            _ => return,
+        };
+        if self.last_tid != Some(tid) {
+            self.last_tid = Some(tid);
+            self.tids.insert(tid);
+        }
+    }
+
+    /// Writes the pending block and the end block, flushes, and returns the totals.
+    pub fn finish(self) -> Result<Summary, TraceError> {
+        self.finish_into_inner().map(|(_, s)| s)
+    }
+
+    /// Like [`finish`](TraceWriter::finish), also returning the underlying writer.
+    pub fn finish_into_inner(mut self) -> Result<(W, Summary), TraceError> {
+        if self.failed {
+            return Err(TraceError::Poisoned);
+        }
+        if self.records > 0 {
+            self.flush_block()?;
+        }
+        self.summary.threads = self.tids.len() as u64;
+        self.summary.pids = self.pids.len() as u64;
+        let body = self.summary.encode_end();
+        debug_assert!(body.len() <= MAX_END_BYTES as usize);
+        let mut end = Vec::with_capacity(body.len() + 9);
+        end.push(TAG_END);
+        end.extend_from_slice(&(body.len() as u32).to_le_bytes());
+        end.extend_from_slice(&body);
+        end.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
+        self.put(&end)?;
+        let offset = self.offset;
+        let mut w = self.w.take().ok_or(TraceError::Poisoned)?;
+        w.flush()
+            .map_err(|source| TraceError::Io { offset, source })?;
+        Ok((w, std::mem::take(&mut self.summary)))
+    }
+
+    fn flush_block(&mut self) -> Result<(), TraceError> {
+        if self.records == 0 {
+            return Ok(());
+        }
+        self.comp.clear();
+        if let Err(e) = self.zc.compress_to_buffer(&self.raw[..], &mut self.comp) {
+            self.failed = true;
+            return Err(TraceError::Encode(format!("zstd compression failed: {e}")));
+        }
+        let bh = BlockHeader {
+            comp_len: self.comp.len() as u32,
+            raw_len: self.raw.len() as u32,
+            records: self.records,
+            raw_crc: crc32fast::hash(&self.raw),
+        };
+        let h = bh.encode();
+        self.put(&h)?;
+        let comp = std::mem::take(&mut self.comp);
+        let r = self.put(&comp);
+        self.comp = comp;
+        r?;
+        self.summary.blocks += 1;
+        self.summary.raw_bytes += self.raw.len() as u64;
+        self.summary.stored_bytes += (h.len() + self.comp.len()) as u64;
+        self.raw.clear();
+        self.records = 0;
+        self.enc.reset();
+        Ok(())
+    }
+
+    fn put(&mut self, b: &[u8]) -> Result<(), TraceError> {
+        let offset = self.offset;
+        let w = self.w.as_mut().ok_or(TraceError::Poisoned)?;
+        if let Err(source) = w.write_all(b) {
+            self.failed = true;
+            return Err(TraceError::Io { offset, source });
+        }
+        self.offset += b.len() as u64;
+        Ok(())
+    }
+}
