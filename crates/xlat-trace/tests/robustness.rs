@@ -1,0 +1,335 @@
+//! Damaged inputs: truncation at every offset, flipped bytes, bad magic and version,
+//! failing writers. Nothing may panic.
+
+mod common;
+
+use common::*;
+use std::io::{self, Write};
+use xlat_trace::{Header, TraceError, TraceReader, TraceWriter, MAGIC};
+use xlat_types::{Access, AccessKind, Event, EventSource, PageSize};
+
+/// A trace of two blocks: random addresses take ~10 bytes per record, and a block holds
+/// at most 1 MiB of records.
+fn multi_block() -> (Vec<Event>, Vec<u8>) {
+    let mut x = 88172645463325252u64;
+    let events: Vec<Event> = (0..250_000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            Event::Access(Access::new(AccessKind::Store, x, 8))
+        })
+        .collect();
+    let bytes = write(&events);
+    (events, bytes)
+}
+
+/// Checks the outcome of reading `cut`, a prefix of the valid trace of `events`.
+fn check_prefix(events: &[Event], cut: &[u8], full_len: usize) {
+    match read_all(cut, 1000) {
+        Ok((back, r)) => {
+            assert!(back.len() <= events.len());
+            assert!(
+                back[..] == events[..back.len()],
+                "not a prefix at cut {}",
+                cut.len()
+            );
+            if cut.len() < full_len {
+                let t = r.truncation().expect("a cut trace must report truncation");
+                assert_eq!(t.events, back.len() as u64);
+                assert!(t.offset <= cut.len() as u64);
+                let msg = t.to_string();
+                assert!(msg.contains(&format!("byte {}", t.offset)), "{msg}");
+                // Strict mode turns the same cut into an error.
+                let mut s = TraceReader::new(cut).unwrap().strict(true);
+                let mut buf = Vec::new();
+                let err = loop {
+                    match s.fill(&mut buf, 1000) {
+                        Ok(true) => {}
+                        Ok(false) => panic!("strict reader ended cleanly at cut {}", cut.len()),
+                        Err(e) => break e,
+                    }
+                };
+                assert!(matches!(err, TraceError::Truncated(_)), "{err}");
+            } else {
+                assert!(r.truncation().is_none());
+                assert!(back == events);
+            }
+        }
+        Err(e) => {
+            // Only a cut inside the preamble/header may fail outright.
+            assert!(cut.len() < 64, "cut at {}: {e}", cut.len());
+        }
+    }
+}
+
+#[test]
+fn truncation_at_every_offset_small() {
+    let events = sample_events(300);
+    let bytes = write(&events);
+    for n in 0..=bytes.len() {
+        check_prefix(&events, &bytes[..n], bytes.len());
+    }
+}
+
+#[test]
+fn truncation_at_sampled_offsets_multi_block() {
+    let (events, bytes) = multi_block();
+    let mut n = 0;
+    while n <= bytes.len() {
+        check_prefix(&events, &bytes[..n], bytes.len());
+        n += 1 + n / 3 % 40_000;
+    }
+    // The exact block boundary: first block complete, nothing else.
+    let first_len = {
+        let r = TraceReader::new(&bytes[..]).unwrap();
+        let h = r.position() as usize;
+        let comp = u32::from_le_bytes(bytes[h + 1..h + 5].try_into().unwrap()) as usize;
+        h + 21 + comp
+    };
+    let (back, r) = read_all(&bytes[..first_len], 7777).unwrap();
+    let t = r.truncation().unwrap();
+    assert_eq!(t.blocks, 1);
+    assert_eq!(t.offset, first_len as u64);
+    assert!(!back.is_empty() && back.len() < events.len());
+    check_prefix(&events, &bytes[..first_len], bytes.len());
+}
+
+#[test]
+fn flipped_bytes_never_panic() {
+    let events = sample_events(2000);
+    let bytes = write(&events);
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut errors = 0;
+    for _ in 0..3000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let mut b = bytes.clone();
+        for k in 0..(1 + x % 3) {
+            let i = ((x >> (8 + 16 * k)) as usize) % b.len();
+            b[i] ^= 1 << ((x >> 4) % 8);
+        }
+        match read_all(&b, 333) {
+            Ok((back, _)) => assert!(back.len() <= events.len() + 1),
+            Err(e) => {
+                errors += 1;
+                assert!(!e.to_string().is_empty());
+            }
+        }
+    }
+    // Nearly every flip is caught by a checksum.
+    assert!(errors > 2900, "{errors}");
+}
+
+#[test]
+fn checksum_error_names_the_block_offset() {
+    let events = sample_events(500);
+    let mut bytes = write(&events);
+    let block = TraceReader::new(&bytes[..]).unwrap().position() as usize;
+    let last = bytes.len() - 60; // inside the only block's payload
+    bytes[last] ^= 0x40;
+    let e = read_all(&bytes, 100).unwrap_err().to_string();
+    assert!(e.starts_with("corrupt trace at byte "), "{e}");
+    assert!(
+        e.contains(&format!("byte {}", block + 21)),
+        "{e} (block at {block})"
+    );
+}
+
+#[test]
+fn bad_magic_and_version() {
+    let bytes = write(&sample_events(10));
+    let e = TraceReader::new(&b"hello world, this is not a trace"[..]).unwrap_err();
+    assert_eq!(e.to_string(), "not an xlat trace (bad magic)");
+    assert!(matches!(
+        TraceReader::new(&b""[..]),
+        Err(TraceError::BadMagic)
+    ));
+    let mut v = bytes.clone();
+    v[8] = 9;
+    let e = TraceReader::new(&v[..]).unwrap_err();
+    assert!(
+        matches!(e, TraceError::UnsupportedVersion { found: 9, .. }),
+        "{e}"
+    );
+    assert!(e.to_string().contains("version 9"), "{e}");
+    assert_eq!(&bytes[..8], &MAGIC);
+}
+
+#[test]
+fn trailing_garbage_is_an_error() {
+    let mut bytes = write(&sample_events(10));
+    let end = bytes.len();
+    bytes.push(0);
+    let e = read_all(&bytes, 100).unwrap_err().to_string();
+    assert!(e.contains(&format!("byte {end}")), "{e}");
+}
+
+#[test]
+fn huge_declared_lengths_are_rejected_without_allocating() {
+    let mut v = MAGIC.to_vec();
+    v.extend_from_slice(&1u16.to_le_bytes());
+    v.extend_from_slice(&u32::MAX.to_le_bytes());
+    let e = TraceReader::new(&v[..]).unwrap_err().to_string();
+    assert!(e.contains("at byte 10"), "{e}");
+}
+
+/// A sink that accepts `room` bytes, then fails like a full disk.
+#[derive(Debug)]
+struct Full {
+    room: usize,
+    written: Vec<u8>,
+}
+
+impl Write for Full {
+    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+        if self.room == 0 {
+            return Err(io::Error::new(io::ErrorKind::StorageFull, "no space left"));
+        }
+        let n = b.len().min(self.room);
+        self.room -= n;
+        self.written.extend_from_slice(&b[..n]);
+        Ok(n)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn full_disk_is_an_error_never_a_valid_file() {
+    let events = sample_events(5000);
+    let total = write(&events).len();
+    for room in [0, 5, 13, 30, 100, total / 2, total - 10, total - 1] {
+        let r = TraceWriter::new(
+            Full {
+                room,
+                written: Vec::new(),
+            },
+            common::header(),
+        )
+        .and_then(|mut w| {
+            w.write_all(&events)?;
+            w.finish_into_inner()
+        });
+        let e = r.expect_err("a full disk must be an error");
+        assert!(e.to_string().contains("no space left"), "{e}");
+    }
+}
+
+#[test]
+fn dev_full_is_an_error() {
+    if !std::path::Path::new("/dev/full").exists() {
+        return; // not Linux
+    }
+    let r = TraceWriter::create("/dev/full", common::header()).and_then(|mut w| {
+        w.write_all(&sample_events(1000))?;
+        w.finish()
+    });
+    assert!(r.is_err());
+}
+
+#[test]
+fn writer_poisoned_after_io_error() {
+    let mut w = TraceWriter::new(
+        Full {
+            room: 100,
+            written: Vec::new(),
+        },
+        common::header(),
+    )
+    .unwrap();
+    let mut failed = false;
+    for e in multi_block().0 {
+        if w.write(&e).is_err() {
+            failed = true;
+            break;
+        }
+    }
+    assert!(failed);
+    assert!(matches!(w.write(&Event::Exit), Err(TraceError::Poisoned)));
+    assert!(matches!(w.finish(), Err(TraceError::Poisoned)));
+}
+
+#[test]
+fn dropped_writer_reads_as_truncated() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.xlt");
+    let events = multi_block().0;
+    {
+        let mut w = TraceWriter::create(&path, Header::new("riscv64", PageSize::K4)).unwrap();
+        w.write_all(&events).unwrap();
+        // dropped without finish
+    }
+    let mut r = TraceReader::open(&path).unwrap();
+    let mut buf = Vec::new();
+    let mut n = 0;
+    while r.fill(&mut buf, 50_000).unwrap() {
+        assert!(buf[..] == events[n..n + buf.len()]);
+        n += buf.len();
+    }
+    let t = r.truncation().expect("truncation notice");
+    assert!(n > 0 && n < events.len(), "{n}");
+    assert_eq!(t.events, n as u64);
+    assert!(t.to_string().contains("end block is missing"), "{t}");
+    let info = xlat_trace::summarize(&path).unwrap();
+    assert_eq!(info.summary.accesses(), n as u64);
+    assert!(info.truncation.is_some());
+    assert!(info.to_string().contains("warning: trace truncated"));
+}
+
+#[test]
+fn open_missing_file_names_it() {
+    let e = TraceReader::open("/nonexistent/dir/x.xlt")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("/nonexistent/dir/x.xlt"), "{e}");
+}
+
+/// Builds a trace whose only block holds `raw` (valid checksums, so record errors show).
+fn with_raw_block(raw: &[u8], records: u32) -> (Vec<u8>, usize) {
+    let good = write(&[]);
+    let header_end = TraceReader::new(&good[..]).unwrap().position() as usize;
+    let mut v = good[..header_end].to_vec();
+    let comp = zstd::bulk::compress(raw, 3).unwrap();
+    let mut h = vec![b'B'];
+    h.extend_from_slice(&(comp.len() as u32).to_le_bytes());
+    h.extend_from_slice(&(raw.len() as u32).to_le_bytes());
+    h.extend_from_slice(&records.to_le_bytes());
+    h.extend_from_slice(&crc32fast::hash(raw).to_le_bytes());
+    let crc = crc32fast::hash(&h);
+    h.extend_from_slice(&crc.to_le_bytes());
+    v.extend_from_slice(&h);
+    v.extend_from_slice(&comp);
+    (v, header_end)
+}
+
+#[test]
+fn record_errors_name_block_and_record_offsets() {
+    // An exit record, then a reserved tag.
+    let (bytes, block) = with_raw_block(&[0xc7, 0xff], 2);
+    let e = read_all(&bytes, 100).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        format!("corrupt trace at byte {block} (block 0, record byte 1): unknown record tag 0xff")
+    );
+    // A load with an explicit size varint cut off by the block end.
+    let (bytes, _) = with_raw_block(&[0xc7, 0x40], 2);
+    let e = read_all(&bytes, 100).unwrap_err().to_string();
+    assert!(e.contains("record byte 1") && e.contains("cut off"), "{e}");
+    // Record count disagrees with the header.
+    let (bytes, _) = with_raw_block(&[0xc7, 0xc7, 0x4e], 3);
+    let e = read_all(&bytes, 100).unwrap_err().to_string();
+    assert!(e.contains("record byte 2") && e.contains("cut off"), "{e}");
+    let (bytes, _) = with_raw_block(&[0xc7, 0xc7, 0x4e, 0x01], 4);
+    let e = read_all(&bytes, 100).unwrap_err().to_string();
+    assert!(e.contains("block ends after 3 records"), "{e}");
+    let (bytes, _) = with_raw_block(&[0xc7, 0xc7], 1);
+    let e = read_all(&bytes, 100).unwrap_err().to_string();
+    assert!(e.contains("record byte 1"), "{e}");
+    // Bad madvise advice value.
+    let (bytes, _) = with_raw_block(&[0xc3, 0, 0, 7], 1);
+    let e = read_all(&bytes, 100).unwrap_err().to_string();
+    assert!(e.contains("advice 7"), "{e}");
+}
