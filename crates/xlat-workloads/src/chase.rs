@@ -1,102 +1,133 @@
 use crate::params::{Params, WorkloadError};
+use crate::Prologue;
 use rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
-use std::collections::VecDeque;
 use xlat_types::{Access, AccessKind, Event};
 
-/// A random cyclic order over `n` granules in O(1) memory: a full-period LCG over the
-/// next power of two, scrambled by a seeded bijection, skipping values ≥ n.
+/// A random pointer chase: every granule (page) of the footprint once per cycle, in a
+/// seeded random cyclic order, at a per-granule offset `(g * 448) mod granule`.
+///
+/// The order needs O(1) memory whatever the footprint: a full-period LCG walks
+/// `[0, 2^bits)` (the next power of two ≥ n), a seeded bijection of `bits`-bit values
+/// scrambles it, and values ≥ n are skipped (cycle walking, < 2 steps on average), so
+/// each of the n granules comes up exactly once per n steps, in the same order.
 #[derive(Debug, Clone)]
 pub struct Chase {
-    pub params: Params,
-    pending: VecDeque<Event>,
+    pub(crate) params: Params,
+    pro: Prologue,
     base: u64,
-    granule_shift: u32,
+    shift: u32,
     n: u64,
-    bits: u32,
-    mask: u64,
+    perm: Perm,
+    /// LCG state: x ← a·x + c (mod 2^bits).
     x: u64,
     a: u64,
     c: u64,
-    mul: u64,
+    refs: u64,
     left: u64,
 }
 
+/// A keyed bijection of `bits`-bit values: rounds of xor-key, odd multiply, xorshift.
+#[derive(Debug, Clone)]
+struct Perm {
+    mask: u64,
+    half: u32,
+    keys: [u64; 3],
+    muls: [u64; 3],
+}
+
+impl Perm {
+    #[inline]
+    fn apply(&self, mut v: u64) -> u64 {
+        let m = self.mask;
+        for r in 0..3 {
+            v = (v ^ self.keys[r]) & m;
+            v = v.wrapping_mul(self.muls[r]) & m;
+            v ^= v >> self.half;
+        }
+        v
+    }
+}
+
 impl Chase {
-    pub fn new(p: &Params) -> Result<Self, WorkloadError> {
-        let footprint = p.bytes("footprint", 1)?;
+    pub(crate) fn new(p: &Params) -> Result<Self, WorkloadError> {
         let granule = p.bytes("page", 8)?;
         if !granule.is_power_of_two() {
-            return Err(WorkloadError::BadValue {
-                workload: "chase",
-                key: "page",
-                value: granule.to_string(),
-                expected: "a power of two".into(),
-            });
+            return Err(p.invalid("page", "a power of two, e.g. 4KiB"));
         }
-        let base = p.bytes("base", 0)?;
+        let footprint = p.bytes("footprint", 1)?;
+        let base = p.addr("base")?;
+        let shift = granule.trailing_zeros();
         let n = footprint.div_ceil(granule);
-        let bits = 64 - (n - 1).leading_zeros().min(63);
-        let bits = if n == 1 { 0 } else { bits };
+        p.fits("base", base, crate::page_up(n << shift))?;
+        // bits such that 2^(bits-1) < n ≤ 2^bits (0 for n = 1).
+        let bits = 64 - (n - 1).leading_zeros();
         let mask = if bits == 64 {
             u64::MAX
         } else {
             (1u64 << bits) - 1
         };
-        let mut rng = Xoshiro256PlusPlus::seed_from_u64(p.count("seed", 0)?);
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(p.seed("seed")?);
+        let mut r = || rng.next_u64();
+        let perm = Perm {
+            mask,
+            half: (bits / 2).max(1),
+            keys: [r(), r(), r()],
+            muls: [r() | 1, r() | 1, r() | 1],
+        };
+        let refs = p.count("refs", 0)?;
         Ok(Chase {
             params: p.clone(),
-            pending: VecDeque::from([crate::anon_map(base, footprint)]),
+            pro: Prologue::one(crate::anon_map(base, crate::page_up(n << shift))),
             base,
-            granule_shift: granule.trailing_zeros(),
+            shift,
             n,
-            bits,
-            mask,
-            x: rng.next_u64() & mask,
-            // Full period mod 2^bits: c odd, a ≡ 1 (mod 4).
-            a: (rng.next_u64() << 2 | 1) & mask,
-            c: (rng.next_u64() | 1) & mask,
-            mul: rng.next_u64() | 1,
-            left: p.count("refs", 0)?,
+            perm,
+            x: r() & mask,
+            // Full period mod 2^bits (Hull–Dobell): c odd, a ≡ 1 (mod 4).
+            a: (r() << 2 | 1) & mask,
+            c: (r() | 1) & mask,
+            refs,
+            left: refs,
         })
     }
 
-    #[inline]
-    fn scramble(&self, mut v: u64) -> u64 {
-        if self.bits < 2 {
-            return v;
-        }
-        let h = self.bits / 2;
-        v ^= v >> h;
-        v = v.wrapping_mul(self.mul) & self.mask;
-        v ^= v >> h;
-        v
+    pub(crate) fn total_refs(&self) -> u64 {
+        self.refs
+    }
+    pub(crate) fn total_events(&self) -> u64 {
+        self.pro.total() + self.refs
+    }
+    pub(crate) fn is_done(&self) -> bool {
+        self.pro.done() && self.left == 0
     }
 
     #[inline]
-    fn next_granule(&mut self) -> u64 {
-        loop {
-            self.x = self.a.wrapping_mul(self.x).wrapping_add(self.c) & self.mask;
-            let g = self.scramble(self.x);
-            if g < self.n {
-                return g;
-            }
-        }
-    }
-
-    pub fn fill(&mut self, buf: &mut Vec<Event>, max: usize) {
-        if !crate::prologue(&mut self.pending, buf, max) {
+    pub(crate) fn append(&mut self, buf: &mut Vec<Event>, max: usize) {
+        if !self.pro.emit(buf, max) {
             return;
         }
-        let k = ((max - buf.len()) as u64).min(self.left);
-        let gsize = 1u64 << self.granule_shift;
-        for _ in 0..k {
-            let g = self.next_granule();
-            // A per-granule cache-line offset, so that cache sets do not line up.
-            let off = ((g * 7) % (gsize / 64).max(1)) * 64 % gsize;
-            let addr = self.base + (g << self.granule_shift) + (off & !7);
-            buf.push(Event::Access(Access::new(AccessKind::Load, addr, 8)));
-        }
-        self.left -= k;
+        let k = crate::room(buf, max, self.left);
+        let (base, shift, n, a, c) = (self.base, self.shift, self.n, self.a, self.c);
+        let (mask, goff) = (self.perm.mask, (1u64 << shift) - 1);
+        let perm = &self.perm;
+        let mut x = self.x;
+        buf.extend((0..k).map(|_| {
+            let g = loop {
+                x = a.wrapping_mul(x).wrapping_add(c) & mask;
+                let g = perm.apply(x);
+                if g < n {
+                    break g;
+                }
+            };
+            // Per-granule offset (g·64·7 mod granule), 64-byte aligned, so that the
+            // visited words do not all fall into the same cache set.
+            let off = g.wrapping_mul(448) & goff;
+            Event::Access(Access::new(AccessKind::Load, base + (g << shift) + off, 8))
+        }));
+        self.x = x;
+        self.left -= k as u64;
     }
 }
+
+crate::event_source!(Chase);

@@ -1,68 +1,113 @@
 use crate::params::{Params, WorkloadError};
-use std::collections::VecDeque;
-use xlat_types::{Access, AccessKind, Event, MapFlags, Prot, VirtAddr};
+use crate::Prologue;
+use xlat_types::{Access, AccessKind, Event};
 
-/// A hot loop whose `insns` instructions per page span `pages` code pages.
+/// A hot loop spread over `pages` 4 KiB code pages: `insns` sequential 4-byte fetches
+/// at the start of each page, page after page, then around again. The code region is
+/// mapped read/execute and file-backed (no `ANON`), like program text.
 #[derive(Debug, Clone)]
 pub struct Code {
-    pub params: Params,
-    pending: VecDeque<Event>,
-    base: u64,
-    pages: u64,
-    insns: u64,
-    page: u64,
-    insn: u64,
+    pub(crate) params: Params,
+    pro: Prologue,
+    walk: CodeWalk,
+    refs: u64,
     left: u64,
 }
 
-impl Code {
-    pub fn new(p: &Params) -> Result<Self, WorkloadError> {
+/// The fetch cursor shared with [`Mixed`](crate::Mixed).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CodeWalk {
+    base: u64,
+    /// Offset of the next fetch from `base`.
+    off: u64,
+    /// End of the hot run within the current page (page start + insns * 4).
+    run_end: u64,
+    run: u64,
+    end: u64,
+}
+
+impl CodeWalk {
+    /// Parses `pages` and `insns`; returns the cursor and the region length.
+    pub(crate) fn new(p: &Params, base: u64) -> Result<(CodeWalk, u64), WorkloadError> {
         let pages = p.count("pages", 1)?;
         let insns = p.count("insns", 1)?;
         if insns > 1024 {
-            return Err(WorkloadError::BadValue {
-                workload: "code",
-                key: "insns",
-                value: insns.to_string(),
-                expected: "at most 1024 (4-byte instructions in a 4 KiB page)".into(),
-            });
+            return Err(p.invalid(
+                "insns",
+                "at most 1024 (4-byte instructions in a 4 KiB page)",
+            ));
         }
-        let base = p.bytes("base", 0)?;
-        let map = Event::Mmap {
-            addr: VirtAddr(base),
-            len: pages * 4096,
-            prot: Prot::RX,
-            flags: MapFlags(0),
-        };
+        let len = pages
+            .checked_mul(4096)
+            .ok_or_else(|| p.invalid("pages", "fewer pages: the region overflows 64 bits"))?;
+        p.fits("base", base, len)?;
+        let run = insns * 4;
+        Ok((
+            CodeWalk {
+                base,
+                off: 0,
+                run_end: run,
+                run,
+                end: len,
+            },
+            len,
+        ))
+    }
+
+    /// The next fetch address.
+    #[inline(always)]
+    pub(crate) fn next(&mut self) -> u64 {
+        let a = self.base + self.off;
+        self.off += 4;
+        if self.off == self.run_end {
+            let page = self.run_end - self.run + 4096;
+            if page == self.end {
+                self.off = 0;
+                self.run_end = self.run;
+            } else {
+                self.off = page;
+                self.run_end = page + self.run;
+            }
+        }
+        a
+    }
+}
+
+impl Code {
+    pub(crate) fn new(p: &Params) -> Result<Self, WorkloadError> {
+        let base = p.addr("base")?;
+        let (walk, len) = CodeWalk::new(p, base)?;
+        let refs = p.count("refs", 0)?;
         Ok(Code {
             params: p.clone(),
-            pending: VecDeque::from([map]),
-            base,
-            pages,
-            insns,
-            page: 0,
-            insn: 0,
-            left: p.count("refs", 0)?,
+            pro: Prologue::one(crate::code_map(base, len)),
+            walk,
+            refs,
+            left: refs,
         })
     }
 
-    pub fn fill(&mut self, buf: &mut Vec<Event>, max: usize) {
-        if !crate::prologue(&mut self.pending, buf, max) {
+    pub(crate) fn total_refs(&self) -> u64 {
+        self.refs
+    }
+    pub(crate) fn total_events(&self) -> u64 {
+        self.pro.total() + self.refs
+    }
+    pub(crate) fn is_done(&self) -> bool {
+        self.pro.done() && self.left == 0
+    }
+
+    #[inline]
+    pub(crate) fn append(&mut self, buf: &mut Vec<Event>, max: usize) {
+        if !self.pro.emit(buf, max) {
             return;
         }
-        let k = ((max - buf.len()) as u64).min(self.left);
-        for _ in 0..k {
-            let addr = self.base + self.page * 4096 + self.insn * 4;
-            buf.push(Event::Access(Access::new(AccessKind::Fetch, addr, 4)));
-            self.insn += 1;
-            if self.insn == self.insns {
-                self.insn = 0;
-                self.page += 1;
-                if self.page == self.pages {
-                    self.page = 0;
-                }
-            }
-        }
-        self.left -= k;
+        let k = crate::room(buf, max, self.left);
+        let mut walk = self.walk;
+        buf.extend((0..k).map(|_| Event::Access(Access::new(AccessKind::Fetch, walk.next(), 4))));
+        self.walk = walk;
+        self.left -= k as u64;
     }
 }
+
+crate::event_source!(Code);

@@ -1,48 +1,65 @@
 use crate::params::{Params, WorkloadError};
+use crate::Prologue;
 use rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
-use std::collections::VecDeque;
 use xlat_types::{Access, AccessKind, Event};
 
-/// Random 8-byte read-modify-write updates over a table: one `Store` each.
+/// Random 8-byte read-modify-write updates over a table of `footprint / 8` words: one
+/// 8-aligned `Store` each, uniformly distributed (Xoshiro256++, seeded).
 #[derive(Debug, Clone)]
 pub struct Gups {
-    pub params: Params,
-    pending: VecDeque<Event>,
+    pub(crate) params: Params,
+    pro: Prologue,
     base: u64,
     words: u64,
     rng: Xoshiro256PlusPlus,
+    refs: u64,
     left: u64,
 }
 
 impl Gups {
-    pub fn new(p: &Params) -> Result<Self, WorkloadError> {
+    pub(crate) fn new(p: &Params) -> Result<Self, WorkloadError> {
         let footprint = p.bytes("footprint", 8)?;
-        let base = p.bytes("base", 0)?;
+        let base = p.addr("base")?;
+        let len = crate::page_up(footprint);
+        p.fits("base", base, len)?;
+        let refs = p.count("refs", 0)?;
         Ok(Gups {
             params: p.clone(),
-            pending: VecDeque::from([crate::anon_map(base, footprint)]),
+            pro: Prologue::one(crate::anon_map(base, len)),
             base,
             words: footprint / 8,
-            rng: Xoshiro256PlusPlus::seed_from_u64(p.count("seed", 0)?),
-            left: p.count("refs", 0)?,
+            rng: Xoshiro256PlusPlus::seed_from_u64(p.seed("seed")?),
+            refs,
+            left: refs,
         })
     }
 
-    pub fn fill(&mut self, buf: &mut Vec<Event>, max: usize) {
-        if !crate::prologue(&mut self.pending, buf, max) {
+    pub(crate) fn total_refs(&self) -> u64 {
+        self.refs
+    }
+    pub(crate) fn total_events(&self) -> u64 {
+        self.pro.total() + self.refs
+    }
+    pub(crate) fn is_done(&self) -> bool {
+        self.pro.done() && self.left == 0
+    }
+
+    #[inline]
+    pub(crate) fn append(&mut self, buf: &mut Vec<Event>, max: usize) {
+        if !self.pro.emit(buf, max) {
             return;
         }
-        let k = ((max - buf.len()) as u64).min(self.left);
-        for _ in 0..k {
+        let k = crate::room(buf, max, self.left);
+        let (base, words) = (self.base, self.words as u128);
+        let rng = &mut self.rng;
+        buf.extend((0..k).map(|_| {
             // Multiply-high maps a uniform 64-bit value onto [0, words) without division.
-            let w = ((self.rng.next_u64() as u128 * self.words as u128) >> 64) as u64;
-            buf.push(Event::Access(Access::new(
-                AccessKind::Store,
-                self.base + w * 8,
-                8,
-            )));
-        }
-        self.left -= k;
+            let w = ((rng.next_u64() as u128 * words) >> 64) as u64;
+            Event::Access(Access::new(AccessKind::Store, base + w * 8, 8))
+        }));
+        self.left -= k as u64;
     }
 }
+
+crate::event_source!(Gups);

@@ -4,36 +4,56 @@
 //! |---|---|
 //! | `stride` | one word per stride over a footprint, cyclically (TLB reach) |
 //! | `chase` | random pointer chase over the pages of a footprint, O(1) memory |
-//! | `gups` | random read-modify-write updates over a table |
+//! | `gups` | random read-modify-write updates (one store each) over a table |
 //! | `sparse` | one touch every `step` over a huge mapping (page-table memory) |
 //! | `forkexit` | a process with a footprint forks and the child exits, repeatedly |
 //! | `code` | instruction fetches of a hot loop spread over code pages (ITLB) |
+//! | `mixed` | a hot code loop interleaved with random loads/stores over data |
 //!
-//! Every workload first emits `Mmap` events for the regions it uses. Specs look like
-//! `gups:footprint=4GiB,refs=50M,seed=7`; see [`parse`] and [`registry`].
+//! Every workload first emits `Mmap` events for the regions it uses (data regions are
+//! anonymous read/write; code regions are read/execute and file-backed, i.e. without
+//! `ANON`, so transparent huge pages do not apply to them, as for real program text).
+//! Specs look like `gups:footprint=4GiB,refs=50M,seed=7`; see [`parse`] and
+//! [`registry`]. Generation is batched: [`Workload`] dispatches once per
+//! [`EventSource::fill`] call and the per-generator loops do not allocate.
 
 mod chase;
 mod code;
 mod forkexit;
 mod gups;
+mod mixed;
 mod params;
 mod sparse;
 mod stride;
+#[cfg(test)]
+mod tests;
 
+pub use chase::Chase;
+pub use code::Code;
+pub use forkexit::ForkExit;
+pub use gups::Gups;
+pub use mixed::Mixed;
 pub use params::{ParamInfo, WorkloadError, WorkloadInfo};
+pub use sparse::Sparse;
+pub use stride::Stride;
 
 use params::Params;
-use xlat_types::{Event, EventSource};
+use serde::ser::{Serialize, SerializeMap, SerializeStruct, Serializer};
+use xlat_types::{Event, EventSource, MapFlags, Prot, VirtAddr};
+
+/// The start of data regions unless a spec says otherwise.
+pub const DEFAULT_BASE: u64 = 0x4000_0000;
 
 /// A built-in workload, ready to generate.
 #[derive(Debug, Clone)]
 pub enum Workload {
-    Stride(stride::Stride),
-    Chase(chase::Chase),
-    Gups(gups::Gups),
-    Sparse(sparse::Sparse),
-    ForkExit(forkexit::ForkExit),
-    Code(code::Code),
+    Stride(Stride),
+    Chase(Chase),
+    Gups(Gups),
+    Sparse(Sparse),
+    ForkExit(ForkExit),
+    Code(Code),
+    Mixed(Mixed),
 }
 
 /// Every workload with its parameters, defaults and help.
@@ -41,212 +61,220 @@ pub fn registry() -> &'static [WorkloadInfo] {
     params::REGISTRY
 }
 
-/// Parses `NAME[:KEY=VALUE,...]`. Unknown names or keys are errors listing the valid ones.
+/// Same as [`registry`].
+pub fn list() -> &'static [WorkloadInfo] {
+    params::REGISTRY
+}
+
+/// The registry entry called `name`.
+pub fn info(name: &str) -> Option<&'static WorkloadInfo> {
+    params::REGISTRY.iter().find(|w| w.name == name)
+}
+
+/// Parses `NAME[:KEY=VALUE,...]`. Unknown names or keys are errors listing the valid
+/// ones; bad values name the parameter and the expected form.
 pub fn parse(spec: &str) -> Result<Workload, WorkloadError> {
     let p = Params::parse(spec)?;
     Ok(match p.info.name {
-        "stride" => Workload::Stride(stride::Stride::new(&p)?),
-        "chase" => Workload::Chase(chase::Chase::new(&p)?),
-        "gups" => Workload::Gups(gups::Gups::new(&p)?),
-        "sparse" => Workload::Sparse(sparse::Sparse::new(&p)?),
-        "forkexit" => Workload::ForkExit(forkexit::ForkExit::new(&p)?),
-        "code" => Workload::Code(code::Code::new(&p)?),
+        "stride" => Workload::Stride(Stride::new(&p)?),
+        "chase" => Workload::Chase(Chase::new(&p)?),
+        "gups" => Workload::Gups(Gups::new(&p)?),
+        "sparse" => Workload::Sparse(Sparse::new(&p)?),
+        "forkexit" => Workload::ForkExit(ForkExit::new(&p)?),
+        "code" => Workload::Code(Code::new(&p)?),
+        "mixed" => Workload::Mixed(Mixed::new(&p)?),
         other => unreachable!("registry lists {other} without a constructor"),
     })
 }
 
-impl Workload {
-    /// The fully resolved parameters (defaults filled in).
-    pub fn params(&self) -> Vec<(&'static str, String)> {
-        match self {
-            Workload::Stride(w) => w.params.resolved(),
-            Workload::Chase(w) => w.params.resolved(),
-            Workload::Gups(w) => w.params.resolved(),
-            Workload::Sparse(w) => w.params.resolved(),
-            Workload::ForkExit(w) => w.params.resolved(),
-            Workload::Code(w) => w.params.resolved(),
-        }
+impl std::str::FromStr for Workload {
+    type Err = WorkloadError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        parse(s)
     }
 }
 
+macro_rules! each {
+    ($self:expr, $w:ident => $e:expr) => {
+        match $self {
+            Workload::Stride($w) => $e,
+            Workload::Chase($w) => $e,
+            Workload::Gups($w) => $e,
+            Workload::Sparse($w) => $e,
+            Workload::ForkExit($w) => $e,
+            Workload::Code($w) => $e,
+            Workload::Mixed($w) => $e,
+        }
+    };
+}
+
+impl Workload {
+    /// The workload's registry entry.
+    pub fn info(&self) -> &'static WorkloadInfo {
+        each!(self, w => w.params.info)
+    }
+
+    /// The workload's name (`gups`, ...).
+    pub fn name(&self) -> &'static str {
+        self.info().name
+    }
+
+    /// Every parameter with its effective value (defaults filled in), in registry order.
+    pub fn params(&self) -> Vec<(&'static str, String)> {
+        each!(self, w => w.params.resolved())
+    }
+
+    /// The fully resolved spec, which [`parse`] turns back into the same workload.
+    pub fn spec(&self) -> String {
+        let kv: Vec<String> = self
+            .params()
+            .into_iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        format!("{}:{}", self.name(), kv.join(","))
+    }
+
+    /// The number of memory references (`Event::Access`) the whole stream contains.
+    /// Always known for built-in workloads.
+    pub fn expected_refs(&self) -> Option<u64> {
+        Some(each!(self, w => w.total_refs()))
+    }
+
+    /// The number of events of every kind (mmaps, forks, ... and references).
+    pub fn expected_events(&self) -> u64 {
+        each!(self, w => w.total_events())
+    }
+
+    /// True once the stream is exhausted.
+    pub fn is_done(&self) -> bool {
+        each!(self, w => w.is_done())
+    }
+}
+
+/// `fill` semantics shared by every generator: clears `buf`, appends at most `max`
+/// events, returns `false` (with `buf` empty) once the stream is exhausted. With
+/// `max == 0` nothing is appended and the result says whether events remain.
 impl EventSource for Workload {
     type Error = std::convert::Infallible;
     fn fill(&mut self, buf: &mut Vec<Event>, max: usize) -> Result<bool, Self::Error> {
         buf.clear();
-        let max = max.max(1);
-        match self {
-            Workload::Stride(w) => w.fill(buf, max),
-            Workload::Chase(w) => w.fill(buf, max),
-            Workload::Gups(w) => w.fill(buf, max),
-            Workload::Sparse(w) => w.fill(buf, max),
-            Workload::ForkExit(w) => w.fill(buf, max),
-            Workload::Code(w) => w.fill(buf, max),
-        }
-        Ok(!buf.is_empty())
+        each!(self, w => w.append(buf, max));
+        Ok(!buf.is_empty() || (max == 0 && !self.is_done()))
     }
 }
 
-/// Emits pending prologue events (mmaps) first; returns true when the prologue is done.
-fn prologue(
-    pending: &mut std::collections::VecDeque<Event>,
-    buf: &mut Vec<Event>,
-    max: usize,
-) -> bool {
-    while buf.len() < max {
-        match pending.pop_front() {
-            Some(e) => buf.push(e),
-            None => return true,
+/// Serializes as `{"name": "gups", "params": {"footprint": "1GiB", ...}}`.
+impl Serialize for Workload {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        struct P<'a>(&'a [(&'static str, String)]);
+        impl Serialize for P<'_> {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let mut m = s.serialize_map(Some(self.0.len()))?;
+                for (k, v) in self.0 {
+                    m.serialize_entry(k, v)?;
+                }
+                m.end()
+            }
         }
+        let params = self.params();
+        let mut st = s.serialize_struct("Workload", 2)?;
+        st.serialize_field("name", self.name())?;
+        st.serialize_field("params", &P(&params))?;
+        st.end()
     }
-    pending.is_empty()
 }
 
+/// Implements `EventSource` for a generator with `append` and `is_done`.
+macro_rules! event_source {
+    ($t:ty) => {
+        impl xlat_types::EventSource for $t {
+            type Error = std::convert::Infallible;
+            fn fill(
+                &mut self,
+                buf: &mut Vec<xlat_types::Event>,
+                max: usize,
+            ) -> Result<bool, Self::Error> {
+                buf.clear();
+                self.append(buf, max);
+                Ok(!buf.is_empty() || (max == 0 && !self.is_done()))
+            }
+        }
+    };
+}
+pub(crate) use event_source;
+
+/// The few setup events (mmaps) a generator emits before its references.
+#[derive(Debug, Clone)]
+struct Prologue {
+    events: [Event; 2],
+    len: u8,
+    pos: u8,
+}
+
+impl Prologue {
+    fn one(e: Event) -> Self {
+        Prologue {
+            events: [e, e],
+            len: 1,
+            pos: 0,
+        }
+    }
+    fn two(a: Event, b: Event) -> Self {
+        Prologue {
+            events: [a, b],
+            len: 2,
+            pos: 0,
+        }
+    }
+    /// Appends pending setup events; true once all have been emitted.
+    #[inline]
+    fn emit(&mut self, buf: &mut Vec<Event>, max: usize) -> bool {
+        while self.pos < self.len && buf.len() < max {
+            buf.push(self.events[self.pos as usize]);
+            self.pos += 1;
+        }
+        self.pos == self.len
+    }
+    fn done(&self) -> bool {
+        self.pos == self.len
+    }
+    fn total(&self) -> u64 {
+        self.len as u64
+    }
+}
+
+/// An anonymous read/write mapping.
 fn anon_map(base: u64, len: u64) -> Event {
     Event::Mmap {
-        addr: xlat_types::VirtAddr(base),
+        addr: VirtAddr(base),
         len,
-        prot: xlat_types::Prot::RW,
-        flags: xlat_types::MapFlags(xlat_types::MapFlags::ANON),
+        prot: Prot::RW,
+        flags: MapFlags(MapFlags::ANON),
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use xlat_types::AccessKind;
-
-    fn drain(w: &mut Workload, max: usize) -> Vec<Event> {
-        let mut out = Vec::new();
-        let mut buf = Vec::new();
-        while w.fill(&mut buf, max).unwrap() {
-            assert!(buf.len() <= max);
-            out.extend_from_slice(&buf);
-        }
-        assert!(buf.is_empty());
-        out
+/// A read/execute, file-backed (not anonymous) mapping for program text.
+fn code_map(base: u64, len: u64) -> Event {
+    Event::Mmap {
+        addr: VirtAddr(base),
+        len,
+        prot: Prot::RX,
+        flags: MapFlags(0),
     }
+}
 
-    fn addrs(ev: &[Event]) -> Vec<u64> {
-        ev.iter()
-            .filter_map(|e| match e {
-                Event::Access(a) => Some(a.addr.0),
-                _ => None,
-            })
-            .collect()
-    }
+/// `x` rounded up to a multiple of 4 KiB.
+fn page_up(x: u64) -> u64 {
+    x.div_ceil(4096).saturating_mul(4096)
+}
 
-    #[test]
-    fn stride_exact_sequence() {
-        let mut w = parse("stride:footprint=12KiB,refs=7").unwrap();
-        let ev = drain(&mut w, 3);
-        assert_eq!(ev[0], anon_map(0x4000_0000, 12 << 10));
-        let b = 0x4000_0000;
-        assert_eq!(
-            addrs(&ev),
-            vec![b, b + 4096, b + 8192, b, b + 4096, b + 8192, b]
-        );
-    }
-
-    #[test]
-    fn chase_visits_every_page_once_per_cycle() {
-        for pages in [1u64, 2, 3, 7, 64, 100, 1000] {
-            let mut w = parse(&format!(
-                "chase:footprint={},refs={}",
-                pages * 4096,
-                pages * 2
-            ))
-            .unwrap();
-            let a = addrs(&drain(&mut w, 97));
-            assert_eq!(a.len() as u64, pages * 2);
-            for cycle in a.chunks(pages as usize) {
-                let mut seen: Vec<u64> = cycle.iter().map(|x| (x - 0x4000_0000) >> 12).collect();
-                seen.sort_unstable();
-                seen.dedup();
-                assert_eq!(seen.len() as u64, pages, "pages={pages}");
-                assert!(seen.iter().all(|&p| p < pages));
-            }
-        }
-    }
-
-    #[test]
-    fn gups_in_range_aligned_and_seeded() {
-        let run = |seed: u64| {
-            let mut w = parse(&format!("gups:footprint=1MiB,refs=10000,seed={seed}")).unwrap();
-            let ev = drain(&mut w, 4096);
-            for e in &ev[1..] {
-                let Event::Access(a) = e else {
-                    panic!("not an access")
-                };
-                assert_eq!(a.kind, AccessKind::Store);
-                assert!(a.addr.0 >= 0x4000_0000 && a.addr.0 + 8 <= 0x4000_0000 + (1 << 20));
-                assert_eq!(a.addr.0 % 8, 0);
-            }
-            addrs(&ev)
-        };
-        assert_eq!(run(1), run(1));
-        assert_ne!(run(1), run(2));
-    }
-
-    #[test]
-    fn sparse_touches_one_per_step() {
-        let mut w = parse("sparse:region=1GiB,step=2MiB").unwrap();
-        let a = addrs(&drain(&mut w, 100));
-        assert_eq!(a.len(), 512);
-        let mut regions: Vec<u64> = a.iter().map(|x| x >> 21).collect();
-        regions.dedup();
-        assert_eq!(regions.len(), 512);
-    }
-
-    #[test]
-    fn forkexit_structure() {
-        let mut w = parse("forkexit:footprint=16KiB,iterations=2,child_touch=1").unwrap();
-        let ev = drain(&mut w, 5);
-        let names: Vec<&str> = ev.iter().map(|e| e.name()).collect();
-        assert_eq!(
-            names,
-            vec![
-                "mmap", "store", "store", "store", "store", "fork", "switch", "store", "exit",
-                "switch", "fork", "switch", "store", "exit", "switch"
-            ]
-        );
-        assert_eq!(
-            ev[5],
-            Event::Fork {
-                child: xlat_types::Pid(2)
-            }
-        );
-        assert_eq!(
-            ev[10],
-            Event::Fork {
-                child: xlat_types::Pid(3)
-            }
-        );
-        assert_eq!(
-            ev[14],
-            Event::Switch {
-                pid: xlat_types::Pid::INIT
-            }
-        );
-    }
-
-    #[test]
-    fn code_fetches_sequentially_per_page() {
-        let mut w = parse("code:pages=2,insns=3,refs=7").unwrap();
-        let a = addrs(&drain(&mut w, 4));
-        let b = 0x40_0000;
-        assert_eq!(a, vec![b, b + 4, b + 8, b + 4096, b + 4100, b + 4104, b]);
-    }
-
-    #[test]
-    fn errors_list_valid_choices() {
-        let e = parse("gupz").unwrap_err().to_string();
-        assert!(e.contains("stride") && e.contains("gups"), "{e}");
-        let e = parse("gups:footprnt=1G").unwrap_err().to_string();
-        assert!(e.contains("footprint") && e.contains("refs"), "{e}");
-        let e = parse("gups:refs=lots").unwrap_err().to_string();
-        assert!(e.contains("refs"), "{e}");
-        let e = parse("stride:kind=jump").unwrap_err().to_string();
-        assert!(e.contains("load") && e.contains("store"), "{e}");
-        assert!(parse("stride:footprint=0").is_err());
+/// How many events fit in `buf` before `max`, capped by `left`.
+#[inline]
+fn room(buf: &[Event], max: usize, left: u64) -> usize {
+    let r = max.saturating_sub(buf.len());
+    if (r as u64) < left {
+        r
+    } else {
+        left as usize
     }
 }

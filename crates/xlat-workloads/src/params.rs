@@ -1,8 +1,10 @@
 //! Workload specs: `NAME[:KEY=VALUE,...]`, checked against the registry.
 
+use serde::Serialize;
 use thiserror::Error;
 use xlat_types::{parse_bytes, parse_count};
 
+/// Why a spec was rejected. Messages list the valid names, keys or forms.
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum WorkloadError {
     #[error("unknown workload `{0}`; built-in workloads: {1}")]
@@ -28,7 +30,7 @@ pub enum WorkloadError {
 }
 
 /// One parameter of a workload.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Serialize)]
 pub struct ParamInfo {
     pub name: &'static str,
     pub default: &'static str,
@@ -36,7 +38,7 @@ pub struct ParamInfo {
 }
 
 /// A workload's name, description and parameters.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Serialize)]
 pub struct WorkloadInfo {
     pub name: &'static str,
     pub description: &'static str,
@@ -51,13 +53,14 @@ const fn p(name: &'static str, default: &'static str, help: &'static str) -> Par
     }
 }
 
+/// Every built-in workload, in the order `xlat workloads` prints them.
 pub const REGISTRY: &[WorkloadInfo] = &[
     WorkloadInfo {
         name: "stride",
         description: "one word every `stride` bytes over `footprint`, cyclically (TLB reach test)",
         params: &[
             p("footprint", "256KiB", "bytes covered"),
-            p("stride", "4KiB", "distance between touches"),
+            p("stride", "4KiB", "distance between touches (8-byte accesses)"),
             p("refs", "10M", "references in all"),
             p("kind", "load", "load or store"),
             p("base", "0x40000000", "first address"),
@@ -67,8 +70,8 @@ pub const REGISTRY: &[WorkloadInfo] = &[
         name: "chase",
         description: "random pointer chase: every page of `footprint` once per cycle, in a seeded random order",
         params: &[
-            p("footprint", "64MiB", "bytes covered"),
-            p("page", "4KiB", "chase granule (one access per granule)"),
+            p("footprint", "64MiB", "bytes covered (rounded up to whole granules)"),
+            p("page", "4KiB", "chase granule, a power of two (one access per granule)"),
             p("refs", "10M", "references in all"),
             p("seed", "1", "random seed"),
             p("base", "0x40000000", "first address"),
@@ -78,7 +81,7 @@ pub const REGISTRY: &[WorkloadInfo] = &[
         name: "gups",
         description: "random 8-byte read-modify-write updates (one store each) over a table",
         params: &[
-            p("footprint", "1GiB", "table bytes"),
+            p("footprint", "1GiB", "table bytes (8-byte words)"),
             p("refs", "10M", "updates"),
             p("seed", "1", "random seed"),
             p("base", "0x40000000", "first address"),
@@ -99,7 +102,7 @@ pub const REGISTRY: &[WorkloadInfo] = &[
         description: "touch a footprint, then fork a child that touches `child_touch` pages and exits, repeatedly",
         params: &[
             p("footprint", "16MiB", "bytes the parent maps and touches (one store per page)"),
-            p("iterations", "100", "fork+exit pairs"),
+            p("iterations", "100", "fork+exit pairs (children are pids 2, 3, ...)"),
             p("child_touch", "0", "pages each child stores to before exiting"),
             p("base", "0x40000000", "first address"),
         ],
@@ -111,7 +114,22 @@ pub const REGISTRY: &[WorkloadInfo] = &[
             p("pages", "32", "code pages the loop spans"),
             p("insns", "64", "4-byte instructions fetched per page per iteration"),
             p("refs", "10M", "fetches in all"),
-            p("base", "0x400000", "first code address"),
+            p("base", "0x40000000", "first code address"),
+        ],
+    },
+    WorkloadInfo {
+        name: "mixed",
+        description: "a hot code loop whose every `every`-th reference is a random load or store over a data footprint",
+        params: &[
+            p("pages", "16", "code pages the loop spans"),
+            p("insns", "64", "4-byte instructions fetched per code page per iteration"),
+            p("footprint", "64MiB", "data bytes accessed at random (8-byte words)"),
+            p("every", "4", "one data access after every `every - 1` fetches"),
+            p("stores", "30", "percentage of data accesses that are stores"),
+            p("refs", "10M", "references in all (fetches and data)"),
+            p("seed", "1", "random seed"),
+            p("base", "0x40000000", "first code address"),
+            p("data", "0x80000000", "first data address"),
         ],
     },
 ];
@@ -191,7 +209,10 @@ impl Params {
     pub fn bytes(&self, key: &'static str, min: u64) -> Result<u64, WorkloadError> {
         let v = parse_bytes(self.raw(key)).map_err(|e| self.bad(key, e.to_string()))?;
         if v < min {
-            return Err(self.bad(key, format!("must be at least {min}")));
+            return Err(self.bad(
+                key,
+                format!("a size of at least {}", xlat_types::format_bytes(min)),
+            ));
         }
         Ok(v)
     }
@@ -200,9 +221,46 @@ impl Params {
     pub fn count(&self, key: &'static str, min: u64) -> Result<u64, WorkloadError> {
         let v = parse_count(self.raw(key)).map_err(|e| self.bad(key, e.to_string()))?;
         if v < min {
-            return Err(self.bad(key, format!("must be at least {min}")));
+            return Err(self.bad(key, format!("a count of at least {min}")));
         }
         Ok(v)
+    }
+
+    /// A count also accepted in hex (`0x...`), for seeds.
+    pub fn seed(&self, key: &'static str) -> Result<u64, WorkloadError> {
+        let raw = self.raw(key);
+        match raw.strip_prefix("0x") {
+            Some(h) => u64::from_str_radix(&h.replace('_', ""), 16)
+                .map_err(|_| self.bad(key, "a number, decimal or 0x-prefixed hex")),
+            None => {
+                parse_count(raw).map_err(|_| self.bad(key, "a number, decimal or 0x-prefixed hex"))
+            }
+        }
+    }
+
+    /// A page-aligned (4 KiB) address such as `0x40000000`.
+    pub fn addr(&self, key: &'static str) -> Result<u64, WorkloadError> {
+        let v = parse_bytes(self.raw(key)).map_err(|e| self.bad(key, e.to_string()))?;
+        if v & 0xfff != 0 {
+            return Err(self.bad(key, "a 4KiB-aligned address, e.g. 0x40000000"));
+        }
+        Ok(v)
+    }
+
+    /// Checks that `[base, base + len)` fits in the 64-bit address space.
+    pub fn fits(&self, key: &'static str, base: u64, len: u64) -> Result<(), WorkloadError> {
+        match base.checked_add(len) {
+            Some(_) => Ok(()),
+            None => Err(self.bad(
+                key,
+                format!("a base that leaves room for {len:#x} bytes below 2^64"),
+            )),
+        }
+    }
+
+    /// An error about a value that parsed but is out of range for this workload.
+    pub fn invalid(&self, key: &'static str, expected: impl Into<String>) -> WorkloadError {
+        self.bad(key, expected)
     }
 
     /// One of `choices`.

@@ -1,58 +1,82 @@
 use crate::params::{Params, WorkloadError};
-use std::collections::VecDeque;
+use crate::Prologue;
 use xlat_types::{Access, AccessKind, Event};
 
-/// One word every `stride` bytes over `footprint`, cyclically.
+/// One 8-byte access every `stride` bytes over `footprint`, cyclically: offsets
+/// 0, stride, 2*stride, ... (all below `footprint`), then 0 again.
 #[derive(Debug, Clone)]
 pub struct Stride {
-    pub params: Params,
-    pending: VecDeque<Event>,
+    pub(crate) params: Params,
+    pro: Prologue,
     base: u64,
     stride: u64,
-    slots: u64,
-    pos: u64,
+    /// One past the last offset touched: `slots * stride`.
+    end: u64,
+    off: u64,
+    refs: u64,
     left: u64,
     kind: AccessKind,
 }
 
 impl Stride {
-    pub fn new(p: &Params) -> Result<Self, WorkloadError> {
-        let footprint = p.bytes("footprint", 1)?;
+    pub(crate) fn new(p: &Params) -> Result<Self, WorkloadError> {
+        let footprint = p.bytes("footprint", 8)?;
         let stride = p.bytes("stride", 1)?;
-        let base = p.bytes("base", 0)?;
+        let base = p.addr("base")?;
         let kind = match p.choice("kind", &["load", "store"])? {
             "store" => AccessKind::Store,
             _ => AccessKind::Load,
         };
-        let slots = footprint.div_ceil(stride);
+        let end = footprint
+            .div_ceil(stride)
+            .checked_mul(stride)
+            .ok_or_else(|| p.invalid("stride", "a stride no larger than the footprint"))?;
+        // Whole pages covering the footprint and the 8 bytes at the last offset.
+        let len = crate::page_up(footprint.max(end - stride + 8));
+        p.fits("base", base, len)?;
+        let refs = p.count("refs", 0)?;
         Ok(Stride {
             params: p.clone(),
-            pending: VecDeque::from([crate::anon_map(base, footprint)]),
+            pro: Prologue::one(crate::anon_map(base, len)),
             base,
             stride,
-            slots,
-            pos: 0,
-            left: p.count("refs", 0)?,
+            end,
+            off: 0,
+            refs,
+            left: refs,
             kind,
         })
     }
 
-    pub fn fill(&mut self, buf: &mut Vec<Event>, max: usize) {
-        if !crate::prologue(&mut self.pending, buf, max) {
+    pub(crate) fn total_refs(&self) -> u64 {
+        self.refs
+    }
+    pub(crate) fn total_events(&self) -> u64 {
+        self.pro.total() + self.refs
+    }
+    pub(crate) fn is_done(&self) -> bool {
+        self.pro.done() && self.left == 0
+    }
+
+    #[inline]
+    pub(crate) fn append(&mut self, buf: &mut Vec<Event>, max: usize) {
+        if !self.pro.emit(buf, max) {
             return;
         }
-        let n = ((max - buf.len()) as u64).min(self.left);
-        for _ in 0..n {
-            buf.push(Event::Access(Access::new(
-                self.kind,
-                self.base + self.pos * self.stride,
-                8,
-            )));
-            self.pos += 1;
-            if self.pos == self.slots {
-                self.pos = 0;
+        let k = crate::room(buf, max, self.left);
+        let (base, stride, end, kind) = (self.base, self.stride, self.end, self.kind);
+        let mut off = self.off;
+        buf.extend((0..k).map(|_| {
+            let a = base + off;
+            off += stride;
+            if off == end {
+                off = 0;
             }
-        }
-        self.left -= n;
+            Event::Access(Access::new(kind, a, 8))
+        }));
+        self.off = off;
+        self.left -= k as u64;
     }
 }
+
+crate::event_source!(Stride);
