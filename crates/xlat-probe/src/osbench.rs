@@ -1,0 +1,353 @@
+//! Operating-system operations for the real backend, lmbench-style: each run times a batch
+//! of the same operation and returns nanoseconds per operation.
+
+use crate::backend::{OsOp, OsResult, OsSpec};
+use crate::error::ProbeError;
+use std::ffi::CString;
+use std::time::Instant;
+
+/// Time `spec.runs` batches (after one untimed warm-up batch) of `spec.iterations` calls
+/// of `op_batch`, which performs the whole batch and returns how many operations it did.
+fn batches(spec: &OsSpec, mut op_batch: impl FnMut(usize) -> Result<(), ProbeError>) -> Result<Vec<f64>, ProbeError> {
+    op_batch(spec.iterations)?;
+    let mut out = Vec::with_capacity(spec.runs);
+    for _ in 0..spec.runs {
+        let t = Instant::now();
+        op_batch(spec.iterations)?;
+        out.push(t.elapsed().as_nanos() as f64 / spec.iterations as f64);
+    }
+    Ok(out)
+}
+
+/// Run one operation type.
+pub fn run(op: OsOp, spec: &OsSpec) -> Result<OsResult, ProbeError> {
+    match op {
+        OsOp::NullSyscall => Ok(OsResult { ns_per_op: batches(spec, null_syscalls)?, note: None }),
+        OsOp::FaultFile => fault_file(spec),
+        OsOp::FaultAnon => fault_anon(spec),
+        OsOp::MmapMunmap => Ok(OsResult { ns_per_op: batches(spec, mmap_munmap)?, note: None }),
+        OsOp::ForkExit => Ok(OsResult { ns_per_op: batches(spec, |n| fork_loop(n, None))?, note: None }),
+        OsOp::ForkExec => fork_exec(spec),
+        OsOp::ContextSwitch => context_switch(spec),
+    }
+}
+
+fn null_syscalls(n: usize) -> Result<(), ProbeError> {
+    for _ in 0..n {
+        // SAFETY: getppid takes no arguments and cannot fail.
+        unsafe { libc::syscall(libc::SYS_getppid) };
+    }
+    Ok(())
+}
+
+fn mmap_munmap(n: usize) -> Result<(), ProbeError> {
+    const LEN: usize = 1 << 20;
+    for _ in 0..n {
+        // SAFETY: anonymous mapping with null hint, checked; unmapped right away, never used.
+        unsafe {
+            let p = libc::mmap(std::ptr::null_mut(), LEN, libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0);
+            if p == libc::MAP_FAILED {
+                return Err(ProbeError::last_os("mmap 1 MiB"));
+            }
+            libc::munmap(p, LEN);
+        }
+    }
+    Ok(())
+}
+
+/// A mapping unmapped on drop.
+struct Mapping(*mut libc::c_void, usize);
+
+impl Mapping {
+    fn new(len: usize, prot: libc::c_int, flags: libc::c_int, fd: libc::c_int) -> Result<Mapping, ProbeError> {
+        // SAFETY: null hint, caller-chosen flags; the result is checked.
+        let p = unsafe { libc::mmap(std::ptr::null_mut(), len, prot, flags, fd, 0) };
+        if p == libc::MAP_FAILED {
+            Err(ProbeError::last_os(format!("mmap of {len} bytes")))
+        } else {
+            Ok(Mapping(p, len))
+        }
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: exactly the mapping returned by mmap.
+        unsafe { libc::munmap(self.0, self.1) };
+    }
+}
+
+/// Linux maps up to 64 KiB of already-cached file pages around a faulting address
+/// ("fault-around"), so the file probe touches one page per 64 KiB to take a fault each time.
+const FAULT_AROUND: usize = 64 << 10;
+
+fn fault_file(spec: &OsSpec) -> Result<OsResult, ProbeError> {
+    use std::io::Write;
+    let len = spec.iterations * FAULT_AROUND;
+    let path = std::env::temp_dir().join(format!("xlat-probe-fault-{}", std::process::id()));
+    let mut f = std::fs::File::create(&path)
+        .map_err(|e| ProbeError::Os { what: format!("creating {}", path.display()), source: e })?;
+    let chunk = vec![1u8; 1 << 20];
+    let mut left = len;
+    while left > 0 {
+        let n = left.min(chunk.len());
+        f.write_all(&chunk[..n]).map_err(|e| ProbeError::Os { what: "writing fault file".into(), source: e })?;
+        left -= n;
+    }
+    drop(f);
+    let file = std::fs::File::open(&path)
+        .map_err(|e| ProbeError::Os { what: format!("opening {}", path.display()), source: e });
+    let _ = std::fs::remove_file(&path);
+    let file = file?;
+    use std::os::fd::AsRawFd;
+    let fd = file.as_raw_fd();
+    let mut per_op = Vec::with_capacity(spec.runs);
+    for run in 0..=spec.runs {
+        let m = Mapping::new(len, libc::PROT_READ, libc::MAP_SHARED, fd)?;
+        let base = m.0 as *const u8;
+        let t = Instant::now();
+        let mut sum = 0u8;
+        for i in 0..spec.iterations {
+            // SAFETY: i * FAULT_AROUND < len: inside the mapping, which is readable.
+            sum = sum.wrapping_add(unsafe { base.add(i * FAULT_AROUND).read_volatile() });
+        }
+        let ns = t.elapsed().as_nanos() as f64 / spec.iterations as f64;
+        std::hint::black_box(sum);
+        if run > 0 {
+            per_op.push(ns);
+        }
+    }
+    Ok(OsResult {
+        ns_per_op: per_op,
+        note: Some("page-cache-resident file, MAP_SHARED, one read per 64 KiB to defeat fault-around".into()),
+    })
+}
+
+fn fault_anon(spec: &OsSpec) -> Result<OsResult, ProbeError> {
+    let len = spec.iterations * 4096;
+    let mut per_op = Vec::with_capacity(spec.runs);
+    for run in 0..=spec.runs {
+        let m = Mapping::new(len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1)?;
+        // SAFETY: the range is exactly the mapping just created.
+        unsafe { libc::madvise(m.0, len, libc::MADV_NOHUGEPAGE) };
+        let base = m.0 as *mut u8;
+        let t = Instant::now();
+        for i in 0..spec.iterations {
+            // SAFETY: inside the writable mapping.
+            unsafe { base.add(i * 4096).write_volatile(1) };
+        }
+        let ns = t.elapsed().as_nanos() as f64 / spec.iterations as f64;
+        if run > 0 {
+            per_op.push(ns);
+        }
+    }
+    Ok(OsResult { ns_per_op: per_op, note: Some("first write to a 4 KiB anonymous page (MADV_NOHUGEPAGE)".into()) })
+}
+
+/// A prepared `execve` call (all allocation done before `fork`).
+struct ExecPlan {
+    path: CString,
+    argv: [*const libc::c_char; 2],
+    envp: [*const libc::c_char; 1],
+}
+
+fn wait_child(pid: libc::pid_t) -> Result<libc::c_int, ProbeError> {
+    let mut status = 0;
+    // SAFETY: pid is our child; status is a valid out pointer.
+    let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+    if r != pid {
+        return Err(ProbeError::last_os("waitpid"));
+    }
+    Ok(status)
+}
+
+fn fork_loop(n: usize, exec: Option<&ExecPlan>) -> Result<(), ProbeError> {
+    for _ in 0..n {
+        // SAFETY: the child only calls async-signal-safe functions (execve, _exit).
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            return Err(ProbeError::last_os("fork"));
+        }
+        if pid == 0 {
+            if let Some(e) = exec {
+                // SAFETY: path/argv/envp are NUL-terminated and were built before fork.
+                unsafe { libc::execve(e.path.as_ptr(), e.argv.as_ptr(), e.envp.as_ptr()) };
+                // SAFETY: async-signal-safe exit of the child after a failed exec.
+                unsafe { libc::_exit(127) };
+            }
+            // SAFETY: async-signal-safe exit of the child.
+            unsafe { libc::_exit(0) };
+        }
+        let status = wait_child(pid)?;
+        if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
+            return Err(ProbeError::Calibration(format!("child exited with status {status:#x}")));
+        }
+    }
+    Ok(())
+}
+
+/// A 129-byte static x86-64 ELF executable that calls `exit(0)`: the smallest possible
+/// exec target (no dynamic loader, no libc start-up).
+pub fn tiny_elf() -> Vec<u8> {
+    const BASE: u64 = 0x40_0000;
+    let code: [u8; 9] = [0x31, 0xff, 0xb8, 0x3c, 0, 0, 0, 0x0f, 0x05]; // xor edi,edi; mov eax,60; syscall
+    let total = (64 + 56 + code.len()) as u64;
+    let mut e = Vec::with_capacity(total as usize);
+    e.extend_from_slice(&[0x7f, b'E', b'L', b'F', 2, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+    e.extend_from_slice(&2u16.to_le_bytes()); // ET_EXEC
+    e.extend_from_slice(&0x3eu16.to_le_bytes()); // EM_X86_64
+    e.extend_from_slice(&1u32.to_le_bytes());
+    e.extend_from_slice(&(BASE + 120).to_le_bytes()); // entry
+    e.extend_from_slice(&64u64.to_le_bytes()); // phoff
+    e.extend_from_slice(&0u64.to_le_bytes()); // shoff
+    e.extend_from_slice(&0u32.to_le_bytes()); // flags
+    e.extend_from_slice(&64u16.to_le_bytes()); // ehsize
+    e.extend_from_slice(&56u16.to_le_bytes()); // phentsize
+    e.extend_from_slice(&1u16.to_le_bytes()); // phnum
+    e.extend_from_slice(&[0; 6]); // shentsize, shnum, shstrndx
+    e.extend_from_slice(&1u32.to_le_bytes()); // PT_LOAD
+    e.extend_from_slice(&5u32.to_le_bytes()); // R+X
+    e.extend_from_slice(&0u64.to_le_bytes()); // offset
+    e.extend_from_slice(&BASE.to_le_bytes()); // vaddr
+    e.extend_from_slice(&BASE.to_le_bytes()); // paddr
+    e.extend_from_slice(&total.to_le_bytes()); // filesz
+    e.extend_from_slice(&total.to_le_bytes()); // memsz
+    e.extend_from_slice(&0x1000u64.to_le_bytes()); // align
+    e.extend_from_slice(&code);
+    e
+}
+
+fn plan_for(path: &std::path::Path) -> Result<ExecPlan, ProbeError> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| ProbeError::Calibration("helper path contains NUL".into()))?;
+    let argv = [path.as_ptr(), std::ptr::null()];
+    Ok(ExecPlan { path, argv, envp: [std::ptr::null()] })
+}
+
+fn fork_exec(spec: &OsSpec) -> Result<OsResult, ProbeError> {
+    // Preferred helper: the tiny static ELF written to the temp dir (x86-64 only). Falls back
+    // to /bin/true (dynamically linked: includes ld.so and libc start-up) when the temp dir
+    // is not executable.
+    let mut tried = Vec::new();
+    if cfg!(target_arch = "x86_64") {
+        use std::os::unix::fs::PermissionsExt;
+        let path = std::env::temp_dir().join(format!("xlat-probe-exit0-{}", std::process::id()));
+        let written = std::fs::write(&path, tiny_elf())
+            .and_then(|_| std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)));
+        if written.is_ok() {
+            let plan = plan_for(&path)?;
+            let check = fork_loop(1, Some(&plan));
+            if check.is_ok() {
+                let r = batches(spec, |n| fork_loop(n, Some(&plan)));
+                let _ = std::fs::remove_file(&path);
+                return Ok(OsResult {
+                    ns_per_op: r?,
+                    note: Some("exec of a 129-byte static ELF that calls exit(0)".into()),
+                });
+            }
+            tried.push(format!("{}: {}", path.display(), check.unwrap_err()));
+        }
+        let _ = std::fs::remove_file(&path);
+    }
+    let path = std::path::Path::new("/bin/true");
+    let plan = plan_for(path)?;
+    let r = batches(spec, |n| fork_loop(n, Some(&plan)))?;
+    let mut note = "exec of /bin/true (dynamically linked; includes loader start-up)".to_string();
+    if !tried.is_empty() {
+        note.push_str(&format!("; static helper unusable: {}", tried.join(", ")));
+    }
+    Ok(OsResult { ns_per_op: r, note: Some(note) })
+}
+
+fn pin_to(cpu: usize) -> Option<libc::cpu_set_t> {
+    // SAFETY: cpu_set_t is plain data; the libc macros/functions only touch the sets we own.
+    unsafe {
+        let mut old: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut old) != 0 {
+            return None;
+        }
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            return None;
+        }
+        Some(old)
+    }
+}
+
+fn context_switch(spec: &OsSpec) -> Result<OsResult, ProbeError> {
+    let mut a = [0 as libc::c_int; 2];
+    let mut b = [0 as libc::c_int; 2];
+    // SAFETY: arrays of two fds as pipe(2) requires.
+    if unsafe { libc::pipe(a.as_mut_ptr()) } != 0 || unsafe { libc::pipe(b.as_mut_ptr()) } != 0 {
+        return Err(ProbeError::last_os("pipe"));
+    }
+    // SAFETY: sched_getcpu has no preconditions.
+    let cpu = unsafe { libc::sched_getcpu() }.max(0) as usize;
+    let old = pin_to(cpu);
+    let total = (spec.runs + 1) * spec.iterations;
+    // SAFETY: the child only uses read/write/_exit on fds it owns.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(ProbeError::last_os("fork"));
+    }
+    if pid == 0 {
+        let mut byte = 0u8;
+        for _ in 0..total {
+            // SAFETY: valid fds and a one-byte buffer.
+            unsafe {
+                if libc::read(a[0], &mut byte as *mut u8 as *mut libc::c_void, 1) != 1 {
+                    libc::_exit(1);
+                }
+                libc::write(b[1], &byte as *const u8 as *const libc::c_void, 1);
+            }
+        }
+        // SAFETY: async-signal-safe exit.
+        unsafe { libc::_exit(0) };
+    }
+    let ping = |n: usize| -> Result<(), ProbeError> {
+        let mut byte = 7u8;
+        for _ in 0..n {
+            // SAFETY: valid fds and a one-byte buffer.
+            let ok = unsafe {
+                libc::write(a[1], &byte as *const u8 as *const libc::c_void, 1) == 1
+                    && libc::read(b[0], &mut byte as *mut u8 as *mut libc::c_void, 1) == 1
+            };
+            if !ok {
+                return Err(ProbeError::last_os("pipe ping-pong"));
+            }
+        }
+        Ok(())
+    };
+    let result = batches(spec, ping).map(|v| v.into_iter().map(|x| x / 2.0).collect());
+    let _ = wait_child(pid);
+    for fd in a.into_iter().chain(b) {
+        // SAFETY: closing fds we created.
+        unsafe { libc::close(fd) };
+    }
+    if let Some(old) = old {
+        // SAFETY: restoring the affinity mask read earlier.
+        unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &old) };
+    }
+    let pinned = if old.is_some() { format!("both processes pinned to CPU {cpu}") } else { "not pinned".into() };
+    Ok(OsResult {
+        ns_per_op: result?,
+        note: Some(format!("pipe round trip / 2, {pinned}; includes the pipe read/write syscalls")),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tiny_elf_layout() {
+        let e = tiny_elf();
+        assert_eq!(e.len(), 129);
+        assert_eq!(&e[..4], b"\x7fELF");
+        assert_eq!(u64::from_le_bytes(e[24..32].try_into().unwrap()), 0x40_0000 + 120);
+        assert_eq!(&e[120..], &[0x31, 0xff, 0xb8, 0x3c, 0, 0, 0, 0x0f, 0x05]);
+    }
+}

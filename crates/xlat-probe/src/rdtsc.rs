@@ -1,0 +1,164 @@
+//! The real backend: this machine, timed with the serialized TSC ([`crate::timer::Tsc`]).
+//!
+//! Regions are created lazily, cached per backing (so a footprint sweep re-uses one region
+//! and only re-links the pointer chain) and dropped before OS probes so that `fork` does
+//! not copy page tables of hundreds of megabytes.
+
+use crate::backend::{
+    Backend, ChaseResult, ChaseSpec, CounterReading, Environment, HistKind, HistSpec, OsOp,
+    OsResult, OsSpec, Pattern,
+};
+use crate::chase;
+use crate::error::ProbeError;
+use crate::mem::{self, Backing, Region, SMALL_PAGE};
+use crate::perf::{PerfStatus, TlbCounters};
+use crate::timer::{TimerInfo, Tsc};
+
+/// Measures the machine it runs on.
+#[derive(Debug)]
+pub struct RdtscBackend {
+    tsc: Tsc,
+    info: Option<TimerInfo>,
+    regions: Vec<Region>,
+    counters: Option<(TlbCounters, PerfStatus)>,
+}
+
+impl RdtscBackend {
+    /// A backend for this machine; fails on architectures without a supported timer.
+    pub fn new() -> Result<Self, ProbeError> {
+        Ok(RdtscBackend { tsc: Tsc::new()?, info: None, regions: Vec::new(), counters: None })
+    }
+
+    fn counters(&mut self) -> &(TlbCounters, PerfStatus) {
+        self.counters.get_or_insert_with(TlbCounters::open)
+    }
+
+    /// A cached region of at least `bytes` with `backing`; the control pattern prefers a
+    /// THP region and falls back to small pages.
+    fn region(&mut self, backing: Backing, bytes: usize) -> Result<usize, ProbeError> {
+        if let Some(i) = self.regions.iter().position(|r| r.backing() == backing && r.len() >= bytes) {
+            return Ok(i);
+        }
+        // Drop smaller regions of the same backing before mapping a larger one.
+        self.regions.retain(|r| r.backing() != backing);
+        // Round up generously so a sweep maps once.
+        let bytes = bytes.next_power_of_two().max(backing.page_size());
+        self.regions.push(Region::new(bytes, backing, 0x7EA1)?);
+        Ok(self.regions.len() - 1)
+    }
+
+    fn control_region(&mut self, bytes: usize) -> Result<usize, ProbeError> {
+        match self.region(Backing::Thp, bytes) {
+            Ok(i) if self.regions[i].verify().map(|c| c.ok).unwrap_or(false) => Ok(i),
+            _ => self.region(Backing::Small, bytes),
+        }
+    }
+
+    /// Lay out the chain for `pattern` and return `(start, region index)`.
+    fn chain(&mut self, pattern: Pattern, backing: Backing, targets: usize, spacing: usize, seed: u64)
+        -> Result<(*const usize, usize), ProbeError> {
+        let bytes = chase::region_bytes(pattern, targets, spacing);
+        let idx = if pattern == Pattern::Control { self.control_region(bytes)? } else { self.region(backing, bytes)? };
+        let base = self.regions[idx].base() as usize;
+        let addrs = chase::target_addresses(base, pattern, targets, spacing);
+        let next = chase::successors(pattern, targets, seed);
+        // SAFETY: every address lies inside region `idx` (region_bytes bytes from its base),
+        // which is mapped read-write and stays cached in `self.regions` during the chase.
+        let start = unsafe { chase::lay_out(&addrs, &next) };
+        Ok((start, idx))
+    }
+}
+
+impl Backend for RdtscBackend {
+    fn name(&self) -> &'static str {
+        "rdtsc"
+    }
+
+    fn timer(&mut self) -> Result<TimerInfo, ProbeError> {
+        if self.info.is_none() {
+            self.info = Some(self.tsc.calibrate()?);
+        }
+        Ok(self.info.clone().expect("calibrated above"))
+    }
+
+    fn environment(&mut self) -> Environment {
+        let perf = self.counters().1.clone();
+        let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default();
+        Environment {
+            cpuid: crate::cpuid::read(),
+            cpus: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            kernel,
+            thp_policy: mem::thp_policy(),
+            hugetlb_2m_pages: mem::hugetlb_pool_pages(2048),
+            hugetlb_1g_pages: mem::hugetlb_pool_pages(1 << 20),
+            perf,
+        }
+    }
+
+    fn chase(&mut self, spec: &ChaseSpec) -> Result<ChaseResult, ProbeError> {
+        let info = self.timer()?;
+        let (start, idx) = self.chain(spec.pattern, spec.backing, spec.targets, spec.spacing, spec.seed)?;
+        let check = if spec.pattern == Pattern::Control { None } else { self.regions[idx].verify().ok() };
+        let tsc = self.tsc;
+        // Warm up: one full cycle (twice for small footprints) fills caches and TLBs.
+        // SAFETY: `start` heads a chain laid out in a live region.
+        let mut p = unsafe { chase::run(start, spec.targets.max(1024) * 2) };
+        let mut out = Vec::with_capacity(spec.samples);
+        for _ in 0..spec.samples {
+            let t0 = tsc.start();
+            // SAFETY: as above; `p` is always an element of the chain.
+            p = unsafe { chase::run(p, spec.accesses) };
+            let t1 = tsc.stop();
+            out.push(((t1 - t0) as f64 - info.overhead_ticks).max(0.0) / spec.accesses as f64);
+        }
+        std::hint::black_box(p);
+        let counters = {
+            let (c, status) = self.counters();
+            if status.any() {
+                c.start();
+                // SAFETY: as above.
+                let q = unsafe { chase::run(p, spec.accesses) };
+                std::hint::black_box(q);
+                let (d, i) = c.stop();
+                let per = |v: Option<u64>| v.map(|v| v as f64 / spec.accesses as f64);
+                Some(CounterReading { dtlb_misses_per_access: per(d), itlb_misses_per_access: per(i) })
+            } else {
+                None
+            }
+        };
+        Ok(ChaseResult { ticks_per_access: out, backing_check: check, counters })
+    }
+
+    fn single_accesses(&mut self, spec: &HistSpec) -> Result<Vec<f64>, ProbeError> {
+        let info = self.timer()?;
+        let (pattern, targets) = match spec.kind {
+            HistKind::Baseline => (Pattern::Control, 1),
+            HistKind::Control => (Pattern::Control, spec.targets),
+            HistKind::Spread => (Pattern::Random, spec.targets),
+        };
+        let (start, _) = self.chain(pattern, Backing::Small, targets, SMALL_PAGE, spec.seed)?;
+        let tsc = self.tsc;
+        // SAFETY: `start` heads a chain in a live region.
+        let mut p = unsafe { chase::run(start, targets * 2) };
+        let n = targets * spec.passes;
+        let mut raw = vec![0u64; n];
+        for slot in raw.iter_mut() {
+            let t0 = tsc.start();
+            // SAFETY: `p` is an element of the chain.
+            let next = unsafe { p.read_volatile() } as *const usize;
+            let t1 = tsc.stop();
+            *slot = t1.wrapping_sub(t0);
+            p = next;
+        }
+        std::hint::black_box(p);
+        Ok(raw.into_iter().map(|t| t as f64 - info.overhead_ticks).collect())
+    }
+
+    fn os_op(&mut self, op: OsOp, spec: &OsSpec) -> Result<OsResult, ProbeError> {
+        // Large cached regions would make fork copy their page tables.
+        self.regions.clear();
+        crate::osbench::run(op, spec)
+    }
+}
