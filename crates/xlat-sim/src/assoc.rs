@@ -1,18 +1,29 @@
-//! A set-associative array of tagged entries: the storage shared by TLB structures,
-//! page-walk caches and the data-cache model.
+//! A set-associative array of tagged entries: the storage shared by TLB structures and
+//! page-walk caches.
 //!
-//! Invariant: a key is present at most once per set for a given ASID (or globally).
-//! Key 0 is reserved for "invalid"; callers make keys non-zero (see [`Assoc::VALID`]).
+//! Keys live in their own array so a lookup scans only 8 bytes per way; the ASID, flags
+//! and payload sit beside them. Invariant: a key is present at most once per set for a
+//! given ASID (or globally); key 0 means "invalid" (callers set [`VALID`]).
 
 use crate::replacement::{Fifo, Lru, Policy, Random, Replacement, TreePlru};
 
-/// One entry's payload as the caller stores it.
+/// Bit OR-ed into every stored key so that 0 never matches.
+pub const VALID: u64 = 1 << 63;
+
+/// One entry as the caller stores it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Slot {
     pub key: u64,
     pub asid: u16,
     pub flags: u8,
     pub data: u64,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Meta {
+    data: u64,
+    asid: u16,
+    flags: u8,
 }
 
 /// Entry flag: matches every ASID.
@@ -31,55 +42,70 @@ pub enum Fill {
 pub struct Assoc<R> {
     ways: usize,
     set_mask: u64,
-    slots: Vec<Slot>,
+    keys: Vec<u64>,
+    meta: Vec<Meta>,
     repl: R,
 }
 
 impl<R: Replacement> Assoc<R> {
-    /// Bit OR-ed into every stored key so that 0 never matches.
-    pub const VALID: u64 = 1 << 63;
-
     /// `sets` must be a power of two.
     pub fn new(sets: usize, ways: usize, seed: u64) -> Self {
         debug_assert!(sets.is_power_of_two() && ways > 0);
         Assoc {
             ways,
             set_mask: sets as u64 - 1,
-            slots: vec![Slot::default(); sets * ways],
+            keys: vec![0; sets * ways],
+            meta: vec![Meta::default(); sets * ways],
             repl: R::new(sets, ways, seed),
         }
     }
 
     #[inline]
-    pub fn set_of(&self, index: u64) -> usize {
+    fn set_of(&self, index: u64) -> usize {
         (index & self.set_mask) as usize
     }
 
-    /// Finds `key` (already VALID-tagged) for `asid` in the set chosen by `index`,
-    /// updating replacement state on a hit.
     #[inline]
-    pub fn lookup(&mut self, index: u64, key: u64, asid: u16) -> Option<Slot> {
-        let set = self.set_of(index);
-        let base = set * self.ways;
-        let ways = &self.slots[base..base + self.ways];
-        for (w, s) in ways.iter().enumerate() {
-            if s.key == key && (s.asid == asid || s.flags & GLOBAL != 0) {
-                let hit = *s;
-                self.repl.on_hit(set, w);
-                return Some(hit);
+    fn slot(&self, i: usize) -> Slot {
+        let m = self.meta[i];
+        Slot {
+            key: self.keys[i],
+            asid: m.asid,
+            flags: m.flags,
+            data: m.data,
+        }
+    }
+
+    #[inline(always)]
+    fn find(&self, base: usize, key: u64, asid: u16) -> Option<usize> {
+        let keys = &self.keys[base..base + self.ways];
+        let mut from = 0;
+        while let Some(p) = keys[from..].iter().position(|&k| k == key) {
+            let w = from + p;
+            let m = &self.meta[base + w];
+            if m.asid == asid || m.flags & GLOBAL != 0 {
+                return Some(w);
             }
+            from = w + 1;
         }
         None
     }
 
-    /// Like `lookup` without touching replacement state.
-    pub fn peek(&self, index: u64, key: u64, asid: u16) -> Option<Slot> {
+    /// Finds `key` (VALID-tagged) for `asid` in the set chosen by `index`, updating
+    /// replacement state on a hit.
+    #[inline(always)]
+    pub fn lookup(&mut self, index: u64, key: u64, asid: u16) -> Option<Slot> {
         let set = self.set_of(index);
         let base = set * self.ways;
-        self.slots[base..base + self.ways]
-            .iter()
-            .find(|s| s.key == key && (s.asid == asid || s.flags & GLOBAL != 0))
-            .copied()
+        let w = self.find(base, key, asid)?;
+        self.repl.on_hit(set, w);
+        Some(self.slot(base + w))
+    }
+
+    /// Like `lookup` without touching replacement state.
+    pub fn peek(&self, index: u64, key: u64, asid: u16) -> Option<Slot> {
+        let base = self.set_of(index) * self.ways;
+        self.find(base, key, asid).map(|w| self.slot(base + w))
     }
 
     /// Inserts `slot` into the set chosen by `index`: an invalid way if any, otherwise
@@ -88,15 +114,29 @@ impl<R: Replacement> Assoc<R> {
     pub fn fill(&mut self, index: u64, slot: Slot) -> Fill {
         let set = self.set_of(index);
         let base = set * self.ways;
-        let ways = &mut self.slots[base..base + self.ways];
-        let (way, fill) = match ways.iter().position(|s| s.key == 0) {
-            Some(w) => (w, Fill::Free),
-            None => {
-                let w = self.repl.victim(set);
-                (w, Fill::Evicted(ways[w]))
+        let way = if R::VICTIM_PREFERS_INVALID {
+            self.repl.victim(set)
+        } else {
+            match self.keys[base..base + self.ways]
+                .iter()
+                .position(|&k| k == 0)
+            {
+                Some(w) => w,
+                None => self.repl.victim(set),
             }
         };
-        ways[way] = slot;
+        let i = base + way;
+        let fill = if self.keys[i] == 0 {
+            Fill::Free
+        } else {
+            Fill::Evicted(self.slot(i))
+        };
+        self.keys[i] = slot.key;
+        self.meta[i] = Meta {
+            data: slot.data,
+            asid: slot.asid,
+            flags: slot.flags,
+        };
         self.repl.on_fill(set, way);
         fill
     }
@@ -104,9 +144,10 @@ impl<R: Replacement> Assoc<R> {
     /// Invalidates every entry for which `pred` holds; returns how many.
     pub fn invalidate_where(&mut self, mut pred: impl FnMut(&Slot) -> bool) -> u64 {
         let mut n = 0;
-        for s in self.slots.iter_mut() {
-            if s.key != 0 && pred(s) {
-                *s = Slot::default();
+        for i in 0..self.keys.len() {
+            if self.keys[i] != 0 && pred(&self.slot(i)) {
+                self.keys[i] = 0;
+                self.repl.on_invalidate(i / self.ways, i % self.ways);
                 n += 1;
             }
         }
@@ -117,17 +158,18 @@ impl<R: Replacement> Assoc<R> {
     pub fn invalidate(&mut self, index: u64, key: u64, asid: u16) -> bool {
         let set = self.set_of(index);
         let base = set * self.ways;
-        for s in &mut self.slots[base..base + self.ways] {
-            if s.key == key && (s.asid == asid || s.flags & GLOBAL != 0) {
-                *s = Slot::default();
-                return true;
+        match self.find(base, key, asid) {
+            Some(w) => {
+                self.keys[base + w] = 0;
+                self.repl.on_invalidate(set, w);
+                true
             }
+            None => false,
         }
-        false
     }
 
     pub fn valid_entries(&self) -> usize {
-        self.slots.iter().filter(|s| s.key != 0).count()
+        self.keys.iter().filter(|&&k| k != 0).count()
     }
 }
 
@@ -160,7 +202,7 @@ impl AnyAssoc {
             Policy::Random => AnyAssoc::Random(Assoc::new(sets, ways, seed)),
         }
     }
-    #[inline]
+    #[inline(always)]
     pub fn lookup(&mut self, index: u64, key: u64, asid: u16) -> Option<Slot> {
         dispatch!(self, a => a.lookup(index, key, asid))
     }
@@ -188,7 +230,7 @@ mod tests {
 
     fn slot(k: u64) -> Slot {
         Slot {
-            key: k | Assoc::<Lru>::VALID,
+            key: k | VALID,
             asid: 0,
             flags: 0,
             data: k,
@@ -208,6 +250,20 @@ mod tests {
             }
         }
         assert_eq!(misses, 100);
+    }
+
+    #[test]
+    fn invalid_ways_are_filled_first_after_invalidation() {
+        for policy in [Policy::Lru, Policy::Fifo, Policy::TreePlru, Policy::Random] {
+            let mut a = AnyAssoc::new(policy, 1, 4, 3);
+            for k in 0..4 {
+                assert_eq!(a.fill(0, slot(k)), Fill::Free);
+            }
+            assert!(a.invalidate(0, slot(2).key, 0));
+            assert_eq!(a.fill(0, slot(9)), Fill::Free, "{policy:?}");
+            assert!(matches!(a.fill(0, slot(10)), Fill::Evicted(_)));
+            assert_eq!(a.valid_entries(), 4);
+        }
     }
 
     #[test]

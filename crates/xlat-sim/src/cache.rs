@@ -2,9 +2,7 @@
 //! references): per level set-associative with true LRU; a miss fills every level it
 //! missed (non-inclusive, no back-invalidation).
 
-use crate::assoc::{Assoc, Slot};
 use crate::config::{geometry, CacheConfig, ConfigError};
-use crate::replacement::Lru;
 use serde::Serialize;
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -17,11 +15,51 @@ pub struct CacheStats {
     pub data_hits: u64,
 }
 
+/// One way: line tag (+1, so 0 is invalid) and LRU stamp.
+#[derive(Clone, Copy, Debug, Default)]
+struct Way {
+    tag: u64,
+    stamp: u64,
+}
+
 #[derive(Clone, Debug)]
 struct Level {
-    arr: Assoc<Lru>,
+    ways: Vec<Way>,
+    nways: usize,
+    set_mask: u64,
     line_shift: u32,
     hit_cycles: u64,
+    clock: u64,
+}
+
+impl Level {
+    /// One pass over the set: a hit refreshes the way; a miss replaces the LRU way
+    /// (invalid ways have stamp 0 and go first). Returns whether it hit.
+    #[inline]
+    fn access(&mut self, pa: u64) -> bool {
+        let line = pa >> self.line_shift;
+        let tag = line + 1;
+        let base = (line & self.set_mask) as usize * self.nways;
+        self.clock += 1;
+        let set = &mut self.ways[base..base + self.nways];
+        let mut victim = 0;
+        let mut oldest = u64::MAX;
+        for (i, w) in set.iter_mut().enumerate() {
+            if w.tag == tag {
+                w.stamp = self.clock;
+                return true;
+            }
+            if w.stamp < oldest {
+                oldest = w.stamp;
+                victim = i;
+            }
+        }
+        set[victim] = Way {
+            tag,
+            stamp: self.clock,
+        };
+        false
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -33,8 +71,6 @@ pub struct Caches {
     pub memory_data_refs: u64,
 }
 
-const VALID: u64 = 1 << 63;
-
 impl Caches {
     pub fn new(c: &CacheConfig) -> Result<Self, ConfigError> {
         let mut levels = Vec::new();
@@ -42,10 +78,15 @@ impl Caches {
         for (i, l) in c.levels.iter().enumerate() {
             let lines = (l.size.0 / l.line as u64) as u32;
             let (sets, ways) = geometry(&format!("cache.levels[{i}]"), lines, Some(l.ways))?;
+            let v = vec![Way::default(); sets * ways];
+            crate::hugepage::hint(&v);
             levels.push(Level {
-                arr: Assoc::new(sets, ways, 0),
+                ways: v,
+                nways: ways,
+                set_mask: sets as u64 - 1,
                 line_shift: l.line.trailing_zeros(),
                 hit_cycles: l.hit_cycles,
+                clock: 0,
             });
             stats.push(CacheStats {
                 name: l.name.clone(),
@@ -62,49 +103,67 @@ impl Caches {
         })
     }
 
-    /// References physical address `pa`; returns the cycles it cost.
+    /// References physical address `pa`; returns the cycles it cost. Levels are probed
+    /// in order; each level that misses is filled.
     #[inline]
     pub fn access(&mut self, pa: u64, walk: bool) -> u64 {
-        let mut served = self.levels.len();
         for (i, l) in self.levels.iter_mut().enumerate() {
-            let line = pa >> l.line_shift;
-            if l.arr.lookup(line, line | VALID, 0).is_some() {
-                served = i;
-                break;
+            if l.access(pa) {
+                let s = &mut self.stats[i];
+                if walk {
+                    s.walk_hits += 1;
+                } else {
+                    s.data_hits += 1;
+                }
+                return l.hit_cycles;
             }
         }
-        for l in &mut self.levels[..served] {
-            let line = pa >> l.line_shift;
-            l.arr.fill(
-                line,
-                Slot {
-                    key: line | VALID,
-                    asid: 0,
-                    flags: 0,
-                    data: 0,
-                },
-            );
-        }
-        if served < self.levels.len() {
-            let s = &mut self.stats[served];
-            if walk {
-                s.walk_hits += 1;
-            } else {
-                s.data_hits += 1;
-            }
-            self.levels[served].hit_cycles
+        if walk {
+            self.memory_walk_refs += 1;
         } else {
-            if walk {
-                self.memory_walk_refs += 1;
-            } else {
-                self.memory_data_refs += 1;
-            }
-            self.memory_cycles
+            self.memory_data_refs += 1;
         }
+        self.memory_cycles
     }
 
     /// Line size of the first level (64 if there are no levels).
     pub fn line_bytes(&self) -> u64 {
         self.levels.first().map_or(64, |l| 1 << l.line_shift)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Bytes, CacheLevelConfig};
+
+    fn two_level() -> Caches {
+        let lvl = |name: &str, size: u64, ways: u32, hit: u64| CacheLevelConfig {
+            name: name.into(),
+            size: Bytes(size),
+            ways,
+            line: 64,
+            hit_cycles: hit,
+        };
+        Caches::new(&CacheConfig {
+            levels: vec![lvl("L1", 256, 2, 4), lvl("L2", 1024, 4, 12)],
+            memory_cycles: 100,
+            data_refs: false,
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn hits_misses_and_lru() {
+        let mut c = two_level();
+        assert_eq!(c.access(0, true), 100);
+        assert_eq!(c.access(8, true), 4); // same line
+                                          // L1 has 2 sets x 2 ways: lines 0, 2, 4 map to set 0; the third evicts line 0.
+        c.access(128, true);
+        c.access(256, true);
+        assert_eq!(c.access(0, true), 12); // gone from L1, still in L2
+        assert_eq!(c.stats[0].walk_hits, 1);
+        assert_eq!(c.stats[1].walk_hits, 1);
+        assert_eq!(c.memory_walk_refs, 3);
     }
 }

@@ -390,7 +390,7 @@ fn ways_of(field: &str, entries: u32, ways: Option<u32>) -> Result<(usize, usize
         return Err(invalid(format!("{field}.entries"), "must be at least 1"));
     }
     let w = ways.unwrap_or(entries);
-    if w == 0 || entries % w != 0 {
+    if w == 0 || !entries.is_multiple_of(w) {
         return Err(invalid(
             format!("{field}.ways"),
             format!("{w} must be between 1 and entries ({entries}) and divide it"),
@@ -496,7 +496,7 @@ impl MachineConfig {
         for (li, lvl) in self.tlb.levels.iter().enumerate() {
             let f = format!("tlb.levels[{li}]");
             let split = !lvl.i.is_empty() || !lvl.d.is_empty();
-            if split == !lvl.unified.is_empty() {
+            if split != lvl.unified.is_empty() {
                 return Err(invalid(
                     f,
                     "give either `unified` structures or `i`/`d` structures, not both or neither",

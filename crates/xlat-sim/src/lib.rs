@@ -16,6 +16,7 @@ pub mod assoc;
 pub mod cache;
 pub mod config;
 mod error;
+mod hugepage;
 pub mod pagetable;
 pub mod physmem;
 pub mod presets;

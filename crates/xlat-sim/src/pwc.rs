@@ -3,13 +3,11 @@
 //! pointer read at `h`, tagged by the address bits that index levels `0..=h`; a hit
 //! lets the walk skip the references of levels `0..=h`.
 
-use crate::assoc::{AnyAssoc, Slot};
+use crate::assoc::{AnyAssoc, Slot, VALID};
 use crate::config::{geometry, ConfigError, PwcConfig};
 use crate::pagetable::PageTable;
 use crate::replacement::Policy;
 use serde::Serialize;
-
-const VALID: u64 = 1 << 63;
 
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct PwcStats {

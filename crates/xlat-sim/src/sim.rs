@@ -228,7 +228,7 @@ impl<P: PageTable> Sim<P> {
             found = self.tlb.prefetch_take(va, asid).map(|e| (nl, e));
         }
         match found {
-            Some((li, e)) if !(store && !e.writable) => {
+            Some((li, e)) if !store || e.writable => {
                 if li > 0 {
                     if li < nl {
                         self.c.cyc.tlb_hit += self.tlb.hit_cycles(li);

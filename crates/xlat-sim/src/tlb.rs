@@ -6,14 +6,13 @@
 //! into the largest smaller size the level holds (the entry then covers the accessed
 //! sub-page only). Locked-down entries are never evicted and survive every flush.
 
-use crate::assoc::{AnyAssoc, Fill, Slot, GLOBAL};
+use crate::assoc::{AnyAssoc, Fill, Slot, GLOBAL, VALID};
 use crate::config::{geometry, ConfigError, Inclusion, Side, TlbConfig, TlbStructConfig};
 use crate::pagetable::{Leaf, GLOBAL_PAGE, WRITABLE};
 use serde::Serialize;
 
 /// Slot flag: writes allowed (mirrors the PTE).
 const W: u8 = 2;
-const VALID: u64 = 1 << 63;
 
 /// A translation as a TLB entry holds it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,6 +57,8 @@ struct Locked {
 pub struct Structure {
     /// Held page sizes, largest first.
     shifts: Vec<u8>,
+    /// Valid entries per held size (same order): sizes with none are not probed.
+    live: Vec<u32>,
     arr: AnyAssoc,
     locked: Vec<Locked>,
     lockdown_slots: u32,
@@ -71,6 +72,7 @@ impl Structure {
         shifts.sort_unstable_by(|a, b| b.cmp(a));
         shifts.dedup();
         Ok(Structure {
+            live: vec![0; shifts.len()],
             arr: AnyAssoc::new(c.replacement, sets, ways, seed),
             locked: Vec::new(),
             lockdown_slots: c.lockdown,
@@ -87,7 +89,7 @@ impl Structure {
         })
     }
 
-    #[inline]
+    #[inline(always)]
     fn lookup(&mut self, va: u64, asid: u16) -> Option<Entry> {
         for l in &self.locked {
             if va >> l.shift == l.vpn {
@@ -101,7 +103,10 @@ impl Structure {
                 });
             }
         }
-        for &s in &self.shifts {
+        for (i, &s) in self.shifts.iter().enumerate() {
+            if self.live[i] == 0 {
+                continue;
+            }
             if let Some(slot) = self.arr.lookup(va >> s, key(va, s as u32), asid) {
                 self.stats.hits += 1;
                 return Some(Entry {
@@ -123,8 +128,12 @@ impl Structure {
     fn invalidate_range(&mut self, base: u64, shift: u32, asid: Option<u16>) -> u64 {
         let mut n = 0;
         let end = base + (1u64 << shift) - 1;
-        for &s in &self.shifts.clone() {
-            let s = s as u32;
+        for si in 0..self.shifts.len() {
+            if self.live[si] == 0 {
+                continue;
+            }
+            let before = n;
+            let s = self.shifts[si] as u32;
             if s >= shift {
                 let va = base;
                 let hit = match asid {
@@ -151,9 +160,30 @@ impl Structure {
                         && asid.is_none_or(|a| sl.asid == a || sl.flags & GLOBAL != 0)
                 });
             }
+            self.live[si] -= (n - before) as u32;
         }
         self.stats.invalidations += n;
         n
+    }
+
+    fn shift_index(&self, shift: u8) -> usize {
+        self.shifts
+            .iter()
+            .position(|&s| s == shift)
+            .expect("held size")
+    }
+
+    /// Recounts `live` after a bulk invalidation.
+    fn recount(&mut self) {
+        let mut live = vec![0u32; self.shifts.len()];
+        self.arr.invalidate_where(|sl| {
+            let sh = (sl.key & 63) as u8;
+            if let Some(i) = self.shifts.iter().position(|&s| s == sh) {
+                live[i] += 1;
+            }
+            false
+        });
+        self.live = live;
     }
 }
 
@@ -176,6 +206,9 @@ struct Level {
     sides: [Vec<usize>; 2],
     unified: bool,
     hit_cycles: u64,
+    /// Per side and translation size (log2): the structure that takes the fill and the
+    /// size it stores (the largest size it holds not above the translation's).
+    fill_to: [[Option<(u16, u8)>; 64]; 2],
 }
 
 /// The whole hierarchy.
@@ -238,10 +271,23 @@ impl Tlbs {
             } else {
                 [mk("i"), mk("d")]
             });
+            let mut fill_to = [[None; 64]; 2];
+            for (side, targets) in fill_to.iter_mut().enumerate() {
+                for (shift, t) in targets.iter_mut().enumerate() {
+                    for &si in &sides[side] {
+                        if let Some(s) = structs[si].fit(shift as u8) {
+                            if t.is_none_or(|(_, b): (u16, u8)| s > b) {
+                                *t = Some((si as u16, s));
+                            }
+                        }
+                    }
+                }
+            }
             levels.push(Level {
                 sides,
                 unified,
                 hit_cycles: lc.hit_cycles,
+                fill_to,
             });
         }
         let mut t = Tlbs {
@@ -333,17 +379,10 @@ impl Tlbs {
         asid: u16,
     ) {
         for li in (0..upto).rev() {
-            // The structure holding the largest size not above the leaf's.
-            let mut best: Option<(usize, u8)> = None;
-            for k in 0..self.levels[li].sides[side].len() {
-                let si = self.levels[li].sides[side][k];
-                if let Some(s) = self.structs[si].fit(leaf.shift) {
-                    if best.is_none_or(|(_, b)| s > b) {
-                        best = Some((si, s));
-                    }
-                }
-            }
-            let Some((si, s)) = best else { continue };
+            let Some((si, s)) = self.levels[li].fill_to[side][leaf.shift as usize & 63] else {
+                continue;
+            };
+            let si = si as usize;
             let off_pages = ((va & ((1u64 << leaf.shift) - 1)) >> s) << (s as u32 - base_shift);
             let mut flags = 0;
             if leaf.flags & GLOBAL_PAGE != 0 {
@@ -360,8 +399,12 @@ impl Tlbs {
             };
             let st = &mut self.structs[si];
             st.stats.fills += 1;
+            let fi = st.shift_index(s);
+            st.live[fi] += 1;
             if let Fill::Evicted(old) = st.arr.fill(va >> s, slot) {
                 st.stats.evictions += 1;
+                let oi = st.shift_index((old.key & 63) as u8);
+                st.live[oi] -= 1;
                 if self.inclusion == Inclusion::Inclusive && li > 0 {
                     let sh = (old.key & 63) as u32;
                     let ova = ((old.key & !VALID) >> 6) << sh;
@@ -443,6 +486,9 @@ impl Tlbs {
                 .arr
                 .invalidate_where(|sl| sl.flags & GLOBAL == 0 && asid.is_none_or(|a| sl.asid == a));
             s.stats.invalidations += k;
+            if k > 0 {
+                s.recount();
+            }
             n += k;
         }
         self.prefetch
@@ -456,6 +502,7 @@ impl Tlbs {
         for s in &mut self.structs {
             let k = s.arr.invalidate_where(|_| true);
             s.stats.invalidations += k;
+            s.live.iter_mut().for_each(|l| *l = 0);
             n += k;
         }
         self.prefetch.clear();
@@ -464,12 +511,9 @@ impl Tlbs {
 
     /// The page size (log2) level 0 stores on `side` for a translation of `shift`
     /// (smaller when the translation is splintered); `shift` if level 0 holds none.
+    #[inline]
     pub fn entry_shift(&self, side: usize, shift: u8) -> u8 {
-        self.levels[0].sides[side]
-            .iter()
-            .filter_map(|&si| self.structs[si].fit(shift))
-            .max()
-            .unwrap_or(shift)
+        self.levels[0].fill_to[side][shift as usize & 63].map_or(shift, |(_, s)| s)
     }
 
     pub fn is_unified(&self, level: usize) -> bool {

@@ -368,3 +368,61 @@ fn config_errors_name_the_field() {
     let e = xlat_sim::presets::load("nosuch").unwrap_err();
     assert!(e.to_string().contains("skylake"), "{e}");
 }
+
+#[test]
+fn large_pages_and_splintering() {
+    // L1 holds 4 KiB only, L2 holds 2 MiB: a THP translation is splintered in L1.
+    let cfg = machine(
+        r#"{ entries = 8, sizes = ["4KiB"] } ]
+[[tlb.levels]]
+name = "L2"
+unified = [ { entries = 8, sizes = ["2MiB", "4KiB"] }"#,
+        "[os]\nthp = \"always\"",
+    );
+    let mut ev = vec![mmap(0x4000_0000, 4 << 20)];
+    for p in 0..16u64 {
+        ev.push(load(0x4000_0000 + p * 4096));
+    }
+    let r = run(&cfg, &ev);
+    assert_eq!(r.faults.demand_huge, 1);
+    assert_eq!(r.faults.demand, 0);
+    // One walk (3 levels: PML4, PDPT, PD leaf), then 15 L1 misses served by the 2 MiB L2 entry.
+    assert_eq!(r.walks.walks, 1);
+    assert_eq!(r.walks.refs, 3);
+    assert_eq!(r.tlb_levels[0].misses, 16);
+    assert_eq!(r.tlb_levels[1].hits, 15);
+    assert_eq!(r.page_tables.tables_live, 3);
+}
+
+#[test]
+fn flushes_and_asids() {
+    let cfg = machine(r#"{ entries = 64, sizes = ["4KiB"] }"#, "");
+    let mut ev = vec![mmap(BASE, 64 * 4096)];
+    for p in 0..40u64 {
+        ev.push(load(BASE + p * 4096));
+    }
+    // munmap of 2 pages flushes page by page; of 38 pages (> 33) the whole space.
+    ev.push(Event::Munmap {
+        addr: VirtAddr(BASE),
+        len: 2 * 4096,
+    });
+    ev.push(Event::Munmap {
+        addr: VirtAddr(BASE + 2 * 4096),
+        len: 38 * 4096,
+    });
+    for p in 0..40u64 {
+        ev.push(load(BASE + p * 4096));
+    }
+    let r = run(&cfg, &ev);
+    assert_eq!(r.flushes.page, 2);
+    assert_eq!(r.flushes.asid, 1);
+    assert_eq!(r.flushes.entries_invalidated, 40);
+    // 40 leaves, plus the pointers to the PT, PD and PDPT tables freed when empty.
+    assert_eq!(r.os.unmap_entries, 40 + 3);
+    // Everything was unmapped; touching it again is outside every mapping (treated as
+    // anonymous memory by default) and faults again.
+    assert_eq!(r.faults.demand, 40);
+    assert_eq!(r.faults.outside_mappings, 40);
+    assert_eq!(r.tlb_levels[0].misses, 80);
+    assert_eq!(r.memory.frames_live, 40);
+}

@@ -81,7 +81,7 @@ pub fn format_bytes(b: u64) -> String {
         (10, "KiB"),
     ];
     for (shift, name) in UNITS {
-        if b >= 1u64 << shift && b % (1u64 << shift) == 0 {
+        if b >= 1u64 << shift && b.is_multiple_of(1u64 << shift) {
             return format!("{}{}", b >> shift, name);
         }
     }

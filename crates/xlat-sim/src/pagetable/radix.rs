@@ -126,7 +126,12 @@ impl Level {
             }
             None => {
                 let c = (self.slab.len() / fanout) as u32;
+                let cap = self.slab.capacity();
                 self.slab.resize(self.slab.len() + fanout, 0);
+                if self.slab.capacity() != cap {
+                    crate::hugepage::hint(self.slab.spare_capacity_mut());
+                    crate::hugepage::hint(&self.slab);
+                }
                 c
             }
         };
@@ -300,11 +305,8 @@ impl Radix {
 
     fn unmap_rec(
         &mut self,
-        h: usize,
-        n: u32,
-        base: u64,
-        start: u64,
-        end: u64,
+        (h, n, base): (usize, u32, u64),
+        (start, end): (u64, u64),
         mem: &mut PhysMem,
         f: &mut dyn FnMut(u64, Leaf, &mut PhysMem),
         sw: &mut SoftWalk,
@@ -334,7 +336,7 @@ impl Radix {
                 sw.entries += s.entries;
             }
             let c = child(self.levels[h].get(n, idx));
-            self.unmap_rec(h + 1, c, va, start, end, mem, f, sw);
+            self.unmap_rec((h + 1, c, va), (start, end), mem, f, sw);
             if self.levels[h + 1].nodes[c as usize].live == 0 {
                 self.levels[h + 1].free(c, mem);
                 self.levels[h].set(n, idx, 0);
@@ -346,11 +348,8 @@ impl Radix {
 
     fn update_rec(
         &mut self,
-        h: usize,
-        n: u32,
-        base: u64,
-        start: u64,
-        end: u64,
+        (h, n, base): (usize, u32, u64),
+        (start, end): (u64, u64),
         mem: &mut PhysMem,
         f: &mut dyn FnMut(u64, &mut Leaf),
         sw: &mut SoftWalk,
@@ -382,15 +381,13 @@ impl Radix {
                 sw.tables += s.tables;
             }
             let c = child(self.levels[h].get(n, idx));
-            self.update_rec(h + 1, c, va, start, end, mem, f, sw);
+            self.update_rec((h + 1, c, va), (start, end), mem, f, sw);
         }
     }
 
     fn fork_rec(
         &mut self,
-        h: usize,
-        n: u32,
-        base: u64,
+        (h, n, base): (usize, u32, u64),
         dst: &mut Radix,
         dn: u32,
         mem: &mut PhysMem,
@@ -413,7 +410,7 @@ impl Radix {
                 let dc = dst.levels[h + 1].alloc(mem);
                 sw.tables += 1;
                 dst.levels[h].set(dn, idx, ((dc as u64) << 2) | 1);
-                self.fork_rec(h + 1, child(e), va, dst, dc, mem, f, sw);
+                self.fork_rec((h + 1, child(e), va), dst, dc, mem, f, sw);
             }
         }
     }
@@ -584,7 +581,7 @@ impl PageTable for Radix {
             ..Default::default()
         };
         if end > start {
-            self.unmap_rec(0, self.root, 0, start, end, mem, on_leaf, &mut sw);
+            self.unmap_rec((0, self.root, 0), (start, end), mem, on_leaf, &mut sw);
         }
         sw
     }
@@ -601,7 +598,7 @@ impl PageTable for Radix {
             ..Default::default()
         };
         if end > start {
-            self.update_rec(0, self.root, 0, start, end, mem, f, &mut sw);
+            self.update_rec((0, self.root, 0), (start, end), mem, f, &mut sw);
         }
         sw
     }
@@ -620,7 +617,7 @@ impl PageTable for Radix {
         };
         let root = self.root;
         let droot = dst.root;
-        self.fork_rec(0, root, 0, &mut dst, droot, mem, f, &mut sw);
+        self.fork_rec((0, root, 0), &mut dst, droot, mem, f, &mut sw);
         (dst, sw)
     }
 

@@ -22,4 +22,9 @@ impl Replacement for Fifo {
     fn victim(&mut self, set: usize) -> usize {
         self.inner.victim(set)
     }
+    #[inline]
+    fn on_invalidate(&mut self, set: usize, way: usize) {
+        self.inner.on_invalidate(set, way)
+    }
+    const VICTIM_PREFERS_INVALID: bool = true;
 }

@@ -1,6 +1,7 @@
 use super::Replacement;
 
-/// True LRU with one 64-bit stamp per way: the victim is the smallest stamp.
+/// True LRU with one 64-bit stamp per way: the victim is the smallest stamp. Invalid
+/// ways have stamp 0, so they are chosen first (lowest way first).
 #[derive(Debug, Clone)]
 pub struct Lru {
     stamps: Vec<u64>,
@@ -25,6 +26,11 @@ impl Replacement for Lru {
     fn on_fill(&mut self, set: usize, way: usize) {
         self.on_hit(set, way)
     }
+    #[inline]
+    fn on_invalidate(&mut self, set: usize, way: usize) {
+        self.stamps[set * self.ways + way] = 0;
+    }
+    const VICTIM_PREFERS_INVALID: bool = true;
     #[inline]
     fn victim(&mut self, set: usize) -> usize {
         let s = &self.stamps[set * self.ways..(set + 1) * self.ways];

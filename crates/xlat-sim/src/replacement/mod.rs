@@ -25,6 +25,12 @@ pub trait Replacement {
     fn on_fill(&mut self, set: usize, way: usize);
     /// The way to evict from a full `set`.
     fn victim(&mut self, set: usize) -> usize;
+    /// `way` of `set` was invalidated.
+    #[inline]
+    fn on_invalidate(&mut self, _set: usize, _way: usize) {}
+    /// True if `victim` already returns an invalid way whenever the set has one (so the
+    /// structure need not search for invalid ways first).
+    const VICTIM_PREFERS_INVALID: bool = false;
 }
 
 /// The policy names a configuration may use.
