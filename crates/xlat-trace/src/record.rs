@@ -179,6 +179,36 @@ impl Encoder {
 /// Why a record could not be decoded: (offset of the record in the block, reason).
 pub(crate) type RecordError = (usize, String);
 
+/// A record error, cheap to pass around in the hot loop; turned into text at the end.
+#[derive(Clone, Copy, Debug)]
+enum Bad {
+    Varint(VarintError),
+    SizeZero,
+    Wide(&'static str, u64),
+    Tag(u8),
+    Advice(u8),
+}
+
+impl From<VarintError> for Bad {
+    #[inline]
+    fn from(e: VarintError) -> Bad {
+        Bad::Varint(e)
+    }
+}
+
+impl Bad {
+    #[cold]
+    fn message(self) -> String {
+        match self {
+            Bad::Varint(e) => e.message().to_string(),
+            Bad::SizeZero => "access of size 0".to_string(),
+            Bad::Wide(what, v) => format!("{what} {v} exceeds 32 bits"),
+            Bad::Tag(t) => format!("unknown record tag {t:#04x}"),
+            Bad::Advice(b) => format!("unknown madvise advice {b}"),
+        }
+    }
+}
+
 /// Decodes the records of one block.
 #[derive(Debug, Default)]
 pub(crate) struct Decoder {
@@ -188,21 +218,19 @@ pub(crate) struct Decoder {
 const KINDS: [AccessKind; 3] = [AccessKind::Fetch, AccessKind::Load, AccessKind::Store];
 
 #[inline(always)]
-fn u32_field(raw: &[u8], pos: &mut usize, what: &str) -> Result<u32, String> {
-    let v = varint::get(raw, pos).map_err(|e| e.message().to_string())?;
-    u32::try_from(v).map_err(|_| format!("{what} {v} exceeds 32 bits"))
+fn u32_field(raw: &[u8], pos: &mut usize, what: &'static str) -> Result<u32, Bad> {
+    let v = varint::get(raw, pos)?;
+    u32::try_from(v).map_err(|_| Bad::Wide(what, v))
 }
 
 #[inline(always)]
-fn u64_field(raw: &[u8], pos: &mut usize) -> Result<u64, String> {
-    varint::get(raw, pos).map_err(|e: VarintError| e.message().to_string())
+fn u64_field(raw: &[u8], pos: &mut usize) -> Result<u64, Bad> {
+    Ok(varint::get(raw, pos)?)
 }
 
 #[inline(always)]
-fn byte(raw: &[u8], pos: &mut usize) -> Result<u8, String> {
-    let b = *raw
-        .get(*pos)
-        .ok_or_else(|| VarintError::Eof.message().to_string())?;
+fn byte(raw: &[u8], pos: &mut usize) -> Result<u8, Bad> {
+    let b = *raw.get(*pos).ok_or(Bad::Varint(VarintError::Eof))?;
     *pos += 1;
     Ok(b)
 }
@@ -223,27 +251,27 @@ impl Decoder {
         max: usize,
     ) -> Result<usize, RecordError> {
         let room = max.saturating_sub(out.len());
+        out.reserve(room.min(raw.len().saturating_sub(*pos)));
         let mut n = 0;
         let mut st = self.st;
         let mut p = *pos;
         let res = loop {
-            if n == room || p >= raw.len() {
+            if n == room {
                 break Ok(n);
             }
+            let Some(&t) = raw.get(p) else {
+                break Ok(n);
+            };
             let start = p;
-            let t = raw[p];
             p += 1;
             let r = if t < 0xc0 {
-                Self::access(&mut st, t, raw, &mut p)
+                Self::access(&mut st, t, raw, &mut p, out)
             } else {
-                Self::os(t, raw, &mut p)
+                Self::os(t, raw, &mut p).map(|e| out.push(e))
             };
             match r {
-                Ok(e) => {
-                    out.push(e);
-                    n += 1;
-                }
-                Err(msg) => break Err((start, msg)),
+                Ok(()) => n += 1,
+                Err(bad) => break Err((start, bad.message())),
             }
         };
         self.st = st;
@@ -252,18 +280,25 @@ impl Decoder {
     }
 
     #[inline(always)]
-    fn access(st: &mut State, t: u8, raw: &[u8], p: &mut usize) -> Result<Event, String> {
-        let k = (t >> 6) as usize;
+    fn access(
+        st: &mut State,
+        t: u8,
+        raw: &[u8],
+        p: &mut usize,
+        out: &mut Vec<Event>,
+    ) -> Result<(), Bad> {
+        let k = (t >> 6) as usize & 3;
         let class = (t >> 3) & 7;
         let size = if class == 0 {
             let s = u32_field(raw, p, "access size")?;
             if s == 0 {
-                return Err("access of size 0".to_string());
+                return Err(Bad::SizeZero);
             }
             s
         } else {
             1u32 << (class - 1)
         };
+        let kind = *KINDS.get(k).ok_or(Bad::Tag(t))?;
         let prev = st.prev[k];
         let addr = match (t >> 1) & 3 {
             MODE_DELTA => prev.wrapping_add(varint::unzigzag(u64_field(raw, p)?) as u64),
@@ -277,16 +312,18 @@ impl Decoder {
             st.tid = u32_field(raw, p, "thread id")?;
         }
         st.advance(k, addr, size);
-        Ok(Event::Access(Access {
+        out.push(Event::Access(Access {
             addr: VirtAddr(addr),
             size,
             tid: Tid(st.tid),
-            kind: KINDS[k],
-        }))
+            kind,
+        }));
+        Ok(())
     }
 
     #[cold]
-    fn os(t: u8, raw: &[u8], p: &mut usize) -> Result<Event, String> {
+    #[inline(never)]
+    fn os(t: u8, raw: &[u8], p: &mut usize) -> Result<Event, Bad> {
         let va = |p: &mut usize| u64_field(raw, p).map(VirtAddr);
         Ok(match t {
             tag::MMAP => Event::Mmap {
@@ -312,7 +349,7 @@ impl Decoder {
                     1 => Advice::HugePage,
                     2 => Advice::NoHugePage,
                     255 => Advice::Other,
-                    b => return Err(format!("unknown madvise advice {b}")),
+                    b => return Err(Bad::Advice(b)),
                 };
                 Event::Madvise { addr, len, advice }
             }
@@ -343,7 +380,7 @@ impl Decoder {
             tag::THREAD_EXIT => Event::ThreadExit {
                 tid: Tid(u32_field(raw, p, "thread id")?),
             },
-            _ => return Err(format!("unknown record tag {t:#04x}")),
+            _ => return Err(Bad::Tag(t)),
         })
     }
 }

@@ -41,15 +41,32 @@ impl VarintError {
 
 /// Decodes an unsigned varint from `buf` at `*pos`, advancing `*pos`. Accepts
 /// non-minimal encodings; rejects values beyond 64 bits.
-#[inline]
+#[inline(always)]
 pub fn get(buf: &[u8], pos: &mut usize) -> Result<u64, VarintError> {
-    let Some(&b) = buf.get(*pos) else {
+    let p = *pos;
+    let Some(&b) = buf.get(p) else {
         return Err(VarintError::Eof);
     };
-    *pos += 1;
     if b < 0x80 {
+        *pos = p + 1;
         return Ok(b as u64);
     }
+    // Fast path: the longest encoding fits, so no per-byte bounds checks.
+    if let Some(c) = buf.get(p..p + MAX_LEN) {
+        let mut v = 0u64;
+        for (i, &b) in c.iter().enumerate() {
+            v |= ((b & 0x7f) as u64) << (7 * i);
+            if b < 0x80 {
+                if i == MAX_LEN - 1 && b > 1 {
+                    return Err(VarintError::Overflow);
+                }
+                *pos = p + i + 1;
+                return Ok(v);
+            }
+        }
+        return Err(VarintError::Overflow);
+    }
+    *pos = p + 1;
     get_slow(buf, pos, (b & 0x7f) as u64)
 }
 
