@@ -130,5 +130,6 @@ pub fn run(filter: Option<&str>) -> Result<()> {
             },
         )?;
     }
+    crate::traces::bench_cases(&want, &line, &checksum)?;
     Ok(())
 }

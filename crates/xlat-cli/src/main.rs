@@ -35,6 +35,17 @@ enum Cmd {
     },
     /// List the built-in workloads and their parameters.
     Workloads,
+    /// Convert a valgrind lackey trace or a built-in workload to the `.xlt` format.
+    Convert {
+        /// Lackey output (`valgrind --tool=lackey --trace-mem=yes`).
+        input: Option<PathBuf>,
+        /// A built-in workload spec instead of an input file.
+        #[arg(short, long)]
+        workload: Option<String>,
+        /// Output `.xlt` file.
+        #[arg(short, long)]
+        output: PathBuf,
+    },
     /// Measure simulator throughput (refs/s) on fixed cases; asserts their counts.
     Bench {
         /// Only run cases whose name contains this.
@@ -71,6 +82,11 @@ fn main() {
         Cmd::Machines { name } => run::machines(name),
         Cmd::Workloads => run::workloads(),
         Cmd::Bench { filter } => bench::run(filter.as_deref()),
+        Cmd::Convert {
+            input,
+            workload,
+            output,
+        } => traces::convert(input.as_deref(), workload.as_deref(), &output),
     };
     if let Err(e) = r {
         eprintln!("xlat: error: {e:#}");

@@ -1,17 +1,153 @@
-//! Trace inputs (`.xlt` and valgrind lackey text): enabled when xlat-trace lands.
+//! Trace inputs (`.xlt` files and valgrind lackey text), `convert`, and the trace cases
+//! of `bench`.
 
-use anyhow::{bail, Result};
+use crate::run::{drive, BATCH};
+use anyhow::{ensure, Context, Result};
 use std::path::Path;
-use xlat_sim::{Radix, Sim};
+use std::time::Instant;
+use xlat_sim::{presets, Radix, Sim};
+use xlat_trace::{Header, LackeyReader, TraceReader, TraceWriter};
+use xlat_types::{Event, EventSource, PageSize};
 
+/// Whether `path` starts with the `.xlt` magic (otherwise it is read as lackey text).
+pub fn is_xlt(path: &Path) -> Result<bool> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path)
+        .with_context(|| format!("cannot open trace {}", path.display()))?;
+    let mut magic = [0u8; 8];
+    let mut n = 0;
+    while n < magic.len() {
+        let k = f.read(&mut magic[n..])?;
+        if k == 0 {
+            break;
+        }
+        n += k;
+    }
+    Ok(n == magic.len() && magic == xlat_trace::MAGIC)
+}
+
+fn lackey(path: &Path) -> Result<LackeyReader<std::io::BufReader<std::fs::File>>> {
+    let f = std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    Ok(LackeyReader::new(std::io::BufReader::with_capacity(
+        1 << 20,
+        f,
+    )))
+}
+
+/// Replays a trace file into `sim`; a cut-off `.xlt` adds a warning (or fails if `strict`).
 pub fn replay(
     path: &Path,
-    _strict: bool,
-    _sim: &mut Sim<Radix>,
-    _warnings: &mut Vec<String>,
+    strict: bool,
+    sim: &mut Sim<Radix>,
+    warnings: &mut Vec<String>,
 ) -> Result<()> {
-    bail!(
-        "cannot read {}: trace support is not built yet",
-        path.display()
-    )
+    if is_xlt(path)? {
+        let mut r = TraceReader::open(path)?.strict(strict);
+        drive(&mut r, sim).with_context(|| format!("trace {}", path.display()))?;
+        if let Some(t) = r.truncation() {
+            warnings.push(format!("{}: {t}", path.display()));
+        }
+    } else {
+        let mut r = lackey(path)?;
+        drive(&mut r, sim).with_context(|| format!("lackey trace {}", path.display()))?;
+    }
+    Ok(())
+}
+
+fn copy<S: EventSource>(
+    src: &mut S,
+    w: &mut TraceWriter<std::io::BufWriter<std::fs::File>>,
+) -> Result<u64> {
+    let mut buf: Vec<Event> = Vec::with_capacity(BATCH);
+    let mut n = 0;
+    while src.fill(&mut buf, BATCH)? {
+        w.write_all(&buf)?;
+        n += buf.len() as u64;
+    }
+    Ok(n)
+}
+
+/// `xlat convert`: a lackey trace or a built-in workload to `.xlt`.
+pub fn convert(input: Option<&Path>, workload: Option<&str>, out: &Path) -> Result<()> {
+    let header = Header::new("x86_64", PageSize::K4);
+    let mut w;
+    let n = match (input, workload) {
+        (Some(p), None) => {
+            w = TraceWriter::create(
+                out,
+                header.with_meta("source", format!("lackey:{}", p.display())),
+            )?;
+            copy(&mut lackey(p)?, &mut w)?
+        }
+        (None, Some(spec)) => {
+            w = TraceWriter::create(out, header.with_meta("source", format!("workload:{spec}")))?;
+            copy(&mut xlat_workloads::parse(spec)?, &mut w)?
+        }
+        _ => anyhow::bail!("give either an input file or --workload, not both"),
+    };
+    let s = w.finish()?;
+    let bytes = std::fs::metadata(out)?.len();
+    let refs = s.accesses().max(1);
+    println!(
+        "wrote {} events ({} references) to {}: {bytes} bytes, {:.3} bytes/reference",
+        n,
+        s.accesses(),
+        out.display(),
+        bytes as f64 / refs as f64
+    );
+    Ok(())
+}
+
+/// Encodes a gups stream to an in-memory `.xlt`, then times decoding alone and decoding
+/// plus simulation.
+pub fn bench_cases(
+    want: &dyn Fn(&str) -> bool,
+    line: &dyn Fn(&str, u64, f64, u64),
+    sum: &dyn Fn(&xlat_sim::Report) -> u64,
+) -> Result<()> {
+    if !want("trace-decode") && !want("trace-replay") {
+        return Ok(());
+    }
+    let refs = 10_000_000u64;
+    let mut w = xlat_workloads::parse(&format!("gups:footprint=8GiB,refs={refs}"))?;
+    let mut writer = TraceWriter::new(Vec::new(), Header::new("x86_64", PageSize::K4))?;
+    let mut buf: Vec<Event> = Vec::with_capacity(BATCH);
+    let mut events = 0u64;
+    while w.fill(&mut buf, BATCH)? {
+        writer.write_all(&buf)?;
+        events += buf.len() as u64;
+    }
+    let (bytes, _) = writer.finish_into_inner()?;
+    if want("trace-decode") {
+        let mut r = TraceReader::new(std::io::Cursor::new(&bytes))?;
+        let t = Instant::now();
+        let (mut n, mut acc) = (0u64, 0u64);
+        while r.fill(&mut buf, BATCH)? {
+            n += buf.len() as u64;
+            for e in &buf {
+                if let Event::Access(a) = e {
+                    acc = acc.wrapping_add(a.addr.0);
+                }
+            }
+        }
+        let secs = t.elapsed().as_secs_f64();
+        ensure!(n == events, "decoded {n} of {events} events");
+        line("trace-decode", n, secs, acc);
+        println!(
+            "{:<16} {:.3} bytes per reference (random updates over 8 GiB: a worst case)",
+            "",
+            bytes.len() as f64 / refs as f64
+        );
+    }
+    if want("trace-replay") {
+        let mut sim: Sim<Radix> = Sim::new(&presets::preset(presets::DEFAULT)?)?;
+        let mut r = TraceReader::new(std::io::Cursor::new(&bytes))?;
+        let t = Instant::now();
+        drive(&mut r, &mut sim)?;
+        let secs = t.elapsed().as_secs_f64();
+        let rep = sim.report();
+        ensure!(rep.refs.total == refs, "replayed {} refs", rep.refs.total);
+        line("trace-replay", rep.refs.total, secs, sum(&rep));
+    }
+    Ok(())
 }
