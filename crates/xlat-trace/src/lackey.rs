@@ -19,6 +19,10 @@ pub struct LackeyReader<R: BufRead> {
     done: bool,
 }
 
+/// Longest line accepted (a reference line is under 40 bytes; valgrind's messages are
+/// skipped whatever their length).
+const MAX_LINE: usize = 4096;
+
 const EXPECTED: &str = "expected `I|L|S|M <hex address>,<size>`";
 
 impl<R: BufRead> LackeyReader<R> {
@@ -28,6 +32,34 @@ impl<R: BufRead> LackeyReader<R> {
             line: Vec::with_capacity(128),
             line_no: 0,
             done: false,
+        }
+    }
+
+    /// Reads the next line into `line`, keeping at most `MAX_LINE + 1` bytes of it;
+    /// returns its full length (0 at the end of the input).
+    fn next_line(&mut self) -> std::io::Result<usize> {
+        self.line.clear();
+        let mut total = 0;
+        loop {
+            let chunk = match self.r.fill_buf() {
+                Ok(c) => c,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if chunk.is_empty() {
+                return Ok(total);
+            }
+            let (take, end) = match chunk.iter().position(|&b| b == b'\n') {
+                Some(i) => (i + 1, true),
+                None => (chunk.len(), false),
+            };
+            let keep = take.min((MAX_LINE + 1).saturating_sub(self.line.len()));
+            self.line.extend_from_slice(&chunk[..keep]);
+            self.r.consume(take);
+            total += take;
+            if end {
+                return Ok(total);
+            }
         }
     }
 
@@ -118,19 +150,14 @@ impl<R: BufRead> EventSource for LackeyReader<R> {
     fn fill(&mut self, buf: &mut Vec<Event>, max: usize) -> Result<bool, TraceError> {
         buf.clear();
         while buf.len() < max && !self.done {
-            self.line.clear();
-            let n =
-                self.r
-                    .read_until(b'\n', &mut self.line)
-                    .map_err(|source| TraceError::LackeyIo {
+            let n = match self.next_line() {
+                Ok(n) => n,
+                Err(source) => {
+                    self.done = true;
+                    return Err(TraceError::LackeyIo {
                         line: self.line_no + 1,
                         source,
                     });
-            let n = match n {
-                Ok(n) => n,
-                Err(e) => {
-                    self.done = true;
-                    return Err(e);
                 }
             };
             if n == 0 {
@@ -138,6 +165,10 @@ impl<R: BufRead> EventSource for LackeyReader<R> {
                 break;
             }
             self.line_no += 1;
+            if n > MAX_LINE && !self.line.starts_with(b"==") {
+                self.done = true;
+                return Err(self.error("line too long"));
+            }
             match parse(&self.line) {
                 Ok(Some(a)) => buf.push(Event::Access(a)),
                 Ok(None) => {}

@@ -150,3 +150,16 @@ int main(void) {
     }
     assert_eq!(got, expect);
 }
+
+#[test]
+fn long_lines() {
+    let mut text = b"==1== ".to_vec();
+    text.extend_from_slice(&[b'x'; 100_000]);
+    text.extend_from_slice(b"\n L 0402,8\n");
+    assert_eq!(drain(&text, 10).unwrap().len(), 1);
+    let mut text = b" L 0402,8\n L 0402,".to_vec();
+    text.extend_from_slice(&[b'1'; 100_000]);
+    let e = drain(&text, 10).unwrap_err().to_string();
+    assert!(e.contains("line 2: line too long"), "{e}");
+    assert!(e.len() < 400, "{e}");
+}

@@ -333,3 +333,39 @@ fn record_errors_name_block_and_record_offsets() {
     let e = read_all(&bytes, 100).unwrap_err().to_string();
     assert!(e.contains("advice 7"), "{e}");
 }
+
+mod arbitrary_bytes {
+    use super::*;
+    use proptest::prelude::*;
+    use xlat_trace::LackeyReader;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        #[test]
+        fn xlt_reader_never_panics(tail in proptest::collection::vec(any::<u8>(), 0..300)) {
+            let good = write(&sample_events(20));
+            // A valid header followed by junk, and junk spliced into a valid trace.
+            let h = TraceReader::new(&good[..]).unwrap().position() as usize;
+            let mut a = good[..h].to_vec();
+            a.extend_from_slice(&tail);
+            let _ = read_all(&a, 17);
+            let mut b = good.clone();
+            let at = tail.len() % b.len();
+            b.splice(at..at, tail.iter().copied());
+            let _ = read_all(&b, 17);
+            let mut c = MAGIC.to_vec();
+            c.extend_from_slice(&tail);
+            let _ = read_all(&c, 17);
+        }
+
+        #[test]
+        fn lackey_reader_never_panics(text in proptest::collection::vec(
+            prop_oneof![Just(b'\n'), Just(b' '), Just(b','), Just(b'I'), Just(b'L'), Just(b'='),
+                        Just(b'0'), Just(b'f'), Just(b'9'), any::<u8>()], 0..200)) {
+            let mut r = LackeyReader::new(&text[..]);
+            let mut buf = Vec::new();
+            while let Ok(true) = r.fill(&mut buf, 3) {}
+        }
+    }
+}
