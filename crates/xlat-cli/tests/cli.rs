@@ -3,15 +3,29 @@
 use std::process::Command;
 
 fn xlat(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_xlat")).args(args).output().expect("run xlat");
-    (out.status.success(), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+    let out = Command::new(env!("CARGO_BIN_EXE_xlat"))
+        .args(args)
+        .output()
+        .expect("run xlat");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
 }
 
 #[test]
 fn machines_lists_every_preset() {
     let (ok, out, _) = xlat(&["machines"]);
     assert!(ok);
-    for m in ["skylake", "zen4", "icelake-la57", "i386", "arm926ejs", "mpc855t"] {
+    for m in [
+        "skylake",
+        "zen4",
+        "icelake-la57",
+        "i386",
+        "arm926ejs",
+        "mpc855t",
+    ] {
         assert!(out.contains(m), "{m} missing from\n{out}");
     }
     let (ok, out, _) = xlat(&["machines", "mpc855t"]);
@@ -23,11 +37,19 @@ fn machines_lists_every_preset() {
 fn sim_json_has_the_documented_schema_and_exact_counts() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("out.json");
-    let (ok, out, err) =
-        xlat(&["sim", "-m", "i386", "-w", "stride:footprint=16KiB,refs=1000", "--json", json.to_str().unwrap()]);
+    let (ok, out, err) = xlat(&[
+        "sim",
+        "-m",
+        "i386",
+        "-w",
+        "stride:footprint=16KiB,refs=1000",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
     assert!(ok, "{err}");
     assert!(out.contains("machine i386"), "{out}");
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(v["schema"], 1);
     let r = &v["runs"][0]["report"];
     assert_eq!(r["refs"]["load"], 1000);
@@ -38,7 +60,10 @@ fn sim_json_has_the_documented_schema_and_exact_counts() {
     assert_eq!(r["page_tables"]["tables_live"], 2);
     assert_eq!(r["page_tables"]["bytes_live"], 8192);
     assert_eq!(r["machine"]["name"], "i386");
-    assert!(r["cycles"]["model"].as_str().unwrap().contains("approximate"));
+    assert!(r["cycles"]["model"]
+        .as_str()
+        .unwrap()
+        .contains("approximate"));
 }
 
 #[test]
@@ -46,11 +71,26 @@ fn sweep_writes_csv() {
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("out.csv");
     let (ok, out, err) = xlat(&[
-        "sim", "-m", "skylake", "-m", "zen4", "-w", "stride:refs=1000", "-w", "code:refs=1000", "--csv",
+        "sim",
+        "-m",
+        "skylake",
+        "-m",
+        "zen4",
+        "-w",
+        "stride:refs=1000",
+        "-w",
+        "code:refs=1000",
+        "--csv",
         csv.to_str().unwrap(),
     ]);
     assert!(ok, "{err}");
-    assert_eq!(out.lines().filter(|l| l.starts_with("skylake") || l.starts_with("zen4")).count(), 4, "{out}");
+    assert_eq!(
+        out.lines()
+            .filter(|l| l.starts_with("skylake") || l.starts_with("zen4"))
+            .count(),
+        4,
+        "{out}"
+    );
     let text = std::fs::read_to_string(&csv).unwrap();
     assert_eq!(text.lines().count(), 5);
     assert!(text.starts_with("machine,input,refs,"));
@@ -60,17 +100,29 @@ fn sweep_writes_csv() {
 fn bad_inputs_give_clear_errors() {
     let (ok, _, err) = xlat(&["sim", "-w", "gupz"]);
     assert!(!ok);
-    assert!(err.contains("unknown workload") && err.contains("gups"), "{err}");
+    assert!(
+        err.contains("unknown workload") && err.contains("gups"),
+        "{err}"
+    );
     let (ok, _, err) = xlat(&["sim", "-m", "pentium9"]);
     assert!(!ok);
     assert!(err.contains("skylake"), "{err}");
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.toml");
-    let text = xlat_sim::presets::PRESETS[0].1.replace("replacement", "replacment");
-    std::fs::write(&bad, text.replace("ways = 12", "ways = 12, replacment = \"lru\"")).unwrap();
+    let text = xlat_sim::presets::PRESETS[0]
+        .1
+        .replace("replacement", "replacment");
+    std::fs::write(
+        &bad,
+        text.replace("ways = 12", "ways = 12, replacment = \"lru\""),
+    )
+    .unwrap();
     let (ok, _, err) = xlat(&["sim", "-m", bad.to_str().unwrap(), "-w", "stride:refs=10"]);
     assert!(!ok);
-    assert!(err.contains("replacment") && err.contains("replacement"), "{err}");
+    assert!(
+        err.contains("replacment") && err.contains("replacement"),
+        "{err}"
+    );
     // i386 has a 32-bit address space: the default gups base + 8 GiB does not fit.
     let (ok, _, err) = xlat(&["sim", "-m", "i386", "-w", "gups:footprint=8GiB,refs=10"]);
     assert!(!ok);
@@ -92,13 +144,39 @@ fn lackey_and_xlt_replays_agree_and_truncation_warns() {
     assert!(out.contains("5 references"), "{out}");
     let j1 = dir.path().join("a.json");
     let j2 = dir.path().join("b.json");
-    assert!(xlat(&["sim", "-t", lk.to_str().unwrap(), "--json", j1.to_str().unwrap()]).0);
-    assert!(xlat(&["sim", "-t", xlt.to_str().unwrap(), "--json", j2.to_str().unwrap()]).0);
-    let a: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&j1).unwrap()).unwrap();
-    let b: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&j2).unwrap()).unwrap();
-    assert_eq!(a["runs"][0]["report"]["refs"], b["runs"][0]["report"]["refs"]);
+    assert!(
+        xlat(&[
+            "sim",
+            "-t",
+            lk.to_str().unwrap(),
+            "--json",
+            j1.to_str().unwrap()
+        ])
+        .0
+    );
+    assert!(
+        xlat(&[
+            "sim",
+            "-t",
+            xlt.to_str().unwrap(),
+            "--json",
+            j2.to_str().unwrap()
+        ])
+        .0
+    );
+    let a: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&j1).unwrap()).unwrap();
+    let b: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&j2).unwrap()).unwrap();
+    assert_eq!(
+        a["runs"][0]["report"]["refs"],
+        b["runs"][0]["report"]["refs"]
+    );
     assert_eq!(a["runs"][0]["report"]["refs"]["store"], 2); // S and M
-    assert_eq!(a["runs"][0]["report"]["walks"], b["runs"][0]["report"]["walks"]);
+    assert_eq!(
+        a["runs"][0]["report"]["walks"],
+        b["runs"][0]["report"]["walks"]
+    );
 
     // Cut the file: a warning by default, an error with --strict.
     let bytes = std::fs::read(&xlt).unwrap();
