@@ -22,3 +22,15 @@ pub fn hint<T>(v: &[T]) {
     #[cfg(not(target_os = "linux"))]
     let _ = v;
 }
+
+/// Asks the CPU to bring `x`'s cache line closer (a hint; never faults).
+#[inline(always)]
+pub fn prefetch<T>(x: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetching is a hint on a valid reference; it cannot fault or change memory.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch(x as *const T as *const i8, std::arch::x86_64::_MM_HINT_T0);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = x;
+}

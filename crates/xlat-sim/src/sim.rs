@@ -73,7 +73,11 @@ pub struct Sim<P: PageTable> {
     c: Counters,
     event: u64,
     scratch: Vec<(u64, Leaf)>,
+    walks_at_batch: u64,
 }
+
+/// How many events ahead `run` prefetches host memory for.
+const PREFETCH_DISTANCE: usize = 12;
 
 /// At most this many faults per walk (a demand fault then a write fault, say).
 const MAX_ATTEMPTS: usize = 4;
@@ -138,6 +142,7 @@ impl<P: PageTable> Sim<P> {
             },
             event: 0,
             scratch: Vec::new(),
+            walks_at_batch: 0,
             cfg: cfg.clone(),
         };
         sim.pid_slot.insert(Pid::INIT.0, 0);
@@ -151,7 +156,15 @@ impl<P: PageTable> Sim<P> {
 
     /// Replays a batch of events. On error, `events_done()` says how far it got.
     pub fn run(&mut self, events: &[Event]) -> Result<(), SimError> {
-        for ev in events {
+        // Prefetch only while walks are frequent (they are what misses the host caches).
+        let prefetching = self.c.walks - self.walks_at_batch > (events.len() / 32) as u64;
+        self.walks_at_batch = self.c.walks;
+        for (i, ev) in events.iter().enumerate() {
+            if prefetching {
+                if let Some(Event::Access(a)) = events.get(i + PREFETCH_DISTANCE) {
+                    self.prefetch(a.addr.0);
+                }
+            }
             match *ev {
                 Event::Access(a) => self.access(a.kind, a.addr.0, a.size)?,
                 _ => self.os_event(ev)?,
@@ -159,6 +172,17 @@ impl<P: PageTable> Sim<P> {
             self.event += 1;
         }
         Ok(())
+    }
+
+    /// Host-side prefetch for an access a few events ahead: its page-table path and the
+    /// cache-model sets of its leaf entry. Changes no simulated state.
+    #[inline]
+    fn prefetch(&self, va: u64) {
+        if let Some(Some(p)) = self.cur.map(|c| self.slots[c].as_ref()) {
+            if let Some(pa) = p.pt.prefetch(VirtAddr(va)) {
+                self.caches.prefetch(pa);
+            }
+        }
     }
 
     /// Events processed so far.

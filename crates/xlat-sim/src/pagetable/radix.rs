@@ -463,6 +463,33 @@ impl PageTable for Radix {
         w
     }
 
+    #[inline]
+    fn prefetch(&self, va: VirtAddr) -> Option<u64> {
+        // Upper levels are few and hot: read them. The last level is the one that misses
+        // in the host's caches: prefetch its entry without reading it.
+        let mut n = self.root;
+        let last = self.levels.len() - 1;
+        for (h, lvl) in self.levels.iter().enumerate() {
+            let idx = lvl.index(va.0);
+            let node = &lvl.nodes[n as usize];
+            if h == last {
+                if node.dense != 0 {
+                    crate::hugepage::prefetch(
+                        &lvl.slab[(node.dense as usize - 1) * lvl.fanout + idx as usize],
+                    );
+                }
+                return Some(node.pa + idx as u64 * self.entry_bytes);
+            }
+            let e = lvl.get(n, idx);
+            if e == 0 || is_leaf(e) {
+                return Some(node.pa + idx as u64 * self.entry_bytes);
+            }
+            n = child(e);
+            crate::hugepage::prefetch(&self.levels[h + 1].nodes[n as usize]);
+        }
+        None
+    }
+
     fn lookup(&self, va: VirtAddr) -> Option<(Leaf, VirtAddr)> {
         let leaf = self.walk(va).leaf?;
         Some((leaf, VirtAddr(va.0 & !((1u64 << leaf.shift) - 1))))
