@@ -240,6 +240,10 @@ impl<P: PageTable> Sim<P> {
             });
         };
         let asid = self.asid;
+        if let Some(e) = self.tlb.memo_hit(side, va, asid, store) {
+            self.data_ref(&e, va);
+            return Ok(e.shift as u32);
+        }
         let nl = self.tlb.levels();
         let mut found = None;
         for li in 0..nl {

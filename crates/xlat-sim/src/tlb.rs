@@ -15,7 +15,7 @@ use serde::Serialize;
 const W: u8 = 2;
 
 /// A translation as a TLB entry holds it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Entry {
     /// log2 of the entry's page size.
     pub shift: u8,
@@ -200,6 +200,22 @@ pub struct LevelStats {
     pub misses_per_kref: f64,
 }
 
+/// The first-level entry that served the last translation on a side. Hitting the same
+/// entry again leaves every replacement policy's state unchanged (it is already the most
+/// recently used way of its set; FIFO and random ignore hits), so a repeat hit can be
+/// counted without probing. Any other lookup, fill, invalidation or flush on that side
+/// replaces or clears it.
+#[derive(Clone, Copy, Debug, Default)]
+struct Memo {
+    valid: bool,
+    locked: bool,
+    shift: u8,
+    asid: u16,
+    si: u32,
+    vpn: u64,
+    entry: Entry,
+}
+
 #[derive(Clone, Debug)]
 struct Level {
     /// Structure indices probed by fetches (0) and data accesses (1).
@@ -224,6 +240,9 @@ pub struct Tlbs {
     prefetch_next: usize,
     pub prefetch_hits: u64,
     pub prefetch_fills: u64,
+    memo: [Memo; 2],
+    /// Memo used by each side (both 0 when the first level is unified).
+    memo_of: [usize; 2],
 }
 
 impl Tlbs {
@@ -300,7 +319,12 @@ impl Tlbs {
             prefetch_next: 0,
             prefetch_hits: 0,
             prefetch_fills: 0,
+            memo: [Memo::default(); 2],
+            memo_of: [0, 1],
         };
+        if t.levels[0].unified {
+            t.memo_of = [0, 0];
+        }
         for p in &c.pinned {
             let sides: &[usize] = match p.side {
                 Side::I => &[0],
@@ -358,13 +382,55 @@ impl Tlbs {
         }
         st.lookups += 1;
         for &si in &lvl.sides[side] {
-            if let Some(e) = self.structs[si].lookup(va, asid) {
+            let s = &mut self.structs[si];
+            let locked_before = s.stats.locked_hits;
+            if let Some(e) = s.lookup(va, asid) {
                 st.hits += 1;
+                if li == 0 {
+                    self.memo[self.memo_of[side]] = Memo {
+                        valid: true,
+                        locked: s.stats.locked_hits != locked_before,
+                        shift: e.shift,
+                        asid,
+                        si: si as u32,
+                        vpn: va >> e.shift,
+                        entry: e,
+                    };
+                }
                 return Some(e);
             }
         }
         st.misses += 1;
+        if li == 0 {
+            self.memo[self.memo_of[side]].valid = false;
+        }
         None
+    }
+
+    /// A repeat hit on the entry that served the last first-level translation of this
+    /// side, counted exactly as a probe would count it. `None` means: probe normally.
+    #[inline(always)]
+    pub fn memo_hit(&mut self, side: usize, va: u64, asid: u16, store: bool) -> Option<Entry> {
+        let m = &self.memo[self.memo_of[side]];
+        if m.valid
+            && va >> m.shift == m.vpn
+            && (m.asid == asid || m.entry.global)
+            && (!store || m.entry.writable)
+        {
+            let st = &mut self.level_stats[0][side];
+            st.lookups += 1;
+            st.hits += 1;
+            let s = &mut self.structs[m.si as usize].stats;
+            s.hits += 1;
+            s.locked_hits += m.locked as u64;
+            return Some(m.entry);
+        }
+        None
+    }
+
+    fn forget(&mut self) {
+        self.memo[0].valid = false;
+        self.memo[1].valid = false;
     }
 
     /// Fills levels `0..upto` on `side` with the translation `leaf` (whose page starts
@@ -380,6 +446,9 @@ impl Tlbs {
     ) {
         for li in (0..upto).rev() {
             let Some((si, s)) = self.levels[li].fill_to[side][leaf.shift as usize & 63] else {
+                if li == 0 {
+                    self.memo[self.memo_of[side]].valid = false;
+                }
                 continue;
             };
             let si = si as usize;
@@ -413,6 +482,7 @@ impl Tlbs {
                     } else {
                         Some(old.asid)
                     };
+                    self.forget();
                     for upper in 0..li {
                         for side2 in 0..2 {
                             for k in 0..self.levels[upper].sides[side2].len() {
@@ -422,6 +492,22 @@ impl Tlbs {
                         }
                     }
                 }
+            }
+            if li == 0 {
+                self.memo[self.memo_of[side]] = Memo {
+                    valid: true,
+                    locked: false,
+                    shift: s,
+                    asid,
+                    si: si as u32,
+                    vpn: va >> s,
+                    entry: Entry {
+                        shift: s,
+                        pfn: slot.data,
+                        writable: flags & W != 0,
+                        global: flags & GLOBAL != 0,
+                    },
+                };
             }
         }
     }
@@ -466,6 +552,7 @@ impl Tlbs {
     /// Invalidates the page `[base, base + 2^shift)` for `asid` (global entries too)
     /// everywhere; returns entries removed.
     pub fn flush_page(&mut self, base: u64, shift: u32, asid: u16) -> u64 {
+        self.forget();
         let mut n = 0;
         for s in &mut self.structs {
             n += s.invalidate_range(base, shift, Some(asid));
@@ -480,6 +567,7 @@ impl Tlbs {
 
     /// Invalidates every non-global entry of `asid` (or of every ASID if `None`).
     pub fn flush_asid(&mut self, asid: Option<u16>) -> u64 {
+        self.forget();
         let mut n = 0;
         for s in &mut self.structs {
             let k = s
@@ -498,6 +586,7 @@ impl Tlbs {
 
     /// Invalidates everything except locked-down entries.
     pub fn flush_all(&mut self) -> u64 {
+        self.forget();
         let mut n = 0;
         for s in &mut self.structs {
             let k = s.arr.invalidate_where(|_| true);
