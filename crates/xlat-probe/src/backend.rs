@@ -234,4 +234,12 @@ pub trait Backend {
 
     /// Time an OS operation.
     fn os_op(&mut self, op: OsOp, spec: &OsSpec) -> Result<OsResult, ProbeError>;
+
+    /// Fraction of loads that miss TLB level `level` (0 = L1, 1 = L2) during a random chase
+    /// over `pages` 4 KiB pages, counted by hardware counters. `None` (the default) when the
+    /// machine has no such counter.
+    fn tlb_miss_fraction(&mut self, level: usize, pages: usize, seed: u64) -> Option<f64> {
+        let _ = (level, pages, seed);
+        None
+    }
 }

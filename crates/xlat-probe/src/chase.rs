@@ -30,7 +30,12 @@ pub fn region_bytes(pattern: Pattern, targets: usize, spacing: usize) -> usize {
 }
 
 /// Addresses of the targets (in index order) for a chase laid out from `base`.
-pub fn target_addresses(base: usize, pattern: Pattern, targets: usize, spacing: usize) -> Vec<usize> {
+pub fn target_addresses(
+    base: usize,
+    pattern: Pattern,
+    targets: usize,
+    spacing: usize,
+) -> Vec<usize> {
     (0..targets)
         .map(|i| match pattern {
             Pattern::Control => base + i * LINE,
@@ -96,10 +101,14 @@ mod tests {
         for i in 0..64 {
             seen[target_offset(i, 4096) / LINE] += 1;
         }
-        assert!(seen.iter().all(|&c| c == 1), "64 consecutive pages use 64 distinct lines");
+        assert!(
+            seen.iter().all(|&c| c == 1),
+            "64 consecutive pages use 64 distinct lines"
+        );
         // Large spacings also vary the 4 KiB sub-page.
-        let subs: std::collections::BTreeSet<usize> =
-            (0..64).map(|i| target_offset(i, 2 << 20) / SMALL_PAGE).collect();
+        let subs: std::collections::BTreeSet<usize> = (0..64)
+            .map(|i| target_offset(i, 2 << 20) / SMALL_PAGE)
+            .collect();
         assert!(subs.len() > 8);
     }
 

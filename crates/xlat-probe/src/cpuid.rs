@@ -51,7 +51,9 @@ impl CpuidInfo {
     /// Entries of the first advertised TLB matching level/kind that covers 4 KiB pages.
     pub fn entries_4k(&self, level: &str, kind: &str) -> Option<&TlbDesc> {
         self.tlbs.iter().find(|t| {
-            t.level == level && (t.kind == kind || t.kind == "unified") && t.page_sizes.contains("4K")
+            t.level == level
+                && (t.kind == kind || t.kind == "unified")
+                && t.page_sizes.contains("4K")
         })
     }
 }
@@ -74,7 +76,9 @@ pub fn hypervisor_name(sig: &str) -> String {
 /// Bytes of registers as an ASCII string (vendor-style order given by the caller).
 pub fn regs_to_string(regs: &[u32]) -> String {
     let bytes: Vec<u8> = regs.iter().flat_map(|r| r.to_le_bytes()).collect();
-    String::from_utf8_lossy(&bytes).trim_end_matches('\0').to_string()
+    String::from_utf8_lossy(&bytes)
+        .trim_end_matches('\0')
+        .to_string()
 }
 
 /// AMD's associativity code for L2/L3 fields of leaf 0x8000_0006 (and 0x8000_0019 L2).
@@ -178,7 +182,11 @@ pub fn decode_intel_leaf18(subleaves: &[[u32; 4]]) -> Vec<TlbDesc> {
         let ways = ebx >> 16;
         let sets = ecx;
         out.push(TlbDesc {
-            level: if level == 1 { "L1".into() } else { format!("L{level}") },
+            level: if level == 1 {
+                "L1".into()
+            } else {
+                format!("L{level}")
+            },
             kind: kind.into(),
             page_sizes: sizes.join("/"),
             entries: ways * sets,
@@ -204,13 +212,14 @@ pub fn decode_intel_leaf2(regs: [u32; 4]) -> (Vec<TlbDesc>, bool) {
             if b == 0xFF {
                 saw_ff = true;
             }
-            let d = |level: &str, kind: &str, sizes: &str, entries: u32, ways: Option<u32>| TlbDesc {
-                level: level.into(),
-                kind: kind.into(),
-                page_sizes: sizes.into(),
-                entries,
-                ways,
-            };
+            let d =
+                |level: &str, kind: &str, sizes: &str, entries: u32, ways: Option<u32>| TlbDesc {
+                    level: level.into(),
+                    kind: kind.into(),
+                    page_sizes: sizes.into(),
+                    entries,
+                    ways,
+                };
             let t = match b {
                 0x01 => d("L1", "instruction", "4K", 32, Some(4)),
                 0x02 => d("L1", "instruction", "4M", 2, None),
@@ -267,7 +276,11 @@ pub fn decode_signature(eax: u32) -> (u32, u32, u32) {
     let base_family = (eax >> 8) & 0xF;
     let ext_model = (eax >> 16) & 0xF;
     let ext_family = (eax >> 20) & 0xFF;
-    let family = if base_family == 0xF { base_family + ext_family } else { base_family };
+    let family = if base_family == 0xF {
+        base_family + ext_family
+    } else {
+        base_family
+    };
     let model = if base_family == 0x6 || base_family == 0xF {
         (ext_model << 4) | base_model
     } else {
@@ -310,12 +323,20 @@ pub fn read() -> CpuidInfo {
     };
     let max_ext = cpuid(0x8000_0000, 0)[0];
     let brand = if max_ext >= 0x8000_0004 {
-        let regs: Vec<u32> = (0x8000_0002..=0x8000_0004u32).flat_map(|l| cpuid(l, 0)).collect();
+        let regs: Vec<u32> = (0x8000_0002..=0x8000_0004u32)
+            .flat_map(|l| cpuid(l, 0))
+            .collect();
         regs_to_string(&regs).trim().to_string()
     } else {
         String::new()
     };
-    let ext = |leaf: u32| if max_ext >= leaf { cpuid(leaf, 0) } else { [0; 4] };
+    let ext = |leaf: u32| {
+        if max_ext >= leaf {
+            cpuid(leaf, 0)
+        } else {
+            [0; 4]
+        }
+    };
     let (tlbs, tlb_source) = if vendor == "AuthenticAMD" || vendor == "HygonGenuine" {
         let (l5, l6, l19) = (ext(0x8000_0005), ext(0x8000_0006), ext(0x8000_0019));
         (
@@ -325,15 +346,31 @@ pub fn read() -> CpuidInfo {
     } else if max_std >= 0x18 {
         let first = cpuid(0x18, 0);
         let subs: Vec<[u32; 4]> = (0..=first[0].min(64)).map(|s| cpuid(0x18, s)).collect();
-        (decode_intel_leaf18(&subs), "Intel CPUID leaf 0x18".to_string())
+        (
+            decode_intel_leaf18(&subs),
+            "Intel CPUID leaf 0x18".to_string(),
+        )
     } else if max_std >= 2 {
         let (t, ff) = decode_intel_leaf2(cpuid(2, 0));
-        let note = if ff { " (descriptor 0xFF: geometry only in leaf 0x18, absent)" } else { "" };
+        let note = if ff {
+            " (descriptor 0xFF: geometry only in leaf 0x18, absent)"
+        } else {
+            ""
+        };
         (t, format!("Intel CPUID leaf 2 descriptors{note}"))
     } else {
         (Vec::new(), "no TLB leaf available".to_string())
     };
-    CpuidInfo { vendor, brand, family, model, stepping, hypervisor, tlbs, tlb_source }
+    CpuidInfo {
+        vendor,
+        brand,
+        family,
+        model,
+        stepping,
+        hypervisor,
+        tlbs,
+        tlb_source,
+    }
 }
 
 /// CPUID is x86-only; other architectures report an empty description.
@@ -364,7 +401,10 @@ mod tests {
             [0xf060_f040, 0x4020_0000],
         );
         let find = |l: &str, k: &str, s: &str| {
-            t.iter().find(|d| d.level == l && d.kind == k && d.page_sizes == s).cloned().unwrap()
+            t.iter()
+                .find(|d| d.level == l && d.kind == k && d.page_sizes == s)
+                .cloned()
+                .unwrap()
         };
         let l1d = find("L1", "data", "4K");
         assert_eq!((l1d.entries, l1d.ways), (96, None));
@@ -376,7 +416,9 @@ mod tests {
         assert_eq!(find("L1", "data", "1G").entries, 96);
         assert_eq!(find("L2", "data", "1G").entries, 32);
         // The 1G L2 instruction TLB is absent (zero entries) and must not appear.
-        assert!(!t.iter().any(|d| d.level == "L2" && d.kind == "instruction" && d.page_sizes == "1G"));
+        assert!(!t
+            .iter()
+            .any(|d| d.level == "L2" && d.kind == "instruction" && d.page_sizes == "1G"));
     }
 
     #[test]
@@ -391,9 +433,19 @@ mod tests {
         ];
         let t = decode_intel_leaf18(&subs);
         assert_eq!(t.len(), 3);
-        assert_eq!((t[0].level.as_str(), t[0].kind.as_str(), t[0].entries, t[0].ways),
-            ("L1", "data", 64, Some(4)));
-        assert_eq!((t[1].level.as_str(), t[1].page_sizes.as_str(), t[1].entries), ("L2", "4K/2M", 1024));
+        assert_eq!(
+            (
+                t[0].level.as_str(),
+                t[0].kind.as_str(),
+                t[0].entries,
+                t[0].ways
+            ),
+            ("L1", "data", 64, Some(4))
+        );
+        assert_eq!(
+            (t[1].level.as_str(), t[1].page_sizes.as_str(), t[1].entries),
+            ("L2", "4K/2M", 1024)
+        );
         assert_eq!((t[2].entries, t[2].ways), (8, None));
     }
 
@@ -412,7 +464,10 @@ mod tests {
     fn signature_and_hypervisor_names() {
         assert_eq!(decode_signature(0x00b0_0f21), (0x1A, 0x02, 1));
         assert_eq!(decode_signature(0x0009_06EA), (6, 0x9E, 0xA));
-        assert_eq!(hypervisor_name(&regs_to_string(&[0x4b4d_564b, 0x564b_4d56, 0x0000_004d])), "KVM");
+        assert_eq!(
+            hypervisor_name(&regs_to_string(&[0x4b4d_564b, 0x564b_4d56, 0x0000_004d])),
+            "KVM"
+        );
         assert_eq!(hypervisor_name("Microsoft Hv"), "Hyper-V");
     }
 }

@@ -48,6 +48,9 @@ pub enum ProbeError {
 impl ProbeError {
     /// Wrap the last OS error (`errno`) with a description of the failed operation.
     pub fn last_os(what: impl Into<String>) -> Self {
-        ProbeError::Os { what: what.into(), source: std::io::Error::last_os_error() }
+        ProbeError::Os {
+            what: what.into(),
+            source: std::io::Error::last_os_error(),
+        }
     }
 }

@@ -63,7 +63,11 @@ pub struct StepOptions {
 
 impl Default for StepOptions {
     fn default() -> Self {
-        StepOptions { sigmas: 5.0, relative: 0.1, absolute: 0.25 }
+        StepOptions {
+            sigmas: 5.0,
+            relative: 0.1,
+            absolute: 0.25,
+        }
     }
 }
 
@@ -85,7 +89,11 @@ pub fn detect_steps(xs: &[f64], ys: &[f64], opts: StepOptions) -> Vec<Step> {
         return steps;
     }
     let sigma = noise_sigma(ys);
-    let thr = |level: f64| (opts.sigmas * sigma).max(opts.relative * level.abs()).max(opts.absolute);
+    let thr = |level: f64| {
+        (opts.sigmas * sigma)
+            .max(opts.relative * level.abs())
+            .max(opts.absolute)
+    };
     let mut plateau_start = 0;
     let mut i = 1;
     while i < n {
@@ -139,7 +147,11 @@ pub fn crossing(xs: &[f64], ys: &[f64], level: f64) -> Option<f64> {
         return None;
     }
     let (x0, x1, y0, y1) = (xs[k - 1].ln(), xs[k].ln(), ys[k - 1], ys[k]);
-    let t = if y1 > y0 { (level - y0) / (y1 - y0) } else { 1.0 };
+    let t = if y1 > y0 {
+        (level - y0) / (y1 - y0)
+    } else {
+        1.0
+    };
     Some((x0 + t * (x1 - x0)).exp())
 }
 
@@ -156,6 +168,29 @@ pub fn snap_entries(raw: f64) -> u64 {
     for k in 2..40u32 {
         for m in [4u64, 5, 6, 7] {
             let c = (m << k) / 4;
+            let err = (c as f64 / raw).ln().abs();
+            if err < best_err {
+                best_err = err;
+                best = c;
+            }
+        }
+    }
+    best
+}
+
+/// Round to the nearest `2^k` or `1.5 x 2^k`: the coarser grid used for sizes inferred by a
+/// model fit, which is only accurate to about 10%.
+pub fn snap_entries_coarse(raw: f64) -> u64 {
+    if !raw.is_finite() || raw <= 0.0 {
+        return 0;
+    }
+    if raw < 8.0 {
+        return raw.round() as u64;
+    }
+    let mut best = 0u64;
+    let mut best_err = f64::INFINITY;
+    for k in 2..40u32 {
+        for c in [1u64 << k, 3u64 << (k - 1)] {
             let err = (c as f64 / raw).ln().abs();
             if err < best_err {
                 best_err = err;
@@ -191,15 +226,19 @@ impl Confidence {
 
 /// Judge repeated estimates of the same size: their spread `(max-min)/median`, whether all
 /// snap to the same size, and whether the underlying samples were noisy.
-pub fn confidence(estimates: &[f64], noisy: bool) -> (Confidence, String) {
+pub fn confidence(estimates: &[f64], noisy: bool, snap: fn(f64) -> u64) -> (Confidence, String) {
     if estimates.is_empty() {
         return (Confidence::Low, "no estimate".into());
     }
     let med = stats::median(estimates);
     let lo = estimates.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = estimates.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let spread = if med > 0.0 { (hi - lo) / med } else { f64::INFINITY };
-    let snapped: std::collections::BTreeSet<u64> = estimates.iter().map(|&e| snap_entries(e)).collect();
+    let spread = if med > 0.0 {
+        (hi - lo) / med
+    } else {
+        f64::INFINITY
+    };
+    let snapped: std::collections::BTreeSet<u64> = estimates.iter().map(|&e| snap(e)).collect();
     let agree = snapped.len() == 1;
     let c = if spread <= 0.03 && agree && !noisy {
         Confidence::High
@@ -232,7 +271,9 @@ mod tests {
     fn geometric(lo: f64, hi: f64, ratio: f64) -> Vec<f64> {
         let mut v = vec![lo];
         while *v.last().unwrap() * ratio <= hi {
-            let next = (*v.last().unwrap() * ratio).round().max(v.last().unwrap() + 1.0);
+            let next = (*v.last().unwrap() * ratio)
+                .round()
+                .max(v.last().unwrap() + 1.0);
             v.push(next);
         }
         v
@@ -243,7 +284,13 @@ mod tests {
         let mut r = SplitMix64::new(seed);
         xs.iter()
             .map(|&x| {
-                let base = if x <= 64.0 { 0.0 } else if x <= 1536.0 { 5.0 } else { 40.0 };
+                let base = if x <= 64.0 {
+                    0.0
+                } else if x <= 1536.0 {
+                    5.0
+                } else {
+                    40.0
+                };
                 base + noise * r.normal()
             })
             .collect()
@@ -268,8 +315,14 @@ mod tests {
             let ys = staircase(&xs, 0.4, seed);
             let s = detect_steps(&xs, &ys, StepOptions::default());
             assert_eq!(s.len(), 2, "seed {seed}: {s:?}");
-            assert!(s[0].first_raised > 64.0 && s[0].first_raised < 64.0 * 1.2, "seed {seed}: {s:?}");
-            assert!(s[1].first_raised > 1536.0 && s[1].first_raised < 1536.0 * 1.2, "seed {seed}: {s:?}");
+            assert!(
+                s[0].first_raised > 64.0 && s[0].first_raised < 64.0 * 1.2,
+                "seed {seed}: {s:?}"
+            );
+            assert!(
+                s[1].first_raised > 1536.0 && s[1].first_raised < 1536.0 * 1.2,
+                "seed {seed}: {s:?}"
+            );
         }
     }
 
@@ -286,8 +339,10 @@ mod tests {
     fn gradual_rise_reports_onset_and_settling() {
         let xs = geometric(100.0, 100_000.0, 1.09);
         // logistic in log x centred at 4096, width a factor ~1.5.
-        let ys: Vec<f64> =
-            xs.iter().map(|&x| 60.0 / (1.0 + (-(x / 4096.0).ln() * 6.0).exp())).collect();
+        let ys: Vec<f64> = xs
+            .iter()
+            .map(|&x| 60.0 / (1.0 + (-(x / 4096.0).ln() * 6.0).exp()))
+            .collect();
         let s = detect_steps(&xs, &ys, StepOptions::default());
         assert_eq!(s.len(), 1, "{s:?}");
         assert!(s[0].first_raised < 4096.0 && s[0].settled > 4096.0, "{s:?}");
@@ -318,14 +373,269 @@ mod tests {
         assert_eq!(snap_entries(3000.0), 3072);
         assert_eq!(snap_entries(5.0), 5);
         assert_eq!(snap_entries(-1.0), 0);
+        assert_eq!(snap_entries_coarse(3700.0), 4096);
+        assert_eq!(snap_entries_coarse(3400.0), 3072);
+        assert_eq!(snap_entries_coarse(1400.0), 1536);
+        assert_eq!(snap_entries_coarse(95.0), 96);
     }
 
     #[test]
     fn confidence_levels() {
-        assert_eq!(confidence(&[96.0, 96.0, 95.0], false).0, Confidence::High);
-        assert_eq!(confidence(&[96.0, 96.0, 95.0], true).0, Confidence::Medium);
-        assert_eq!(confidence(&[3900.0, 4100.0, 4000.0], false).0, Confidence::Medium);
-        assert_eq!(confidence(&[3000.0, 4100.0, 4000.0], false).0, Confidence::Low);
-        assert_eq!(confidence(&[], false).0, Confidence::Low);
+        let fine = snap_entries as fn(f64) -> u64;
+        assert_eq!(
+            confidence(&[96.0, 96.0, 95.0], false, fine).0,
+            Confidence::High
+        );
+        assert_eq!(
+            confidence(&[96.0, 96.0, 95.0], true, fine).0,
+            Confidence::Medium
+        );
+        assert_eq!(
+            confidence(&[3900.0, 4100.0, 4000.0], false, fine).0,
+            Confidence::Medium
+        );
+        assert_eq!(
+            confidence(&[3000.0, 4100.0, 4000.0], false, fine).0,
+            Confidence::Low
+        );
+        // Straddling a fine-grid boundary (3830) is only ambiguous on the fine grid.
+        assert_eq!(
+            confidence(&[3700.0, 3950.0, 3800.0], false, fine).0,
+            Confidence::Low
+        );
+        assert_eq!(
+            confidence(&[3700.0, 3950.0, 3800.0], false, snap_entries_coarse).0,
+            Confidence::Medium
+        );
+        assert_eq!(confidence(&[], false, fine).0, Confidence::Low);
+    }
+}
+
+/// Replacement policy assumed by the miss-fraction model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Replacement {
+    /// Least recently used: a set holding more pages than ways misses on every access of a
+    /// cyclic sweep.
+    Lru,
+    /// Random victim: a set with `k > w` pages misses a fraction `m` solving
+    /// `m = 1 - exp(-m k / w)` (each page survives the `m k` misses between two visits with
+    /// probability `(1 - 1/w)^(m k)`).
+    Random,
+}
+
+/// Miss fraction of one `ways`-way set holding `k` pages swept cyclically.
+pub fn set_miss(k: f64, ways: f64, repl: Replacement) -> f64 {
+    if k <= ways {
+        return 0.0;
+    }
+    match repl {
+        Replacement::Lru => 1.0,
+        Replacement::Random => {
+            let x = k / ways;
+            let mut m = 1.0f64;
+            for _ in 0..200 {
+                let next = 1.0 - (-m * x).exp();
+                if (next - m).abs() < 1e-9 {
+                    break;
+                }
+                m = next;
+            }
+            m
+        }
+    }
+}
+
+/// Expected fraction of misses when `pages` pages are swept cyclically over a TLB of
+/// `capacity` entries with `ways` ways and a hashed index (pages fall into sets uniformly at
+/// random: a page shares its set with Poisson(pages / sets) others). `ways >= capacity`
+/// means fully associative.
+pub fn model_miss_fraction(pages: f64, capacity: f64, ways: f64, repl: Replacement) -> f64 {
+    if ways >= capacity {
+        return set_miss(pages, capacity, repl);
+    }
+    let sets = (capacity / ways).max(1.0);
+    let lambda = (pages - 1.0).max(0.0) / sets;
+    let mut pmf = (-lambda).exp();
+    let mut total = 0.0;
+    let kmax = (lambda + 12.0 * lambda.sqrt() + 20.0) as usize;
+    for j in 0..=kmax {
+        if j > 0 {
+            pmf *= lambda / j as f64;
+        }
+        total += pmf * set_miss(j as f64 + 1.0, ways, repl);
+    }
+    total
+}
+
+/// Result of fitting [`model_miss_fraction`] to measured miss fractions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CapacityFit {
+    /// Best capacity (entries).
+    pub capacity: f64,
+    /// Ways assumed.
+    pub ways: f64,
+    /// Replacement assumed.
+    pub replacement: Replacement,
+    /// Root-mean-square residual of the fit (fraction units).
+    pub rms: f64,
+}
+
+/// Fit capacity (and, among `ways`, associativity) and replacement policy to miss fractions
+/// `fs` at footprints `xs`. Capacity, ways and policy are partly interchangeable (a
+/// 4-way LRU curve resembles an 8-way random one ~20% to the left), so callers pass the
+/// associativity CPUID advertises rather than letting it float. Points with
+/// `0.02 <= f <= 0.95` are used and the loss is the mean absolute residual (robust to a
+/// stray point); the capacity is searched coarse to fine. `None` with fewer than three points.
+pub fn fit_capacity(xs: &[f64], fs: &[f64], ways: &[f64]) -> Option<CapacityFit> {
+    let pts: Vec<(f64, f64)> = xs
+        .iter()
+        .zip(fs)
+        .map(|(&x, &f)| (x, f))
+        .filter(|&(_, f)| (0.02..=0.95).contains(&f))
+        .collect();
+    if pts.len() < 3 {
+        return None;
+    }
+    let lo = pts.iter().map(|p| p.0).fold(f64::INFINITY, f64::min) / 2.0;
+    let hi = pts.iter().map(|p| p.0).fold(0.0, f64::max) * 1.5;
+    let loss = |c: f64, w: f64, repl: Replacement| -> f64 {
+        pts.iter()
+            .map(|&(x, f)| (model_miss_fraction(x, c, w.min(c), repl) - f).abs())
+            .sum::<f64>()
+            / pts.len() as f64
+    };
+    let mut best: Option<(f64, CapacityFit)> = None;
+    for repl in [Replacement::Lru, Replacement::Random] {
+        for &w in ways {
+            let search = |from: f64, to: f64, ratio: f64| {
+                let mut c = from.max(w);
+                let mut arg = (f64::INFINITY, c);
+                while c <= to {
+                    let l = loss(c, w, repl);
+                    if l < arg.0 {
+                        arg = (l, c);
+                    }
+                    c *= ratio;
+                }
+                arg
+            };
+            let (_, c0) = search(lo, hi, 1.05);
+            let (l, c) = search(c0 / 1.05, c0 * 1.05, 1.002);
+            let better = match &best {
+                None => true,
+                Some(b) => l < b.0,
+            };
+            if better {
+                let rms = (pts
+                    .iter()
+                    .map(|&(x, f)| (model_miss_fraction(x, c, w.min(c), repl) - f).powi(2))
+                    .sum::<f64>()
+                    / pts.len() as f64)
+                    .sqrt();
+                best = Some((
+                    l,
+                    CapacityFit {
+                        capacity: c,
+                        ways: w.min(c),
+                        replacement: repl,
+                        rms,
+                    },
+                ));
+            }
+        }
+    }
+    best.map(|b| b.1)
+}
+
+#[cfg(test)]
+mod model_tests {
+    use super::*;
+    use crate::rng::SplitMix64;
+
+    #[test]
+    fn set_miss_limits() {
+        assert_eq!(set_miss(8.0, 8.0, Replacement::Lru), 0.0);
+        assert_eq!(set_miss(9.0, 8.0, Replacement::Lru), 1.0);
+        // Random replacement: half the accesses miss at k/w = 2 ln 2.
+        let m = set_miss(
+            2.0 * std::f64::consts::LN_2 * 1000.0,
+            1000.0,
+            Replacement::Random,
+        );
+        assert!((m - 0.5).abs() < 1e-6, "{m}");
+        assert!(set_miss(100.0, 8.0, Replacement::Random) > 0.99);
+    }
+
+    #[test]
+    fn fully_associative_lru_is_a_step() {
+        assert_eq!(model_miss_fraction(96.0, 96.0, 96.0, Replacement::Lru), 0.0);
+        assert_eq!(model_miss_fraction(97.0, 96.0, 96.0, Replacement::Lru), 1.0);
+    }
+
+    #[test]
+    fn hashed_set_associative_misses_before_full() {
+        let f = |n: f64| model_miss_fraction(n, 4096.0, 8.0, Replacement::Lru);
+        assert!(f(2048.0) > 0.01 && f(2048.0) < 0.1);
+        assert!((f(4096.0) - 0.55).abs() < 0.05, "{}", f(4096.0));
+        assert!(f(16384.0) > 0.95);
+    }
+
+    fn synthetic(
+        cap: f64,
+        ways: f64,
+        repl: Replacement,
+        noise: f64,
+        seed: u64,
+    ) -> (Vec<f64>, Vec<f64>) {
+        let mut r = SplitMix64::new(seed);
+        let mut xs = Vec::new();
+        let mut x = cap / 3.0;
+        while x < cap * 4.0 {
+            xs.push(x.round());
+            x *= 1.06;
+        }
+        let fs = xs
+            .iter()
+            .map(|&x| model_miss_fraction(x, cap, ways, repl) + noise * r.normal())
+            .collect();
+        (xs, fs)
+    }
+
+    #[test]
+    fn fit_recovers_known_capacity_and_policy() {
+        for (cap, repl) in [
+            (4096.0, Replacement::Random),
+            (1536.0, Replacement::Lru),
+            (2048.0, Replacement::Random),
+        ] {
+            let (xs, fs) = synthetic(cap, 8.0, repl, 0.0, 1);
+            let fit = fit_capacity(&xs, &fs, &[8.0]).unwrap();
+            assert!((fit.capacity / cap - 1.0).abs() < 0.01, "{cap}: {fit:?}");
+            assert_eq!(fit.replacement, repl);
+        }
+    }
+
+    #[test]
+    fn fit_finds_effective_ways() {
+        let (xs, fs) = synthetic(4096.0, 4.0, Replacement::Random, 0.0, 1);
+        let fit = fit_capacity(&xs, &fs, &[4.0, 8.0, 16.0]).unwrap();
+        assert_eq!(fit.ways, 4.0, "{fit:?}");
+        assert!((fit.capacity / 4096.0 - 1.0).abs() < 0.01, "{fit:?}");
+        // A stray point does not move the fit much (absolute-residual loss).
+        let (xs, mut fs) = synthetic(2048.0, 8.0, Replacement::Lru, 0.0, 1);
+        let k = fs.iter().position(|&f| f > 0.3).unwrap();
+        fs[k] = 0.0;
+        let fit = fit_capacity(&xs, &fs, &[8.0]).unwrap();
+        assert_eq!(snap_entries(fit.capacity), 2048, "{fit:?}");
+    }
+
+    #[test]
+    fn fit_is_robust_to_noise() {
+        for seed in 0..5 {
+            let (xs, fs) = synthetic(4096.0, 8.0, Replacement::Random, 0.03, seed);
+            let fit = fit_capacity(&xs, &fs, &[8.0]).unwrap();
+            assert_eq!(snap_entries(fit.capacity), 4096, "seed {seed}: {fit:?}");
+        }
     }
 }

@@ -1,13 +1,22 @@
 //! `xlat-probe`: measure the real machine's address translation.
 pub mod backend;
 pub mod chase;
+pub mod cli;
+pub mod compare;
 pub mod cpuid;
+pub mod csv;
 pub mod error;
+pub mod hist;
+pub mod json;
+pub mod knees;
 pub mod mem;
+pub mod mock;
+pub mod os;
 pub mod osbench;
 pub mod perf;
 pub mod rdtsc;
+pub mod report;
 pub mod rng;
 pub mod stats;
 pub mod timer;
-pub mod knees;
+pub mod tlb;

@@ -33,7 +33,12 @@ pub enum Backing {
 
 impl Backing {
     /// Every backing, in report order.
-    pub const ALL: [Backing; 4] = [Backing::Small, Backing::Thp, Backing::Huge2M, Backing::Huge1G];
+    pub const ALL: [Backing; 4] = [
+        Backing::Small,
+        Backing::Thp,
+        Backing::Huge2M,
+        Backing::Huge1G,
+    ];
 
     /// The name accepted by `--compare`.
     pub fn name(self) -> &'static str {
@@ -97,7 +102,13 @@ pub struct BackingCheck {
 
 impl BackingCheck {
     /// Judge a region from its smaps numbers.
-    pub fn judge(requested: Backing, size_kb: u64, rss_kb: u64, anon_huge_kb: u64, kernel_page_kb: u64) -> Self {
+    pub fn judge(
+        requested: Backing,
+        size_kb: u64,
+        rss_kb: u64,
+        anon_huge_kb: u64,
+        kernel_page_kb: u64,
+    ) -> Self {
         let (ok, note) = match requested {
             Backing::Small => (
                 anon_huge_kb == 0 && kernel_page_kb == 4,
@@ -107,10 +118,24 @@ impl BackingCheck {
                 anon_huge_kb * 10 >= size_kb * 9,
                 format!("AnonHugePages {anon_huge_kb} KiB of {size_kb} KiB (want >= 90%)"),
             ),
-            Backing::Huge2M => (kernel_page_kb == 2048, format!("KernelPageSize {kernel_page_kb} KiB")),
-            Backing::Huge1G => (kernel_page_kb == 1 << 20, format!("KernelPageSize {kernel_page_kb} KiB")),
+            Backing::Huge2M => (
+                kernel_page_kb == 2048,
+                format!("KernelPageSize {kernel_page_kb} KiB"),
+            ),
+            Backing::Huge1G => (
+                kernel_page_kb == 1 << 20,
+                format!("KernelPageSize {kernel_page_kb} KiB"),
+            ),
         };
-        BackingCheck { requested, size_kb, rss_kb, anon_huge_kb, kernel_page_kb, ok, note }
+        BackingCheck {
+            requested,
+            size_kb,
+            rss_kb,
+            anon_huge_kb,
+            kernel_page_kb,
+            ok,
+            note,
+        }
     }
 }
 
@@ -175,7 +200,14 @@ impl Region {
         }
         // SAFETY: anonymous mapping with a null hint; the result is checked below.
         let p = unsafe {
-            libc::mmap(std::ptr::null_mut(), map_len, libc::PROT_READ | libc::PROT_WRITE, flags, -1, 0)
+            libc::mmap(
+                std::ptr::null_mut(),
+                map_len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                flags,
+                -1,
+                0,
+            )
         };
         if p == libc::MAP_FAILED {
             return Err(match backing {
@@ -191,7 +223,13 @@ impl Region {
         } else {
             map_base
         };
-        let region = Region { base, len, map_base, map_len, backing };
+        let region = Region {
+            base,
+            len,
+            map_base,
+            map_len,
+            backing,
+        };
         let advice = match backing {
             Backing::Small => Some(libc::MADV_NOHUGEPAGE),
             Backing::Thp => Some(libc::MADV_HUGEPAGE),
@@ -211,7 +249,11 @@ impl Region {
     fn populate(&self, seed: u64) {
         let pages = self.len / SMALL_PAGE;
         let huge = self.backing != Backing::Small;
-        let step = if huge { self.backing.page_size() / SMALL_PAGE } else { 1 };
+        let step = if huge {
+            self.backing.page_size() / SMALL_PAGE
+        } else {
+            1
+        };
         // Fault huge regions in huge-page order first (one fault per huge page), then write
         // everything; small regions are faulted in a random page order.
         let order: Vec<usize> = if huge {
@@ -258,13 +300,19 @@ impl Region {
 
     /// Check the backing in `/proc/self/smaps`.
     pub fn verify(&self) -> Result<BackingCheck, ProbeError> {
-        let smaps = std::fs::read_to_string("/proc/self/smaps")
-            .map_err(|e| ProbeError::Os { what: "reading /proc/self/smaps".into(), source: e })?;
+        let smaps = std::fs::read_to_string("/proc/self/smaps").map_err(|e| ProbeError::Os {
+            what: "reading /proc/self/smaps".into(),
+            source: e,
+        })?;
         let (size, rss, huge, kps) = parse_smaps(&smaps, self.base as usize).ok_or_else(|| {
             ProbeError::Calibration("region not found in /proc/self/smaps".into())
         })?;
         // For THP the mapping includes the alignment slack; judge against the usable length.
-        let size = if self.backing == Backing::Thp { (self.len / 1024) as u64 } else { size };
+        let size = if self.backing == Backing::Thp {
+            (self.len / 1024) as u64
+        } else {
+            size
+        };
         Ok(BackingCheck::judge(self.backing, size, rss, huge, kps))
     }
 }
@@ -279,9 +327,11 @@ impl Drop for Region {
 
 /// Whether a hugetlbfs pool of `kb` KiB pages has pages configured (nr_hugepages > 0).
 pub fn hugetlb_pool_pages(kb: u64) -> Option<u64> {
-    std::fs::read_to_string(format!("/sys/kernel/mm/hugepages/hugepages-{kb}kB/nr_hugepages"))
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
+    std::fs::read_to_string(format!(
+        "/sys/kernel/mm/hugepages/hugepages-{kb}kB/nr_hugepages"
+    ))
+    .ok()
+    .and_then(|s| s.trim().parse().ok())
 }
 
 /// The THP policy line (`always [madvise] never`), if readable.
@@ -310,7 +360,10 @@ AnonHugePages:         0 kB
 
     #[test]
     fn smaps_block_of_address() {
-        assert_eq!(parse_smaps(SMAPS, 0x7f00_0000_1000), Some((4096, 4096, 4096, 4)));
+        assert_eq!(
+            parse_smaps(SMAPS, 0x7f00_0000_1000),
+            Some((4096, 4096, 4096, 4))
+        );
         assert_eq!(parse_smaps(SMAPS, 0x7f00_0040_0000), Some((4, 4, 0, 4)));
         assert_eq!(parse_smaps(SMAPS, 0x1000), None);
     }

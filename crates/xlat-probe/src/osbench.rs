@@ -8,7 +8,10 @@ use std::time::Instant;
 
 /// Time `spec.runs` batches (after one untimed warm-up batch) of `spec.iterations` calls
 /// of `op_batch`, which performs the whole batch and returns how many operations it did.
-fn batches(spec: &OsSpec, mut op_batch: impl FnMut(usize) -> Result<(), ProbeError>) -> Result<Vec<f64>, ProbeError> {
+fn batches(
+    spec: &OsSpec,
+    mut op_batch: impl FnMut(usize) -> Result<(), ProbeError>,
+) -> Result<Vec<f64>, ProbeError> {
     op_batch(spec.iterations)?;
     let mut out = Vec::with_capacity(spec.runs);
     for _ in 0..spec.runs {
@@ -22,11 +25,20 @@ fn batches(spec: &OsSpec, mut op_batch: impl FnMut(usize) -> Result<(), ProbeErr
 /// Run one operation type.
 pub fn run(op: OsOp, spec: &OsSpec) -> Result<OsResult, ProbeError> {
     match op {
-        OsOp::NullSyscall => Ok(OsResult { ns_per_op: batches(spec, null_syscalls)?, note: None }),
+        OsOp::NullSyscall => Ok(OsResult {
+            ns_per_op: batches(spec, null_syscalls)?,
+            note: None,
+        }),
         OsOp::FaultFile => fault_file(spec),
         OsOp::FaultAnon => fault_anon(spec),
-        OsOp::MmapMunmap => Ok(OsResult { ns_per_op: batches(spec, mmap_munmap)?, note: None }),
-        OsOp::ForkExit => Ok(OsResult { ns_per_op: batches(spec, |n| fork_loop(n, None))?, note: None }),
+        OsOp::MmapMunmap => Ok(OsResult {
+            ns_per_op: batches(spec, mmap_munmap)?,
+            note: None,
+        }),
+        OsOp::ForkExit => Ok(OsResult {
+            ns_per_op: batches(spec, |n| fork_loop(n, None))?,
+            note: None,
+        }),
         OsOp::ForkExec => fork_exec(spec),
         OsOp::ContextSwitch => context_switch(spec),
     }
@@ -45,8 +57,14 @@ fn mmap_munmap(n: usize) -> Result<(), ProbeError> {
     for _ in 0..n {
         // SAFETY: anonymous mapping with null hint, checked; unmapped right away, never used.
         unsafe {
-            let p = libc::mmap(std::ptr::null_mut(), LEN, libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0);
+            let p = libc::mmap(
+                std::ptr::null_mut(),
+                LEN,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            );
             if p == libc::MAP_FAILED {
                 return Err(ProbeError::last_os("mmap 1 MiB"));
             }
@@ -60,7 +78,12 @@ fn mmap_munmap(n: usize) -> Result<(), ProbeError> {
 struct Mapping(*mut libc::c_void, usize);
 
 impl Mapping {
-    fn new(len: usize, prot: libc::c_int, flags: libc::c_int, fd: libc::c_int) -> Result<Mapping, ProbeError> {
+    fn new(
+        len: usize,
+        prot: libc::c_int,
+        flags: libc::c_int,
+        fd: libc::c_int,
+    ) -> Result<Mapping, ProbeError> {
         // SAFETY: null hint, caller-chosen flags; the result is checked.
         let p = unsafe { libc::mmap(std::ptr::null_mut(), len, prot, flags, fd, 0) };
         if p == libc::MAP_FAILED {
@@ -86,18 +109,25 @@ fn fault_file(spec: &OsSpec) -> Result<OsResult, ProbeError> {
     use std::io::Write;
     let len = spec.iterations * FAULT_AROUND;
     let path = std::env::temp_dir().join(format!("xlat-probe-fault-{}", std::process::id()));
-    let mut f = std::fs::File::create(&path)
-        .map_err(|e| ProbeError::Os { what: format!("creating {}", path.display()), source: e })?;
+    let mut f = std::fs::File::create(&path).map_err(|e| ProbeError::Os {
+        what: format!("creating {}", path.display()),
+        source: e,
+    })?;
     let chunk = vec![1u8; 1 << 20];
     let mut left = len;
     while left > 0 {
         let n = left.min(chunk.len());
-        f.write_all(&chunk[..n]).map_err(|e| ProbeError::Os { what: "writing fault file".into(), source: e })?;
+        f.write_all(&chunk[..n]).map_err(|e| ProbeError::Os {
+            what: "writing fault file".into(),
+            source: e,
+        })?;
         left -= n;
     }
     drop(f);
-    let file = std::fs::File::open(&path)
-        .map_err(|e| ProbeError::Os { what: format!("opening {}", path.display()), source: e });
+    let file = std::fs::File::open(&path).map_err(|e| ProbeError::Os {
+        what: format!("opening {}", path.display()),
+        source: e,
+    });
     let _ = std::fs::remove_file(&path);
     let file = file?;
     use std::os::fd::AsRawFd;
@@ -120,7 +150,10 @@ fn fault_file(spec: &OsSpec) -> Result<OsResult, ProbeError> {
     }
     Ok(OsResult {
         ns_per_op: per_op,
-        note: Some("page-cache-resident file, MAP_SHARED, one read per 64 KiB to defeat fault-around".into()),
+        note: Some(
+            "page-cache-resident file, MAP_SHARED, one read per 64 KiB to defeat fault-around"
+                .into(),
+        ),
     })
 }
 
@@ -128,7 +161,12 @@ fn fault_anon(spec: &OsSpec) -> Result<OsResult, ProbeError> {
     let len = spec.iterations * 4096;
     let mut per_op = Vec::with_capacity(spec.runs);
     for run in 0..=spec.runs {
-        let m = Mapping::new(len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1)?;
+        let m = Mapping::new(
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+        )?;
         // SAFETY: the range is exactly the mapping just created.
         unsafe { libc::madvise(m.0, len, libc::MADV_NOHUGEPAGE) };
         let base = m.0 as *mut u8;
@@ -142,7 +180,10 @@ fn fault_anon(spec: &OsSpec) -> Result<OsResult, ProbeError> {
             per_op.push(ns);
         }
     }
-    Ok(OsResult { ns_per_op: per_op, note: Some("first write to a 4 KiB anonymous page (MADV_NOHUGEPAGE)".into()) })
+    Ok(OsResult {
+        ns_per_op: per_op,
+        note: Some("first write to a 4 KiB anonymous page (MADV_NOHUGEPAGE)".into()),
+    })
 }
 
 /// A prepared `execve` call (all allocation done before `fork`).
@@ -181,7 +222,9 @@ fn fork_loop(n: usize, exec: Option<&ExecPlan>) -> Result<(), ProbeError> {
         }
         let status = wait_child(pid)?;
         if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
-            return Err(ProbeError::Calibration(format!("child exited with status {status:#x}")));
+            return Err(ProbeError::Calibration(format!(
+                "child exited with status {status:#x}"
+            )));
         }
     }
     Ok(())
@@ -223,7 +266,11 @@ fn plan_for(path: &std::path::Path) -> Result<ExecPlan, ProbeError> {
     let path = CString::new(path.as_os_str().as_bytes())
         .map_err(|_| ProbeError::Calibration("helper path contains NUL".into()))?;
     let argv = [path.as_ptr(), std::ptr::null()];
-    Ok(ExecPlan { path, argv, envp: [std::ptr::null()] })
+    Ok(ExecPlan {
+        path,
+        argv,
+        envp: [std::ptr::null()],
+    })
 }
 
 fn fork_exec(spec: &OsSpec) -> Result<OsResult, ProbeError> {
@@ -258,7 +305,10 @@ fn fork_exec(spec: &OsSpec) -> Result<OsResult, ProbeError> {
     if !tried.is_empty() {
         note.push_str(&format!("; static helper unusable: {}", tried.join(", ")));
     }
-    Ok(OsResult { ns_per_op: r, note: Some(note) })
+    Ok(OsResult {
+        ns_per_op: r,
+        note: Some(note),
+    })
 }
 
 fn pin_to(cpu: usize) -> Option<libc::cpu_set_t> {
@@ -331,10 +381,16 @@ fn context_switch(spec: &OsSpec) -> Result<OsResult, ProbeError> {
         // SAFETY: restoring the affinity mask read earlier.
         unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &old) };
     }
-    let pinned = if old.is_some() { format!("both processes pinned to CPU {cpu}") } else { "not pinned".into() };
+    let pinned = if old.is_some() {
+        format!("both processes pinned to CPU {cpu}")
+    } else {
+        "not pinned".into()
+    };
     Ok(OsResult {
         ns_per_op: result?,
-        note: Some(format!("pipe round trip / 2, {pinned}; includes the pipe read/write syscalls")),
+        note: Some(format!(
+            "pipe round trip / 2, {pinned}; includes the pipe read/write syscalls"
+        )),
     })
 }
 
@@ -347,7 +403,10 @@ mod tests {
         let e = tiny_elf();
         assert_eq!(e.len(), 129);
         assert_eq!(&e[..4], b"\x7fELF");
-        assert_eq!(u64::from_le_bytes(e[24..32].try_into().unwrap()), 0x40_0000 + 120);
+        assert_eq!(
+            u64::from_le_bytes(e[24..32].try_into().unwrap()),
+            0x40_0000 + 120
+        );
         assert_eq!(&e[120..], &[0x31, 0xff, 0xb8, 0x3c, 0, 0, 0, 0x0f, 0x05]);
     }
 }

@@ -24,6 +24,7 @@ impl PerfStatus {
 }
 
 const PERF_TYPE_HW_CACHE: u32 = 3;
+const PERF_TYPE_RAW: u32 = 4;
 const PERF_COUNT_HW_CACHE_DTLB: u64 = 3;
 const PERF_COUNT_HW_CACHE_ITLB: u64 = 4;
 const PERF_COUNT_HW_CACHE_OP_READ: u64 = 0;
@@ -65,10 +66,23 @@ pub struct Counter {
 
 impl Counter {
     fn open(cache: u64) -> Result<Counter, std::io::Error> {
+        Self::open_event(
+            PERF_TYPE_HW_CACHE,
+            cache | (PERF_COUNT_HW_CACHE_OP_READ << 8) | (PERF_COUNT_HW_CACHE_RESULT_MISS << 16),
+        )
+    }
+
+    /// Open a raw (model-specific) event, e.g. AMD `0xF045` (L1 DTLB misses that also miss
+    /// the L2 DTLB).
+    pub fn open_raw(config: u64) -> Result<Counter, std::io::Error> {
+        Self::open_event(PERF_TYPE_RAW, config)
+    }
+
+    fn open_event(type_: u32, config: u64) -> Result<Counter, std::io::Error> {
         let attr = PerfEventAttr {
-            type_: PERF_TYPE_HW_CACHE,
+            type_,
             size: std::mem::size_of::<PerfEventAttr>() as u32,
-            config: cache | (PERF_COUNT_HW_CACHE_OP_READ << 8) | (PERF_COUNT_HW_CACHE_RESULT_MISS << 16),
+            config,
             // disabled (bit 0), exclude_kernel (bit 5), exclude_hv (bit 6)
             flags: 1 | (1 << 5) | (1 << 6),
             ..Default::default()
@@ -76,12 +90,21 @@ impl Counter {
         // SAFETY: attr is a properly sized, initialized perf_event_attr that outlives the call;
         // pid 0 / cpu -1 / no group / no flags measures this thread on any CPU.
         let fd = unsafe {
-            libc::syscall(libc::SYS_perf_event_open, &attr as *const PerfEventAttr, 0, -1, -1, 0)
+            libc::syscall(
+                libc::SYS_perf_event_open,
+                &attr as *const PerfEventAttr,
+                0,
+                -1,
+                -1,
+                0,
+            )
         };
         if fd < 0 {
             Err(std::io::Error::last_os_error())
         } else {
-            Ok(Counter { fd: fd as libc::c_int })
+            Ok(Counter {
+                fd: fd as libc::c_int,
+            })
         }
     }
 
@@ -136,17 +159,33 @@ impl TlbCounters {
                  without a virtual PMU) - results rely on timing alone"
             ),
         };
-        let status = PerfStatus { dtlb: d.is_ok(), itlb: i.is_ok(), detail };
-        (TlbCounters { dtlb: d.ok(), itlb: i.ok() }, status)
+        let status = PerfStatus {
+            dtlb: d.is_ok(),
+            itlb: i.is_ok(),
+            detail,
+        };
+        (
+            TlbCounters {
+                dtlb: d.ok(),
+                itlb: i.ok(),
+            },
+            status,
+        )
     }
 
     /// Start every open counter.
     pub fn start(&self) {
-        self.dtlb.iter().chain(self.itlb.iter()).for_each(Counter::start);
+        self.dtlb
+            .iter()
+            .chain(self.itlb.iter())
+            .for_each(Counter::start);
     }
 
     /// Stop and read `(dtlb, itlb)`.
     pub fn stop(&self) -> (Option<u64>, Option<u64>) {
-        (self.dtlb.as_ref().and_then(Counter::stop), self.itlb.as_ref().and_then(Counter::stop))
+        (
+            self.dtlb.as_ref().and_then(Counter::stop),
+            self.itlb.as_ref().and_then(Counter::stop),
+        )
     }
 }

@@ -11,7 +11,7 @@ use crate::backend::{
 use crate::chase;
 use crate::error::ProbeError;
 use crate::mem::{self, Backing, Region, SMALL_PAGE};
-use crate::perf::{PerfStatus, TlbCounters};
+use crate::perf::{Counter, PerfStatus, TlbCounters};
 use crate::timer::{TimerInfo, Tsc};
 
 /// Measures the machine it runs on.
@@ -21,12 +21,20 @@ pub struct RdtscBackend {
     info: Option<TimerInfo>,
     regions: Vec<Region>,
     counters: Option<(TlbCounters, PerfStatus)>,
+    /// AMD raw events `[L1 DTLB misses, L1+L2 DTLB misses]`, `None` inside when unavailable.
+    amd_tlb: Option<Option<[Counter; 2]>>,
 }
 
 impl RdtscBackend {
     /// A backend for this machine; fails on architectures without a supported timer.
     pub fn new() -> Result<Self, ProbeError> {
-        Ok(RdtscBackend { tsc: Tsc::new()?, info: None, regions: Vec::new(), counters: None })
+        Ok(RdtscBackend {
+            tsc: Tsc::new()?,
+            info: None,
+            regions: Vec::new(),
+            counters: None,
+            amd_tlb: None,
+        })
     }
 
     fn counters(&mut self) -> &(TlbCounters, PerfStatus) {
@@ -36,7 +44,11 @@ impl RdtscBackend {
     /// A cached region of at least `bytes` with `backing`; the control pattern prefers a
     /// THP region and falls back to small pages.
     fn region(&mut self, backing: Backing, bytes: usize) -> Result<usize, ProbeError> {
-        if let Some(i) = self.regions.iter().position(|r| r.backing() == backing && r.len() >= bytes) {
+        if let Some(i) = self
+            .regions
+            .iter()
+            .position(|r| r.backing() == backing && r.len() >= bytes)
+        {
             return Ok(i);
         }
         // Drop smaller regions of the same backing before mapping a larger one.
@@ -55,10 +67,20 @@ impl RdtscBackend {
     }
 
     /// Lay out the chain for `pattern` and return `(start, region index)`.
-    fn chain(&mut self, pattern: Pattern, backing: Backing, targets: usize, spacing: usize, seed: u64)
-        -> Result<(*const usize, usize), ProbeError> {
+    fn chain(
+        &mut self,
+        pattern: Pattern,
+        backing: Backing,
+        targets: usize,
+        spacing: usize,
+        seed: u64,
+    ) -> Result<(*const usize, usize), ProbeError> {
         let bytes = chase::region_bytes(pattern, targets, spacing);
-        let idx = if pattern == Pattern::Control { self.control_region(bytes)? } else { self.region(backing, bytes)? };
+        let idx = if pattern == Pattern::Control {
+            self.control_region(bytes)?
+        } else {
+            self.region(backing, bytes)?
+        };
         let base = self.regions[idx].base() as usize;
         let addrs = chase::target_addresses(base, pattern, targets, spacing);
         let next = chase::successors(pattern, targets, seed);
@@ -88,7 +110,9 @@ impl Backend for RdtscBackend {
             .unwrap_or_default();
         Environment {
             cpuid: crate::cpuid::read(),
-            cpus: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            cpus: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1),
             kernel,
             thp_policy: mem::thp_policy(),
             hugetlb_2m_pages: mem::hugetlb_pool_pages(2048),
@@ -99,8 +123,18 @@ impl Backend for RdtscBackend {
 
     fn chase(&mut self, spec: &ChaseSpec) -> Result<ChaseResult, ProbeError> {
         let info = self.timer()?;
-        let (start, idx) = self.chain(spec.pattern, spec.backing, spec.targets, spec.spacing, spec.seed)?;
-        let check = if spec.pattern == Pattern::Control { None } else { self.regions[idx].verify().ok() };
+        let (start, idx) = self.chain(
+            spec.pattern,
+            spec.backing,
+            spec.targets,
+            spec.spacing,
+            spec.seed,
+        )?;
+        let check = if spec.pattern == Pattern::Control {
+            None
+        } else {
+            self.regions[idx].verify().ok()
+        };
         let tsc = self.tsc;
         // Warm up: one full cycle (twice for small footprints) fills caches and TLBs.
         // SAFETY: `start` heads a chain laid out in a live region.
@@ -123,12 +157,19 @@ impl Backend for RdtscBackend {
                 std::hint::black_box(q);
                 let (d, i) = c.stop();
                 let per = |v: Option<u64>| v.map(|v| v as f64 / spec.accesses as f64);
-                Some(CounterReading { dtlb_misses_per_access: per(d), itlb_misses_per_access: per(i) })
+                Some(CounterReading {
+                    dtlb_misses_per_access: per(d),
+                    itlb_misses_per_access: per(i),
+                })
             } else {
                 None
             }
         };
-        Ok(ChaseResult { ticks_per_access: out, backing_check: check, counters })
+        Ok(ChaseResult {
+            ticks_per_access: out,
+            backing_check: check,
+            counters,
+        })
     }
 
     fn single_accesses(&mut self, spec: &HistSpec) -> Result<Vec<f64>, ProbeError> {
@@ -153,7 +194,41 @@ impl Backend for RdtscBackend {
             p = next;
         }
         std::hint::black_box(p);
-        Ok(raw.into_iter().map(|t| t as f64 - info.overhead_ticks).collect())
+        Ok(raw
+            .into_iter()
+            .map(|t| t as f64 - info.overhead_ticks)
+            .collect())
+    }
+
+    fn tlb_miss_fraction(&mut self, level: usize, pages: usize, seed: u64) -> Option<f64> {
+        if self.amd_tlb.is_none() {
+            let c = crate::cpuid::read();
+            // AMD family 17h+ (Zen): PMCx045 LsL1DTlbMiss; unit mask 0xFF counts every L1 DTLB
+            // miss, 0xF0 those that also miss the L2 DTLB.
+            let ok = c.vendor == "AuthenticAMD" && c.family >= 0x17;
+            self.amd_tlb = Some(if ok {
+                match (Counter::open_raw(0xFF45), Counter::open_raw(0xF045)) {
+                    (Ok(a), Ok(b)) => Some([a, b]),
+                    _ => None,
+                }
+            } else {
+                None
+            });
+        }
+        let accesses = (pages * 4).max(100_000);
+        let (start, _) = self
+            .chain(Pattern::Random, Backing::Small, pages, SMALL_PAGE, seed)
+            .ok()?;
+        let counters = self.amd_tlb.as_ref()?.as_ref()?;
+        let counter = &counters[level.min(1)];
+        // SAFETY: `start` heads a chain in a live region.
+        let p = unsafe { chase::run(start, pages * 2) };
+        counter.start();
+        // SAFETY: as above.
+        let p = unsafe { chase::run(p, accesses) };
+        let misses = counter.stop()?;
+        std::hint::black_box(p);
+        Some(misses as f64 / accesses as f64)
     }
 
     fn os_op(&mut self, op: OsOp, spec: &OsSpec) -> Result<OsResult, ProbeError> {

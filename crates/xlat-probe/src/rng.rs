@@ -79,10 +79,12 @@ mod tests {
 
     #[test]
     fn same_seed_same_sequence() {
-        let a: Vec<u64> = (0..5).map({
-            let mut r = SplitMix64::new(42);
-            move |_| r.next_u64()
-        }).collect();
+        let a: Vec<u64> = (0..5)
+            .map({
+                let mut r = SplitMix64::new(42);
+                move |_| r.next_u64()
+            })
+            .collect();
         let mut r = SplitMix64::new(42);
         let b: Vec<u64> = (0..5).map(|_| r.next_u64()).collect();
         assert_eq!(a, b);

@@ -146,7 +146,11 @@ impl Histogram {
     pub fn build(xs: &[f64], width: f64, max_buckets: usize) -> Self {
         assert!(width > 0.0, "histogram bucket width must be positive");
         let min = xs.iter().copied().fold(f64::INFINITY, f64::min);
-        let start = if min.is_finite() { (min / width).floor() * width } else { 0.0 };
+        let start = if min.is_finite() {
+            (min / width).floor() * width
+        } else {
+            0.0
+        };
         let mut counts = vec![0u64; max_buckets];
         let mut overflow = 0;
         let mut used = 0;
@@ -169,7 +173,12 @@ impl Histogram {
                 count,
             })
             .collect();
-        Histogram { width, buckets, overflow, total: xs.len() as u64 }
+        Histogram {
+            width,
+            buckets,
+            overflow,
+            total: xs.len() as u64,
+        }
     }
 }
 
@@ -212,7 +221,10 @@ mod tests {
         let h = Histogram::build(&[1.0, 1.5, 2.0, 3.9, 100.0], 1.0, 4);
         assert_eq!(h.buckets.len(), 3);
         assert_eq!(h.buckets[0].lo, 1.0);
-        assert_eq!(h.buckets.iter().map(|b| b.count).collect::<Vec<_>>(), vec![2, 1, 1]);
+        assert_eq!(
+            h.buckets.iter().map(|b| b.count).collect::<Vec<_>>(),
+            vec![2, 1, 1]
+        );
         assert_eq!(h.overflow, 1);
         assert_eq!(h.total, 5);
     }

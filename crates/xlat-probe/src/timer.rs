@@ -130,7 +130,11 @@ impl Tsc {
                 steps.push(d as f64);
             }
         }
-        let resolution = if steps.is_empty() { 1.0 } else { stats::median(&steps) };
+        let resolution = if steps.is_empty() {
+            1.0
+        } else {
+            stats::median(&steps)
+        };
 
         Ok(TimerInfo {
             source: "x86-64 TSC: lfence;rdtsc;lfence ... rdtscp;lfence".into(),
@@ -168,7 +172,10 @@ impl Tsc {
 
 /// `CLOCK_MONOTONIC_RAW` in nanoseconds.
 pub fn monotonic_raw_ns() -> Result<u64, ProbeError> {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: `ts` is a valid, writable timespec.
     let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_RAW, &mut ts) };
     if rc != 0 {

@@ -1,0 +1,393 @@
+//! The deterministic mock backend: a scripted machine with known TLB sizes, known cache
+//! steps, Gaussian noise and occasional outliers, all drawn from a seeded generator.
+//!
+//! It exists so that the whole command (sweeps, knee detection, refinement, outlier
+//! handling, tables, JSON and CSV) runs in CI without depending on the machine. Its truth
+//! is public ([`MockMachine`]) so tests can check that the analysis recovers it.
+
+use crate::backend::{
+    Backend, ChaseResult, ChaseSpec, Environment, HistKind, HistSpec, OsOp, OsResult, OsSpec,
+    Pattern,
+};
+use crate::cpuid::{CpuidInfo, TlbDesc};
+use crate::error::ProbeError;
+use crate::mem::{Backing, BackingCheck, HUGE_2M};
+use crate::perf::PerfStatus;
+use crate::rng::SplitMix64;
+use crate::timer::TimerInfo;
+
+/// One scripted TLB level.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MockTlb {
+    /// Entries.
+    pub entries: usize,
+    /// `None`: fully associative with LRU (a sharp knee at `entries`). `Some(w)`: `w`-way
+    /// with a hashed index, so pages overflow random sets before the TLB is full.
+    pub ways: Option<usize>,
+    /// Extra ticks per access when this level misses.
+    pub penalty: f64,
+}
+
+/// The scripted machine.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MockMachine {
+    /// Counter frequency.
+    pub ticks_per_ns: f64,
+    /// Timer overhead in ticks.
+    pub overhead: f64,
+    /// Timer quantum: single-access samples are multiples of it.
+    pub resolution: f64,
+    /// Load-to-use latency of an L1 hit, ticks.
+    pub l1_hit: f64,
+    /// Data-cache steps: `(lines, extra ticks once more lines than this are touched)`.
+    pub cache_steps: Vec<(usize, f64)>,
+    /// TLB levels, innermost first.
+    pub tlbs: Vec<MockTlb>,
+    /// Fraction of a TLB miss a linear walk still pays (prefetch hides the rest).
+    pub linear_visible: f64,
+    /// Relative Gaussian noise of chase samples.
+    pub noise: f64,
+    /// Probability that a chase sample is an outlier (x1.6, as after an interrupt).
+    pub outlier_rate: f64,
+    /// Median ns and relative noise of each OS operation.
+    pub os: Vec<(OsOp, f64, f64)>,
+    /// Seed of every random draw.
+    pub seed: u64,
+}
+
+impl Default for MockMachine {
+    fn default() -> Self {
+        MockMachine {
+            ticks_per_ns: 2.6,
+            overhead: 40.0,
+            resolution: 13.0,
+            l1_hit: 2.5,
+            cache_steps: vec![(768, 6.0), (16384, 25.0)],
+            tlbs: vec![
+                MockTlb {
+                    entries: 64,
+                    ways: None,
+                    penalty: 4.5,
+                },
+                MockTlb {
+                    entries: 1536,
+                    ways: Some(12),
+                    penalty: 60.0,
+                },
+            ],
+            linear_visible: 0.1,
+            noise: 0.01,
+            outlier_rate: 0.03,
+            os: vec![
+                (OsOp::NullSyscall, 80.0, 0.02),
+                (OsOp::FaultFile, 650.0, 0.03),
+                (OsOp::FaultAnon, 900.0, 0.03),
+                (OsOp::MmapMunmap, 2_500.0, 0.03),
+                (OsOp::ForkExit, 60_000.0, 0.04),
+                // Deliberately wide, so the spread warning is exercised.
+                (OsOp::ForkExec, 150_000.0, 0.40),
+                (OsOp::ContextSwitch, 1_500.0, 0.03),
+            ],
+            seed: 0x5EED,
+        }
+    }
+}
+
+/// `P(X >= k)` for `X ~ Poisson(lambda)`.
+pub fn poisson_tail(lambda: f64, k: usize) -> f64 {
+    let mut term = (-lambda).exp();
+    let mut below = 0.0;
+    for i in 0..k {
+        below += term;
+        term *= lambda / (i + 1) as f64;
+    }
+    (1.0 - below).clamp(0.0, 1.0)
+}
+
+impl MockTlb {
+    /// Fraction of accesses that miss this level when `pages` pages are chased cyclically.
+    pub fn miss_fraction(&self, pages: usize) -> f64 {
+        match self.ways {
+            None => {
+                if pages > self.entries {
+                    1.0
+                } else {
+                    0.0
+                }
+            }
+            Some(w) => {
+                let sets = (self.entries / w).max(1);
+                // A page misses when its set holds at least `w` other pages (LRU thrash).
+                poisson_tail(pages as f64 / sets as f64, w)
+            }
+        }
+    }
+}
+
+impl MockMachine {
+    fn cache_cost(&self, lines: usize) -> f64 {
+        self.l1_hit
+            + self
+                .cache_steps
+                .iter()
+                .filter(|(l, _)| lines > *l)
+                .map(|(_, c)| c)
+                .sum::<f64>()
+    }
+
+    /// Pages seen by the TLB: huge-page backings fold many 4 KiB slots into one entry.
+    fn tlb_pages(spec_targets: usize, spacing: usize, backing: Backing) -> usize {
+        match backing {
+            Backing::Small => spec_targets,
+            _ => (spec_targets * spacing)
+                .div_ceil(backing.page_size())
+                .max(1),
+        }
+    }
+
+    /// Noise-free ticks per access of a chase.
+    pub fn chase_ticks(
+        &self,
+        pattern: Pattern,
+        targets: usize,
+        spacing: usize,
+        backing: Backing,
+    ) -> f64 {
+        let cache = self.cache_cost(targets);
+        if pattern == Pattern::Control {
+            return cache;
+        }
+        let pages = Self::tlb_pages(targets, spacing, backing);
+        let tlb: f64 = self
+            .tlbs
+            .iter()
+            .map(|t| t.miss_fraction(pages) * t.penalty)
+            .sum();
+        let visible = if pattern == Pattern::Linear {
+            self.linear_visible
+        } else {
+            1.0
+        };
+        cache + tlb * visible
+    }
+}
+
+/// The mock backend.
+#[derive(Debug, Clone)]
+pub struct MockBackend {
+    /// The scripted machine.
+    pub machine: MockMachine,
+    rng: SplitMix64,
+}
+
+impl MockBackend {
+    /// A mock of `machine`.
+    pub fn new(machine: MockMachine) -> Self {
+        let rng = SplitMix64::new(machine.seed);
+        MockBackend { machine, rng }
+    }
+}
+
+impl Default for MockBackend {
+    fn default() -> Self {
+        MockBackend::new(MockMachine::default())
+    }
+}
+
+impl Backend for MockBackend {
+    fn name(&self) -> &'static str {
+        "mock"
+    }
+
+    fn timer(&mut self) -> Result<TimerInfo, ProbeError> {
+        Ok(TimerInfo {
+            source: "mock (scripted)".into(),
+            ticks_per_ns: self.machine.ticks_per_ns,
+            freq_spread: 0.0,
+            overhead_ticks: self.machine.overhead,
+            resolution_ticks: self.machine.resolution,
+            invariant: true,
+        })
+    }
+
+    fn environment(&mut self) -> Environment {
+        let desc = |level: &str, entries: usize, ways: Option<usize>| TlbDesc {
+            level: level.into(),
+            kind: "data".into(),
+            page_sizes: "4K".into(),
+            entries: entries as u32,
+            ways: ways.map(|w| w as u32),
+        };
+        let tlbs = self
+            .machine
+            .tlbs
+            .iter()
+            .enumerate()
+            .map(|(i, t)| desc(&format!("L{}", i + 1), t.entries, t.ways))
+            .collect();
+        Environment {
+            cpuid: CpuidInfo {
+                vendor: "MockVendor".into(),
+                brand: "Scripted CPU".into(),
+                family: 0,
+                model: 0,
+                stepping: 0,
+                hypervisor: Some("MockHV".into()),
+                tlbs,
+                tlb_source: "mock".into(),
+            },
+            cpus: 2,
+            kernel: "mock".into(),
+            thp_policy: Some("always [madvise] never".into()),
+            hugetlb_2m_pages: Some(0),
+            hugetlb_1g_pages: Some(0),
+            perf: PerfStatus {
+                dtlb: false,
+                itlb: false,
+                detail: "perf_event_open failed (mock: no PMU); results rely on timing alone"
+                    .into(),
+            },
+        }
+    }
+
+    fn chase(&mut self, spec: &ChaseSpec) -> Result<ChaseResult, ProbeError> {
+        if matches!(spec.backing, Backing::Huge2M | Backing::Huge1G) {
+            let kb = (spec.backing.page_size() / 1024) as u64;
+            return Err(ProbeError::HugetlbUnavailable(
+                if kb == 2048 {
+                    "hugetlbfs 2 MiB"
+                } else {
+                    "hugetlbfs 1 GiB"
+                },
+                kb,
+            ));
+        }
+        let truth =
+            self.machine
+                .chase_ticks(spec.pattern, spec.targets, spec.spacing, spec.backing);
+        let mut out = Vec::with_capacity(spec.samples);
+        for _ in 0..spec.samples {
+            let mut v = truth * (1.0 + self.machine.noise * self.rng.normal());
+            if self.rng.unit() < self.machine.outlier_rate {
+                v *= 1.6;
+            }
+            out.push(v.max(0.0));
+        }
+        let check = (spec.pattern != Pattern::Control).then(|| {
+            let kb = (spec.targets * spec.spacing / 1024) as u64;
+            let huge = if spec.backing == Backing::Thp {
+                kb.div_ceil(2048) * 2048
+            } else {
+                0
+            };
+            let kps = if spec.backing == Backing::Small || spec.backing == Backing::Thp {
+                4
+            } else {
+                (HUGE_2M / 1024) as u64
+            };
+            BackingCheck::judge(spec.backing, kb.max(huge), kb.max(huge), huge, kps)
+        });
+        Ok(ChaseResult {
+            ticks_per_access: out,
+            backing_check: check,
+            counters: None,
+        })
+    }
+
+    fn single_accesses(&mut self, spec: &HistSpec) -> Result<Vec<f64>, ProbeError> {
+        let m = &self.machine;
+        let (targets, tlb_pages) = match spec.kind {
+            HistKind::Baseline => (1, 1),
+            HistKind::Control => (spec.targets, 1),
+            HistKind::Spread => (spec.targets, spec.targets),
+        };
+        let cache = m.cache_cost(targets);
+        let n = targets * spec.passes;
+        let mut rng =
+            SplitMix64::new(m.seed ^ spec.seed ^ (targets as u64) << 20 ^ spec.kind as u64);
+        let fractions: Vec<(f64, f64)> = m
+            .tlbs
+            .iter()
+            .map(|t| (t.miss_fraction(tlb_pages), t.penalty))
+            .collect();
+        let q = m.resolution;
+        let mut out = Vec::with_capacity(n);
+        for _ in 0..n {
+            let mut lat = cache + 2.0 * rng.normal().abs();
+            for &(f, penalty) in &fractions {
+                if rng.unit() < f {
+                    lat += penalty;
+                }
+            }
+            if rng.unit() < 0.001 {
+                lat += 2000.0; // an interrupt
+            }
+            // The counter only advances in quanta of `q` ticks.
+            let quantized = ((lat + m.overhead + rng.unit() * q) / q).floor() * q;
+            out.push(quantized - m.overhead);
+        }
+        Ok(out)
+    }
+
+    fn os_op(&mut self, op: OsOp, spec: &OsSpec) -> Result<OsResult, ProbeError> {
+        let (median, noise) = self
+            .machine
+            .os
+            .iter()
+            .find(|(o, _, _)| *o == op)
+            .map(|&(_, m, n)| (m, n))
+            .unwrap_or((1000.0, 0.05));
+        let v = (0..spec.runs)
+            .map(|_| (median * (1.0 + noise * self.rng.normal())).max(1.0))
+            .collect();
+        Ok(OsResult {
+            ns_per_op: v,
+            note: Some("mock".into()),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn poisson_tail_values() {
+        assert!((poisson_tail(8.0, 8) - 0.547).abs() < 0.001);
+        assert_eq!(poisson_tail(3.0, 0), 1.0);
+        assert!(poisson_tail(0.1, 10) < 1e-12);
+    }
+
+    #[test]
+    fn mock_curve_has_the_scripted_knees() {
+        let m = MockMachine::default();
+        let t = |n| {
+            m.chase_ticks(Pattern::Random, n, 4096, Backing::Small)
+                - m.chase_ticks(Pattern::Control, n, 4096, Backing::Small)
+        };
+        assert!(t(64).abs() < 1e-6);
+        assert!((t(65) - 4.5).abs() < 1e-6);
+        assert!(t(1536) > 4.5 + 20.0 && t(1536) < 4.5 + 45.0);
+        // With THP the same footprint needs few entries: no TLB excess.
+        let thp = m.chase_ticks(Pattern::Random, 4096, 4096, Backing::Thp)
+            - m.chase_ticks(Pattern::Control, 4096, 4096, Backing::Thp);
+        assert!(thp.abs() < 1e-6, "{thp}");
+    }
+
+    #[test]
+    fn mock_is_deterministic() {
+        let spec = HistSpec {
+            kind: HistKind::Spread,
+            targets: 500,
+            passes: 2,
+            seed: 1,
+        };
+        let a = MockBackend::default().single_accesses(&spec).unwrap();
+        let b = MockBackend::default().single_accesses(&spec).unwrap();
+        assert_eq!(a, b);
+        assert!(
+            a.iter().all(|x| ((x + 40.0) / 13.0).fract() == 0.0),
+            "quantized samples"
+        );
+    }
+}

@@ -1,0 +1,657 @@
+//! The `tlb` probe: latency versus footprint, knees, and inferred entries per TLB level.
+//!
+//! 1. **Coarse sweep.** For footprints from 16 pages to 32768 pages (128 MiB of 4 KiB
+//!    pages), about eight points per octave, three chases: `random` (one line per page,
+//!    random page order), `linear` (same lines, increasing order: what prefetching hides)
+//!    and `control` (the same number of lines packed in a huge page: the cache-only cost).
+//!    The *excess* `random - control` is the translation cost per access.
+//! 2. **Steps.** [`crate::knees::detect_steps`] finds the staircase of the excess; step `k`
+//!    is attributed to TLB level `k+1` (L1 DTLB, then L2).
+//! 3. **Refinement, three independent visiting orders each.**
+//!    * When the step is smaller than the timer can resolve per access (the L1-miss/L2-hit
+//!      penalty is a few cycles), the excess is re-measured around the knee page by page and
+//!      the size is the last footprint below half the step height.
+//!    * When the step is large (an L2 TLB miss costs a page walk), loads are timed one by
+//!      one and classified as hits or misses; the size is the footprint at which half the
+//!      loads miss. This separates the *fraction* of misses from their *cost*, which itself
+//!      grows with the footprint as page tables fall out of the data caches, and it is the
+//!      capacity for both a fully associative TLB (a jump from 0 to 1) and a hashed
+//!      set-associative one (misses start before the TLB is full; the 50% point of a
+//!      Poisson-loaded `W`-way LRU TLB is within a few percent of its capacity).
+//! 4. **Confidence** from the agreement of the three estimates and the sample noise
+//!    ([`crate::knees::confidence`]), and a comparison with CPUID.
+
+use crate::backend::{
+    Backend, ChaseSpec, CounterReading, Environment, HistKind, HistSpec, Pattern,
+};
+use crate::cpuid::TlbDesc;
+use crate::error::ProbeError;
+use crate::knees::{self, Confidence, Step, StepOptions};
+use crate::mem::{Backing, BackingCheck, SMALL_PAGE};
+use crate::stats::{self, Summary};
+use crate::timer::TimerInfo;
+use serde::{Deserialize, Serialize};
+
+/// Parameters of the `tlb` probe.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TlbOptions {
+    /// Smallest footprint in pages.
+    pub min_pages: usize,
+    /// Largest footprint in pages.
+    pub max_pages: usize,
+    /// Ratio between successive coarse footprints.
+    pub ratio: f64,
+    /// Timed samples per chase.
+    pub samples: usize,
+    /// Minimum loads per sample.
+    pub min_accesses: usize,
+    /// Independent visiting orders used for refinement.
+    pub repeats: usize,
+    /// Base seed.
+    pub seed: u64,
+}
+
+impl Default for TlbOptions {
+    fn default() -> Self {
+        TlbOptions {
+            min_pages: 16,
+            max_pages: 32768,
+            ratio: 1.09,
+            samples: 5,
+            min_accesses: 20_000,
+            repeats: 3,
+            seed: 1,
+        }
+    }
+}
+
+/// Repeated samples of one chase, in ticks per access.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Measure {
+    /// Every sample (ticks per access).
+    pub samples: Vec<f64>,
+    /// Robust summary of the samples (ticks).
+    pub summary: Summary,
+    /// Median in nanoseconds.
+    pub ns: f64,
+}
+
+impl Measure {
+    fn new(samples: Vec<f64>, timer: &TimerInfo) -> Self {
+        let summary = Summary::of(&samples);
+        let ns = timer.ns(summary.median);
+        Measure {
+            samples,
+            summary,
+            ns,
+        }
+    }
+}
+
+/// One footprint of the coarse sweep.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CurvePoint {
+    /// Pages touched (one line each).
+    pub pages: usize,
+    /// Footprint in bytes (pages x 4 KiB).
+    pub bytes: usize,
+    /// Random page order.
+    pub random: Measure,
+    /// Increasing page order.
+    pub linear: Measure,
+    /// Same lines within few pages.
+    pub control: Measure,
+    /// `random - control` medians, ticks per access.
+    pub excess_ticks: f64,
+    /// `random - control` medians, ns per access.
+    pub excess_ns: f64,
+    /// Hardware counters during the random chase, when available.
+    pub counters: Option<CounterReading>,
+}
+
+/// One refinement measurement (kept raw in the JSON).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RefinePoint {
+    /// Level being refined.
+    pub level: String,
+    /// Visiting-order seed.
+    pub seed: u64,
+    /// Footprint in pages.
+    pub pages: usize,
+    /// Excess ticks per access (`excess` method) or miss fraction (`miss-fraction` method).
+    pub value: f64,
+}
+
+/// What the probe infers for one TLB level.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LevelEstimate {
+    /// `L1 DTLB`, `L2 DTLB`.
+    pub name: String,
+    /// `excess` or `miss-fraction` (see the module documentation).
+    pub method: String,
+    /// The coarse step this level comes from.
+    pub step: Step,
+    /// Cost of missing this level (step height) in ticks per access.
+    pub miss_penalty_ticks: f64,
+    /// Same in ns.
+    pub miss_penalty_ns: f64,
+    /// Independent estimates of the entry count (one per visiting order).
+    pub estimates: Vec<f64>,
+    /// Median of the estimates.
+    pub raw_entries: f64,
+    /// Rounded to the nearest `{1,1.25,1.5,1.75} x 2^k`.
+    pub entries: u64,
+    /// Confidence in `entries`.
+    pub confidence: Confidence,
+    /// Why.
+    pub confidence_reason: String,
+    /// The matching TLB advertised by CPUID.
+    pub cpuid: Option<TlbDesc>,
+    /// Whether the measurement agrees with CPUID, and how the comparison was made.
+    pub cpuid_agrees: Option<bool>,
+    /// Explanation of the CPUID comparison.
+    pub cpuid_note: String,
+    /// Model fits of the miss-fraction method, one per visiting order.
+    pub fits: Vec<knees::CapacityFit>,
+    /// The same model fitted to miss fractions counted by hardware counters (when the
+    /// machine has a counter for misses of this level).
+    pub counter_fit: Option<knees::CapacityFit>,
+    /// `counter_fit` rounded like `entries`.
+    pub counter_entries: Option<u64>,
+}
+
+/// Result of the `tlb` probe.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TlbReport {
+    /// Options used.
+    pub options: TlbOptions,
+    /// Coarse sweep.
+    pub curve: Vec<CurvePoint>,
+    /// Steps found on the excess curve.
+    pub steps: Vec<Step>,
+    /// Inferred TLB levels.
+    pub levels: Vec<LevelEstimate>,
+    /// Sub-steps found inside the L2 transition (merged into it for the inference).
+    pub further_steps: Vec<Step>,
+    /// Raw refinement data.
+    pub refine: Vec<RefinePoint>,
+    /// smaps check of the 4 KiB region at the largest footprint.
+    pub backing_check: Option<BackingCheck>,
+    /// Hardware counters at the largest footprint, when available.
+    pub counters: Option<CounterReading>,
+    /// Median relative MAD of the random-chase samples over the sweep.
+    pub median_relative_mad: f64,
+    /// Warnings for the user.
+    pub warnings: Vec<String>,
+}
+
+/// Geometric footprints from `min` to `max` (both included), strictly increasing integers.
+pub fn footprints(min: usize, max: usize, ratio: f64) -> Vec<usize> {
+    let mut v = vec![min.max(1)];
+    loop {
+        let last = *v.last().expect("non-empty");
+        if last >= max {
+            break;
+        }
+        let next = ((last as f64 * ratio).round() as usize)
+            .max(last + 1)
+            .min(max);
+        v.push(next);
+    }
+    v
+}
+
+const LEVEL_NAMES: [&str; 2] = ["L1 DTLB", "L2 DTLB"];
+
+/// Noise above which results are flagged (relative MAD of repeated samples).
+pub const NOISY_RELATIVE_MAD: f64 = 0.05;
+
+fn chase_measure<B: Backend>(
+    b: &mut B,
+    timer: &TimerInfo,
+    pattern: Pattern,
+    pages: usize,
+    samples: usize,
+    min_accesses: usize,
+    seed: u64,
+) -> Result<(Measure, crate::backend::ChaseResult), ProbeError> {
+    let spec = ChaseSpec {
+        pattern,
+        backing: Backing::Small,
+        targets: pages,
+        spacing: SMALL_PAGE,
+        accesses: (pages * 2).max(min_accesses),
+        samples,
+        seed,
+    };
+    let r = b.chase(&spec)?;
+    Ok((Measure::new(r.ticks_per_access.clone(), timer), r))
+}
+
+/// Run the probe.
+pub fn run<B: Backend>(
+    b: &mut B,
+    env: &Environment,
+    opts: &TlbOptions,
+) -> Result<TlbReport, ProbeError> {
+    let timer = b.timer()?;
+    let mut curve = Vec::new();
+    let mut backing_check = None;
+    let mut counters = None;
+    for pages in footprints(opts.min_pages, opts.max_pages, opts.ratio) {
+        let (random, r) = chase_measure(
+            b,
+            &timer,
+            Pattern::Random,
+            pages,
+            opts.samples,
+            opts.min_accesses,
+            opts.seed,
+        )?;
+        backing_check = r.backing_check.or(backing_check);
+        counters = r.counters.clone().or(counters);
+        let point_counters = r.counters;
+        let (linear, _) = chase_measure(
+            b,
+            &timer,
+            Pattern::Linear,
+            pages,
+            opts.samples,
+            opts.min_accesses,
+            opts.seed,
+        )?;
+        let (control, _) = chase_measure(
+            b,
+            &timer,
+            Pattern::Control,
+            pages,
+            opts.samples,
+            opts.min_accesses,
+            opts.seed,
+        )?;
+        let excess_ticks = random.summary.median - control.summary.median;
+        curve.push(CurvePoint {
+            pages,
+            bytes: pages * SMALL_PAGE,
+            excess_ns: timer.ns(excess_ticks),
+            excess_ticks,
+            random,
+            linear,
+            control,
+            counters: point_counters,
+        });
+    }
+    let xs: Vec<f64> = curve.iter().map(|p| p.pages as f64).collect();
+    let ys: Vec<f64> = curve.iter().map(|p| p.excess_ticks).collect();
+    let rel: Vec<f64> = curve
+        .iter()
+        .map(|p| p.random.summary.relative_spread())
+        .collect();
+    let median_relative_mad = stats::median(&rel);
+    let noisy = median_relative_mad > NOISY_RELATIVE_MAD;
+    let mut warnings = Vec::new();
+    if noisy {
+        warnings.push(format!(
+            "repeated samples spread by {:.1}% (median relative MAD); another process is probably \
+             competing for the CPU or caches - rerun on an idle machine",
+            median_relative_mad * 100.0
+        ));
+    }
+    if let Some(c) = &backing_check {
+        if !c.ok {
+            warnings.push(format!(
+                "the 4 KiB region is not backed by 4 KiB pages: {}",
+                c.note
+            ));
+        }
+    }
+    let steps = knees::detect_steps(&xs, &ys, StepOptions::default());
+    let mut levels = Vec::new();
+    let mut refine = Vec::new();
+    // Level 1 is the first step; level 2 is everything from the second step on, merged: a
+    // hashed set-associative L2 TLB rises gradually (sets overflow before the TLB is full)
+    // and page tables leaving the data caches add further small steps on the way up, which
+    // the miss-fraction method sees through.
+    let mut transitions: Vec<Step> = steps.iter().take(1).cloned().collect();
+    if steps.len() >= 2 {
+        let first = &steps[1];
+        let last = steps.last().expect("non-empty");
+        transitions.push(Step {
+            settled: last.settled,
+            level_after: last.level_after,
+            ..first.clone()
+        });
+    }
+    let max_pages = opts.max_pages as f64;
+    let mut fits: Vec<(String, knees::CapacityFit)> = Vec::new();
+    let mut counter_fits: Vec<(String, knees::CapacityFit)> = Vec::new();
+    for (k, step) in transitions.iter().enumerate() {
+        let name = LEVEL_NAMES[k].to_string();
+        let prev = if k > 0 {
+            Some(&transitions[k - 1])
+        } else {
+            None
+        };
+        let by_fraction = step.height() >= 1.5 * timer.resolution_ticks;
+        let (method, estimates) = if by_fraction {
+            let ways = env
+                .cpuid
+                .entries_4k(if k == 0 { "L1" } else { "L2" }, "data")
+                .and_then(|d| d.ways)
+                .unwrap_or(8) as f64;
+            // A reference footprint in the middle of the lower plateau: all hits there.
+            let ref_pages = match prev {
+                Some(p) => (p.first_raised * step.last_flat).sqrt(),
+                None => step.last_flat / 2.0,
+            }
+            .round()
+            .max(1.0) as usize;
+            let model = FractionModel {
+                max_pages,
+                ways,
+                ref_pages,
+            };
+            let mut out = RefineOut {
+                refine: std::mem::take(&mut refine),
+                fits: std::mem::take(&mut fits),
+                counter_fits: std::mem::take(&mut counter_fits),
+            };
+            let r = refine_by_fraction(b, &timer, &name, step, model, opts, &mut out)?;
+            refine = out.refine;
+            fits = out.fits;
+            counter_fits = out.counter_fits;
+            match r {
+                Some(e) => ("miss-fraction model fit", e),
+                None => (
+                    "excess",
+                    refine_by_excess(b, &timer, &name, step, opts, &mut refine)?,
+                ),
+            }
+        } else {
+            (
+                "excess",
+                refine_by_excess(b, &timer, &name, step, opts, &mut refine)?,
+            )
+        };
+        let raw_entries = stats::median(&estimates);
+        let snap: fn(f64) -> u64 = if method == "excess" {
+            knees::snap_entries
+        } else {
+            knees::snap_entries_coarse
+        };
+        let entries = snap(raw_entries);
+        let (confidence, confidence_reason) = knees::confidence(&estimates, noisy, snap);
+        let counter_fit = counter_fits
+            .iter()
+            .find(|(n, _)| *n == LEVEL_NAMES[k])
+            .map(|(_, f)| f.clone());
+        let (cpuid, cpuid_agrees, cpuid_note) = compare_cpuid(env, k, entries);
+        levels.push(LevelEstimate {
+            name,
+            method: method.into(),
+            step: step.clone(),
+            miss_penalty_ticks: step.height(),
+            miss_penalty_ns: timer.ns(step.height()),
+            estimates,
+            raw_entries,
+            entries,
+            confidence,
+            confidence_reason,
+            cpuid,
+            cpuid_agrees,
+            cpuid_note,
+            fits: fits
+                .iter()
+                .filter(|(n, _)| *n == LEVEL_NAMES[k])
+                .map(|(_, f)| f.clone())
+                .collect(),
+            counter_entries: counter_fit
+                .as_ref()
+                .map(|f| knees::snap_entries_coarse(f.capacity)),
+            counter_fit,
+        });
+    }
+    if steps.is_empty() {
+        warnings.push("no knee found in the latency curve: TLB sizes cannot be inferred".into());
+    } else if steps.len() == 1 {
+        warnings
+            .push("only one knee found: the second TLB level is beyond the sweep or hidden".into());
+    }
+    let further_steps = steps.iter().skip(LEVEL_NAMES.len()).cloned().collect();
+    Ok(TlbReport {
+        options: opts.clone(),
+        curve,
+        steps,
+        levels,
+        further_steps,
+        refine,
+        backing_check,
+        counters,
+        median_relative_mad,
+        warnings,
+    })
+}
+
+/// Excess method: page-by-page sweep around the knee; size = last footprint below half
+/// the step height.
+fn refine_by_excess<B: Backend>(
+    b: &mut B,
+    timer: &TimerInfo,
+    name: &str,
+    step: &Step,
+    opts: &TlbOptions,
+    refine: &mut Vec<RefinePoint>,
+) -> Result<Vec<f64>, ProbeError> {
+    let lo = ((step.last_flat * 0.85).floor() as usize).max(1);
+    let hi = (step.first_raised * 1.15).ceil() as usize;
+    let stride = ((hi - lo) / 48).max(1);
+    let level = step.level_before + 0.5 * step.height();
+    let mut estimates = Vec::new();
+    for r in 0..opts.repeats {
+        let seed = opts.seed + 101 * (r as u64 + 1);
+        let (mut xs, mut ys) = (Vec::new(), Vec::new());
+        for pages in (lo..=hi).step_by(stride) {
+            let (rm, _) =
+                chase_measure(b, timer, Pattern::Random, pages, 3, opts.min_accesses, seed)?;
+            let (cm, _) = chase_measure(
+                b,
+                timer,
+                Pattern::Control,
+                pages,
+                3,
+                opts.min_accesses,
+                seed,
+            )?;
+            let e = rm.summary.median - cm.summary.median;
+            refine.push(RefinePoint {
+                level: name.into(),
+                seed,
+                pages,
+                value: e,
+            });
+            xs.push(pages as f64);
+            ys.push(e);
+        }
+        if let Some(x) = knees::last_below(&xs, &ys, level) {
+            estimates.push(x);
+        }
+    }
+    Ok(estimates)
+}
+
+/// Where the miss-fraction method looks and what it assumes.
+#[derive(Debug, Clone, Copy)]
+struct FractionModel {
+    max_pages: f64,
+    ways: f64,
+    ref_pages: usize,
+}
+
+/// Raw outputs of the refinement.
+struct RefineOut {
+    refine: Vec<RefinePoint>,
+    fits: Vec<(String, knees::CapacityFit)>,
+    counter_fits: Vec<(String, knees::CapacityFit)>,
+}
+
+/// Miss-fraction method; `None` when the fraction never reaches one half in the range.
+fn refine_by_fraction<B: Backend>(
+    b: &mut B,
+    timer: &TimerInfo,
+    name: &str,
+    step: &Step,
+    model: FractionModel,
+    opts: &TlbOptions,
+    out: &mut RefineOut,
+) -> Result<Option<Vec<f64>>, ProbeError> {
+    let ref_pages = model.ref_pages;
+    let lo = (step.last_flat * 0.8).max(ref_pages as f64 + 1.0);
+    let grid = footprints(lo as usize, model.max_pages as usize, 1.06);
+    let mut estimates = Vec::new();
+    for r in 0..opts.repeats {
+        let seed = opts.seed + 101 * (r as u64 + 1);
+        let passes = |pages: usize| (40_000 / pages).max(3);
+        let sample = |b: &mut B, kind: HistKind, pages: usize| {
+            b.single_accesses(&HistSpec {
+                kind,
+                targets: pages,
+                passes: passes(pages),
+                seed,
+            })
+        };
+        // Loads are classified against the cache control of the same footprint, so a
+        // data-cache step inside the range is not taken for TLB misses. Means, not
+        // percentiles: a coarse counter quantizes every sample, but with a random phase, so
+        // means stay unbiased. A load misses when it exceeds the control's mean plus the
+        // hit-level lift (the lower levels' penalty, from the reference footprint) plus a
+        // margin of 0.4 step heights (at least 0.75 timer steps).
+        // Trimmed mean: samples beyond the 99th percentile (interrupts) are dropped.
+        let mean = |v: &[f64]| {
+            let cut = stats::percentile(v, 99.0);
+            let kept: Vec<f64> = v.iter().copied().filter(|&x| x <= cut).collect();
+            kept.iter().sum::<f64>() / kept.len().max(1) as f64
+        };
+        let reference = sample(b, HistKind::Spread, ref_pages)?;
+        let ref_control = sample(b, HistKind::Control, ref_pages)?;
+        let lift = mean(&reference) - mean(&ref_control);
+        let margin = (0.75 * timer.resolution_ticks).max(0.4 * step.height());
+        let frac = |v: &[f64], threshold: f64| {
+            v.iter().filter(|&&x| x > threshold).count() as f64 / v.len().max(1) as f64
+        };
+        let background = frac(&reference, mean(&ref_control) + lift + margin);
+        let (mut xs, mut ys) = (Vec::new(), Vec::new());
+        for &pages in &grid {
+            let v = sample(b, HistKind::Spread, pages)?;
+            let c = sample(b, HistKind::Control, pages)?;
+            let threshold = mean(&c) + lift + margin;
+            let f = frac(&v, threshold) - background;
+            out.refine.push(RefinePoint {
+                level: name.into(),
+                seed,
+                pages,
+                value: f,
+            });
+            xs.push(pages as f64);
+            ys.push(f);
+            // Stop once most loads miss: the crossing is behind us.
+            if ys.len() >= 2 && ys[ys.len() - 2..].iter().all(|&y| y >= 0.85) {
+                break;
+            }
+        }
+        match knees::fit_capacity(&xs, &ys, &[model.ways]) {
+            Some(fit) => {
+                estimates.push(fit.capacity);
+                out.fits.push((name.to_string(), fit));
+            }
+            None => return Ok(None),
+        }
+    }
+    // Hardware cross-check: the miss fraction counted by the PMU on the same grid.
+    let (mut cx, mut cy) = (Vec::new(), Vec::new());
+    for &pages in &grid {
+        match b.tlb_miss_fraction(1, pages, opts.seed) {
+            Some(f) => {
+                out.refine.push(RefinePoint {
+                    level: format!("{name} (counters)"),
+                    seed: opts.seed,
+                    pages,
+                    value: f,
+                });
+                cx.push(pages as f64);
+                cy.push(f);
+                if f >= 0.95 {
+                    break;
+                }
+            }
+            None => break,
+        }
+    }
+    if let Some(fit) = knees::fit_capacity(&cx, &cy, &[model.ways]) {
+        out.counter_fits.push((name.to_string(), fit));
+    }
+    Ok(Some(estimates))
+}
+
+/// Compare a measured size with the CPUID description of the same level.
+fn compare_cpuid(
+    env: &Environment,
+    level: usize,
+    measured: u64,
+) -> (Option<TlbDesc>, Option<bool>, String) {
+    let lvl = if level == 0 { "L1" } else { "L2" };
+    let Some(desc) = env.cpuid.entries_4k(lvl, "data").cloned() else {
+        return (
+            None,
+            None,
+            format!("CPUID advertises no {lvl} data TLB for 4 KiB pages"),
+        );
+    };
+    let close = |adv: u64| adv > 0 && ((measured as f64 / adv as f64) - 1.0).abs() <= 0.10;
+    let raw = u64::from(desc.entries);
+    if close(raw) {
+        return (
+            Some(desc),
+            Some(true),
+            format!("CPUID advertises {raw} entries"),
+        );
+    }
+    // AMD family 1Ah: 0x80000006 can no longer encode Zen 5's 4096-entry L2 DTLB in its
+    // 12-bit field; the raw values (128 data, 64 instruction) are exactly AMD's published
+    // sizes (4096, 2048) divided by 32.
+    let amd_1a = env.cpuid.vendor == "AuthenticAMD" && env.cpuid.family >= 0x1A && lvl == "L2";
+    if amd_1a && close(raw * 32) {
+        return (
+            Some(desc),
+            Some(true),
+            format!(
+                "CPUID 0x80000006 field reads {raw}; on AMD family 1Ah it appears to count units of \
+                 32 entries ({} entries), which matches"
+                ,
+                raw * 32
+            ),
+        );
+    }
+    let note = if amd_1a {
+        format!(
+            "CPUID field reads {raw} ({} if counted in units of 32); measured {measured}",
+            raw * 32
+        )
+    } else {
+        format!("CPUID advertises {raw} entries; measured {measured}")
+    };
+    (Some(desc), Some(false), note)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn footprints_are_increasing_and_bounded() {
+        let f = footprints(16, 32768, 1.09);
+        assert_eq!(f[0], 16);
+        assert_eq!(*f.last().unwrap(), 32768);
+        assert!(f.windows(2).all(|w| w[1] > w[0]));
+        assert_eq!(footprints(4, 6, 1.01), vec![4, 5, 6]);
+    }
+}

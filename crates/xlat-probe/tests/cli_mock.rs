@@ -1,0 +1,262 @@
+//! Integration tests of the whole command on the deterministic mock backend: sweeps, knee
+//! detection, refinement, tables, JSON and CSV. Nothing here depends on the machine.
+
+use clap::Parser;
+use xlat_probe::backend::OsOp;
+use xlat_probe::cli::{self, ProbeArgs, ProbeCommand};
+use xlat_probe::knees::Confidence;
+use xlat_probe::mem::Backing;
+use xlat_probe::mock::{MockBackend, MockMachine, MockTlb};
+use xlat_probe::report::Report;
+
+#[derive(Parser)]
+struct Wrapper {
+    #[command(flatten)]
+    args: ProbeArgs,
+}
+
+fn parse(argv: &[&str]) -> ProbeArgs {
+    Wrapper::try_parse_from(std::iter::once("probe").chain(argv.iter().copied()))
+        .unwrap()
+        .args
+}
+
+fn tmp(name: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("xlat-probe-test-{}-{name}", std::process::id()))
+}
+
+fn run(args: &ProbeArgs) -> (Report, String) {
+    let mut out = Vec::new();
+    let report = cli::execute(args, &mut out, &mut std::io::sink()).unwrap();
+    (report, String::from_utf8(out).unwrap())
+}
+
+#[test]
+fn full_mock_run_recovers_the_scripted_machine() {
+    let (json, csv) = (tmp("full.json"), tmp("full.csv"));
+    let args = parse(&[
+        "--mock",
+        "--json",
+        json.to_str().unwrap(),
+        "--csv",
+        csv.to_str().unwrap(),
+    ]);
+    let (report, text) = run(&args);
+
+    // TLB: the scripted 64-entry fully associative L1 and 1536-entry 12-way L2.
+    let tlb = report.tlb.as_ref().unwrap();
+    assert_eq!(tlb.levels.len(), 2);
+    assert_eq!(tlb.levels[0].entries, 64);
+    assert_eq!(tlb.levels[0].method, "excess");
+    assert_eq!(tlb.levels[1].entries, 1536);
+    assert_eq!(tlb.levels[1].method, "miss-fraction model fit");
+    assert!(tlb.levels.iter().all(|l| l.cpuid_agrees == Some(true)));
+    assert!(
+        tlb.levels.iter().all(|l| l.confidence == Confidence::High),
+        "{:?}",
+        tlb.levels
+    );
+    assert!((tlb.levels[0].miss_penalty_ticks - 4.5).abs() < 0.3);
+    assert!(text.contains("| L1 DTLB | 64 "), "{text}");
+    assert!(text.contains("| L2 DTLB | 1536 "), "{text}");
+
+    // Histogram: spread minus control is the scripted L2 miss penalty (60) plus L1's (4.5),
+    // within the 13-tick quantum.
+    let hist = report.hist.as_ref().unwrap();
+    assert!(
+        (hist.miss_cost_ticks - 64.5).abs() <= 13.0,
+        "{}",
+        hist.miss_cost_ticks
+    );
+    assert_eq!(hist.distributions.len(), 3);
+    assert!(hist.distributions.iter().all(|d| d.samples.len() >= 16384));
+
+    // OS: medians near the script; the deliberately wide fork+exec is flagged, others not.
+    let os = report.os.as_ref().unwrap();
+    assert_eq!(os.ops.len(), OsOp::ALL.len());
+    for m in &os.ops {
+        assert_eq!(
+            m.warning.is_some(),
+            m.op == OsOp::ForkExec,
+            "{}: {:?}",
+            m.name,
+            m.warning
+        );
+    }
+    let null = os.ops.iter().find(|m| m.op == OsOp::NullSyscall).unwrap();
+    assert!((null.summary.median - 80.0).abs() < 4.0);
+    assert!(text.contains("| fork+exec ") && text.contains("WIDE"));
+
+    // Compare: THP removes the translation excess; hugetlbfs is reported unavailable.
+    let cmp = report.compare.as_ref().unwrap();
+    let curve = |b: Backing| cmp.curves.iter().find(|c| c.backing == b).unwrap();
+    assert!(curve(Backing::Huge2M).unavailable.is_some());
+    assert!(curve(Backing::Huge1G).unavailable.is_some());
+    let big = |b: Backing| curve(b).points.last().unwrap().excess_ns;
+    assert!(big(Backing::Small) > 15.0, "{}", big(Backing::Small));
+    assert!(big(Backing::Thp).abs() < 1.0, "{}", big(Backing::Thp));
+    assert!(text.contains("2m: not measured"));
+
+    // Honesty notes.
+    assert!(text.contains("two page tables"));
+    assert!(text.contains("perf_event_open failed"));
+
+    // JSON: the whole report round-trips and keeps every raw sample.
+    let back: Report = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(back.schema, "xlat-probe/1");
+    assert_eq!(back.backend, "mock");
+    let t = back.tlb.as_ref().unwrap();
+    assert_eq!(t.curve[0].random.samples.len(), 5);
+    assert!(!t.refine.is_empty());
+    assert_eq!(back.os.as_ref().unwrap().ops[0].samples_ns.len(), 21);
+    let entries = |r: &Report| {
+        r.tlb
+            .as_ref()
+            .unwrap()
+            .levels
+            .iter()
+            .map(|l| l.entries)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(entries(&back), entries(&report));
+
+    // CSV: tidy, every section present, every row has six fields.
+    let csv_text = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = csv_text.lines();
+    assert_eq!(lines.next(), Some("section,series,x,x_unit,value,unit"));
+    let rows: Vec<&str> = lines.collect();
+    for section in [
+        "tlb,random,",
+        "tlb,excess,",
+        "tlb-refine,",
+        "hist,spread,",
+        "os,",
+        "compare,thp,",
+    ] {
+        assert!(
+            rows.iter().any(|r| r.starts_with(section)),
+            "missing {section}"
+        );
+    }
+    assert!(
+        rows.iter().all(|r| r.split(',').count() == 6),
+        "a row with a quoted comma?"
+    );
+    let _ = std::fs::remove_file(json);
+    let _ = std::fs::remove_file(csv);
+}
+
+#[test]
+fn subcommands_run_alone() {
+    let (r, text) = run(&parse(&["tlb", "--mock"]));
+    assert!(r.tlb.is_some() && r.hist.is_none() && r.os.is_none() && r.compare.is_none());
+    assert!(text.contains("## TLB: latency vs footprint") && !text.contains("## OS latencies"));
+
+    let (r, _) = run(&parse(&["hist", "--mock"]));
+    assert!(r.hist.is_some() && r.tlb.is_none() && r.os.is_none());
+
+    let (r, _) = run(&parse(&["os", "--mock"]));
+    assert!(r.os.is_some() && r.tlb.is_none() && r.hist.is_none());
+
+    let args = parse(&["--mock", "--compare", "4k,thp"]);
+    assert_eq!(args.command, None);
+    let (r, text) = run(&args);
+    assert!(r.tlb.is_none() && r.os.is_none());
+    assert_eq!(r.compare.as_ref().unwrap().curves.len(), 2);
+    assert!(text.contains("| footprint | control | 4k"));
+}
+
+#[test]
+fn parsing_and_bad_input() {
+    let a = parse(&["tlb", "--json", "x.json", "--mock"]);
+    assert_eq!(a.command, Some(ProbeCommand::Tlb));
+    assert!(a.mock);
+    assert_eq!(a.json.as_deref(), Some(std::path::Path::new("x.json")));
+    let err = cli::execute(
+        &parse(&["--mock", "--compare", "4k,8k"]),
+        &mut Vec::new(),
+        &mut std::io::sink(),
+    )
+    .unwrap_err();
+    assert!(format!("{err:#}").contains("8k"), "{err:#}");
+}
+
+#[test]
+fn mock_runs_are_deterministic() {
+    let (a, ta) = run(&parse(&["tlb", "--mock"]));
+    let (b, tb) = run(&parse(&["tlb", "--mock"]));
+    assert_eq!(a.tlb, b.tlb);
+    let strip = |t: &str| {
+        t.lines()
+            .filter(|l| !l.starts_with("total time"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(strip(&ta), strip(&tb));
+}
+
+fn tlb_of(machine: MockMachine) -> xlat_probe::tlb::TlbReport {
+    let mut b = MockBackend::new(machine);
+    let env = xlat_probe::backend::Backend::environment(&mut b);
+    xlat_probe::tlb::run(&mut b, &env, &Default::default()).unwrap()
+}
+
+#[test]
+fn other_geometries_are_recovered() {
+    let m = MockMachine {
+        tlbs: vec![
+            MockTlb {
+                entries: 32,
+                ways: None,
+                penalty: 6.0,
+            },
+            MockTlb {
+                entries: 1024,
+                ways: Some(8),
+                penalty: 45.0,
+            },
+        ],
+        ..Default::default()
+    };
+    let t = tlb_of(m);
+    let got: Vec<u64> = t.levels.iter().map(|l| l.entries).collect();
+    eprintln!(
+        "{:?} {:?}",
+        t.levels[1].fits,
+        t.refine
+            .iter()
+            .filter(|p| p.level == "L2 DTLB" && p.seed == 102)
+            .map(|p| (p.pages, (p.value * 100.0).round()))
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(got, vec![32, 1024]);
+}
+
+#[test]
+fn noisy_machine_is_flagged_not_trusted() {
+    let m = MockMachine {
+        noise: 0.12,
+        outlier_rate: 0.2,
+        ..Default::default()
+    };
+    let t = tlb_of(m);
+    assert!(t.median_relative_mad > xlat_probe::tlb::NOISY_RELATIVE_MAD);
+    assert!(
+        t.warnings.iter().any(|w| w.contains("spread")),
+        "{:?}",
+        t.warnings
+    );
+    assert!(t.levels.iter().all(|l| l.confidence != Confidence::High));
+}
+
+#[test]
+fn no_tlb_effect_means_no_inference() {
+    let m = MockMachine {
+        tlbs: Vec::new(),
+        cache_steps: Vec::new(),
+        ..Default::default()
+    };
+    let t = tlb_of(m);
+    assert!(t.levels.is_empty());
+    assert!(t.warnings.iter().any(|w| w.contains("no knee")));
+}
