@@ -58,6 +58,9 @@ pub struct Sim<P: PageTable> {
     cfg: MachineConfig,
     base_shift: u32,
     va_bits: u32,
+    /// Address bits above the translated range (an access touching them is an error).
+    va_high: u64,
+    data_refs: bool,
     tlb: Tlbs,
     pwc: Pwc,
     caches: Caches,
@@ -117,6 +120,12 @@ impl<P: PageTable> Sim<P> {
         let mut sim = Sim {
             base_shift,
             va_bits: cfg.va_bits(),
+            va_high: if cfg.va_bits() >= 64 {
+                0
+            } else {
+                !((1u64 << cfg.va_bits()) - 1)
+            },
+            data_refs: cfg.cache.data_refs,
             tlb: Tlbs::new(&cfg.tlb)?,
             pwc,
             caches: Caches::new(&cfg.cache)?,
@@ -199,13 +208,14 @@ impl<P: PageTable> Sim<P> {
             AccessKind::Load => r.load += 1,
             AccessKind::Store => r.store += 1,
         }
-        let last = va
-            .checked_add(size.max(1) as u64 - 1)
-            .ok_or(SimError::BadRange {
+        let last = va.wrapping_add(size.max(1) as u64 - 1);
+        if last < va {
+            return Err(SimError::BadRange {
                 event: self.event,
                 what: kind.name(),
-            })?;
-        if self.va_bits < 64 && last >> self.va_bits != 0 {
+            });
+        }
+        if last & self.va_high != 0 {
             return Err(SimError::OutOfRange {
                 event: self.event,
                 what: kind.name(),
@@ -288,7 +298,7 @@ impl<P: PageTable> Sim<P> {
 
     #[inline]
     fn data_ref(&mut self, e: &Entry, va: u64) {
-        if self.cfg.cache.data_refs {
+        if self.data_refs {
             let pa = (e.pfn << self.base_shift) + (va & ((1u64 << e.shift) - 1));
             self.caches.access(pa, false);
         }

@@ -89,18 +89,22 @@ impl Structure {
         })
     }
 
+    /// The entry covering `va` and whether it is a locked-down one.
     #[inline(always)]
-    fn lookup(&mut self, va: u64, asid: u16) -> Option<Entry> {
+    fn lookup(&mut self, va: u64, asid: u16) -> Option<(Entry, bool)> {
         for l in &self.locked {
             if va >> l.shift == l.vpn {
                 self.stats.hits += 1;
                 self.stats.locked_hits += 1;
-                return Some(Entry {
-                    shift: l.shift,
-                    pfn: l.pfn,
-                    writable: true,
-                    global: true,
-                });
+                return Some((
+                    Entry {
+                        shift: l.shift,
+                        pfn: l.pfn,
+                        writable: true,
+                        global: true,
+                    },
+                    true,
+                ));
             }
         }
         for (i, &s) in self.shifts.iter().enumerate() {
@@ -109,12 +113,13 @@ impl Structure {
             }
             if let Some(slot) = self.arr.lookup(va >> s, key(va, s as u32), asid) {
                 self.stats.hits += 1;
-                return Some(Entry {
+                let e = Entry {
                     shift: s,
                     pfn: slot.data,
                     writable: slot.flags & W != 0,
                     global: slot.flags & GLOBAL != 0,
-                });
+                };
+                return Some((e, false));
             }
         }
         None
@@ -207,13 +212,32 @@ pub struct LevelStats {
 /// replaces or clears it.
 #[derive(Clone, Copy, Debug, Default)]
 struct Memo {
-    valid: bool,
-    locked: bool,
-    shift: u8,
-    asid: u16,
-    si: u32,
     vpn: u64,
-    entry: Entry,
+    pfn: u64,
+    si: u32,
+    asid: u16,
+    shift: u8,
+    /// `M_*` bits.
+    bits: u8,
+}
+
+const M_VALID: u8 = 1;
+const M_LOCKED: u8 = 2;
+const M_WRITABLE: u8 = 4;
+const M_GLOBAL: u8 = 8;
+
+impl Memo {
+    #[inline(always)]
+    fn new(va: u64, e: &Entry, asid: u16, si: usize, locked: bool) -> Memo {
+        Memo {
+            vpn: va >> e.shift,
+            pfn: e.pfn,
+            si: si as u32,
+            asid,
+            shift: e.shift,
+            bits: M_VALID | (locked as u8) << 1 | (e.writable as u8) << 2 | (e.global as u8) << 3,
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -382,27 +406,17 @@ impl Tlbs {
         }
         st.lookups += 1;
         for &si in &lvl.sides[side] {
-            let s = &mut self.structs[si];
-            let locked_before = s.stats.locked_hits;
-            if let Some(e) = s.lookup(va, asid) {
+            if let Some((e, locked)) = self.structs[si].lookup(va, asid) {
                 st.hits += 1;
                 if li == 0 {
-                    self.memo[self.memo_of[side]] = Memo {
-                        valid: true,
-                        locked: s.stats.locked_hits != locked_before,
-                        shift: e.shift,
-                        asid,
-                        si: si as u32,
-                        vpn: va >> e.shift,
-                        entry: e,
-                    };
+                    self.memo[self.memo_of[side]] = Memo::new(va, &e, asid, si, locked);
                 }
                 return Some(e);
             }
         }
         st.misses += 1;
         if li == 0 {
-            self.memo[self.memo_of[side]].valid = false;
+            self.memo[self.memo_of[side]].bits = 0;
         }
         None
     }
@@ -412,25 +426,30 @@ impl Tlbs {
     #[inline(always)]
     pub fn memo_hit(&mut self, side: usize, va: u64, asid: u16, store: bool) -> Option<Entry> {
         let m = &self.memo[self.memo_of[side]];
-        if m.valid
+        let need = M_VALID | if store { M_WRITABLE } else { 0 };
+        if m.bits & need == need
             && va >> m.shift == m.vpn
-            && (m.asid == asid || m.entry.global)
-            && (!store || m.entry.writable)
+            && (m.asid == asid || m.bits & M_GLOBAL != 0)
         {
             let st = &mut self.level_stats[0][side];
             st.lookups += 1;
             st.hits += 1;
             let s = &mut self.structs[m.si as usize].stats;
             s.hits += 1;
-            s.locked_hits += m.locked as u64;
-            return Some(m.entry);
+            s.locked_hits += (m.bits & M_LOCKED != 0) as u64;
+            return Some(Entry {
+                shift: m.shift,
+                pfn: m.pfn,
+                writable: m.bits & M_WRITABLE != 0,
+                global: m.bits & M_GLOBAL != 0,
+            });
         }
         None
     }
 
     fn forget(&mut self) {
-        self.memo[0].valid = false;
-        self.memo[1].valid = false;
+        self.memo[0].bits = 0;
+        self.memo[1].bits = 0;
     }
 
     /// Fills levels `0..upto` on `side` with the translation `leaf` (whose page starts
@@ -447,7 +466,7 @@ impl Tlbs {
         for li in (0..upto).rev() {
             let Some((si, s)) = self.levels[li].fill_to[side][leaf.shift as usize & 63] else {
                 if li == 0 {
-                    self.memo[self.memo_of[side]].valid = false;
+                    self.memo[self.memo_of[side]].bits = 0;
                 }
                 continue;
             };
@@ -494,20 +513,13 @@ impl Tlbs {
                 }
             }
             if li == 0 {
-                self.memo[self.memo_of[side]] = Memo {
-                    valid: true,
-                    locked: false,
+                let e = Entry {
                     shift: s,
-                    asid,
-                    si: si as u32,
-                    vpn: va >> s,
-                    entry: Entry {
-                        shift: s,
-                        pfn: slot.data,
-                        writable: flags & W != 0,
-                        global: flags & GLOBAL != 0,
-                    },
+                    pfn: slot.data,
+                    writable: flags & W != 0,
+                    global: flags & GLOBAL != 0,
                 };
+                self.memo[self.memo_of[side]] = Memo::new(va, &e, asid, si, false);
             }
         }
     }
