@@ -426,3 +426,107 @@ fn flushes_and_asids() {
     assert_eq!(r.tlb_levels[0].misses, 80);
     assert_eq!(r.memory.frames_live, 40);
 }
+
+#[test]
+fn multi_entry_fill_prefetch_buffer() {
+    // 8-byte PTEs, 64-byte lines: a walk for page 0 brings pages 1..7 into the buffer.
+    let cfg = machine(
+        r#"{ entries = 64, sizes = ["4KiB"] }"#,
+        "[cache]\nlevels = [ { name = \"L1D\", size = \"4KiB\", ways = 4, hit_cycles = 4 } ]",
+    );
+    let mut text = cfg.to_toml();
+    text = text.replace("prefetch_buffer = 0", "prefetch_buffer = 8");
+    let cfg = MachineConfig::from_toml(&text, "t").unwrap();
+    let pop = Event::Mmap {
+        addr: VirtAddr(BASE),
+        len: 8 * 4096,
+        prot: Prot::RW,
+        flags: MapFlags(MapFlags::ANON | MapFlags::POPULATE),
+    };
+    let mut ev = vec![pop];
+    for p in 0..8 {
+        ev.push(load(BASE + p * 4096));
+    }
+    let r = run(&cfg, &ev);
+    assert_eq!(r.walks.walks, 1);
+    assert_eq!(r.prefetch.fills, 7);
+    assert_eq!(r.prefetch.hits, 7);
+    assert_eq!(r.tlb_levels[0].misses, 8);
+}
+
+#[test]
+fn software_reload_traps_once_per_miss() {
+    let cfg = xlat_sim::presets::preset("mpc855t").unwrap();
+    let mut ev = vec![mmap(0x1000_0000, 40 * 4096)];
+    for _ in 0..3 {
+        for p in 0..40 {
+            ev.push(load(0x1000_0000 + p * 4096));
+        }
+    }
+    let r = run(&cfg, &ev);
+    // 28 usable FIFO entries cycled over 40 pages: every access misses and traps.
+    assert_eq!(r.tlb_levels[1].misses, 120);
+    assert_eq!(r.walks.traps, 120);
+    assert_eq!(r.walks.refs, 240); // two-level table
+    assert_eq!(r.cycles.trap, 120 * (32 + 20));
+    // The pinned 8 MiB kernel entry serves kernel addresses without a walk.
+    let r = run(
+        &cfg,
+        &[load(0xc000_0000), load(0xc07f_fff8), load(0xc000_1000)],
+    );
+    assert_eq!(r.walks.walks, 0);
+    assert_eq!(r.tlb_structures[1].locked_hits, 3);
+}
+
+#[test]
+fn asid_rollover_flushes_once_per_generation() {
+    // 4 ASID bits: ASIDs 1..15; the 16th distinct process forces a rollover.
+    let cfg = machine(r#"{ entries = 64, sizes = ["4KiB"] }"#, "")
+        .to_toml()
+        .replace("asid_bits = 8", "asid_bits = 4");
+    let cfg = MachineConfig::from_toml(&cfg, "t").unwrap();
+    let mut ev = vec![mmap(BASE, 4096), load(BASE)];
+    for c in 2..=16u32 {
+        ev.push(Event::Fork { child: Pid(c) });
+    }
+    for c in 2..=16u32 {
+        ev.push(Event::Switch { pid: Pid(c) });
+        ev.push(load(BASE));
+    }
+    let r = run(&cfg, &ev);
+    assert_eq!(r.os.asid_rollovers, 1);
+    assert_eq!(r.flushes.switch, 0);
+    // Untagged: every switch to another process flushes.
+    let cfg = MachineConfig::from_toml(
+        &cfg.to_toml().replace("asid_bits = 4", "asid_bits = 0"),
+        "t",
+    )
+    .unwrap();
+    let r = run(&cfg, &ev);
+    assert_eq!(r.flushes.switch, 15);
+    assert_eq!(r.os.asid_rollovers, 0);
+}
+
+#[test]
+fn thp_madvise_only_where_advised() {
+    let cfg = machine(
+        r#"{ entries = 64, sizes = ["4KiB", "2MiB"] }"#,
+        "[os]\nthp = \"madvise\"",
+    );
+    let a = BASE;
+    let b = BASE + (4 << 20);
+    let ev = vec![
+        mmap(a, 8 << 20),
+        Event::Madvise {
+            addr: VirtAddr(b),
+            len: 4 << 20,
+            advice: xlat_types::Advice::HugePage,
+        },
+        load(a),
+        load(b),
+        load(b + (2 << 20) + 5),
+    ];
+    let r = run(&cfg, &ev);
+    assert_eq!(r.faults.demand, 1);
+    assert_eq!(r.faults.demand_huge, 2);
+}
