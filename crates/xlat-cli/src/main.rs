@@ -46,6 +46,8 @@ enum Cmd {
         #[arg(short, long)]
         output: PathBuf,
     },
+    /// Measure the real machine: TLB geometry and miss costs, page-size effects, OS latencies.
+    Probe(xlat_probe::cli::ProbeArgs),
     /// Measure simulator throughput (refs/s) on fixed cases; asserts their counts.
     Bench {
         /// Only run cases whose name contains this.
@@ -82,6 +84,7 @@ fn main() {
         Cmd::Machines { name } => run::machines(name),
         Cmd::Workloads => run::workloads(),
         Cmd::Bench { filter } => bench::run(filter.as_deref()),
+        Cmd::Probe(a) => xlat_probe::cli::run(a),
         Cmd::Convert {
             input,
             workload,
