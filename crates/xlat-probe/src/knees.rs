@@ -230,30 +230,50 @@ pub fn confidence(estimates: &[f64], noisy: bool, snap: fn(f64) -> u64) -> (Conf
     if estimates.is_empty() {
         return (Confidence::Low, "no estimate".into());
     }
-    let med = stats::median(estimates);
-    let lo = estimates.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = estimates.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    // Outlying estimates (modified z-score > 3.5, see `stats`, and more than 3% off the
+    // median) are set aside, as long as a clear majority remains.
+    let m = stats::median(estimates);
+    let out = stats::outlier_indices(estimates);
+    let kept: Vec<f64> = estimates
+        .iter()
+        .enumerate()
+        .filter(|&(i, &e)| !(out.contains(&i) && (e - m).abs() > 0.03 * m.abs()))
+        .map(|(_, &e)| e)
+        .collect();
+    let dropped = estimates.len() - kept.len();
+    let kept = if kept.len() * 2 > estimates.len() {
+        kept
+    } else {
+        estimates.to_vec()
+    };
+    let med = stats::median(&kept);
+    let lo = kept.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = kept.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let spread = if med > 0.0 {
         (hi - lo) / med
     } else {
         f64::INFINITY
     };
-    let snapped: std::collections::BTreeSet<u64> = estimates.iter().map(|&e| snap(e)).collect();
+    let snapped: std::collections::BTreeSet<u64> = kept.iter().map(|&e| snap(e)).collect();
     let agree = snapped.len() == 1;
-    let c = if spread <= 0.03 && agree && !noisy {
+    let c = if spread <= 0.03 && agree && !noisy && kept.len() >= 3 {
         Confidence::High
-    } else if spread <= 0.10 && agree {
+    } else if spread <= 0.10 && agree && kept.len() >= 2 {
         Confidence::Medium
     } else {
         Confidence::Low
     };
     let mut why = format!(
-        "{} independent estimates span {:.0}..{:.0} ({:.1}%)",
+        "{} of {} independent estimates span {:.0}..{:.0} ({:.1}%)",
+        kept.len(),
         estimates.len(),
         lo,
         hi,
         spread * 100.0
     );
+    if dropped > 0 && kept.len() < estimates.len() {
+        why.push_str(&format!(", {dropped} outlying estimate(s) set aside"));
+    }
     if !agree {
         why.push_str(&format!(", rounding to {} different sizes", snapped.len()));
     }
@@ -395,8 +415,13 @@ mod tests {
             Confidence::Medium
         );
         assert_eq!(
-            confidence(&[3000.0, 4100.0, 4000.0], false, fine).0,
+            confidence(&[3000.0, 4100.0, 5200.0], false, fine).0,
             Confidence::Low
+        );
+        // A single stray estimate is set aside.
+        assert_eq!(
+            confidence(&[3000.0, 4100.0, 4000.0], false, fine).0,
+            Confidence::Medium
         );
         // Straddling a fine-grid boundary (3830) is only ambiguous on the fine grid.
         assert_eq!(
@@ -408,6 +433,18 @@ mod tests {
             Confidence::Medium
         );
         assert_eq!(confidence(&[], false, fine).0, Confidence::Low);
+        // One stray estimate among five is set aside; two among three are not.
+        let (c, why) = confidence(
+            &[4096.0, 4100.0, 4090.0, 4095.0, 5200.0],
+            false,
+            snap_entries_coarse,
+        );
+        assert_eq!(c, Confidence::High, "{why}");
+        assert!(why.contains("set aside"));
+        assert_eq!(
+            confidence(&[4096.0, 5200.0, 6000.0], false, snap_entries_coarse).0,
+            Confidence::Low
+        );
     }
 }
 
@@ -432,16 +469,19 @@ pub fn set_miss(k: f64, ways: f64, repl: Replacement) -> f64 {
     match repl {
         Replacement::Lru => 1.0,
         Replacement::Random => {
+            // Newton on g(m) = m - 1 + exp(-m x), from m = 1 (g is convex, so the iterates
+            // decrease monotonically to the positive root when x > 1).
             let x = k / ways;
             let mut m = 1.0f64;
-            for _ in 0..200 {
-                let next = 1.0 - (-m * x).exp();
-                if (next - m).abs() < 1e-9 {
+            for _ in 0..50 {
+                let e = (-m * x).exp();
+                let step = (m - 1.0 + e) / (1.0 - x * e);
+                m -= step;
+                if step.abs() < 1e-12 {
                     break;
                 }
-                m = next;
             }
-            m
+            m.clamp(0.0, 1.0)
         }
     }
 }
@@ -484,16 +524,20 @@ pub struct CapacityFit {
 /// Fit capacity (and, among `ways`, associativity) and replacement policy to miss fractions
 /// `fs` at footprints `xs`. Capacity, ways and policy are partly interchangeable (a
 /// 4-way LRU curve resembles an 8-way random one ~20% to the left), so callers pass the
-/// associativity CPUID advertises rather than letting it float. Points with
-/// `0.02 <= f <= 0.95` are used and the loss is the mean absolute residual (robust to a
-/// stray point); the capacity is searched coarse to fine. `None` with fewer than three points.
+/// associativity CPUID advertises rather than letting it float (`f64::INFINITY` = fully
+/// associative). Points up to the first saturated one (`f >= 0.95`) are used and the loss is
+/// the mean absolute residual (robust to a stray point); the capacity is searched coarse to
+/// fine. `None` with fewer than three points.
 pub fn fit_capacity(xs: &[f64], fs: &[f64], ways: &[f64]) -> Option<CapacityFit> {
-    let pts: Vec<(f64, f64)> = xs
-        .iter()
-        .zip(fs)
-        .map(|(&x, &f)| (x, f))
-        .filter(|&(_, f)| (0.02..=0.95).contains(&f))
-        .collect();
+    // Every point up to and including the first saturated one (f >= 0.95): beyond it the
+    // curve carries no information about the capacity.
+    let mut pts: Vec<(f64, f64)> = Vec::new();
+    for (&x, &f) in xs.iter().zip(fs) {
+        pts.push((x, f));
+        if f >= 0.95 {
+            break;
+        }
+    }
     if pts.len() < 3 {
         return None;
     }
@@ -509,7 +553,7 @@ pub fn fit_capacity(xs: &[f64], fs: &[f64], ways: &[f64]) -> Option<CapacityFit>
     for repl in [Replacement::Lru, Replacement::Random] {
         for &w in ways {
             let search = |from: f64, to: f64, ratio: f64| {
-                let mut c = from.max(w);
+                let mut c = if w.is_finite() { from.max(w) } else { from };
                 let mut arg = (f64::INFINITY, c);
                 while c <= to {
                     let l = loss(c, w, repl);
@@ -533,6 +577,7 @@ pub fn fit_capacity(xs: &[f64], fs: &[f64], ways: &[f64]) -> Option<CapacityFit>
                     .sum::<f64>()
                     / pts.len() as f64)
                     .sqrt();
+                let c = if w.is_finite() { c } else { c.floor() };
                 best = Some((
                     l,
                     CapacityFit {

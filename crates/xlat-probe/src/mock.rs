@@ -51,6 +51,9 @@ pub struct MockMachine {
     pub outlier_rate: f64,
     /// Median ns and relative noise of each OS operation.
     pub os: Vec<(OsOp, f64, f64)>,
+    /// Whether the scripted machine has TLB-miss counters (exact miss fractions, with a
+    /// little noise, for every level).
+    pub counters: bool,
     /// Seed of every random draw.
     pub seed: u64,
 }
@@ -88,6 +91,7 @@ impl Default for MockMachine {
                 (OsOp::ForkExec, 150_000.0, 0.40),
                 (OsOp::ContextSwitch, 1_500.0, 0.03),
             ],
+            counters: false,
             seed: 0x5EED,
         }
     }
@@ -327,6 +331,15 @@ impl Backend for MockBackend {
             out.push(quantized - m.overhead);
         }
         Ok(out)
+    }
+
+    fn tlb_miss_fraction(&mut self, level: usize, pages: usize, _seed: u64) -> Option<f64> {
+        if !self.machine.counters {
+            return None;
+        }
+        let t = self.machine.tlbs.get(level)?;
+        let noise = 0.005 * self.rng.normal();
+        Some((t.miss_fraction(pages) + noise).clamp(0.0, 1.0))
     }
 
     fn os_op(&mut self, op: OsOp, spec: &OsSpec) -> Result<OsResult, ProbeError> {

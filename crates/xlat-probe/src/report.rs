@@ -263,6 +263,26 @@ fn render_tlb(s: &mut String, tlb: &TlbReport, t: &TimerInfo) {
             l.confidence_reason,
             l.cpuid_note
         );
+        if let Some(c) = &l.cross_check {
+            let _ = writeln!(s, "- {}: cross-check, {}", l.name, c);
+        }
+        if let Some(f) = l.fits.first().or(l.counter_fits.first()) {
+            let _ = writeln!(
+                s,
+                "- {}: best model: {} replacement, {} ways, residual {:.3}",
+                l.name,
+                match f.replacement {
+                    crate::knees::Replacement::Lru => "LRU",
+                    crate::knees::Replacement::Random => "random",
+                },
+                if f.ways.is_finite() && f.ways < f.capacity {
+                    format!("{:.0}", f.ways)
+                } else {
+                    "all (fully associative)".to_string()
+                },
+                f.rms
+            );
+        }
     }
     for st in &tlb.further_steps {
         let _ = writeln!(
@@ -274,7 +294,7 @@ fn render_tlb(s: &mut String, tlb: &TlbReport, t: &TimerInfo) {
     }
     let _ = writeln!(
         s,
-        "- confidence: high = three independent visiting orders agree within 3% and samples are quiet; medium = within 10%; low = otherwise. 'entries' is the raw estimate rounded to the nearest {{1,1.25,1.5,1.75}} x 2^k\n"
+        "- confidence: high = the estimates from five independent visiting orders (an outlying one set aside) agree within 3%, round to the same size and the samples are quiet; medium = within 10% and the same size; low = otherwise. 'entries' is the median estimate rounded to the nearest {{1,1.25,1.5,1.75}} x 2^k (page-by-page sweep) or 2^k / 1.5 x 2^k (model fit, accurate to ~10%)\n"
     );
     // Curve, thinned to about 24 rows.
     let step = (tlb.curve.len() / 24).max(1);

@@ -7,19 +7,22 @@
 //!    The *excess* `random - control` is the translation cost per access.
 //! 2. **Steps.** [`crate::knees::detect_steps`] finds the staircase of the excess; step `k`
 //!    is attributed to TLB level `k+1` (L1 DTLB, then L2).
-//! 3. **Refinement, three independent visiting orders each.**
+//! 3. **Refinement, five independent visiting orders each.**
 //!    * When the step is smaller than the timer can resolve per access (the L1-miss/L2-hit
 //!      penalty is a few cycles), the excess is re-measured around the knee page by page and
 //!      the size is the last footprint below half the step height.
 //!    * When the step is large (an L2 TLB miss costs a page walk), loads are timed one by
-//!      one and classified as hits or misses; the size is the footprint at which half the
-//!      loads miss. This separates the *fraction* of misses from their *cost*, which itself
-//!      grows with the footprint as page tables fall out of the data caches, and it is the
-//!      capacity for both a fully associative TLB (a jump from 0 to 1) and a hashed
-//!      set-associative one (misses start before the TLB is full; the 50% point of a
-//!      Poisson-loaded `W`-way LRU TLB is within a few percent of its capacity).
-//! 4. **Confidence** from the agreement of the three estimates and the sample noise
-//!    ([`crate::knees::confidence`]), and a comparison with CPUID.
+//!      one and classified as hits or misses against the cache control of the same
+//!      footprint, giving the miss *fraction* independently of the miss *cost* (which itself
+//!      grows with the footprint as page tables fall out of the data caches). A model of a
+//!      hashed set-associative TLB ([`crate::knees::model_miss_fraction`]: pages fall into
+//!      sets at random, so sets overflow before the TLB is full; LRU or random
+//!      replacement) is fitted to the fractions; its capacity is the estimate.
+//!    * When the machine has hardware counters for the level's misses (AMD PMCx045 here),
+//!      the same fit on *counted* miss fractions becomes the primary estimate and the
+//!      timing-only result is reported as a cross-check.
+//! 4. **Confidence** from the agreement of the five estimates (an outlier set aside) and the
+//!    sample noise ([`crate::knees::confidence`]), and a comparison with CPUID.
 
 use crate::backend::{
     Backend, ChaseSpec, CounterReading, Environment, HistKind, HistSpec, Pattern,
@@ -47,6 +50,8 @@ pub struct TlbOptions {
     pub min_accesses: usize,
     /// Independent visiting orders used for refinement.
     pub repeats: usize,
+    /// Timed single loads per footprint in the miss-fraction refinement.
+    pub fraction_samples: usize,
     /// Base seed.
     pub seed: u64,
 }
@@ -59,7 +64,8 @@ impl Default for TlbOptions {
             ratio: 1.09,
             samples: 5,
             min_accesses: 20_000,
-            repeats: 3,
+            repeats: 5,
+            fraction_samples: 40_000,
             seed: 1,
         }
     }
@@ -153,11 +159,11 @@ pub struct LevelEstimate {
     pub cpuid_note: String,
     /// Model fits of the miss-fraction method, one per visiting order.
     pub fits: Vec<knees::CapacityFit>,
-    /// The same model fitted to miss fractions counted by hardware counters (when the
-    /// machine has a counter for misses of this level).
-    pub counter_fit: Option<knees::CapacityFit>,
-    /// `counter_fit` rounded like `entries`.
-    pub counter_entries: Option<u64>,
+    /// The model fitted to miss fractions counted by hardware counters, one per visiting
+    /// order (empty when the machine has no counter for this level's misses).
+    pub counter_fits: Vec<knees::CapacityFit>,
+    /// When counters gave the primary estimate: what timing alone inferred.
+    pub cross_check: Option<String>,
 }
 
 /// Result of the `tlb` probe.
@@ -324,7 +330,6 @@ pub fn run<B: Backend>(
     }
     let max_pages = opts.max_pages as f64;
     let mut fits: Vec<(String, knees::CapacityFit)> = Vec::new();
-    let mut counter_fits: Vec<(String, knees::CapacityFit)> = Vec::new();
     for (k, step) in transitions.iter().enumerate() {
         let name = LEVEL_NAMES[k].to_string();
         let prev = if k > 0 {
@@ -354,12 +359,10 @@ pub fn run<B: Backend>(
             let mut out = RefineOut {
                 refine: std::mem::take(&mut refine),
                 fits: std::mem::take(&mut fits),
-                counter_fits: std::mem::take(&mut counter_fits),
             };
             let r = refine_by_fraction(b, &timer, &name, step, model, opts, &mut out)?;
             refine = out.refine;
             fits = out.fits;
-            counter_fits = out.counter_fits;
             match r {
                 Some(e) => ("miss-fraction model fit", e),
                 None => (
@@ -373,18 +376,59 @@ pub fn run<B: Backend>(
                 refine_by_excess(b, &timer, &name, step, opts, &mut refine)?,
             )
         };
+        // Hardware counters, when the machine has them for this level, count the misses
+        // directly; their fit is then the primary estimate and timing the cross-check.
+        let (ways, grid) = if k == 0 {
+            let lo = ((step.last_flat * 0.85).floor() as usize).max(1);
+            let hi = (step.first_raised * 1.15).ceil() as usize;
+            (
+                f64::INFINITY,
+                (lo..=hi)
+                    .step_by(((hi - lo) / 48).max(1))
+                    .collect::<Vec<_>>(),
+            )
+        } else {
+            let ways = env
+                .cpuid
+                .entries_4k("L2", "data")
+                .and_then(|d| d.ways)
+                .unwrap_or(8) as f64;
+            (
+                ways,
+                footprints((step.last_flat * 0.8) as usize, opts.max_pages, 1.06),
+            )
+        };
+        let cfits = counter_fits(b, k, &name, &grid, ways, opts, &mut refine);
+        let timing = (method, estimates.clone());
+        let (method, estimates, cross_check) = if cfits.len() == opts.repeats {
+            let e: Vec<f64> = cfits.iter().map(|f| f.capacity).collect();
+            let t = format!(
+                "timing only ({}): {} -> {}",
+                timing.0,
+                timing
+                    .1
+                    .iter()
+                    .map(|x| format!("{x:.0}"))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                if timing.0 == "excess" {
+                    knees::snap_entries(stats::median(&timing.1))
+                } else {
+                    knees::snap_entries_coarse(stats::median(&timing.1))
+                }
+            );
+            ("hw counters + model fit", e, Some(t))
+        } else {
+            (method, estimates, None)
+        };
         let raw_entries = stats::median(&estimates);
-        let snap: fn(f64) -> u64 = if method == "excess" {
+        let snap: fn(f64) -> u64 = if method == "excess" || (k == 0 && cross_check.is_some()) {
             knees::snap_entries
         } else {
             knees::snap_entries_coarse
         };
         let entries = snap(raw_entries);
         let (confidence, confidence_reason) = knees::confidence(&estimates, noisy, snap);
-        let counter_fit = counter_fits
-            .iter()
-            .find(|(n, _)| *n == LEVEL_NAMES[k])
-            .map(|(_, f)| f.clone());
         let (cpuid, cpuid_agrees, cpuid_note) = compare_cpuid(env, k, entries);
         levels.push(LevelEstimate {
             name,
@@ -405,10 +449,8 @@ pub fn run<B: Backend>(
                 .filter(|(n, _)| *n == LEVEL_NAMES[k])
                 .map(|(_, f)| f.clone())
                 .collect(),
-            counter_entries: counter_fit
-                .as_ref()
-                .map(|f| knees::snap_entries_coarse(f.capacity)),
-            counter_fit,
+            counter_fits: cfits,
+            cross_check,
         });
     }
     if steps.is_empty() {
@@ -491,7 +533,6 @@ struct FractionModel {
 struct RefineOut {
     refine: Vec<RefinePoint>,
     fits: Vec<(String, knees::CapacityFit)>,
-    counter_fits: Vec<(String, knees::CapacityFit)>,
 }
 
 /// Miss-fraction method; `None` when the fraction never reaches one half in the range.
@@ -510,7 +551,7 @@ fn refine_by_fraction<B: Backend>(
     let mut estimates = Vec::new();
     for r in 0..opts.repeats {
         let seed = opts.seed + 101 * (r as u64 + 1);
-        let passes = |pages: usize| (40_000 / pages).max(3);
+        let passes = |pages: usize| (opts.fraction_samples / pages).max(3);
         let sample = |b: &mut B, kind: HistKind, pages: usize| {
             b.single_accesses(&HistSpec {
                 kind,
@@ -566,30 +607,45 @@ fn refine_by_fraction<B: Backend>(
             None => return Ok(None),
         }
     }
-    // Hardware cross-check: the miss fraction counted by the PMU on the same grid.
-    let (mut cx, mut cy) = (Vec::new(), Vec::new());
-    for &pages in &grid {
-        match b.tlb_miss_fraction(1, pages, opts.seed) {
-            Some(f) => {
-                out.refine.push(RefinePoint {
-                    level: format!("{name} (counters)"),
-                    seed: opts.seed,
-                    pages,
-                    value: f,
-                });
-                cx.push(pages as f64);
-                cy.push(f);
-                if f >= 0.95 {
-                    break;
-                }
+    Ok(Some(estimates))
+}
+
+/// Hardware miss fractions of TLB level `level` on `grid`, one model fit per visiting order.
+/// Empty when the machine has no counter for that level.
+fn counter_fits<B: Backend>(
+    b: &mut B,
+    level: usize,
+    name: &str,
+    grid: &[usize],
+    ways: f64,
+    opts: &TlbOptions,
+    refine: &mut Vec<RefinePoint>,
+) -> Vec<knees::CapacityFit> {
+    let mut fits = Vec::new();
+    for r in 0..opts.repeats {
+        let seed = opts.seed + 101 * (r as u64 + 1);
+        let (mut xs, mut ys) = (Vec::new(), Vec::new());
+        for &pages in grid {
+            let Some(f) = b.tlb_miss_fraction(level, pages, seed) else {
+                return fits;
+            };
+            refine.push(RefinePoint {
+                level: format!("{name} (counters)"),
+                seed,
+                pages,
+                value: f,
+            });
+            xs.push(pages as f64);
+            ys.push(f);
+            if ys.len() >= 2 && ys[ys.len() - 2..].iter().all(|&y| y >= 0.95) {
+                break;
             }
-            None => break,
+        }
+        if let Some(fit) = knees::fit_capacity(&xs, &ys, &[ways]) {
+            fits.push(fit);
         }
     }
-    if let Some(fit) = knees::fit_capacity(&cx, &cy, &[model.ways]) {
-        out.counter_fits.push((name.to_string(), fit));
-    }
-    Ok(Some(estimates))
+    fits
 }
 
 /// Compare a measured size with the CPUID description of the same level.

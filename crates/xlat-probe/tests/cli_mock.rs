@@ -198,7 +198,11 @@ fn mock_runs_are_deterministic() {
 fn tlb_of(machine: MockMachine) -> xlat_probe::tlb::TlbReport {
     let mut b = MockBackend::new(machine);
     let env = xlat_probe::backend::Backend::environment(&mut b);
-    xlat_probe::tlb::run(&mut b, &env, &Default::default()).unwrap()
+    let opts = xlat_probe::tlb::TlbOptions {
+        fraction_samples: 8_000,
+        ..Default::default()
+    };
+    xlat_probe::tlb::run(&mut b, &env, &opts).unwrap()
 }
 
 #[test]
@@ -259,4 +263,20 @@ fn no_tlb_effect_means_no_inference() {
     let t = tlb_of(m);
     assert!(t.levels.is_empty());
     assert!(t.warnings.iter().any(|w| w.contains("no knee")));
+}
+
+#[test]
+fn hardware_counters_become_the_primary_estimate() {
+    let t = tlb_of(MockMachine {
+        counters: true,
+        ..Default::default()
+    });
+    let got: Vec<u64> = t.levels.iter().map(|l| l.entries).collect();
+    assert_eq!(got, vec![64, 1536]);
+    for l in &t.levels {
+        assert_eq!(l.method, "hw counters + model fit");
+        assert_eq!(l.counter_fits.len(), 5);
+        assert!(l.cross_check.as_deref().unwrap().starts_with("timing only"));
+    }
+    assert!(t.refine.iter().any(|p| p.level == "L2 DTLB (counters)"));
 }
