@@ -42,6 +42,7 @@ struct Process<P> {
 #[derive(Default)]
 struct Counters {
     refs: Refs,
+    by_kind: [u64; 3],
     walks: u64,
     faulting_walks: u64,
     walk_refs: u64,
@@ -201,13 +202,8 @@ impl<P: PageTable> Sim<P> {
 
     #[inline]
     fn access(&mut self, kind: AccessKind, va: u64, size: u32) -> Result<(), SimError> {
-        let r = &mut self.c.refs;
-        r.total += 1;
-        match kind {
-            AccessKind::Fetch => r.fetch += 1,
-            AccessKind::Load => r.load += 1,
-            AccessKind::Store => r.store += 1,
-        }
+        // Per-kind counts; the total is their sum (computed by the report).
+        self.c.by_kind[kind as usize] += 1;
         let last = va.wrapping_add(size.max(1) as u64 - 1);
         if last < va {
             return Err(SimError::BadRange {
@@ -967,20 +963,22 @@ impl<P: PageTable> Sim<P> {
     /// The report as of now.
     pub fn report(&self) -> Report {
         let c = &self.c;
-        let total = c.refs.total.max(1) as f64;
+        let mut refs = c.refs.clone();
+        refs.fetch = c.by_kind[AccessKind::Fetch as usize];
+        refs.load = c.by_kind[AccessKind::Load as usize];
+        refs.store = c.by_kind[AccessKind::Store as usize];
+        refs.total = refs.fetch + refs.load + refs.store;
+        let total = refs.total.max(1) as f64;
         let mut tlb_levels = Vec::new();
         for (li, pair) in self.tlb.level_stats.iter().enumerate() {
             let n = if self.tlb.is_unified(li) { 1 } else { 2 };
             for st in pair.iter().take(n) {
-                if st.lookups == 0 && !self.tlb.is_unified(li) && n == 2 && st.hits == 0 {
-                    // A side with no structures at this level.
-                }
                 let mut s = st.clone();
                 if self.tlb.is_unified(li) {
-                    s.lookups = pair[0].lookups + pair[1].lookups;
                     s.hits = pair[0].hits + pair[1].hits;
                     s.misses = pair[0].misses + pair[1].misses;
                 }
+                s.lookups = s.hits + s.misses;
                 s.misses_per_kref = s.misses as f64 * 1000.0 / total;
                 tlb_levels.push(s);
             }
@@ -1013,7 +1011,7 @@ impl<P: PageTable> Sim<P> {
         Report {
             schema: 1,
             machine: self.cfg.clone(),
-            refs: c.refs.clone(),
+            refs,
             tlb_levels,
             tlb_structures: self.tlb.structs.iter().map(|s| s.stats.clone()).collect(),
             prefetch: Prefetch {

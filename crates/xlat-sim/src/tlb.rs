@@ -198,6 +198,7 @@ pub struct LevelStats {
     pub name: String,
     pub side: &'static str,
     pub hit_cycles: u64,
+    /// `hits + misses` (filled in by the report).
     pub lookups: u64,
     pub hits: u64,
     pub misses: u64,
@@ -404,7 +405,6 @@ impl Tlbs {
         if lvl.sides[side].is_empty() {
             return None;
         }
-        st.lookups += 1;
         for &si in &lvl.sides[side] {
             if let Some((e, locked)) = self.structs[si].lookup(va, asid) {
                 st.hits += 1;
@@ -432,7 +432,6 @@ impl Tlbs {
             && (m.asid == asid || m.bits & M_GLOBAL != 0)
         {
             let st = &mut self.level_stats[0][side];
-            st.lookups += 1;
             st.hits += 1;
             let s = &mut self.structs[m.si as usize].stats;
             s.hits += 1;
