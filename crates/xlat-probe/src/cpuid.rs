@@ -127,8 +127,9 @@ pub fn decode_amd_tlbs(l5: [u32; 2], l6: [u32; 2], l19: [u32; 2]) -> Vec<TlbDesc
     };
     l1(l5[1], "4K");
     l1(l5[0], "2M/4M");
-    l1(l19[0], "1G");
-    let mut l2 = |reg: u32, sizes: &str| {
+    // Leaf 0x8000_0019 uses the L2 layout (4-bit associativity code, 12-bit entries) for
+    // both its L1 (eax) and L2 (ebx) registers.
+    let mut l2 = |reg: u32, level: &str, sizes: &str| {
         // [31:28] D assoc code, [27:16] D entries, [15:12] I assoc code, [11:0] I entries.
         for (kind, code, entries) in [
             ("data", reg >> 28, (reg >> 16) & 0xFFF),
@@ -139,7 +140,7 @@ pub fn decode_amd_tlbs(l5: [u32; 2], l6: [u32; 2], l19: [u32; 2]) -> Vec<TlbDesc
             }
             if let Some(ways) = amd_l2_assoc(code) {
                 out.push(TlbDesc {
-                    level: "L2".into(),
+                    level: level.into(),
                     kind: kind.into(),
                     page_sizes: sizes.into(),
                     entries,
@@ -148,9 +149,10 @@ pub fn decode_amd_tlbs(l5: [u32; 2], l6: [u32; 2], l19: [u32; 2]) -> Vec<TlbDesc
             }
         }
     };
-    l2(l6[1], "4K");
-    l2(l6[0], "2M/4M");
-    l2(l19[1], "1G");
+    l2(l19[0], "L1", "1G");
+    l2(l6[1], "L2", "4K");
+    l2(l6[0], "L2", "2M/4M");
+    l2(l19[1], "L2", "1G");
     out
 }
 
@@ -413,7 +415,8 @@ mod tests {
         assert_eq!((l2d.entries, l2d.ways), (128, Some(8)));
         let l2d2m = find("L2", "data", "2M/4M");
         assert_eq!((l2d2m.entries, l2d2m.ways), (128, Some(4)));
-        assert_eq!(find("L1", "data", "1G").entries, 96);
+        let l1g = find("L1", "data", "1G");
+        assert_eq!((l1g.entries, l1g.ways), (96, None));
         assert_eq!(find("L2", "data", "1G").entries, 32);
         // The 1G L2 instruction TLB is absent (zero entries) and must not appear.
         assert!(!t

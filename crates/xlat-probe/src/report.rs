@@ -331,10 +331,12 @@ fn render_tlb(s: &mut String, tlb: &TlbReport, t: &TimerInfo) {
     ));
     s.push('\n');
     if let Some(c) = &tlb.counters {
+        let f = |v: Option<f64>| v.map_or("n/a".to_string(), |v| format!("{v:.3}"));
         let _ = writeln!(
             s,
-            "- counters at the largest footprint: dTLB misses/load {:?}, iTLB misses/load {:?}",
-            c.dtlb_misses_per_access, c.itlb_misses_per_access
+            "- hardware counters at the largest footprint (generic dTLB-load-misses = L1 DTLB misses on AMD): dTLB misses per load {}, iTLB misses per load {}",
+            f(c.dtlb_misses_per_access),
+            f(c.itlb_misses_per_access)
         );
     }
     if let Some(c) = &tlb.backing_check {
