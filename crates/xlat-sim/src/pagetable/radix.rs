@@ -167,6 +167,20 @@ impl Level {
         }
     }
 
+    /// Present entries of node `n` (mapping from `base`) that overlap `[start, end)`.
+    fn present_within(&self, n: u32, base: u64, start: u64, end: u64) -> Vec<(u32, u64)> {
+        let span = 1u64 << self.shift;
+        let lo = if start > base { self.index(start) } else { 0 };
+        let hi = if end - 1 < base.wrapping_add(span * self.fanout as u64).wrapping_sub(1) {
+            self.index(end - 1)
+        } else {
+            self.fanout as u32 - 1
+        };
+        let mut ents = Vec::new();
+        self.present(n, lo, hi, &mut ents);
+        ents
+    }
+
     fn alloc(&mut self, mem: &mut PhysMem) -> u32 {
         let pa = mem.alloc_table(self.table_bytes);
         let node = Node {
@@ -312,16 +326,8 @@ impl Radix {
         sw: &mut SoftWalk,
     ) {
         sw.visits += 1 + self.levels[h].folded_above;
-        let lvl = &self.levels[h];
-        let span = 1u64 << lvl.shift;
-        let lo = if start > base { lvl.index(start) } else { 0 };
-        let hi = if end - 1 < base.wrapping_add(span * lvl.fanout as u64).wrapping_sub(1) {
-            lvl.index(end - 1)
-        } else {
-            lvl.fanout as u32 - 1
-        };
-        let mut ents = Vec::new();
-        lvl.present(n, lo, hi, &mut ents);
+        let span = 1u64 << self.levels[h].shift;
+        let ents = self.levels[h].present_within(n, base, start, end);
         for (idx, e) in ents {
             let va = base + idx as u64 * span;
             let covered = va >= start && va + span <= end;
@@ -355,16 +361,8 @@ impl Radix {
         sw: &mut SoftWalk,
     ) {
         sw.visits += 1 + self.levels[h].folded_above;
-        let lvl = &self.levels[h];
-        let span = 1u64 << lvl.shift;
-        let lo = if start > base { lvl.index(start) } else { 0 };
-        let hi = if end - 1 < base.wrapping_add(span * lvl.fanout as u64).wrapping_sub(1) {
-            lvl.index(end - 1)
-        } else {
-            lvl.fanout as u32 - 1
-        };
-        let mut ents = Vec::new();
-        lvl.present(n, lo, hi, &mut ents);
+        let span = 1u64 << self.levels[h].shift;
+        let ents = self.levels[h].present_within(n, base, start, end);
         for (idx, e) in ents {
             let va = base + idx as u64 * span;
             let covered = va >= start && va + span <= end;
