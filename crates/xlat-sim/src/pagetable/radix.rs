@@ -413,6 +413,24 @@ impl Radix {
         }
     }
 
+    /// Descends to the leaf covering `va` (if any) and rewrites it.
+    fn rewrite_leaf(&mut self, va: VirtAddr, f: impl FnOnce(Leaf) -> Leaf) {
+        let mut n = self.root;
+        for h in 0..self.levels.len() {
+            let idx = self.levels[h].index(va.0);
+            let e = self.levels[h].get(n, idx);
+            if e == 0 {
+                return;
+            }
+            if is_leaf(e) {
+                let l = f(dec_leaf(e, self.levels[h].shift));
+                self.levels[h].set(n, idx, enc_leaf(l));
+                return;
+            }
+            n = child(e);
+        }
+    }
+
     fn empty_like(&self) -> Radix {
         let levels = self
             .levels
@@ -521,37 +539,11 @@ impl PageTable for Radix {
     }
 
     fn set_flags(&mut self, va: VirtAddr, flags: u8) {
-        let mut n = self.root;
-        for h in 0..self.levels.len() {
-            let idx = self.levels[h].index(va.0);
-            let e = self.levels[h].get(n, idx);
-            if is_leaf(e) {
-                let mut l = dec_leaf(e, self.levels[h].shift);
-                l.flags = flags;
-                self.levels[h].set(n, idx, enc_leaf(l));
-                return;
-            }
-            if e == 0 {
-                return;
-            }
-            n = child(e);
-        }
+        self.rewrite_leaf(va, |l| Leaf { flags, ..l });
     }
 
     fn replace(&mut self, va: VirtAddr, leaf: Leaf) {
-        let mut n = self.root;
-        for h in 0..self.levels.len() {
-            let idx = self.levels[h].index(va.0);
-            let e = self.levels[h].get(n, idx);
-            if is_leaf(e) {
-                self.levels[h].set(n, idx, enc_leaf(leaf));
-                return;
-            }
-            if e == 0 {
-                return;
-            }
-            n = child(e);
-        }
+        self.rewrite_leaf(va, |_| leaf);
     }
 
     fn teardown(
