@@ -177,6 +177,11 @@ impl<P: PageTable> Sim<P> {
             }
             match *ev {
                 Event::Access(a) => self.access(a.kind, a.addr.0, a.size)?,
+                Event::Block(b) => {
+                    self.c.refs.blocks += 1;
+                    self.c.refs.instructions += b.insns as u64;
+                    self.access(AccessKind::Fetch, b.addr.0, b.len)?
+                }
                 _ => self.os_event(ev)?,
             }
             self.event += 1;
@@ -617,7 +622,7 @@ impl<P: PageTable> Sim<P> {
     fn os_event(&mut self, ev: &Event) -> Result<(), SimError> {
         let what = ev.name();
         match *ev {
-            Event::Access(_) => unreachable!(),
+            Event::Access(_) | Event::Block(_) => unreachable!(),
             Event::Mmap {
                 addr,
                 len,
@@ -968,6 +973,8 @@ impl<P: PageTable> Sim<P> {
         refs.load = c.by_kind[AccessKind::Load as usize];
         refs.store = c.by_kind[AccessKind::Store as usize];
         refs.total = refs.fetch + refs.load + refs.store;
+        // Per-instruction fetch records are one instruction each; blocks added theirs.
+        refs.instructions += refs.fetch - refs.blocks;
         let total = refs.total.max(1) as f64;
         let mut tlb_levels = Vec::new();
         for (li, pair) in self.tlb.level_stats.iter().enumerate() {

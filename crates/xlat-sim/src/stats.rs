@@ -15,6 +15,7 @@ use serde::Serialize;
 
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Refs {
+    /// Fetch references: per-instruction fetch records and basic-block records.
     pub fetch: u64,
     pub load: u64,
     pub store: u64,
@@ -23,6 +24,10 @@ pub struct Refs {
     pub translations: u64,
     /// Accesses that touched more than one page.
     pub page_crossings: u64,
+    /// Basic-block records among the fetches.
+    pub blocks: u64,
+    /// Instructions executed: one per fetch record plus each block's count.
+    pub instructions: u64,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]

@@ -1,7 +1,7 @@
 //! Exactness tests: closed-form and hand-computed counts.
 
 use xlat_sim::{MachineConfig, Radix, Report, Sim};
-use xlat_types::{Access, AccessKind, Event, MapFlags, Pid, Prot, VirtAddr};
+use xlat_types::{Access, AccessKind, Block, Event, MapFlags, Pid, Prot, Tid, VirtAddr};
 
 /// A machine with one fully-associative or set-associative data TLB and no caches.
 fn machine(tlb: &str, extra: &str) -> MachineConfig {
@@ -241,6 +241,35 @@ fn page_crossing_access_translates_both_pages() {
     assert_eq!(r.refs.translations, 2);
     assert_eq!(r.refs.page_crossings, 1);
     assert_eq!(r.faults.demand, 2);
+}
+
+#[test]
+fn basic_block_translates_each_page_once_and_counts_its_instructions() {
+    let cfg = machine(r#"{ entries = 64, sizes = ["4KiB"] }"#, "");
+    let block = |addr, len, insns| {
+        Event::Block(Block {
+            addr: VirtAddr(addr),
+            len,
+            insns,
+            tid: Tid(0),
+        })
+    };
+    let ev = vec![
+        mmap(BASE, 3 * 4096),
+        block(BASE + 4000, 200, 40), // crosses into the second page
+        block(BASE + 100, 16, 4),
+        block(BASE + 4096 * 2, 1, 1),
+        Event::Access(Access::new(AccessKind::Fetch, BASE + 8, 3)),
+    ];
+    let r = run(&cfg, &ev);
+    assert_eq!(r.refs.fetch, 4);
+    assert_eq!(r.refs.blocks, 3);
+    assert_eq!(r.refs.instructions, 40 + 4 + 1 + 1);
+    assert_eq!(r.refs.translations, 5);
+    assert_eq!(r.refs.page_crossings, 1);
+    assert_eq!(r.tlb_levels[0].misses, 3);
+    assert_eq!(r.tlb_levels[0].hits, 2);
+    assert_eq!(r.faults.demand, 3);
 }
 
 #[test]

@@ -1,8 +1,9 @@
 //! Constants and small structures of the `.xlt` format (see the crate docs, `# Format`).
 
 use crate::varint;
+use std::collections::HashSet;
 use std::fmt;
-use xlat_types::{Event, PageSize};
+use xlat_types::{Event, PageSize, Pid};
 
 /// First 8 bytes of every `.xlt` file.
 pub const MAGIC: [u8; 8] = *b"XLATTRC\x1a";
@@ -47,6 +48,8 @@ pub mod tag {
     pub const FLUSH_ALL: u8 = 0xcc;
     pub const THREAD_START: u8 = 0xcd;
     pub const THREAD_EXIT: u8 = 0xce;
+    pub const BLOCK: u8 = 0xcf;
+    pub const BLOCK_TID: u8 = 0xd0;
 }
 
 /// The trace header: where the trace came from.
@@ -179,10 +182,11 @@ pub enum EventKind {
     Flush,
     ThreadStart,
     ThreadExit,
+    Block,
 }
 
 impl EventKind {
-    pub const COUNT: usize = 15;
+    pub const COUNT: usize = 16;
     pub const ALL: [EventKind; EventKind::COUNT] = [
         EventKind::Fetch,
         EventKind::Load,
@@ -199,6 +203,7 @@ impl EventKind {
         EventKind::Flush,
         EventKind::ThreadStart,
         EventKind::ThreadExit,
+        EventKind::Block,
     ];
 
     #[inline]
@@ -221,6 +226,7 @@ impl EventKind {
             Event::Flush(_) => EventKind::Flush,
             Event::ThreadStart { .. } => EventKind::ThreadStart,
             Event::ThreadExit { .. } => EventKind::ThreadExit,
+            Event::Block(_) => EventKind::Block,
         }
     }
 
@@ -242,6 +248,7 @@ impl EventKind {
             EventKind::Flush => "flush",
             EventKind::ThreadStart => "thread-start",
             EventKind::ThreadExit => "thread-exit",
+            EventKind::Block => "block",
         }
     }
 }
@@ -262,6 +269,8 @@ pub struct Summary {
     pub threads: u64,
     /// Distinct pids: the initial process, fork children and switch targets.
     pub pids: u64,
+    /// Instructions: one per fetch access plus each block's instruction count.
+    pub instructions: u64,
 }
 
 impl Summary {
@@ -273,9 +282,13 @@ impl Summary {
     pub fn count(&self, kind: EventKind) -> u64 {
         self.by_kind[kind as usize]
     }
-    /// Fetches + loads + stores.
+    /// Fetches + loads + stores (block records not included).
     pub fn accesses(&self) -> u64 {
         self.by_kind[..3].iter().sum()
+    }
+    /// References as valgrind lackey counts them: instructions + loads + stores.
+    pub fn references(&self) -> u64 {
+        self.instructions + self.count(EventKind::Load) + self.count(EventKind::Store)
     }
 
     /// The end-block body.
@@ -294,6 +307,7 @@ impl Summary {
         for &c in &self.by_kind {
             varint::put(&mut b, c);
         }
+        varint::put(&mut b, self.instructions);
         b
     }
 
@@ -326,6 +340,7 @@ impl Summary {
         for c in s.by_kind.iter_mut() {
             *c = next(&mut pos)?;
         }
+        s.instructions = next(&mut pos)?;
         if pos != b.len() {
             return Err((
                 pos,
@@ -349,6 +364,61 @@ impl fmt::Display for Summary {
         writeln!(f, "processes   {}", self.pids)?;
         writeln!(f, "blocks      {}", self.blocks)?;
         write!(f, "raw bytes   {}", self.raw_bytes)
+    }
+}
+
+/// Counts events into a [`Summary`] (distinct threads and pids included).
+#[derive(Debug)]
+pub(crate) struct Tally {
+    pub summary: Summary,
+    tids: HashSet<u32>,
+    last_tid: Option<u32>,
+    pids: HashSet<u32>,
+}
+
+impl Default for Tally {
+    fn default() -> Tally {
+        Tally {
+            summary: Summary::default(),
+            tids: HashSet::new(),
+            last_tid: None,
+            pids: HashSet::from([Pid::INIT.0]),
+        }
+    }
+}
+
+impl Tally {
+    #[inline]
+    pub fn add(&mut self, e: &Event) {
+        let s = &mut self.summary;
+        s.by_kind[EventKind::of(e) as usize] += 1;
+        let tid = match e {
+            Event::Access(a) => {
+                s.instructions += a.kind.is_fetch() as u64;
+                a.tid.0
+            }
+            Event::Block(b) => {
+                s.instructions += b.insns as u64;
+                b.tid.0
+            }
+            Event::ThreadStart { tid } | Event::ThreadExit { tid } => tid.0,
+            Event::Fork { child: p } | Event::Switch { pid: p } => {
+                self.pids.insert(p.0);
+                return;
+            }
+            _ => return,
+        };
+        if self.last_tid != Some(tid) {
+            self.last_tid = Some(tid);
+            self.tids.insert(tid);
+        }
+    }
+
+    /// The summary with the distinct thread and pid counts filled in.
+    pub fn summary(&mut self) -> &mut Summary {
+        self.summary.threads = self.tids.len() as u64;
+        self.summary.pids = self.pids.len() as u64;
+        &mut self.summary
     }
 }
 

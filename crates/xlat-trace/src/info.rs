@@ -1,13 +1,12 @@
 //! [`summarize`] and [`verify`]: what a trace holds, for `xlat trace info`.
 
 use crate::error::{TraceError, Truncation};
-use crate::format::{EventKind, Header, Summary};
+use crate::format::{Header, Summary, Tally};
 use crate::reader::TraceReader;
-use std::collections::HashSet;
 use std::fmt;
 use std::io::Read;
 use std::path::Path;
-use xlat_types::{Event, EventSource, Pid};
+use xlat_types::EventSource;
 
 /// A trace's header and totals.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -74,37 +73,18 @@ fn file_len(path: &Path) -> Result<u64, TraceError> {
 
 /// Counts every event of `r` the way the writer does.
 pub(crate) fn scan<R: Read>(r: &mut TraceReader<R>) -> Result<Summary, TraceError> {
-    let mut s = Summary::default();
-    let mut tids = HashSet::new();
-    let mut last_tid = None;
-    let mut pids = HashSet::from([Pid::INIT.0]);
+    let mut t = Tally::default();
     let mut buf = Vec::with_capacity(1 << 16);
     while r.fill(&mut buf, 1 << 16)? {
-        for e in &buf {
-            s.by_kind[EventKind::of(e) as usize] += 1;
-            let tid = match e {
-                Event::Access(a) => a.tid.0,
-                Event::ThreadStart { tid } | Event::ThreadExit { tid } => tid.0,
-                Event::Fork { child: p } | Event::Switch { pid: p } => {
-                    pids.insert(p.0);
-                    continue;
-                }
-                _ => continue,
-            };
-            if last_tid != Some(tid) {
-                last_tid = Some(tid);
-                tids.insert(tid);
-            }
-        }
+        buf.iter().for_each(|e| t.add(e));
     }
-    s.threads = tids.len() as u64;
-    s.pids = pids.len() as u64;
+    let s = t.summary();
     match r.end_summary() {
         Some(end) => {
             s.blocks = end.blocks;
             s.raw_bytes = end.raw_bytes;
             s.stored_bytes = end.stored_bytes;
-            if *end != s {
+            if end != s {
                 return Err(TraceError::Corrupt {
                     offset: r.position(),
                     reason: "end block totals do not match the events".into(),
@@ -116,7 +96,7 @@ pub(crate) fn scan<R: Read>(r: &mut TraceReader<R>) -> Result<Summary, TraceErro
             (s.raw_bytes, s.stored_bytes) = r.block_bytes();
         }
     }
-    Ok(s)
+    Ok(s.clone())
 }
 
 impl fmt::Display for Info {

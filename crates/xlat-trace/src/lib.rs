@@ -56,10 +56,11 @@
 //! **End block**: tag `'E'` (0x45), body length u32 (at most 4096), body, crc32 of the
 //! body. The body is varints: data block count, total raw bytes, total stored bytes (frame
 //! headers + payloads), distinct thread ids, distinct pids (the initial pid 1, fork
-//! children and switch targets), the number of event kinds K (= 15), then K event counts
+//! children and switch targets), the number of event kinds K (= 16), then K event counts
 //! in the order fetch, load, store, mmap, munmap, mprotect, madvise, mremap, brk, fork,
-//! exit, switch, flush, thread-start, thread-exit. Readers check the block and event
-//! totals against what they read. Nothing may follow the end block.
+//! exit, switch, flush, thread-start, thread-exit, block, then the instruction total
+//! (fetch records plus the instruction counts of block records). Readers check the
+//! block and event totals against what they read. Nothing may follow the end block.
 //!
 //! A file that ends inside a block or without the end block is *truncated*: its complete
 //! blocks are valid data (the writer was killed, or dropped without `finish`).
@@ -104,8 +105,15 @@
 //! 0xcc flush all
 //! 0xcd thread start v tid (< 2^32)
 //! 0xce thread exit  v tid (< 2^32)
-//! 0xcf..=0xff       reserved (invalid)
+//! 0xcf block        z addr, v len (1..2^32), v insns (< 2^32)
+//! 0xd0 block        z addr, v len, v insns, v tid (the thread changed)
+//! 0xd1..=0xff       reserved (invalid)
 //! ```
+//!
+//! A **block** record is a basic block's instruction fetches: `insns` instructions in
+//! the `len` bytes at `addr`. It shares the fetch kind's delta state: `addr =
+//! prev[0] + psize[0] + unzigzag(z)` (0 for a fall-through block), then the state
+//! advances as for a fetch of size `len`.
 
 mod error;
 mod format;

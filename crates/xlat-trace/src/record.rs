@@ -3,7 +3,7 @@
 use crate::format::tag;
 use crate::varint::{self, VarintError};
 use xlat_types::{
-    Access, AccessKind, Advice, Event, FlushScope, MapFlags, Pid, Prot, Tid, VirtAddr,
+    Access, AccessKind, Advice, Block, Event, FlushScope, MapFlags, Pid, Prot, Tid, VirtAddr,
 };
 
 /// Access tag bits: `kk sss mm t` (kind, size class, address mode, tid follows).
@@ -58,6 +58,7 @@ impl Encoder {
     pub fn encode(&mut self, e: &Event, out: &mut Vec<u8>) -> Result<(), &'static str> {
         match *e {
             Event::Access(a) => return self.access(&a, out),
+            Event::Block(b) => return self.block(&b, out),
             Event::Mmap {
                 addr,
                 len,
@@ -176,6 +177,32 @@ impl Encoder {
     }
 }
 
+impl Encoder {
+    #[inline]
+    fn block(&mut self, b: &Block, out: &mut Vec<u8>) -> Result<(), &'static str> {
+        if b.len == 0 {
+            return Err("block of length 0");
+        }
+        let st = &mut self.st;
+        let z = varint::zigzag(b.addr.0.wrapping_sub(st.prev[0].wrapping_add(st.psize[0])) as i64);
+        let tid_changed = b.tid.0 != st.tid;
+        out.push(if tid_changed {
+            tag::BLOCK_TID
+        } else {
+            tag::BLOCK
+        });
+        varint::put(out, z);
+        varint::put(out, b.len as u64);
+        varint::put(out, b.insns as u64);
+        if tid_changed {
+            varint::put(out, b.tid.0 as u64);
+            st.tid = b.tid.0;
+        }
+        st.advance(0, b.addr.0, b.len);
+        Ok(())
+    }
+}
+
 /// Why a record could not be decoded: (offset of the record in the block, reason).
 pub(crate) type RecordError = (usize, String);
 
@@ -201,7 +228,7 @@ impl Bad {
     fn message(self) -> String {
         match self {
             Bad::Varint(e) => e.message().to_string(),
-            Bad::SizeZero => "access of size 0".to_string(),
+            Bad::SizeZero => "access or block of size 0".to_string(),
             Bad::Wide(what, v) => format!("{what} {v} exceeds 32 bits"),
             Bad::Tag(t) => format!("unknown record tag {t:#04x}"),
             Bad::Advice(b) => format!("unknown madvise advice {b}"),
@@ -266,6 +293,8 @@ impl Decoder {
             p += 1;
             let r = if t < 0xc0 {
                 Self::access(&mut st, t, raw, &mut p, out)
+            } else if t == tag::BLOCK || t == tag::BLOCK_TID {
+                Self::block(&mut st, t, raw, &mut p, out)
             } else {
                 Self::os(t, raw, &mut p).map(|e| out.push(e))
             };
@@ -317,6 +346,34 @@ impl Decoder {
             size,
             tid: Tid(st.tid),
             kind,
+        }));
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn block(
+        st: &mut State,
+        t: u8,
+        raw: &[u8],
+        p: &mut usize,
+        out: &mut Vec<Event>,
+    ) -> Result<(), Bad> {
+        let z = varint::unzigzag(u64_field(raw, p)?) as u64;
+        let addr = st.prev[0].wrapping_add(st.psize[0]).wrapping_add(z);
+        let len = u32_field(raw, p, "block length")?;
+        if len == 0 {
+            return Err(Bad::SizeZero);
+        }
+        let insns = u32_field(raw, p, "instruction count")?;
+        if t == tag::BLOCK_TID {
+            st.tid = u32_field(raw, p, "thread id")?;
+        }
+        st.advance(0, addr, len);
+        out.push(Event::Block(Block {
+            addr: VirtAddr(addr),
+            len,
+            insns,
+            tid: Tid(st.tid),
         }));
         Ok(())
     }

@@ -2,15 +2,14 @@
 
 use crate::error::TraceError;
 use crate::format::{
-    BlockHeader, EventKind, Header, Summary, MAGIC, MAX_END_BYTES, MAX_RAW_BLOCK, MAX_RECORD_LEN,
+    BlockHeader, Header, Summary, Tally, MAGIC, MAX_END_BYTES, MAX_RAW_BLOCK, MAX_RECORD_LEN,
     TAG_END, VERSION,
 };
 use crate::record::Encoder;
-use std::collections::HashSet;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
-use xlat_types::{Event, Pid};
+use xlat_types::Event;
 
 /// Default zstd compression level.
 pub const DEFAULT_LEVEL: i32 = 3;
@@ -25,10 +24,7 @@ pub struct TraceWriter<W: Write> {
     zc: zstd::bulk::Compressor<'static>,
     records: u32,
     offset: u64,
-    summary: Summary,
-    tids: HashSet<u32>,
-    last_tid: Option<u32>,
-    pids: HashSet<u32>,
+    tally: Tally,
     failed: bool,
 }
 
@@ -36,7 +32,7 @@ impl<W: Write> std::fmt::Debug for TraceWriter<W> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TraceWriter")
             .field("offset", &self.offset)
-            .field("summary", &self.summary)
+            .field("summary", &self.tally.summary)
             .finish_non_exhaustive()
     }
 }
@@ -65,8 +61,6 @@ impl<W: Write> TraceWriter<W> {
         let body = header.encode().map_err(TraceError::Encode)?;
         let zc = zstd::bulk::Compressor::new(level)
             .map_err(|e| TraceError::Encode(format!("zstd level {level}: {e}")))?;
-        let mut pids = HashSet::new();
-        pids.insert(Pid::INIT.0);
         let mut tw = TraceWriter {
             w: Some(w),
             enc: Encoder::default(),
@@ -75,10 +69,7 @@ impl<W: Write> TraceWriter<W> {
             zc,
             records: 0,
             offset: 0,
-            summary: Summary::default(),
-            tids: HashSet::new(),
-            last_tid: None,
-            pids,
+            tally: Tally::default(),
             failed: false,
         };
         let mut pre = Vec::with_capacity(body.len() + 18);
@@ -116,26 +107,12 @@ impl<W: Write> TraceWriter<W> {
 
     /// Totals so far (events written, blocks flushed).
     pub fn summary(&self) -> &Summary {
-        &self.summary
+        &self.tally.summary
     }
 
     #[inline]
     fn count(&mut self, e: &Event) {
-        let s = &mut self.summary;
-        s.by_kind[EventKind::of(e) as usize] += 1;
-        let tid = match e {
-            Event::Access(a) => a.tid.0,
-            Event::ThreadStart { tid } | Event::ThreadExit { tid } => tid.0,
-            Event::Fork { child: p } | Event::Switch { pid: p } => {
-                self.pids.insert(p.0);
-                return;
-            }
-            _ => return,
-        };
-        if self.last_tid != Some(tid) {
-            self.last_tid = Some(tid);
-            self.tids.insert(tid);
-        }
+        self.tally.add(e);
     }
 
     /// Writes the pending block and the end block, flushes, and returns the totals.
@@ -151,9 +128,7 @@ impl<W: Write> TraceWriter<W> {
         if self.records > 0 {
             self.flush_block()?;
         }
-        self.summary.threads = self.tids.len() as u64;
-        self.summary.pids = self.pids.len() as u64;
-        let body = self.summary.encode_end();
+        let body = self.tally.summary().encode_end();
         debug_assert!(body.len() <= MAX_END_BYTES as usize);
         let mut end = Vec::with_capacity(body.len() + 9);
         end.push(TAG_END);
@@ -165,7 +140,7 @@ impl<W: Write> TraceWriter<W> {
         let mut w = self.w.take().ok_or(TraceError::Poisoned)?;
         w.flush()
             .map_err(|source| TraceError::Io { offset, source })?;
-        Ok((w, std::mem::take(&mut self.summary)))
+        Ok((w, std::mem::take(self.tally.summary())))
     }
 
     fn flush_block(&mut self) -> Result<(), TraceError> {
@@ -189,9 +164,10 @@ impl<W: Write> TraceWriter<W> {
         let r = self.put(&comp);
         self.comp = comp;
         r?;
-        self.summary.blocks += 1;
-        self.summary.raw_bytes += self.raw.len() as u64;
-        self.summary.stored_bytes += (h.len() + self.comp.len()) as u64;
+        let s = &mut self.tally.summary;
+        s.blocks += 1;
+        s.raw_bytes += self.raw.len() as u64;
+        s.stored_bytes += (h.len() + self.comp.len()) as u64;
         self.raw.clear();
         self.records = 0;
         self.enc.reset();

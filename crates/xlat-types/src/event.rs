@@ -70,6 +70,20 @@ impl Access {
     }
 }
 
+/// A basic block executed: `insns` instructions fetched from `[addr, addr+len)`.
+///
+/// Block-granular capture (one record per executed block) keeps instruction-TLB
+/// behaviour exact at page granularity: the simulator translates every page the bytes
+/// touch, once each, and counts `insns` instructions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Block {
+    pub addr: VirtAddr,
+    /// Bytes, at least 1.
+    pub len: u32,
+    pub insns: u32,
+    pub tid: Tid,
+}
+
 /// Page protection bits of a mapping.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
 pub struct Prot(pub u8);
@@ -142,6 +156,8 @@ pub enum FlushScope {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Event {
     Access(Access),
+    /// A basic block's instruction fetches (see [`Block`]).
+    Block(Block),
     /// A new mapping of `[addr, addr+len)` (addr is the address the kernel returned).
     Mmap {
         addr: VirtAddr,
@@ -201,6 +217,7 @@ impl Event {
     pub fn name(&self) -> &'static str {
         match self {
             Event::Access(a) => a.kind.name(),
+            Event::Block(_) => "block",
             Event::Mmap { .. } => "mmap",
             Event::Munmap { .. } => "munmap",
             Event::Mprotect { .. } => "mprotect",

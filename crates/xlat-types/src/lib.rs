@@ -10,6 +10,6 @@ mod source;
 mod units;
 
 pub use addr::{Asid, Cycles, PageSize, Pfn, PhysAddr, VirtAddr, Vpn};
-pub use event::{Access, AccessKind, Advice, Event, FlushScope, MapFlags, Pid, Prot, Tid};
+pub use event::{Access, AccessKind, Advice, Block, Event, FlushScope, MapFlags, Pid, Prot, Tid};
 pub use source::{EventSource, VecSource};
 pub use units::{format_bytes, parse_bytes, parse_count, UnitError};

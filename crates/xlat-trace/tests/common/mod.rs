@@ -4,8 +4,8 @@
 use proptest::prelude::*;
 use xlat_trace::{Header, TraceReader, TraceWriter};
 use xlat_types::{
-    Access, AccessKind, Advice, Event, EventSource, FlushScope, MapFlags, PageSize, Pid, Prot, Tid,
-    VirtAddr,
+    Access, AccessKind, Advice, Block, Event, EventSource, FlushScope, MapFlags, PageSize, Pid,
+    Prot, Tid, VirtAddr,
 };
 
 pub fn header() -> Header {
@@ -71,6 +71,8 @@ pub fn event() -> impl Strategy<Value = Event> {
     let va = || addr().prop_map(VirtAddr);
     prop_oneof![
         8 => access().prop_map(Event::Access),
+        3 => (addr(), 1u32..5000, any::<u32>(), prop_oneof![3 => Just(0u32), 1 => any::<u32>()])
+            .prop_map(|(a, len, insns, tid)| Event::Block(Block { addr: VirtAddr(a), len, insns, tid: Tid(tid) })),
         1 => (va(), any::<u64>(), any::<u8>(), any::<u8>()).prop_map(|(addr, len, p, f)| Event::Mmap {
             addr,
             len,
@@ -137,6 +139,14 @@ pub fn sample_events(accesses: usize) -> Vec<Event> {
             a.size = 3;
         }
         v.push(Event::Access(a));
+        if i % 5 == 0 {
+            v.push(Event::Block(Block {
+                addr: VirtAddr(0x40_0000 + (i % 40) * 24),
+                len: 24,
+                insns: 6,
+                tid: a.tid,
+            }));
+        }
     }
     v.extend([
         Event::Mprotect {
