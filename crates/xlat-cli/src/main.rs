@@ -3,6 +3,7 @@
 //! (trace formats).
 
 mod bench;
+mod capture;
 mod output;
 mod run;
 mod traces;
@@ -46,6 +47,14 @@ enum Cmd {
         #[arg(short, long)]
         output: PathBuf,
     },
+    /// Run a program under QEMU and simulate its references online (report on stderr).
+    ///
+    /// `xlat run --machine zen4 -- gzip -9 -c big.tar > out.gz`
+    Run(capture::RunArgs),
+    /// Capture a program's references to a `.xlt` trace, or print what a trace holds.
+    ///
+    /// `xlat trace -o gzip.xlt -- gzip -9 -c big.tar`; `xlat trace --info gzip.xlt`
+    Trace(capture::TraceArgs),
     /// Measure the real machine: TLB geometry and miss costs, page-size effects, OS latencies.
     Probe(xlat_probe::cli::ProbeArgs),
     /// Measure simulator throughput (refs/s) on fixed cases; asserts their counts.
@@ -80,6 +89,9 @@ pub struct SimArgs {
 fn main() {
     let cli = Cli::parse();
     let r: Result<()> = match cli.cmd {
+        // These pass the traced program's exit status through.
+        Cmd::Run(a) => capture::run(a).map(|c| std::process::exit(c)),
+        Cmd::Trace(a) => capture::trace(a).map(|c| std::process::exit(c)),
         Cmd::Sim(a) => run::sim(a),
         Cmd::Machines { name } => run::machines(name),
         Cmd::Workloads => run::workloads(),

@@ -63,6 +63,14 @@ pub fn detailed(o: &Outcome) -> String {
         n(r.refs.translations),
         n(r.refs.page_crossings)
     );
+    if r.refs.blocks > 0 {
+        let _ = writeln!(
+            s,
+            "instructions  {} (fetched as {} basic blocks, one lookup per page each)",
+            n(r.refs.instructions),
+            n(r.refs.blocks)
+        );
+    }
     let _ = writeln!(
         s,
         "\nTLB level      side     {:>14} {:>14} {:>14} {:>12}",

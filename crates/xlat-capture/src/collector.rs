@@ -1,0 +1,516 @@
+//! The collector: runs the program under QEMU with the plugin, accepts one connection per
+//! traced process, and merges their chunks into one event stream.
+//!
+//! Merging: chunks are taken in arrival order; a chunk from another process than the
+//! previous one is preceded by a `Switch`, so processes interleave at chunk granularity
+//! (at most `CAP` words of one thread). A forked child's chunks are held back until the
+//! parent's `Fork` event is in the stream. A process whose connection ends is closed
+//! with an `Exit` (its exit status when the plugin's exit callback ran; a warning when
+//! it did not, e.g. on a fatal signal, whose last unsent chunks are lost).
+
+use crate::decode::{decode, Control};
+use crate::launch::{self, Options};
+use crate::wire;
+use crate::CaptureError;
+use std::collections::HashSet;
+use std::ffi::{OsStr, OsString};
+use std::os::raw::c_int;
+use std::process::ExitStatus;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+use xlat_types::{Event, EventSource, Pid, Tid};
+
+/// Bytes of the largest message the plugin sends (header word included).
+const MAX_MSG: usize = (wire::MAX_CHUNK_WORDS as usize + 1) * 8;
+/// Decoded batches in flight between readers and the consumer.
+const QUEUE: usize = 8;
+
+enum Msg {
+    Connected {
+        pid: u32,
+    },
+    Events {
+        pid: u32,
+        events: Vec<Event>,
+        control: Option<Control>,
+    },
+    End {
+        pid: u32,
+        how: End,
+    },
+    RootExited(std::io::Result<ExitStatus>),
+}
+
+#[derive(Debug)]
+enum End {
+    Exit,
+    Cut,
+    Orphan,
+    Bad(String),
+}
+
+/// Which host pids may send events (those whose `Fork` is in the stream) and which ended.
+#[derive(Default)]
+struct Registry {
+    state: Mutex<(HashSet<u32>, HashSet<u32>)>,
+    cv: Condvar,
+}
+
+impl Registry {
+    fn register(&self, pid: u32) {
+        self.state.lock().unwrap().0.insert(pid);
+        self.cv.notify_all();
+    }
+    fn ended(&self, pid: u32) {
+        self.state.lock().unwrap().1.insert(pid);
+        self.cv.notify_all();
+    }
+    /// Waits until `pid` may send; false if its parent ended without forking it.
+    fn wait(&self, pid: u32, ppid: u32) -> bool {
+        let mut g = self.state.lock().unwrap();
+        loop {
+            if g.0.contains(&pid) {
+                return true;
+            }
+            if g.1.contains(&ppid) {
+                return false;
+            }
+            g = self.cv.wait(g).unwrap();
+        }
+    }
+}
+
+/// Totals of one capture, and what went wrong on the way.
+#[derive(Debug, Default, Clone)]
+pub struct Stats {
+    /// Processes traced (the program and its forked children).
+    pub processes: u64,
+    /// Chunks received.
+    pub chunks: u64,
+    /// Events delivered.
+    pub events: u64,
+    /// Warnings for the user (lost data, killed processes, execs).
+    pub warnings: Vec<String>,
+}
+
+/// A running capture: an [`EventSource`] over every traced process's events.
+pub struct Capture {
+    rx: Receiver<Msg>,
+    free_tx: SyncSender<Vec<Event>>,
+    registry: Arc<Registry>,
+    listen_fd: c_int,
+    root_pid: u32,
+    /// Trace pid currently running (`None` before the first event and after an exit).
+    current: Option<u32>,
+    pending: Vec<Event>,
+    pending_pos: usize,
+    /// Host pids with an open connection, and children forked but not yet connected.
+    live: HashSet<u32>,
+    expected: HashSet<u32>,
+    exec_pending: HashSet<u32>,
+    status: Option<std::io::Result<ExitStatus>>,
+    stats: Stats,
+    done: bool,
+}
+
+fn name_for(pid: u32, root: u32) -> Pid {
+    if pid == root {
+        Pid::INIT
+    } else {
+        Pid(pid)
+    }
+}
+
+impl Capture {
+    /// Starts `program args…` under QEMU with the plugin. The program's stdin, stdout and
+    /// stderr are this process's.
+    pub fn start(
+        program: &OsStr,
+        args: &[OsString],
+        opts: &Options,
+    ) -> Result<Capture, CaptureError> {
+        let qemu = launch::find_qemu(opts)?;
+        let plugin = launch::find_plugin(opts)?;
+        let sock = format!(
+            "xlat-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or(0)
+        );
+        let listen_fd = listen(&sock)?;
+        let mut cmd = launch::command(&qemu, &plugin, &sock, opts.per_insn, program, args)?;
+        let mut child = cmd.spawn().map_err(|e| CaptureError::Spawn {
+            qemu: qemu.display().to_string(),
+            source: e,
+        })?;
+        let root_pid = child.id();
+        let (tx, rx) = mpsc::sync_channel::<Msg>(QUEUE);
+        let (free_tx, free_rx) = mpsc::sync_channel::<Vec<Event>>(QUEUE * 2);
+        let registry = Arc::new(Registry::default());
+        registry.register(root_pid);
+        let free_rx = Arc::new(Mutex::new(free_rx));
+        {
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                let _ = tx.send(Msg::RootExited(child.wait()));
+            });
+        }
+        {
+            let registry = registry.clone();
+            std::thread::spawn(move || accept_loop(listen_fd, root_pid, tx, registry, free_rx));
+        }
+        Ok(Capture {
+            rx,
+            free_tx,
+            registry,
+            listen_fd,
+            root_pid,
+            current: Some(root_pid),
+            pending: Vec::new(),
+            pending_pos: 0,
+            live: HashSet::new(),
+            expected: HashSet::new(),
+            exec_pending: HashSet::new(),
+            status: None,
+            stats: Stats::default(),
+            done: false,
+        })
+    }
+
+    /// Totals so far (complete once `fill` has returned `false`).
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    /// The program's exit status (after the stream ended).
+    pub fn exit_status(&mut self) -> Option<std::io::Result<ExitStatus>> {
+        self.status.take()
+    }
+
+    fn finished(&mut self) -> bool {
+        if self.status.is_none() || !self.live.is_empty() {
+            return false;
+        }
+        // Forked children that never connected: wait while they exist.
+        self.expected
+            .retain(|&p| unsafe { libc::kill(p as libc::pid_t, 0) } == 0);
+        self.expected.is_empty()
+    }
+
+    /// Ends process `pid` in the stream (switching to it first if needed).
+    fn end(&mut self, pid: u32, how: End, out: &mut Vec<Event>) {
+        self.live.remove(&pid);
+        self.registry.ended(pid);
+        let exec = self.exec_pending.remove(&pid);
+        let trace_pid = name_for(pid, self.root_pid);
+        let note = match how {
+            End::Exit => None,
+            End::Cut if exec => Some("exec'd a new program, which runs untraced".to_string()),
+            End::Cut => Some(
+                "ended without the plugin's exit callback (killed by a signal or crashed): \
+                 its last unsent records are lost"
+                    .to_string(),
+            ),
+            End::Orphan => {
+                self.stats.warnings.push(format!(
+                    "process {pid}: its parent's fork record never arrived; its records were dropped"
+                ));
+                return;
+            }
+            End::Bad(e) => Some(format!(
+                "malformed data from the plugin ({e}); the rest of its records were dropped"
+            )),
+        };
+        if let Some(n) = note {
+            self.stats.warnings.push(format!("process {pid}: {n}"));
+        }
+        if self.current != Some(pid) {
+            out.push(Event::Switch { pid: trace_pid });
+        }
+        out.push(Event::Exit);
+        self.current = None;
+    }
+
+    fn recycle(&mut self) {
+        let mut v = std::mem::take(&mut self.pending);
+        v.clear();
+        self.pending_pos = 0;
+        let _ = self.free_tx.try_send(v);
+    }
+}
+
+impl EventSource for Capture {
+    type Error = CaptureError;
+
+    fn fill(&mut self, out: &mut Vec<Event>, max: usize) -> Result<bool, CaptureError> {
+        out.clear();
+        loop {
+            if self.pending_pos < self.pending.len() {
+                let n = (max - out.len()).min(self.pending.len() - self.pending_pos);
+                out.extend_from_slice(&self.pending[self.pending_pos..self.pending_pos + n]);
+                self.pending_pos += n;
+                self.stats.events += n as u64;
+                if self.pending_pos == self.pending.len() {
+                    self.recycle();
+                }
+                if out.len() == max {
+                    return Ok(true);
+                }
+                continue;
+            }
+            if !out.is_empty() {
+                return Ok(true);
+            }
+            if self.done {
+                return Ok(false);
+            }
+            let msg = match self.rx.recv_timeout(Duration::from_millis(100)) {
+                Ok(m) => m,
+                Err(RecvTimeoutError::Timeout) => {
+                    if self.finished() {
+                        self.done = true;
+                    }
+                    continue;
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    self.done = true;
+                    continue;
+                }
+            };
+            match msg {
+                Msg::Connected { pid } => {
+                    self.expected.remove(&pid);
+                    self.live.insert(pid);
+                    self.stats.processes += 1;
+                }
+                Msg::Events {
+                    pid,
+                    events,
+                    control,
+                } => {
+                    self.stats.chunks += 1;
+                    let mut head = Vec::new();
+                    if self.current != Some(pid) && !events.is_empty() {
+                        head.push(Event::Switch {
+                            pid: name_for(pid, self.root_pid),
+                        });
+                        self.current = Some(pid);
+                    }
+                    match control {
+                        Some(Control::Fork(child)) => {
+                            self.expected.insert(child);
+                            self.registry.register(child);
+                        }
+                        Some(Control::Exec) => {
+                            self.exec_pending.insert(pid);
+                        }
+                        Some(Control::ExecFailed) => {
+                            self.exec_pending.remove(&pid);
+                        }
+                        Some(Control::Exit(_)) | None => {}
+                    }
+                    out.extend_from_slice(&head);
+                    self.pending = events;
+                    self.pending_pos = 0;
+                }
+                Msg::End { pid, how } => {
+                    let mut tail = Vec::new();
+                    self.end(pid, how, &mut tail);
+                    out.extend_from_slice(&tail);
+                    if self.finished() {
+                        self.done = true;
+                    }
+                }
+                Msg::RootExited(s) => {
+                    self.status = Some(s);
+                    if self.finished() {
+                        self.done = true;
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Capture {
+    fn drop(&mut self) {
+        unsafe {
+            libc::shutdown(self.listen_fd, libc::SHUT_RDWR);
+            libc::close(self.listen_fd);
+        }
+    }
+}
+
+fn sockaddr(name: &str) -> (libc::sockaddr_un, libc::socklen_t) {
+    let mut sa: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    sa.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    for (i, &b) in name.as_bytes().iter().enumerate() {
+        sa.sun_path[i + 1] = b as libc::c_char;
+    }
+    let len = std::mem::size_of::<libc::sa_family_t>() + 1 + name.len();
+    (sa, len as libc::socklen_t)
+}
+
+fn listen(name: &str) -> Result<c_int, CaptureError> {
+    let err =
+        |what: &str| CaptureError::Socket(format!("{what}: {}", std::io::Error::last_os_error()));
+    unsafe {
+        let fd = libc::socket(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return Err(err("socket"));
+        }
+        let (sa, len) = sockaddr(name);
+        if libc::bind(fd, &sa as *const _ as *const libc::sockaddr, len) != 0 {
+            libc::close(fd);
+            return Err(err("bind"));
+        }
+        if libc::listen(fd, 128) != 0 {
+            libc::close(fd);
+            return Err(err("listen"));
+        }
+        Ok(fd)
+    }
+}
+
+/// Receives one message into `buf`; `Ok(0)` at end of stream.
+fn recv(fd: c_int, buf: &mut [u64]) -> Result<usize, String> {
+    loop {
+        let n = unsafe {
+            libc::recv(
+                fd,
+                buf.as_mut_ptr() as *mut libc::c_void,
+                buf.len() * 8,
+                libc::MSG_TRUNC,
+            )
+        };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e.to_string());
+        }
+        let n = n as usize;
+        if n > buf.len() * 8 {
+            return Err(format!(
+                "message of {n} bytes exceeds {} bytes",
+                buf.len() * 8
+            ));
+        }
+        return Ok(n);
+    }
+}
+
+fn accept_loop(
+    lfd: c_int,
+    root: u32,
+    tx: SyncSender<Msg>,
+    registry: Arc<Registry>,
+    free: Arc<Mutex<Receiver<Vec<Event>>>>,
+) {
+    loop {
+        let fd = unsafe {
+            libc::accept4(
+                lfd,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                libc::SOCK_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return; // the listener was shut down
+        }
+        let mut hello = [0u64; 2];
+        let ok = matches!(recv(fd, &mut hello), Ok(16));
+        let h = [
+            hello[0] as u32,
+            (hello[0] >> 32) as u32,
+            hello[1] as u32,
+            (hello[1] >> 32) as u32,
+        ];
+        if !ok || h[0] != wire::HELLO_MAGIC || h[1] != wire::VERSION {
+            unsafe { libc::close(fd) };
+            continue;
+        }
+        let (pid, ppid) = (h[2], h[3]);
+        if tx.send(Msg::Connected { pid }).is_err() {
+            return;
+        }
+        let (tx, registry, free) = (tx.clone(), registry.clone(), free.clone());
+        std::thread::spawn(move || {
+            let how = read_process(fd, pid, ppid, root, &tx, &registry, &free);
+            unsafe { libc::close(fd) };
+            let _ = tx.send(Msg::End { pid, how });
+        });
+    }
+}
+
+/// Reads one process's chunks until its connection ends.
+fn read_process(
+    fd: c_int,
+    pid: u32,
+    ppid: u32,
+    root: u32,
+    tx: &SyncSender<Msg>,
+    registry: &Registry,
+    free: &Mutex<Receiver<Vec<Event>>>,
+) -> End {
+    let mut buf = vec![0u64; MAX_MSG / 8];
+    if !registry.wait(pid, ppid) {
+        // Drain so the child does not block, then report.
+        while matches!(recv(fd, &mut buf), Ok(n) if n > 0) {}
+        return End::Orphan;
+    }
+    let mut exited = false;
+    loop {
+        let n = match recv(fd, &mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) => return End::Bad(e),
+        };
+        if n % 8 != 0 || n < 16 {
+            return End::Bad(format!("message of {n} bytes is not a chunk"));
+        }
+        let words = &buf[..n / 8];
+        let (tid, count) = (words[0] as u32, (words[0] >> 32) as usize);
+        if count != words.len() - 1 || count > wire::MAX_CHUNK_WORDS as usize {
+            return End::Bad(format!(
+                "chunk header says {count} words, message has {}",
+                words.len() - 1
+            ));
+        }
+        let mut rest = &words[1..];
+        while !rest.is_empty() {
+            let mut events = free.lock().unwrap().try_recv().unwrap_or_default();
+            events.reserve(rest.len());
+            let d = match decode(rest, Tid(tid), |c| name_for(c, root), &mut events) {
+                Ok(d) => d,
+                Err((at, e)) => return End::Bad(format!("word {at} of a chunk: {e}")),
+            };
+            rest = &rest[d.used..];
+            exited |= matches!(d.control, Some(Control::Exit(_)));
+            if tx
+                .send(Msg::Events {
+                    pid,
+                    events,
+                    control: d.control,
+                })
+                .is_err()
+            {
+                return End::Cut;
+            }
+        }
+    }
+    if exited {
+        End::Exit
+    } else {
+        End::Cut
+    }
+}

@@ -1,0 +1,297 @@
+//! Plugin words to [`Event`]s (one chunk at a time).
+
+use crate::wire::{self, os};
+use xlat_types::{Access, AccessKind, Advice, Block, Event, MapFlags, Pid, Prot, Tid, VirtAddr};
+
+/// A process-level record that the collector, not the simulator, acts on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Control {
+    /// The process forked the child with this (host) pid; emitted after the `Fork` event.
+    Fork(u32),
+    /// The process is about to exec.
+    Exec,
+    /// Its exec failed: tracing goes on.
+    ExecFailed,
+    /// The process exits normally with this status.
+    Exit(u64),
+}
+
+/// What a chunk decodes to: events, and at most one control record, which ends the chunk's
+/// decoding (the plugin sends them last in a chunk).
+#[derive(Debug, Default)]
+pub struct Decoded {
+    pub control: Option<Control>,
+    /// Words consumed (the whole chunk unless a control record ended it early).
+    pub used: usize,
+}
+
+/// Why a chunk is malformed: the word index and the reason.
+pub type WireError = (usize, String);
+
+const KINDS: [AccessKind; 3] = [AccessKind::Fetch, AccessKind::Load, AccessKind::Store];
+
+/// Decodes `words` (one chunk of thread `tid`) into `out`. `pid_of` maps a forked child's
+/// host pid to its trace pid.
+pub fn decode(
+    words: &[u64],
+    tid: Tid,
+    pid_of: impl Fn(u32) -> Pid,
+    out: &mut Vec<Event>,
+) -> Result<Decoded, WireError> {
+    let mut i = 0;
+    let arg = |i: usize, k: usize| -> Result<u64, WireError> {
+        words
+            .get(i + k)
+            .copied()
+            .ok_or((i, "record cut off at the end of its chunk".to_string()))
+    };
+    while i < words.len() {
+        let w = words[i];
+        let addr = w & wire::ADDR_MASK;
+        let size = ((w >> wire::ADDR_BITS) & 0xff) as u32;
+        match w >> wire::TAG_SHIFT {
+            t @ (wire::LOAD | wire::STORE | wire::FETCH) => {
+                let kind = match t {
+                    wire::LOAD => AccessKind::Load,
+                    wire::STORE => AccessKind::Store,
+                    _ => AccessKind::Fetch,
+                };
+                if size == 0 {
+                    return Err((i, "access of size 0".into()));
+                }
+                out.push(Event::Access(Access {
+                    addr: VirtAddr(addr),
+                    size,
+                    tid,
+                    kind,
+                }));
+                i += 1;
+            }
+            wire::BLOCK => {
+                let tail = arg(i, 1)?;
+                out.push(block(addr, tail, tid, i)?);
+                i += 2;
+            }
+            wire::WIDE => {
+                let full = arg(i, 1)?;
+                let kind = w & 3;
+                if kind == 3 {
+                    out.push(block(full, arg(i, 2)?, tid, i)?);
+                    i += 3;
+                } else {
+                    let size = ((w >> 8) & 0xff) as u32;
+                    if size == 0 {
+                        return Err((i, "access of size 0".into()));
+                    }
+                    out.push(Event::Access(Access {
+                        addr: VirtAddr(full),
+                        size,
+                        tid,
+                        kind: KINDS[kind as usize],
+                    }));
+                    i += 2;
+                }
+            }
+            wire::OS => {
+                let code = w & 0xff;
+                let n = wire::os_words(code).ok_or((i, format!("unknown OS event {code}")))?;
+                let a = |k: usize| arg(i, k + 1);
+                let mut control = None;
+                let ev = match code {
+                    os::MMAP => {
+                        let pf = a(2)?;
+                        Some(Event::Mmap {
+                            addr: VirtAddr(a(0)?),
+                            len: a(1)?,
+                            prot: Prot((pf & 7) as u8),
+                            flags: MapFlags((pf >> 8 & 7) as u8),
+                        })
+                    }
+                    os::MUNMAP => Some(Event::Munmap {
+                        addr: VirtAddr(a(0)?),
+                        len: a(1)?,
+                    }),
+                    os::MPROTECT => Some(Event::Mprotect {
+                        addr: VirtAddr(a(0)?),
+                        len: a(1)?,
+                        prot: Prot((a(2)? & 7) as u8),
+                    }),
+                    os::MADVISE => Some(Event::Madvise {
+                        addr: VirtAddr(a(0)?),
+                        len: a(1)?,
+                        advice: match a(2)? {
+                            0 => Advice::DontNeed,
+                            1 => Advice::HugePage,
+                            2 => Advice::NoHugePage,
+                            _ => Advice::Other,
+                        },
+                    }),
+                    os::MREMAP => Some(Event::Mremap {
+                        old: VirtAddr(a(0)?),
+                        old_len: a(1)?,
+                        new: VirtAddr(a(2)?),
+                        new_len: a(3)?,
+                    }),
+                    os::BRK => Some(Event::Brk {
+                        addr: VirtAddr(a(0)?),
+                    }),
+                    os::THREAD_START => Some(Event::ThreadStart {
+                        tid: Tid(a(0)? as u32),
+                    }),
+                    os::THREAD_EXIT => Some(Event::ThreadExit {
+                        tid: Tid(a(0)? as u32),
+                    }),
+                    os::FORK => {
+                        let child = u32::try_from(a(0)?)
+                            .map_err(|_| (i, "fork child pid exceeds 32 bits".to_string()))?;
+                        control = Some(Control::Fork(child));
+                        Some(Event::Fork {
+                            child: pid_of(child),
+                        })
+                    }
+                    os::EXEC => {
+                        control = Some(Control::Exec);
+                        None
+                    }
+                    os::EXEC_FAILED => {
+                        control = Some(Control::ExecFailed);
+                        None
+                    }
+                    os::EXIT => {
+                        control = Some(Control::Exit(a(0)?));
+                        None
+                    }
+                    _ => unreachable!("os_words knows every code"),
+                };
+                out.extend(ev);
+                i += 1 + n;
+                if control.is_some() {
+                    return Ok(Decoded { control, used: i });
+                }
+            }
+            t => return Err((i, format!("unknown record tag {t}"))),
+        }
+    }
+    Ok(Decoded {
+        control: None,
+        used: i,
+    })
+}
+
+#[inline]
+fn block(addr: u64, tail: u64, tid: Tid, i: usize) -> Result<Event, WireError> {
+    let len = tail as u32;
+    if len == 0 {
+        return Err((i, "block of length 0".into()));
+    }
+    Ok(Event::Block(Block {
+        addr: VirtAddr(addr),
+        len,
+        insns: (tail >> 32) as u32,
+        tid,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::{access_word, OS, TAG_SHIFT};
+
+    fn run(words: &[u64]) -> (Vec<Event>, Result<Decoded, WireError>) {
+        let mut out = Vec::new();
+        let r = decode(words, Tid(3), |p| Pid(p + 1000), &mut out);
+        (out, r)
+    }
+
+    #[test]
+    fn accesses_blocks_and_os_events() {
+        let words = [
+            access_word(wire::LOAD, 0x1000, 8),
+            access_word(wire::STORE, 0x2004, 4),
+            access_word(wire::FETCH, 0x40_0000, 3),
+            wire::BLOCK << TAG_SHIFT | 0x40_1000,
+            24 | 6 << 32,
+            OS << TAG_SHIFT | os::MMAP,
+            0x7f00_0000_0000,
+            8192,
+            3 | 1 << 8,
+            wire::WIDE << TAG_SHIFT | 3,
+            0xffff_ffff_ff60_0000,
+            9 | 2 << 32,
+            wire::WIDE << TAG_SHIFT | 1 | 8 << 8,
+            0xffff_ffff_ff60_0008,
+        ];
+        let (ev, r) = run(&words);
+        let r = r.unwrap();
+        assert_eq!(r.control, None);
+        assert_eq!(r.used, words.len());
+        assert_eq!(ev.len(), 7);
+        assert_eq!(
+            ev[0],
+            Event::Access(Access {
+                addr: VirtAddr(0x1000),
+                size: 8,
+                tid: Tid(3),
+                kind: AccessKind::Load
+            })
+        );
+        assert!(matches!(ev[1], Event::Access(a) if a.kind == AccessKind::Store && a.size == 4));
+        assert!(matches!(ev[2], Event::Access(a) if a.kind == AccessKind::Fetch && a.size == 3));
+        assert_eq!(
+            ev[3],
+            Event::Block(Block {
+                addr: VirtAddr(0x40_1000),
+                len: 24,
+                insns: 6,
+                tid: Tid(3)
+            })
+        );
+        assert_eq!(
+            ev[4],
+            Event::Mmap {
+                addr: VirtAddr(0x7f00_0000_0000),
+                len: 8192,
+                prot: Prot::RW,
+                flags: MapFlags(MapFlags::ANON)
+            }
+        );
+        assert!(
+            matches!(ev[5], Event::Block(b) if b.addr.0 == 0xffff_ffff_ff60_0000 && b.insns == 2)
+        );
+        assert!(
+            matches!(ev[6], Event::Access(a) if a.kind == AccessKind::Load && a.addr.0 == 0xffff_ffff_ff60_0008)
+        );
+    }
+
+    #[test]
+    fn fork_maps_the_child_and_ends_the_chunk() {
+        let words = [
+            OS << TAG_SHIFT | os::FORK,
+            77,
+            access_word(wire::LOAD, 0x1000, 8),
+        ];
+        let (ev, r) = run(&words);
+        let r = r.unwrap();
+        assert_eq!(r.control, Some(Control::Fork(77)));
+        assert_eq!(r.used, 2);
+        assert_eq!(ev, vec![Event::Fork { child: Pid(1077) }]);
+    }
+
+    #[test]
+    fn malformed_chunks_name_the_word() {
+        assert_eq!(
+            run(&[wire::BLOCK << TAG_SHIFT | 0x1000]).1.unwrap_err().0,
+            0
+        );
+        let e = run(&[access_word(wire::LOAD, 0, 8), 6 << TAG_SHIFT])
+            .1
+            .unwrap_err();
+        assert_eq!(e, (1, "unknown record tag 6".to_string()));
+        let e = run(&[OS << TAG_SHIFT | 99]).1.unwrap_err();
+        assert!(e.1.contains("unknown OS event 99"));
+        let e = run(&[access_word(wire::LOAD, 0, 0)]).1.unwrap_err();
+        assert!(e.1.contains("size 0"));
+        let e = run(&[OS << TAG_SHIFT | os::MUNMAP, 1]).1.unwrap_err();
+        assert!(e.1.contains("cut off"));
+    }
+}

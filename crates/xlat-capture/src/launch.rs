@@ -1,0 +1,204 @@
+//! Finding QEMU, the plugin and the program, and building the QEMU command line.
+
+use crate::CaptureError;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The plugin's file name (a Cargo `cdylib` named `xlat-qemu`).
+pub const PLUGIN_FILE: &str = "libxlat_qemu.so";
+
+/// Where to find things; `None` means search (environment, then the usual places).
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// `qemu-x86_64` to use (default: `$XLAT_QEMU`, else `qemu-x86_64` on `PATH`).
+    pub qemu: Option<PathBuf>,
+    /// The plugin (default: `$XLAT_QEMU_PLUGIN`, else next to the running executable).
+    pub plugin: Option<PathBuf>,
+    /// One fetch record per instruction instead of one per executed basic block.
+    pub per_insn: bool,
+}
+
+/// Finds `name` like a shell does: a name with a `/` is a path, anything else is
+/// searched on `PATH`.
+pub fn which(name: &OsStr) -> Result<PathBuf, CaptureError> {
+    let not_found = || CaptureError::NotFound {
+        what: "program",
+        name: name.to_string_lossy().into_owned(),
+        hint: "not an executable file on PATH".into(),
+    };
+    if name.as_bytes().contains(&b'/') {
+        let p = PathBuf::from(name);
+        return if is_executable(&p) {
+            Ok(p)
+        } else {
+            Err(not_found())
+        };
+    }
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| is_executable(p))
+        .ok_or_else(not_found)
+}
+
+fn is_executable(p: &Path) -> bool {
+    std::fs::metadata(p)
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
+}
+
+pub(crate) fn find_qemu(opts: &Options) -> Result<PathBuf, CaptureError> {
+    let name = opts
+        .qemu
+        .clone()
+        .map(PathBuf::into_os_string)
+        .or_else(|| std::env::var_os("XLAT_QEMU"))
+        .unwrap_or_else(|| "qemu-x86_64".into());
+    which(&name).map_err(|_| CaptureError::NotFound {
+        what: "QEMU",
+        name: name.to_string_lossy().into_owned(),
+        hint: "install it with `apt-get install qemu-user` (Debian 12: QEMU 7.2) or set XLAT_QEMU"
+            .into(),
+    })
+}
+
+pub(crate) fn find_plugin(opts: &Options) -> Result<PathBuf, CaptureError> {
+    let mut tried = Vec::new();
+    let candidates = opts
+        .plugin
+        .clone()
+        .into_iter()
+        .chain(std::env::var_os("XLAT_QEMU_PLUGIN").map(PathBuf::from))
+        .chain(std::env::current_exe().ok().into_iter().flat_map(|exe| {
+            let dir = exe.parent().map(Path::to_path_buf).unwrap_or_default();
+            // target/*/xlat, target/*/deps/… (tests), and an installed …/bin/xlat.
+            [
+                dir.join(PLUGIN_FILE),
+                dir.join("..").join(PLUGIN_FILE),
+                dir.join("../lib/xlat").join(PLUGIN_FILE),
+            ]
+        }));
+    for c in candidates {
+        if c.is_file() {
+            return Ok(c);
+        }
+        tried.push(c.display().to_string());
+    }
+    Err(CaptureError::NotFound {
+        what: "QEMU plugin",
+        name: PLUGIN_FILE.into(),
+        hint: format!(
+            "build it with `cargo build --release -p xlat-qemu` or set XLAT_QEMU_PLUGIN (looked in: {})",
+            tried.join(", ")
+        ),
+    })
+}
+
+/// The interpreter line of a script (`#!interp [arg]`), if `path` is one.
+fn shebang(path: &Path) -> Option<(OsString, Option<OsString>)> {
+    use std::io::Read;
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(path).ok()?.read(&mut head).ok()?;
+    let line = head[..n].strip_prefix(b"#!")?;
+    let line = &line[..line.iter().position(|&b| b == b'\n')?];
+    let line = std::str::from_utf8(line).ok()?.trim();
+    let (interp, arg) = match line.split_once(char::is_whitespace) {
+        Some((i, a)) => (i, Some(OsString::from(a.trim()))),
+        None => (line, None),
+    };
+    Some((interp.into(), arg))
+}
+
+/// `qemu-x86_64 -plugin …,sock=NAME -0 ARGV0 PROGRAM ARGS…` (scripts run via their
+/// interpreter, which is what gets traced).
+pub(crate) fn command(
+    qemu: &Path,
+    plugin: &Path,
+    sock: &str,
+    per_insn: bool,
+    program: &OsStr,
+    args: &[OsString],
+) -> Result<Command, CaptureError> {
+    if plugin.as_os_str().as_bytes().contains(&b',') {
+        return Err(CaptureError::NotFound {
+            what: "QEMU plugin",
+            name: plugin.display().to_string(),
+            hint: "QEMU cannot load a plugin whose path contains a comma".into(),
+        });
+    }
+    let exe = which(program)?;
+    let mut argv: Vec<OsString> = Vec::new();
+    let (exe, argv0) = match shebang(&exe) {
+        Some((interp, arg)) => {
+            let interp_path = which(&interp)?;
+            argv.extend(arg);
+            argv.push(exe.into_os_string());
+            (interp_path, interp)
+        }
+        None => (exe, program.to_os_string()),
+    };
+    let mut spec = plugin.as_os_str().to_os_string();
+    spec.push(format!(",sock={sock}"));
+    if per_insn {
+        spec.push(",insn=on");
+    }
+    let mut c = Command::new(qemu);
+    c.arg("-plugin").arg(spec).arg("-0").arg(argv0).arg(exe);
+    c.args(argv).args(args);
+    Ok(c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn which_searches_path_and_takes_paths_as_given() {
+        assert!(which(OsStr::new("sh")).unwrap().is_absolute());
+        assert!(which(OsStr::new("/bin/sh")).is_ok());
+        assert!(matches!(
+            which(OsStr::new("no-such-program-xlat")),
+            Err(CaptureError::NotFound { .. })
+        ));
+        assert!(which(OsStr::new("./no/such")).is_err());
+    }
+
+    #[test]
+    fn scripts_run_through_their_interpreter() {
+        let dir = std::env::temp_dir().join(format!("xlat-shebang-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let s = dir.join("s.sh");
+        std::fs::write(&s, "#!/bin/sh -e\necho hi\n").unwrap();
+        std::fs::set_permissions(&s, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let c = command(
+            Path::new("/usr/bin/qemu-x86_64"),
+            Path::new("/p.so"),
+            "n",
+            false,
+            s.as_os_str(),
+            &["x".into()],
+        )
+        .unwrap();
+        let args: Vec<_> = c
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            args,
+            [
+                "-plugin",
+                "/p.so,sock=n",
+                "-0",
+                "/bin/sh",
+                "/bin/sh",
+                "-e",
+                &s.to_string_lossy(),
+                "x"
+            ]
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,42 @@
+//! Capture real programs under QEMU user-mode emulation.
+//!
+//! [`wire`] is the protocol spoken by the `xlat-qemu` plugin. With the default
+//! `collector` feature this crate also launches `qemu-x86_64` with the plugin
+//! ([`Capture::start`]) and merges what every traced process sends into one
+//! [`Event`](xlat_types::Event) stream ([`Capture`] is an
+//! [`EventSource`](xlat_types::EventSource)).
+
+pub mod wire;
+
+#[cfg(feature = "collector")]
+mod collector;
+#[cfg(feature = "collector")]
+mod decode;
+#[cfg(feature = "collector")]
+mod launch;
+
+#[cfg(feature = "collector")]
+pub use collector::{Capture, Stats};
+#[cfg(feature = "collector")]
+pub use decode::{decode, Control, Decoded};
+#[cfg(feature = "collector")]
+pub use launch::{which, Options, PLUGIN_FILE};
+
+/// Why a capture could not start or go on.
+#[cfg(feature = "collector")]
+#[derive(Debug, thiserror::Error)]
+pub enum CaptureError {
+    #[error("{what} '{name}' not found: {hint}")]
+    NotFound {
+        what: &'static str,
+        name: String,
+        hint: String,
+    },
+    #[error("cannot start {qemu}: {source}")]
+    Spawn {
+        qemu: String,
+        source: std::io::Error,
+    },
+    #[error("collector socket: {0}")]
+    Socket(String),
+}

@@ -1,0 +1,89 @@
+//! The wire protocol between the QEMU plugin (`xlat-qemu`) and the collector.
+//!
+//! Every traced process opens its own Unix stream connection to the collector's
+//! (abstract) socket: at plugin load for the first process, right after `fork` returns
+//! in each child. All integers are native-endian (plugin and collector run on the same
+//! host).
+//!
+//! ```text
+//! hello   u32 HELLO_MAGIC, u32 version (= VERSION), u32 pid, u32 parent pid
+//! chunk   u32 thread id, u32 word count N (1..=MAX_CHUNK_WORDS), N x u64 words
+//! ```
+//!
+//! A chunk holds one thread's records in program order. A *record* is one or more
+//! words; the first word's top four bits are its tag:
+//!
+//! | tag | record | words |
+//! |---|---|---|
+//! | `LOAD` / `STORE` / `FETCH` | `addr` in bits 0..48, size in bits 48..56 | 1 |
+//! | `BLOCK` | `addr` in bits 0..48; then `len | insns << 32` | 2 |
+//! | `WIDE` | kind (0 fetch, 1 load, 2 store, 3 block) in bits 0..2, size in bits 8..16; then the full address; a block adds `len | insns << 32` | 2-3 |
+//! | `OS` | event code in bits 0..8; then [`os_words`] argument words | 1+ |
+//!
+//! Addresses below 2^48 (all x86-64 user space) use the one-word forms.
+
+/// First word of a connection.
+pub const HELLO_MAGIC: u32 = u32::from_le_bytes(*b"XQP1");
+/// Protocol version.
+pub const VERSION: u32 = 1;
+/// Upper bound on the words of one chunk.
+pub const MAX_CHUNK_WORDS: u32 = 1 << 16;
+
+pub const TAG_SHIFT: u32 = 60;
+pub const LOAD: u64 = 0;
+pub const STORE: u64 = 1;
+pub const FETCH: u64 = 2;
+pub const BLOCK: u64 = 3;
+pub const WIDE: u64 = 4;
+pub const OS: u64 = 8;
+
+/// Bits of the address in one-word records.
+pub const ADDR_BITS: u32 = 48;
+pub const ADDR_MASK: u64 = (1 << ADDR_BITS) - 1;
+
+/// OS event codes (bits 0..8 of an `OS` word) and their argument words.
+pub mod os {
+    /// `addr, len, prot | flags << 8` (prot: 1 read, 2 write, 4 exec; flags: the
+    /// `MapFlags` bits of `xlat-types`).
+    pub const MMAP: u64 = 1;
+    /// `addr, len`
+    pub const MUNMAP: u64 = 2;
+    /// `addr, len, prot`
+    pub const MPROTECT: u64 = 3;
+    /// `addr, len, advice` (0 dontneed, 1 hugepage, 2 nohugepage, 255 other)
+    pub const MADVISE: u64 = 4;
+    /// `old, old_len, new, new_len`
+    pub const MREMAP: u64 = 5;
+    /// `new break`
+    pub const BRK: u64 = 6;
+    /// `child pid`: this process forked; the child connects on its own.
+    pub const FORK: u64 = 7;
+    /// `tid`: a thread of this process started.
+    pub const THREAD_START: u64 = 8;
+    /// `tid`: a thread ended.
+    pub const THREAD_EXIT: u64 = 9;
+    /// (none): the process is about to `execve`; tracing of it ends if that succeeds.
+    pub const EXEC: u64 = 10;
+    /// (none): the `execve` failed; tracing goes on.
+    pub const EXEC_FAILED: u64 = 11;
+    /// `status`: the process exits normally (the plugin's exit callback ran); last record.
+    pub const EXIT: u64 = 12;
+}
+
+/// Argument words that follow an `OS` word with event `code`, or `None` if unknown.
+pub fn os_words(code: u64) -> Option<usize> {
+    Some(match code {
+        os::MMAP | os::MPROTECT | os::MADVISE => 3,
+        os::MUNMAP => 2,
+        os::MREMAP => 4,
+        os::BRK | os::FORK | os::THREAD_START | os::THREAD_EXIT | os::EXIT => 1,
+        os::EXEC | os::EXEC_FAILED => 0,
+        _ => return None,
+    })
+}
+
+/// A one-word access record.
+#[inline(always)]
+pub fn access_word(tag: u64, addr: u64, size: u64) -> u64 {
+    addr | size << ADDR_BITS | tag << TAG_SHIFT
+}

@@ -1,0 +1,202 @@
+//! `run` (simulate a program online) and `trace` (capture it to `.xlt`, or `--info`).
+
+use crate::output;
+use crate::run::{Outcome, BATCH};
+use anyhow::{bail, Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitStatus;
+use std::time::{Duration, Instant};
+use xlat_capture::{Capture, Options};
+use xlat_sim::{presets, Radix, Sim};
+use xlat_trace::{Header, TraceWriter};
+use xlat_types::{Event, EventSource, PageSize};
+
+#[derive(clap::Args)]
+pub struct CaptureArgs {
+    /// One fetch record per instruction instead of one per executed basic block.
+    #[arg(long)]
+    per_insn: bool,
+    /// qemu-x86_64 to use (default: $XLAT_QEMU, else qemu-x86_64 on PATH).
+    #[arg(long)]
+    qemu: Option<PathBuf>,
+    /// The plugin libxlat_qemu.so (default: $XLAT_QEMU_PLUGIN, else next to xlat).
+    #[arg(long)]
+    plugin: Option<PathBuf>,
+}
+
+impl CaptureArgs {
+    fn options(&self) -> Options {
+        Options {
+            qemu: self.qemu.clone(),
+            plugin: self.plugin.clone(),
+            per_insn: self.per_insn,
+        }
+    }
+}
+
+#[derive(clap::Args)]
+pub struct RunArgs {
+    /// Machine preset name or TOML file.
+    #[arg(short, long, default_value = presets::DEFAULT)]
+    machine: String,
+    /// Write the full report as JSON (same schema as `sim --json`).
+    #[arg(long)]
+    json: Option<PathBuf>,
+    #[command(flatten)]
+    capture: CaptureArgs,
+    /// The program and its arguments (found on PATH).
+    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+    program: Vec<OsString>,
+}
+
+#[derive(clap::Args)]
+pub struct TraceArgs {
+    /// Output `.xlt` file.
+    #[arg(short, long, required_unless_present = "info")]
+    output: Option<PathBuf>,
+    /// Print what a trace file holds (header, counts, threads, processes, syscalls).
+    #[arg(long, value_name = "TRACE", conflicts_with = "output")]
+    info: Option<PathBuf>,
+    /// zstd level for the output (1 fastest … 19 smallest).
+    #[arg(long, default_value_t = 3)]
+    level: i32,
+    #[command(flatten)]
+    capture: CaptureArgs,
+    /// The program and its arguments (found on PATH).
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        required_unless_present = "info"
+    )]
+    program: Vec<OsString>,
+}
+
+/// A progress line on stderr (only drawn when stderr is a terminal).
+fn progress(what: &'static str) -> ProgressBar {
+    let pb = ProgressBar::new_spinner();
+    pb.set_style(
+        ProgressStyle::with_template("{elapsed:>4} {human_pos} {msg} ({per_sec})")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
+    pb.set_message(what);
+    pb.enable_steady_tick(Duration::from_millis(250));
+    pb
+}
+
+/// The shell-style exit code of the traced program (128 + signal when killed).
+fn exit_code(status: Option<std::io::Result<ExitStatus>>) -> Result<i32> {
+    use std::os::unix::process::ExitStatusExt;
+    let s = match status {
+        Some(s) => s.context("waiting for QEMU")?,
+        None => bail!("the program's exit status is unknown"),
+    };
+    if let Some(c) = s.code() {
+        return Ok(c);
+    }
+    let sig = s.signal().unwrap_or(0);
+    eprintln!("xlat: the program was killed by signal {sig}");
+    Ok(128 + sig)
+}
+
+fn label(program: &[OsString]) -> String {
+    program
+        .iter()
+        .map(|a| a.to_string_lossy())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `xlat run`: simulate while the program runs. Returns the program's exit code.
+pub fn run(a: RunArgs) -> Result<i32> {
+    let cfg = presets::load(&a.machine)?;
+    let mut sim: Sim<Radix> = Sim::new(&cfg)?;
+    let t = Instant::now();
+    let mut cap = Capture::start(&a.program[0], &a.program[1..], &a.capture.options())?;
+    let pb = progress("events simulated");
+    let mut buf: Vec<Event> = Vec::with_capacity(BATCH);
+    while cap.fill(&mut buf, BATCH)? {
+        sim.run(&buf).context("simulating the captured stream")?;
+        pb.inc(buf.len() as u64);
+    }
+    pb.finish_and_clear();
+    let code = exit_code(cap.exit_status())?;
+    let o = Outcome {
+        machine: cfg.name.clone(),
+        input: label(&a.program),
+        report: sim.report(),
+        seconds: t.elapsed().as_secs_f64(),
+        warnings: cap.stats().warnings.clone(),
+    };
+    for w in &o.warnings {
+        eprintln!("xlat: warning: {w}");
+    }
+    // The program owns stdout: the report goes to stderr, like `perf stat`.
+    eprint!("{}", output::detailed(&o));
+    if let Some(p) = &a.json {
+        output::write_json(p, std::slice::from_ref(&o))?;
+    }
+    Ok(code)
+}
+
+/// `xlat trace`: capture to a file, or `--info` on an existing one.
+pub fn trace(a: TraceArgs) -> Result<i32> {
+    if let Some(p) = &a.info {
+        let info = xlat_trace::summarize(p)?;
+        print!("{info}");
+        println!();
+        return Ok(0);
+    }
+    let out = a.output.as_ref().expect("clap requires --output");
+    let header = Header::new("x86_64", PageSize::K4)
+        .with_meta("source", "qemu-user")
+        .with_meta("command", label(&a.program))
+        .with_meta(
+            "fetch",
+            if a.capture.per_insn {
+                "per instruction"
+            } else {
+                "per basic block"
+            },
+        );
+    let f =
+        std::fs::File::create(out).with_context(|| format!("cannot create {}", out.display()))?;
+    let mut w = TraceWriter::with_level(
+        std::io::BufWriter::with_capacity(1 << 20, f),
+        header,
+        a.level,
+    )?;
+    let t = Instant::now();
+    let mut cap = Capture::start(&a.program[0], &a.program[1..], &a.capture.options())?;
+    let pb = progress("events captured");
+    let mut buf: Vec<Event> = Vec::with_capacity(BATCH);
+    while cap.fill(&mut buf, BATCH)? {
+        w.write_all(&buf)
+            .with_context(|| format!("writing {}", out.display()))?;
+        pb.inc(buf.len() as u64);
+    }
+    pb.finish_and_clear();
+    let s = w
+        .finish()
+        .with_context(|| format!("finishing {}", out.display()))?;
+    let code = exit_code(cap.exit_status())?;
+    for w in &cap.stats().warnings {
+        eprintln!("xlat: warning: {w}");
+    }
+    let bytes = std::fs::metadata(out)?.len();
+    eprintln!(
+        "xlat: {} events ({} references: {} instructions, {} loads, {} stores) from {} process(es) in {:.2} s to {}: {} bytes, {:.3} bytes/reference",
+        s.events(),
+        s.references(),
+        s.instructions,
+        s.count(xlat_trace::EventKind::Load),
+        s.count(xlat_trace::EventKind::Store),
+        cap.stats().processes,
+        t.elapsed().as_secs_f64(),
+        out.display(),
+        bytes,
+        bytes as f64 / s.references().max(1) as f64
+    );
+    Ok(code)
+}

@@ -1,0 +1,535 @@
+//! `libxlat_qemu.so`: a QEMU user-mode TCG plugin (plugin API v1, QEMU 7.2) that streams
+//! a program's instruction fetches, loads, stores and address-space syscalls to the xlat
+//! collector over a Unix `SOCK_SEQPACKET` socket (protocol: `xlat_capture::wire`).
+//!
+//! Arguments: `sock=NAME` (abstract socket name, required), `insn=on` (one fetch record
+//! per instruction instead of one per executed block).
+//!
+//! The hot path appends words to a per-vCPU buffer; a full buffer is one `write` of one
+//! message, so threads never interleave inside a chunk and need no lock. A forked child
+//! (QEMU keeps running it) discards the parent's buffered words and opens its own
+//! connection. GPL-2.0-or-later because it links `qemu-plugin-sys`.
+
+#![allow(clippy::missing_safety_doc)]
+
+use qemu_plugin_sys::*;
+use std::collections::HashMap;
+use std::ffi::CStr;
+use std::os::raw::{c_char, c_int, c_uint, c_void};
+use std::ptr::null_mut;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, Ordering::*};
+use std::sync::{Mutex, OnceLock};
+use xlat_capture::wire::{self, access_word, os};
+
+#[no_mangle]
+pub static qemu_plugin_version: c_int = QEMU_PLUGIN_VERSION as c_int;
+
+/// Words per chunk, header word included (one message must fit a default socket buffer).
+const CAP: usize = 1 << 14;
+const MAX_VCPUS: usize = 4096;
+
+/// One vCPU's (= guest thread's) buffer. Only its own thread touches it, except at
+/// exit (QEMU stops the other vCPUs first) and in a fork child (they no longer exist).
+struct Buf {
+    len: usize,
+    tid: u32,
+    exited: bool,
+    /// Arguments of the syscall in progress (for the return callback).
+    args: [u64; 6],
+    words: Box<[u64; CAP]>,
+}
+
+static SLOTS: [AtomicPtr<Buf>; MAX_VCPUS] = [const { AtomicPtr::new(null_mut()) }; MAX_VCPUS];
+static FD: AtomicI32 = AtomicI32::new(-1);
+static SOCK: OnceLock<Vec<u8>> = OnceLock::new();
+static NEXT_TID: AtomicU32 = AtomicU32::new(0);
+static PER_INSN: AtomicBool = AtomicBool::new(false);
+static EXIT_STATUS: AtomicU64 = AtomicU64::new(0);
+/// Interned block descriptors (two or three words each), keyed by their words.
+static BLOCKS: Mutex<Option<HashMap<[u64; 3], &'static [u64; 3]>>> = Mutex::new(None);
+
+fn say(msg: &str) {
+    eprintln!("xlat-qemu: {msg}");
+}
+
+/// Opens a connection to the collector and sends the hello message.
+fn connect(name: &[u8]) -> Result<c_int, String> {
+    unsafe {
+        let fd = libc::socket(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return Err(format!("socket: {}", std::io::Error::last_os_error()));
+        }
+        let mut sa: libc::sockaddr_un = std::mem::zeroed();
+        sa.sun_family = libc::AF_UNIX as libc::sa_family_t;
+        if name.len() + 1 > sa.sun_path.len() {
+            return Err("socket name too long".into());
+        }
+        for (i, &b) in name.iter().enumerate() {
+            sa.sun_path[i + 1] = b as c_char;
+        }
+        let len = std::mem::size_of::<libc::sa_family_t>() + 1 + name.len();
+        if libc::connect(fd, &sa as *const _ as *const libc::sockaddr, len as u32) != 0 {
+            let e = std::io::Error::last_os_error();
+            libc::close(fd);
+            return Err(format!("connect to the xlat collector: {e}"));
+        }
+        let hello: [u32; 4] = [
+            wire::HELLO_MAGIC,
+            wire::VERSION,
+            libc::getpid() as u32,
+            libc::getppid() as u32,
+        ];
+        if libc::write(fd, hello.as_ptr() as *const c_void, 16) != 16 {
+            let e = std::io::Error::last_os_error();
+            libc::close(fd);
+            return Err(format!("hello: {e}"));
+        }
+        Ok(fd)
+    }
+}
+
+impl Buf {
+    fn new(tid: u32) -> Buf {
+        Buf {
+            len: 1,
+            tid,
+            exited: false,
+            args: [0; 6],
+            words: vec![0u64; CAP].into_boxed_slice().try_into().unwrap(),
+        }
+    }
+
+    /// Sends the buffered words as one message (dropped if the collector is gone).
+    #[cold]
+    #[inline(never)]
+    fn flush(&mut self) {
+        if self.len <= 1 {
+            return;
+        }
+        self.words[0] = self.tid as u64 | ((self.len - 1) as u64) << 32;
+        let fd = FD.load(Relaxed);
+        if fd >= 0 {
+            let bytes = self.len * 8;
+            let n = unsafe { libc::write(fd, self.words.as_ptr() as *const c_void, bytes) };
+            if n != bytes as isize {
+                let e = std::io::Error::last_os_error();
+                if FD.swap(-1, Relaxed) >= 0 {
+                    say(&format!(
+                        "lost the collector ({e}); the program goes on untraced"
+                    ));
+                }
+            }
+        }
+        self.len = 1;
+    }
+
+    #[inline(always)]
+    fn room(&mut self, n: usize) {
+        if self.len + n > CAP {
+            self.flush();
+        }
+    }
+
+    #[inline(always)]
+    fn push1(&mut self, w: u64) {
+        self.room(1);
+        self.words[self.len] = w;
+        self.len += 1;
+    }
+
+    #[inline(always)]
+    fn push(&mut self, ws: &[u64]) {
+        self.room(ws.len());
+        self.words[self.len..self.len + ws.len()].copy_from_slice(ws);
+        self.len += ws.len();
+    }
+
+    fn os(&mut self, code: u64, args: &[u64]) {
+        debug_assert_eq!(wire::os_words(code), Some(args.len()));
+        self.room(1 + args.len());
+        self.push1(wire::OS << wire::TAG_SHIFT | code);
+        self.push(args);
+    }
+}
+
+/// The buffer of `vcpu`, created on first use.
+#[inline(always)]
+fn buf(vcpu: c_uint) -> &'static mut Buf {
+    let p = SLOTS[vcpu as usize].load(Relaxed);
+    if p.is_null() {
+        return new_buf(vcpu);
+    }
+    // SAFETY: a slot is only used by the thread that owns the vCPU (see `Buf`).
+    unsafe { &mut *p }
+}
+
+#[cold]
+fn new_buf(vcpu: c_uint) -> &'static mut Buf {
+    let b = Box::leak(Box::new(Buf::new(NEXT_TID.fetch_add(1, Relaxed))));
+    SLOTS[vcpu as usize].store(b, Relaxed);
+    b
+}
+
+unsafe extern "C" fn vcpu_init(_id: qemu_plugin_id_t, vcpu: c_uint) {
+    if vcpu as usize >= MAX_VCPUS {
+        say(&format!("more than {MAX_VCPUS} threads: aborting"));
+        std::process::abort();
+    }
+    let p = SLOTS[vcpu as usize].load(Relaxed);
+    let b = if p.is_null() {
+        new_buf(vcpu)
+    } else {
+        // A reused vCPU index: a new thread.
+        let b = &mut *p;
+        b.flush();
+        b.tid = NEXT_TID.fetch_add(1, Relaxed);
+        b.exited = false;
+        b
+    };
+    if b.tid != 0 {
+        let tid = b.tid as u64;
+        b.os(os::THREAD_START, &[tid]);
+    }
+}
+
+unsafe extern "C" fn vcpu_exit(_id: qemu_plugin_id_t, vcpu: c_uint) {
+    let b = buf(vcpu);
+    if !b.exited {
+        let tid = b.tid as u64;
+        b.os(os::THREAD_EXIT, &[tid]);
+        b.exited = true;
+    }
+    b.flush();
+}
+
+#[cold]
+#[inline(never)]
+fn wide(b: &mut Buf, kind: u64, addr: u64, size: u64, extra: Option<u64>) {
+    b.push(&[wire::WIDE << wire::TAG_SHIFT | kind | size << 8, addr]);
+    if let Some(e) = extra {
+        b.push1(e);
+    }
+}
+
+unsafe extern "C" fn mem_cb(vcpu: c_uint, info: qemu_plugin_meminfo_t, vaddr: u64, _: *mut c_void) {
+    let b = buf(vcpu);
+    // QEMU 7.2 meminfo: MemOp in bits 4.., read/write flags in bits 16..; checked against
+    // the API functions at load time (`check_meminfo`).
+    let store = ((info >> 17) & 1) as u64;
+    let size = 1u64 << ((info >> 4) & 7);
+    if vaddr >> wire::ADDR_BITS != 0 {
+        return wide(b, 1 + store, vaddr, size, None);
+    }
+    b.push1(access_word(store, vaddr, size));
+}
+
+unsafe extern "C" fn block_cb(vcpu: c_uint, ud: *mut c_void) {
+    let w = &*(ud as *const [u64; 3]);
+    buf(vcpu).push(&w[..2]);
+}
+
+unsafe extern "C" fn block_wide_cb(vcpu: c_uint, ud: *mut c_void) {
+    let w = &*(ud as *const [u64; 3]);
+    buf(vcpu).push(&w[..]);
+}
+
+unsafe extern "C" fn insn_cb(vcpu: c_uint, ud: *mut c_void) {
+    buf(vcpu).push1(ud as u64);
+}
+
+unsafe extern "C" fn insn_wide_cb(vcpu: c_uint, ud: *mut c_void) {
+    let w = &*(ud as *const [u64; 3]);
+    buf(vcpu).push(&w[..2]);
+}
+
+/// A stable pointer to `words` (interned: retranslations do not leak).
+fn intern(words: [u64; 3]) -> *mut c_void {
+    let mut g = BLOCKS.lock().unwrap_or_else(|e| e.into_inner());
+    let m = g.get_or_insert_with(HashMap::new);
+    let r: &'static [u64; 3] = m.entry(words).or_insert_with(|| Box::leak(Box::new(words)));
+    r as *const [u64; 3] as *mut c_void
+}
+
+unsafe extern "C" fn tb_trans(_id: qemu_plugin_id_t, tb: *mut qemu_plugin_tb) {
+    let n = qemu_plugin_tb_n_insns(tb);
+    let start = qemu_plugin_tb_vaddr(tb);
+    let per_insn = PER_INSN.load(Relaxed);
+    let mut end = start;
+    for i in 0..n {
+        let insn = qemu_plugin_tb_get_insn(tb, i);
+        let va = qemu_plugin_insn_vaddr(insn);
+        let size = qemu_plugin_insn_size(insn) as u64;
+        end = end.max(va + size);
+        if per_insn {
+            if va >> wire::ADDR_BITS == 0 {
+                let w = access_word(wire::FETCH, va, size);
+                qemu_plugin_register_vcpu_insn_exec_cb(
+                    insn,
+                    Some(insn_cb),
+                    qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS,
+                    w as *mut c_void,
+                );
+            } else {
+                let w = intern([wire::WIDE << wire::TAG_SHIFT | size << 8, va, 0]);
+                qemu_plugin_register_vcpu_insn_exec_cb(
+                    insn,
+                    Some(insn_wide_cb),
+                    qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS,
+                    w,
+                );
+            }
+        }
+        qemu_plugin_register_vcpu_mem_cb(
+            insn,
+            Some(mem_cb),
+            qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS,
+            qemu_plugin_mem_rw::QEMU_PLUGIN_MEM_RW,
+            null_mut(),
+        );
+    }
+    if per_insn || n == 0 {
+        return;
+    }
+    let tail = (end - start).max(1) | (n as u64) << 32;
+    let (cb, w): (unsafe extern "C" fn(c_uint, *mut c_void), _) = if start >> wire::ADDR_BITS == 0 {
+        (block_cb, [wire::BLOCK << wire::TAG_SHIFT | start, tail, 0])
+    } else {
+        (
+            block_wide_cb,
+            [wire::WIDE << wire::TAG_SHIFT | 3, start, tail],
+        )
+    };
+    qemu_plugin_register_vcpu_tb_exec_cb(
+        tb,
+        Some(cb),
+        qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS,
+        intern(w),
+    );
+}
+
+// x86-64 syscall numbers.
+const SYS_MMAP: i64 = 9;
+const SYS_MPROTECT: i64 = 10;
+const SYS_MUNMAP: i64 = 11;
+const SYS_BRK: i64 = 12;
+const SYS_RT_SIGQUEUEINFO: i64 = 129;
+const SYS_MREMAP: i64 = 25;
+const SYS_MADVISE: i64 = 28;
+const SYS_CLONE: i64 = 56;
+const SYS_FORK: i64 = 57;
+const SYS_VFORK: i64 = 58;
+const SYS_EXECVE: i64 = 59;
+const SYS_EXIT: i64 = 60;
+const SYS_KILL: i64 = 62;
+const SYS_TKILL: i64 = 200;
+const SYS_EXIT_GROUP: i64 = 231;
+const SYS_TGKILL: i64 = 234;
+const SYS_RT_TGSIGQUEUEINFO: i64 = 297;
+const SYS_EXECVEAT: i64 = 322;
+
+/// Whether a clone/fork/vfork creates a process (QEMU runs vfork as fork).
+fn is_fork(num: i64, flags: u64) -> bool {
+    num != SYS_CLONE || flags & libc::CLONE_VFORK as u64 != 0 || flags & libc::CLONE_VM as u64 == 0
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn syscall(
+    _id: qemu_plugin_id_t,
+    vcpu: c_uint,
+    num: i64,
+    a1: u64,
+    a2: u64,
+    a3: u64,
+    a4: u64,
+    a5: u64,
+    a6: u64,
+    _a7: u64,
+    _a8: u64,
+) {
+    let b = buf(vcpu);
+    b.args = [a1, a2, a3, a4, a5, a6];
+    match num {
+        // The child must start with an empty buffer; the parent's words are the parent's.
+        SYS_CLONE | SYS_FORK | SYS_VFORK if is_fork(num, a1) => b.flush(),
+        SYS_EXECVE | SYS_EXECVEAT => {
+            b.os(os::EXEC, &[]);
+            b.flush();
+        }
+        SYS_EXIT => {
+            EXIT_STATUS.store(a1 & 0xff, Relaxed);
+            let tid = b.tid as u64;
+            b.os(os::THREAD_EXIT, &[tid]);
+            b.exited = true;
+            b.flush();
+        }
+        SYS_EXIT_GROUP => {
+            EXIT_STATUS.store(a1 & 0xff, Relaxed);
+            b.flush();
+        }
+        // The signal may kill this process before the exit callback runs (QEMU 7.2 skips
+        // it on fatal signals): send what we have.
+        SYS_KILL | SYS_TKILL | SYS_TGKILL | SYS_RT_SIGQUEUEINFO | SYS_RT_TGSIGQUEUEINFO => {
+            b.flush()
+        }
+        _ => {}
+    }
+}
+
+/// `MAP_*` flags to the collector's `MapFlags` bits (anon 1, shared 2, populate 4).
+fn map_flags(f: u64) -> u64 {
+    let mut m = 0;
+    if f & libc::MAP_ANONYMOUS as u64 != 0 {
+        m |= 1;
+    }
+    if f & libc::MAP_SHARED as u64 != 0 {
+        m |= 2;
+    }
+    if f & libc::MAP_POPULATE as u64 != 0 {
+        m |= 4;
+    }
+    m
+}
+
+fn advice(a: u64) -> u64 {
+    match a as i32 {
+        libc::MADV_DONTNEED => 0,
+        libc::MADV_HUGEPAGE => 1,
+        libc::MADV_NOHUGEPAGE => 2,
+        _ => 255,
+    }
+}
+
+unsafe extern "C" fn syscall_ret(_id: qemu_plugin_id_t, vcpu: c_uint, num: i64, ret: i64) {
+    let b = buf(vcpu);
+    let [a1, a2, a3, a4, _, _] = b.args;
+    let ok = ret >= 0 || ret < -4095;
+    let r = ret as u64;
+    match num {
+        SYS_MMAP if ok => b.os(os::MMAP, &[r, a2, (a3 & 7) | map_flags(a4) << 8]),
+        SYS_MPROTECT if ret == 0 => b.os(os::MPROTECT, &[a1, a2, a3 & 7]),
+        SYS_MUNMAP if ret == 0 => b.os(os::MUNMAP, &[a1, a2]),
+        SYS_BRK => b.os(os::BRK, &[r]),
+        SYS_MREMAP if ok => b.os(os::MREMAP, &[a1, a2, r, a3]),
+        SYS_MADVISE if ret == 0 => b.os(os::MADVISE, &[a1, a2, advice(a3)]),
+        SYS_CLONE | SYS_FORK | SYS_VFORK if is_fork(num, a1) && ret > 0 => {
+            b.os(os::FORK, &[r]);
+            b.flush();
+            return;
+        }
+        SYS_CLONE | SYS_FORK | SYS_VFORK if is_fork(num, a1) && ret == 0 => {
+            return in_child(vcpu);
+        }
+        SYS_EXECVE | SYS_EXECVEAT => b.os(os::EXEC_FAILED, &[]),
+        _ => return,
+    }
+    // Address-space changes go out at once, so other threads' later records follow them.
+    b.flush();
+}
+
+/// In a fork child: drop the parent's buffered words and open our own connection.
+#[cold]
+fn in_child(vcpu: c_uint) {
+    for (i, s) in SLOTS.iter().enumerate() {
+        let p = s.load(Relaxed);
+        if !p.is_null() && i != vcpu as usize {
+            // SAFETY: that vCPU's thread does not exist in the child.
+            unsafe { (*p).len = 1 };
+        }
+    }
+    let old = FD.swap(-1, Relaxed);
+    if old >= 0 {
+        unsafe { libc::close(old) };
+        if let Some(name) = SOCK.get() {
+            match connect(name) {
+                Ok(fd) => FD.store(fd, Relaxed),
+                Err(e) => say(&format!("fork child {}: {e}", std::process::id())),
+            }
+        }
+    }
+}
+
+unsafe extern "C" fn at_exit(_id: qemu_plugin_id_t, _: *mut c_void) {
+    // QEMU has stopped the other vCPUs and removed our callbacks.
+    let mut last = None;
+    for s in SLOTS.iter() {
+        let p = s.load(Relaxed);
+        if !p.is_null() {
+            (*p).flush();
+            last = Some(p);
+        }
+    }
+    if let Some(p) = last {
+        let b = &mut *p;
+        b.os(os::EXIT, &[EXIT_STATUS.load(Relaxed)]);
+        b.flush();
+    }
+    let fd = FD.swap(-1, Relaxed);
+    if fd >= 0 {
+        libc::close(fd);
+    }
+}
+
+/// Checks the inline meminfo decoding of `mem_cb` against QEMU's own accessors.
+fn check_meminfo() -> bool {
+    for shift in 0..4u32 {
+        for rw in [1u32, 2] {
+            let info = shift << 4 | rw << 16;
+            let (s, st) = unsafe {
+                (
+                    qemu_plugin_mem_size_shift(info),
+                    qemu_plugin_mem_is_store(info),
+                )
+            };
+            if s != shift || st != (rw == 2) {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn qemu_plugin_install(
+    id: qemu_plugin_id_t,
+    _info: *const qemu_info_t,
+    argc: c_int,
+    argv: *mut *mut c_char,
+) -> c_int {
+    let mut sock = None;
+    for i in 0..argc as usize {
+        let arg = CStr::from_ptr(*argv.add(i)).to_string_lossy().into_owned();
+        match arg.split_once('=') {
+            Some(("sock", v)) => sock = Some(v.as_bytes().to_vec()),
+            Some(("insn", v)) => PER_INSN.store(matches!(v, "on" | "true" | "1"), Relaxed),
+            _ => {
+                say(&format!(
+                    "unknown argument '{arg}' (expected sock=NAME, insn=on|off)"
+                ));
+                return -1;
+            }
+        }
+    }
+    let Some(sock) = sock else {
+        say("missing sock=NAME (run programs through `xlat run` or `xlat trace`)");
+        return -1;
+    };
+    if !check_meminfo() {
+        say("this QEMU encodes memory-access info differently from 7.2: unsupported");
+        return -1;
+    }
+    match connect(&sock) {
+        Ok(fd) => FD.store(fd, Relaxed),
+        Err(e) => {
+            say(&e);
+            return -1;
+        }
+    }
+    let _ = SOCK.set(sock);
+    qemu_plugin_register_vcpu_init_cb(id, Some(vcpu_init));
+    qemu_plugin_register_vcpu_exit_cb(id, Some(vcpu_exit));
+    qemu_plugin_register_vcpu_tb_trans_cb(id, Some(tb_trans));
+    qemu_plugin_register_vcpu_syscall_cb(id, Some(syscall));
+    qemu_plugin_register_vcpu_syscall_ret_cb(id, Some(syscall_ret));
+    qemu_plugin_register_atexit_cb(id, Some(at_exit), null_mut());
+    0
+}
