@@ -3,10 +3,10 @@
 //! pointer read at `h`, tagged by the address bits that index levels `0..=h`; a hit
 //! lets the walk skip the references of levels `0..=h`.
 
-use crate::assoc::{AnyAssoc, Slot, VALID};
+use crate::assoc::{Assoc, Slot, VALID};
 use crate::config::{geometry, ConfigError, PwcConfig};
 use crate::pagetable::PageTable;
-use crate::replacement::Policy;
+use crate::replacement::Lru;
 use serde::Serialize;
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -28,7 +28,7 @@ struct Cached {
 pub struct Pwc {
     /// Deepest level first.
     cached: Vec<Cached>,
-    arrs: Vec<AnyAssoc>,
+    arrs: Vec<Assoc<Lru>>,
     pub stats: Vec<PwcStats>,
     /// Walks that found no page-walk-cache entry.
     pub misses: u64,
@@ -59,7 +59,7 @@ impl Pwc {
                 for (i, cc) in caches.iter().enumerate() {
                     let (sets, ways) =
                         geometry(&format!("walker.pwc.caches[{i}]"), cc.entries, cc.ways)?;
-                    p.arrs.push(AnyAssoc::new(Policy::Lru, sets, ways, 0));
+                    p.arrs.push(Assoc::new(sets, ways, 0));
                     let ai = p.arrs.len() - 1;
                     add(&cc.level, ai, &mut p)?;
                 }
@@ -70,7 +70,7 @@ impl Pwc {
                 levels,
             } => {
                 let (sets, w) = geometry("walker.pwc", *entries, *ways)?;
-                p.arrs.push(AnyAssoc::new(Policy::Lru, sets, w, 0));
+                p.arrs.push(Assoc::new(sets, w, 0));
                 for l in levels {
                     add(l, 0, &mut p)?;
                 }
@@ -112,23 +112,24 @@ impl Pwc {
     }
 
     /// Caches the pointer entries a walk read at hardware levels in `from..upto`.
+    /// Precondition: the walk's `lookup` just missed every one of those levels (it probes
+    /// deepest first and `from` is one below its hit), so none is present: no probe needed.
     #[inline]
     pub fn fill(&mut self, va: u64, from: usize, upto: usize, asid: u16) {
         for c in &self.cached {
             if c.hw_level >= from && c.hw_level < upto {
                 let k = Self::key(va, c);
                 let arr = &mut self.arrs[c.arr];
-                if arr.peek(va >> c.shift, k, asid).is_none() {
-                    arr.fill(
-                        va >> c.shift,
-                        Slot {
-                            key: k,
-                            asid,
-                            flags: 0,
-                            data: 0,
-                        },
-                    );
-                }
+                debug_assert!(arr.peek(va >> c.shift, k, asid).is_none());
+                arr.fill(
+                    va >> c.shift,
+                    Slot {
+                        key: k,
+                        asid,
+                        flags: 0,
+                        data: 0,
+                    },
+                );
             }
         }
     }
