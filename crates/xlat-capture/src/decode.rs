@@ -43,7 +43,7 @@ pub fn decode(
         words
             .get(i + k)
             .copied()
-            .ok_or((i, "record cut off at the end of its chunk".to_string()))
+            .ok_or_else(|| (i, "record cut off at the end of its chunk".to_string()))
     };
     while i < words.len() {
         let w = words[i];
@@ -94,7 +94,7 @@ pub fn decode(
             }
             wire::OS => {
                 let code = w & 0xff;
-                let n = wire::os_words(code).ok_or((i, format!("unknown OS event {code}")))?;
+                let n = wire::os_words(code).ok_or_else(|| (i, format!("unknown OS event {code}")))?;
                 let a = |k: usize| arg(i, k + 1);
                 let mut control = None;
                 let ev = match code {

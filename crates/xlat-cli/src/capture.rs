@@ -59,8 +59,11 @@ pub struct TraceArgs {
     /// Print what a trace file holds (header, counts, threads, processes, syscalls).
     #[arg(long, value_name = "TRACE", conflicts_with = "output")]
     info: Option<PathBuf>,
-    /// zstd level for the output (1 fastest … 19 smallest).
-    #[arg(long, default_value_t = 3)]
+    /// Capture and decode, but write nothing (measures capture overhead alone).
+    #[arg(long, hide = true)]
+    null: bool,
+    /// zstd level for the output (1 fastest … 19 smallest; 1 keeps up with QEMU).
+    #[arg(long, default_value_t = 1)]
     level: i32,
     #[command(flatten)]
     capture: CaptureArgs,
@@ -147,6 +150,18 @@ pub fn trace(a: TraceArgs) -> Result<i32> {
         print!("{info}");
         println!();
         return Ok(0);
+    }
+    if a.null {
+        let t = Instant::now();
+        let mut cap = Capture::start(&a.program[0], &a.program[1..], &a.capture.options())?;
+        let mut buf: Vec<Event> = Vec::with_capacity(BATCH);
+        let mut n = 0u64;
+        while cap.fill(&mut buf, BATCH)? {
+            n += buf.len() as u64;
+        }
+        let code = exit_code(cap.exit_status())?;
+        eprintln!("xlat: {n} events in {:.2} s (discarded)", t.elapsed().as_secs_f64());
+        return Ok(code);
     }
     let out = a.output.as_ref().expect("clap requires --output");
     let header = Header::new("x86_64", PageSize::K4)
