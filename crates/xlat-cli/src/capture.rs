@@ -88,19 +88,32 @@ fn progress(what: &'static str) -> ProgressBar {
     pb
 }
 
-/// The shell-style exit code of the traced program (128 + signal when killed).
-fn exit_code(status: Option<std::io::Result<ExitStatus>>) -> Result<i32> {
+/// The shell-style exit code of the traced program (128 + signal when killed), or an
+/// error when QEMU ended without the plugin ever connecting (nothing was traced: QEMU
+/// failed to start the program or to load the plugin, and said why on stderr).
+fn exit_code(status: Option<std::io::Result<ExitStatus>>, processes: u64) -> Result<i32> {
     use std::os::unix::process::ExitStatusExt;
     let s = match status {
         Some(s) => s.context("waiting for QEMU")?,
         None => bail!("the program's exit status is unknown"),
     };
+    if processes == 0 {
+        bail!("QEMU ended ({s}) before the xlat plugin connected: nothing was traced");
+    }
     if let Some(c) = s.code() {
         return Ok(c);
     }
     let sig = s.signal().unwrap_or(0);
     eprintln!("xlat: the program was killed by signal {sig}");
     Ok(128 + sig)
+}
+
+fn describe(status: &Option<std::io::Result<ExitStatus>>) -> String {
+    match status {
+        Some(Ok(s)) => s.to_string(),
+        Some(Err(e)) => format!("unknown ({e})"),
+        None => "unknown".into(),
+    }
 }
 
 fn label(program: &[OsString]) -> String {
@@ -124,7 +137,7 @@ pub fn run(a: RunArgs) -> Result<i32> {
         pb.inc(buf.len() as u64);
     }
     pb.finish_and_clear();
-    let code = exit_code(cap.exit_status())?;
+    let code = exit_code(cap.exit_status(), cap.stats().processes)?;
     let o = Outcome {
         machine: cfg.name.clone(),
         input: label(&a.program),
@@ -159,8 +172,11 @@ pub fn trace(a: TraceArgs) -> Result<i32> {
         while cap.fill(&mut buf, BATCH)? {
             n += buf.len() as u64;
         }
-        let code = exit_code(cap.exit_status())?;
-        eprintln!("xlat: {n} events in {:.2} s (discarded)", t.elapsed().as_secs_f64());
+        let code = exit_code(cap.exit_status(), cap.stats().processes)?;
+        eprintln!(
+            "xlat: {n} events in {:.2} s (discarded)",
+            t.elapsed().as_secs_f64()
+        );
         return Ok(code);
     }
     let out = a.output.as_ref().expect("clap requires --output");
@@ -192,10 +208,22 @@ pub fn trace(a: TraceArgs) -> Result<i32> {
         pb.inc(buf.len() as u64);
     }
     pb.finish_and_clear();
+    let status = cap.exit_status();
+    let mut meta = vec![
+        (
+            "duration_s".to_string(),
+            format!("{:.3}", t.elapsed().as_secs_f64()),
+        ),
+        ("processes".to_string(), cap.stats().processes.to_string()),
+        ("exit".to_string(), describe(&status)),
+    ];
+    for w in &cap.stats().warnings {
+        meta.push(("warning".to_string(), w.clone()));
+    }
     let s = w
-        .finish()
+        .finish_with_meta(meta)
         .with_context(|| format!("finishing {}", out.display()))?;
-    let code = exit_code(cap.exit_status())?;
+    let code = exit_code(status, cap.stats().processes)?;
     for w in &cap.stats().warnings {
         eprintln!("xlat: warning: {w}");
     }

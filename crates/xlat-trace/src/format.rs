@@ -19,7 +19,7 @@ pub const MAX_RAW_BLOCK: u32 = 1 << 20;
 /// plus slack).
 pub const MAX_COMP_BLOCK: u32 = MAX_RAW_BLOCK + (64 << 10);
 /// Upper bound on the end-block body.
-pub const MAX_END_BYTES: u32 = 4096;
+pub const MAX_END_BYTES: u32 = 64 << 10;
 /// Size of the fixed part before the header body: magic, version, header length.
 pub const PREAMBLE_LEN: usize = 14;
 /// Tag byte of a data block frame.
@@ -271,6 +271,8 @@ pub struct Summary {
     pub pids: u64,
     /// Instructions: one per fetch access plus each block's instruction count.
     pub instructions: u64,
+    /// Metadata known only at the end (e.g. capture duration, exit status, warnings).
+    pub end_meta: Vec<(String, String)>,
 }
 
 impl Summary {
@@ -291,8 +293,8 @@ impl Summary {
         self.instructions + self.count(EventKind::Load) + self.count(EventKind::Store)
     }
 
-    /// The end-block body.
-    pub(crate) fn encode_end(&self) -> Vec<u8> {
+    /// The end-block body; `Err` if it would exceed [`MAX_END_BYTES`].
+    pub(crate) fn encode_end(&self) -> Result<Vec<u8>, String> {
         let mut b = Vec::with_capacity(64);
         for v in [
             self.blocks,
@@ -308,7 +310,18 @@ impl Summary {
             varint::put(&mut b, c);
         }
         varint::put(&mut b, self.instructions);
-        b
+        varint::put(&mut b, self.end_meta.len() as u64);
+        for (k, v) in &self.end_meta {
+            put_str(&mut b, "end metadata key", k)?;
+            put_str(&mut b, "end metadata value", v)?;
+        }
+        if b.len() > MAX_END_BYTES as usize {
+            return Err(format!(
+                "end block of {} bytes exceeds {MAX_END_BYTES}",
+                b.len()
+            ));
+        }
+        Ok(b)
     }
 
     /// Decodes an end-block body; `Err` is (offset in body, reason).
@@ -341,6 +354,19 @@ impl Summary {
             *c = next(&mut pos)?;
         }
         s.instructions = next(&mut pos)?;
+        let at = pos;
+        let n = next(&mut pos)?;
+        if n > MAX_END_BYTES as u64 {
+            return Err((
+                at,
+                format!("{n} end metadata entries cannot fit the end block"),
+            ));
+        }
+        for _ in 0..n {
+            let k = get_str(b, &mut pos)?;
+            let v = get_str(b, &mut pos)?;
+            s.end_meta.push((k, v));
+        }
         if pos != b.len() {
             return Err((
                 pos,

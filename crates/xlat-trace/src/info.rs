@@ -28,6 +28,14 @@ impl Info {
             n => self.file_bytes as f64 / n as f64,
         }
     }
+
+    /// File bytes per reference (instructions + loads + stores; 0 without any).
+    pub fn bytes_per_reference(&self) -> f64 {
+        match self.summary.references() {
+            0 => 0.0,
+            n => self.file_bytes as f64 / n as f64,
+        }
+    }
 }
 
 /// Reads the header and totals of the trace at `path`. A complete trace is summarized
@@ -84,6 +92,7 @@ pub(crate) fn scan<R: Read>(r: &mut TraceReader<R>) -> Result<Summary, TraceErro
             s.blocks = end.blocks;
             s.raw_bytes = end.raw_bytes;
             s.stored_bytes = end.stored_bytes;
+            s.end_meta = end.end_meta.clone();
             if end != s {
                 return Err(TraceError::Corrupt {
                     offset: r.position(),
@@ -106,9 +115,18 @@ impl fmt::Display for Info {
         for (k, v) in &self.header.metadata {
             writeln!(f, "meta        {k} = {v}")?;
         }
+        for (k, v) in &self.summary.end_meta {
+            writeln!(f, "end meta    {k} = {v}")?;
+        }
         writeln!(f, "file bytes  {}", self.file_bytes)?;
         writeln!(f, "{}", self.summary)?;
-        write!(f, "bytes/access {:.3}", self.bytes_per_access())?;
+        writeln!(f, "instructions {}", self.summary.instructions)?;
+        writeln!(
+            f,
+            "references  {} (instructions + loads + stores)",
+            self.summary.references()
+        )?;
+        write!(f, "bytes/reference {:.3}", self.bytes_per_reference())?;
         if let Some(t) = &self.truncation {
             write!(f, "\nwarning: {t}")?;
         }

@@ -53,13 +53,15 @@
 //! The raw bytes are exactly the declared number of records, back to back. Blocks decode
 //! independently: all delta state below resets to zero at each block start.
 //!
-//! **End block**: tag `'E'` (0x45), body length u32 (at most 4096), body, crc32 of the
+//! **End block**: tag `'E'` (0x45), body length u32 (at most 64 KiB), body, crc32 of the
 //! body. The body is varints: data block count, total raw bytes, total stored bytes (frame
 //! headers + payloads), distinct thread ids, distinct pids (the initial pid 1, fork
 //! children and switch targets), the number of event kinds K (= 16), then K event counts
 //! in the order fetch, load, store, mmap, munmap, mprotect, madvise, mremap, brk, fork,
 //! exit, switch, flush, thread-start, thread-exit, block, then the instruction total
-//! (fetch records plus the instruction counts of block records). Readers check the
+//! (fetch records plus the instruction counts of block records), then end metadata: a
+//! varint count M and M x (string key, string value) known only at the end (a capture's
+//! duration, exit status, warnings). Readers check the
 //! block and event totals against what they read. Nothing may follow the end block.
 //!
 //! A file that ends inside a block or without the end block is *truncated*: its complete

@@ -2,8 +2,7 @@
 
 use crate::error::TraceError;
 use crate::format::{
-    BlockHeader, Header, Summary, Tally, MAGIC, MAX_END_BYTES, MAX_RAW_BLOCK, MAX_RECORD_LEN,
-    TAG_END, VERSION,
+    BlockHeader, Header, Summary, Tally, MAGIC, MAX_RAW_BLOCK, MAX_RECORD_LEN, TAG_END, VERSION,
 };
 use crate::record::Encoder;
 use std::fs::File;
@@ -120,6 +119,13 @@ impl<W: Write> TraceWriter<W> {
         self.finish_into_inner().map(|(_, s)| s)
     }
 
+    /// Like [`finish`](TraceWriter::finish), recording `meta` (known only at the end, such
+    /// as a capture's duration) in the end block.
+    pub fn finish_with_meta(mut self, meta: Vec<(String, String)>) -> Result<Summary, TraceError> {
+        self.tally.summary.end_meta = meta;
+        self.finish_into_inner().map(|(_, s)| s)
+    }
+
     /// Like [`finish`](TraceWriter::finish), also returning the underlying writer.
     pub fn finish_into_inner(mut self) -> Result<(W, Summary), TraceError> {
         if self.failed {
@@ -128,8 +134,11 @@ impl<W: Write> TraceWriter<W> {
         if self.records > 0 {
             self.flush_block()?;
         }
-        let body = self.tally.summary().encode_end();
-        debug_assert!(body.len() <= MAX_END_BYTES as usize);
+        let body = self
+            .tally
+            .summary()
+            .encode_end()
+            .map_err(TraceError::Encode)?;
         let mut end = Vec::with_capacity(body.len() + 9);
         end.push(TAG_END);
         end.extend_from_slice(&(body.len() as u32).to_le_bytes());

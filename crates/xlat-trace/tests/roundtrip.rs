@@ -98,3 +98,38 @@ fn empty_trace() {
     assert!(back.is_empty() && r.truncation().is_none());
     assert_eq!(r.end_summary().unwrap().blocks, 0);
 }
+
+#[test]
+fn end_metadata_and_instruction_totals_round_trip() {
+    let path = std::env::temp_dir().join(format!("xlat-endmeta-{}.xlt", std::process::id()));
+    let mut w = TraceWriter::create(&path, Header::new("x86_64", PageSize::K4)).unwrap();
+    w.write(&Event::Block(xlat_types::Block {
+        addr: xlat_types::VirtAddr(0x40_0000),
+        len: 12,
+        insns: 3,
+        tid: xlat_types::Tid(0),
+    }))
+    .unwrap();
+    w.write(&Event::Access(Access::new(AccessKind::Fetch, 0x40_000c, 2)))
+        .unwrap();
+    w.write(&Event::Access(Access::new(AccessKind::Load, 0x1000, 8)))
+        .unwrap();
+    let meta = vec![
+        ("duration_s".to_string(), "1.5".to_string()),
+        ("warning".to_string(), "process 7 was killed".to_string()),
+    ];
+    let s = w.finish_with_meta(meta.clone()).unwrap();
+    assert_eq!(s.instructions, 4);
+    assert_eq!(s.references(), 5);
+    let info = xlat_trace::summarize(&path).unwrap();
+    assert_eq!(info.summary.end_meta, meta);
+    assert_eq!(info.summary.instructions, 4);
+    assert_eq!(info.summary.count(EventKind::Block), 1);
+    // A full decode agrees with the end block (including its metadata).
+    let v = xlat_trace::verify(&path).unwrap();
+    assert_eq!(v.summary, info.summary);
+    assert!(info
+        .to_string()
+        .contains("end meta    warning = process 7 was killed"));
+    std::fs::remove_file(&path).unwrap();
+}
