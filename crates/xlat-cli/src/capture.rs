@@ -3,11 +3,11 @@
 use crate::output;
 use crate::run::{Outcome, BATCH};
 use anyhow::{bail, Context, Result};
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitStatus;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use xlat_capture::{Capture, Options};
 use xlat_sim::{presets, Radix, Sim};
 use xlat_trace::{Header, TraceWriter};
@@ -76,16 +76,8 @@ pub struct TraceArgs {
     program: Vec<OsString>,
 }
 
-/// A progress line on stderr (only drawn when stderr is a terminal).
 fn progress(what: &'static str) -> ProgressBar {
-    let pb = ProgressBar::new_spinner();
-    pb.set_style(
-        ProgressStyle::with_template("{elapsed:>4} {human_pos} {msg} ({per_sec})")
-            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-    );
-    pb.set_message(what);
-    pb.enable_steady_tick(Duration::from_millis(250));
-    pb
+    crate::progress::bar(what.to_string())
 }
 
 /// The shell-style exit code of the traced program (128 + signal when killed), or an

@@ -46,6 +46,18 @@ pub fn drive<S: EventSource>(src: &mut S, sim: &mut Sim<Radix>) -> Result<()> {
     Ok(())
 }
 
+/// [`drive`] with a progress line (`events replayed` of `what`).
+pub fn drive_progress<S: EventSource>(src: &mut S, sim: &mut Sim<Radix>, what: &str) -> Result<()> {
+    let pb = crate::progress::bar(format!("events replayed · {what}"));
+    let mut buf: Vec<Event> = Vec::with_capacity(BATCH);
+    while src.fill(&mut buf, BATCH)? {
+        sim.run(&buf)?;
+        pb.inc(buf.len() as u64);
+    }
+    pb.finish_and_clear();
+    Ok(())
+}
+
 /// Runs `input` on machine `cfg`.
 pub fn run_one(cfg: &MachineConfig, input: &Input, strict: bool) -> Result<Outcome> {
     let mut sim: Sim<Radix> = Sim::new(cfg)?;

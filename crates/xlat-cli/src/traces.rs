@@ -1,7 +1,7 @@
 //! Trace inputs (`.xlt` files and valgrind lackey text), `convert`, and the trace cases
 //! of `bench`.
 
-use crate::run::{drive, BATCH};
+use crate::run::{drive, drive_progress, BATCH};
 use anyhow::{ensure, Context, Result};
 use std::path::Path;
 use std::time::Instant;
@@ -43,13 +43,15 @@ pub fn replay(
 ) -> Result<()> {
     if is_xlt(path)? {
         let mut r = TraceReader::open(path)?.strict(strict);
-        drive(&mut r, sim).with_context(|| format!("trace {}", path.display()))?;
+        drive_progress(&mut r, sim, &path.display().to_string())
+            .with_context(|| format!("trace {}", path.display()))?;
         if let Some(t) = r.truncation() {
             warnings.push(format!("{}: {t}", path.display()));
         }
     } else {
         let mut r = lackey(path)?;
-        drive(&mut r, sim).with_context(|| format!("lackey trace {}", path.display()))?;
+        drive_progress(&mut r, sim, &path.display().to_string())
+            .with_context(|| format!("lackey trace {}", path.display()))?;
     }
     Ok(())
 }
