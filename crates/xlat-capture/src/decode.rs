@@ -94,7 +94,8 @@ pub fn decode(
             }
             wire::OS => {
                 let code = w & 0xff;
-                let n = wire::os_words(code).ok_or_else(|| (i, format!("unknown OS event {code}")))?;
+                let n =
+                    wire::os_words(code).ok_or_else(|| (i, format!("unknown OS event {code}")))?;
                 let a = |k: usize| arg(i, k + 1);
                 let mut control = None;
                 let ev = match code {

@@ -66,21 +66,33 @@ pub(crate) fn find_qemu(opts: &Options) -> Result<PathBuf, CaptureError> {
 }
 
 pub(crate) fn find_plugin(opts: &Options) -> Result<PathBuf, CaptureError> {
-    let mut tried = Vec::new();
-    let candidates = opts
+    // A plugin named explicitly (option, then environment) is the only candidate: falling
+    // back to another one would silently trace with a plugin the user did not ask for.
+    if let Some(p) = opts
         .plugin
         .clone()
-        .into_iter()
-        .chain(std::env::var_os("XLAT_QEMU_PLUGIN").map(PathBuf::from))
-        .chain(std::env::current_exe().ok().into_iter().flat_map(|exe| {
-            let dir = exe.parent().map(Path::to_path_buf).unwrap_or_default();
-            // target/*/xlat, target/*/deps/… (tests), and an installed …/bin/xlat.
-            [
-                dir.join(PLUGIN_FILE),
-                dir.join("..").join(PLUGIN_FILE),
-                dir.join("../lib/xlat").join(PLUGIN_FILE),
-            ]
-        }));
+        .or_else(|| std::env::var_os("XLAT_QEMU_PLUGIN").map(PathBuf::from))
+    {
+        return if p.is_file() {
+            Ok(p)
+        } else {
+            Err(CaptureError::NotFound {
+                what: "QEMU plugin",
+                name: p.display().to_string(),
+                hint: "no such file".into(),
+            })
+        };
+    }
+    let mut tried = Vec::new();
+    let candidates = std::env::current_exe().ok().into_iter().flat_map(|exe| {
+        let dir = exe.parent().map(Path::to_path_buf).unwrap_or_default();
+        // target/*/xlat, target/*/deps/… (tests), and an installed …/bin/xlat.
+        [
+            dir.join(PLUGIN_FILE),
+            dir.join("..").join(PLUGIN_FILE),
+            dir.join("../lib/xlat").join(PLUGIN_FILE),
+        ]
+    });
     for c in candidates {
         if c.is_file() {
             return Ok(c);

@@ -402,7 +402,7 @@ fn advice(a: u64) -> u64 {
 unsafe extern "C" fn syscall_ret(_id: qemu_plugin_id_t, vcpu: c_uint, num: i64, ret: i64) {
     let b = buf(vcpu);
     let [a1, a2, a3, a4, _, _] = b.args;
-    let ok = ret >= 0 || ret < -4095;
+    let ok = !(-4095..0).contains(&ret);
     let r = ret as u64;
     match num {
         SYS_MMAP if ok => b.os(os::MMAP, &[r, a2, (a3 & 7) | map_flags(a4) << 8]),
