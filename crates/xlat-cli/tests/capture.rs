@@ -311,14 +311,31 @@ fn counts_agree_with_valgrind_lackey() {
     // The same execution: the same data references.
     assert_eq!(si.count(EventKind::Load), xl);
     assert_eq!(si.count(EventKind::Store), xs);
-    // Block mode counts a few more: when a block ends because its next instruction crosses
-    // a page, QEMU 7.2 still lists that abandoned instruction in the plugin's view of the
-    // block (which is then followed by a block holding the real one), so it is counted
-    // twice. Measured: 123 more of 6.3 M, all in startup (ld.so, libc).
+    // Block mode counts ~124 more of 6.3 M, all in startup (ld.so, libc): blocks that
+    // stop early for reasons not yet identified (page-crossing instructions, the known
+    // case, are handled: see `page_crossing_instruction_is_counted_once`).
     eprintln!("per-insn: {} instructions", si.instructions);
     assert!(si.instructions <= xi);
     assert_within("per-insn instructions", si.instructions, xi, 0.0001);
     assert_within("per-insn instructions", si.instructions, li, 0.01);
+}
+
+/// An instruction crossing a page at the end of a block is counted once (QEMU 7.2 lists it
+/// in the block that stops before it, then runs it as a block of its own).
+#[test]
+fn page_crossing_instruction_is_counted_once() {
+    let d = Dir::new();
+    let prog = d.compile("cross");
+    let p = prog.to_str().unwrap();
+    let (o, t) = d.trace("cross", &[], &[p]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let (o, ti) = d.trace("cross-insn", &["--per-insn"], &[p]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let (b, i) = (summary(&t).instructions, summary(&ti).instructions);
+    eprintln!("block mode {b}, per instruction {i}");
+    assert!(i > 1_000_000, "{i}");
+    // Counting the crossing instruction twice would add 100000.
+    assert!(b.abs_diff(i) < 1_000, "block mode {b} vs per-insn {i}");
 }
 
 /// 3. fork: three children running at the same time, each with its Fork, Switches to and from it, its own

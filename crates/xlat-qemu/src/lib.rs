@@ -250,34 +250,43 @@ fn intern(words: [u64; 3]) -> *mut c_void {
     r as *const [u64; 3] as *mut c_void
 }
 
+/// Registers a per-instruction fetch record for `insn`.
+unsafe fn fetch_per_insn(insn: *mut qemu_plugin_insn, va: u64, size: u64) {
+    let flags = qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS;
+    if va >> wire::ADDR_BITS == 0 {
+        let w = access_word(wire::FETCH, va, size);
+        qemu_plugin_register_vcpu_insn_exec_cb(insn, Some(insn_cb), flags, w as *mut c_void);
+    } else {
+        let w = intern([wire::WIDE << wire::TAG_SHIFT | size << 8, va, 0]);
+        qemu_plugin_register_vcpu_insn_exec_cb(insn, Some(insn_wide_cb), flags, w);
+    }
+}
+
 unsafe extern "C" fn tb_trans(_id: qemu_plugin_id_t, tb: *mut qemu_plugin_tb) {
     let n = qemu_plugin_tb_n_insns(tb);
+    if n == 0 {
+        return;
+    }
     let start = qemu_plugin_tb_vaddr(tb);
     let per_insn = PER_INSN.load(Relaxed);
+    // QEMU 7.2 lists an instruction that crosses into the next page at the end of the
+    // block, but may stop before it and run it again as its own block. Such a last
+    // instruction gets its own record, which only fires if it really runs here.
+    let last = qemu_plugin_tb_get_insn(tb, n - 1);
+    let (last_va, last_size) = (
+        qemu_plugin_insn_vaddr(last),
+        qemu_plugin_insn_size(last) as u64,
+    );
+    let split_last = n > 1 && last_va >> 12 != (last_va + last_size.max(1) - 1) >> 12;
     let mut end = start;
     for i in 0..n {
         let insn = qemu_plugin_tb_get_insn(tb, i);
         let va = qemu_plugin_insn_vaddr(insn);
         let size = qemu_plugin_insn_size(insn) as u64;
-        end = end.max(va + size);
-        if per_insn {
-            if va >> wire::ADDR_BITS == 0 {
-                let w = access_word(wire::FETCH, va, size);
-                qemu_plugin_register_vcpu_insn_exec_cb(
-                    insn,
-                    Some(insn_cb),
-                    qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS,
-                    w as *mut c_void,
-                );
-            } else {
-                let w = intern([wire::WIDE << wire::TAG_SHIFT | size << 8, va, 0]);
-                qemu_plugin_register_vcpu_insn_exec_cb(
-                    insn,
-                    Some(insn_wide_cb),
-                    qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS,
-                    w,
-                );
-            }
+        if per_insn || (split_last && i == n - 1) {
+            fetch_per_insn(insn, va, size);
+        } else {
+            end = end.max(va + size);
         }
         qemu_plugin_register_vcpu_mem_cb(
             insn,
@@ -287,10 +296,11 @@ unsafe extern "C" fn tb_trans(_id: qemu_plugin_id_t, tb: *mut qemu_plugin_tb) {
             null_mut(),
         );
     }
-    if per_insn || n == 0 {
+    if per_insn {
         return;
     }
-    let tail = (end - start).max(1) | (n as u64) << 32;
+    let insns = (n - split_last as usize) as u64;
+    let tail = (end - start).max(1) | insns << 32;
     let (cb, w): (unsafe extern "C" fn(c_uint, *mut c_void), _) = if start >> wire::ADDR_BITS == 0 {
         (block_cb, [wire::BLOCK << wire::TAG_SHIFT | start, tail, 0])
     } else {
