@@ -15,50 +15,104 @@ pub struct CacheStats {
     pub data_hits: u64,
 }
 
-/// One way: line tag (+1, so 0 is invalid) and LRU stamp.
-#[derive(Clone, Copy, Debug, Default)]
-struct Way {
-    tag: u64,
-    stamp: u64,
+/// Per-set LRU state. Up to 16 ways: the ways in recency order, four bits each, most
+/// recent in the low nibble (a hit moves one nibble to the front; the victim is the top
+/// one). Wider sets: one stamp per way, the smallest is the victim. Both start with way
+/// 0 as the victim, then 1, ...: invalid ways are filled lowest first.
+#[derive(Clone, Debug)]
+enum Recency {
+    Order(Vec<u64>),
+    Stamps { stamps: Vec<u64>, clock: u64 },
 }
+
+/// 0x1111...1: one in every nibble.
+const NIBBLES: u64 = u64::MAX / 15;
 
 #[derive(Clone, Debug)]
 struct Level {
-    ways: Vec<Way>,
+    /// Line tag + 1 per way (0 = invalid).
+    tags: Vec<u64>,
+    recency: Recency,
     nways: usize,
     set_mask: u64,
     line_shift: u32,
     hit_cycles: u64,
-    clock: u64,
 }
 
 impl Level {
-    /// One pass over the set: a hit refreshes the way; a miss replaces the LRU way
-    /// (invalid ways have stamp 0 and go first). Returns whether it hit.
+    fn new(sets: usize, ways: usize, line_shift: u32, hit_cycles: u64) -> Level {
+        let recency = if ways <= 16 {
+            // Way w at rank ways-1-w: way 0 is the first victim.
+            let init = (0..ways as u64).fold(0, |o, w| o | w << (4 * (ways as u64 - 1 - w)));
+            Recency::Order(vec![init; sets])
+        } else {
+            Recency::Stamps {
+                stamps: vec![0; sets * ways],
+                clock: 0,
+            }
+        };
+        let tags = vec![0; sets * ways];
+        crate::hugepage::hint(&tags);
+        Level {
+            tags,
+            recency,
+            nways: ways,
+            set_mask: sets as u64 - 1,
+            line_shift,
+            hit_cycles,
+        }
+    }
+
+    /// A hit refreshes the way; a miss replaces the LRU way. Returns whether it hit.
     #[inline]
     fn access(&mut self, pa: u64) -> bool {
         let line = pa >> self.line_shift;
         let tag = line + 1;
-        let base = (line & self.set_mask) as usize * self.nways;
-        self.clock += 1;
-        let set = &mut self.ways[base..base + self.nways];
-        let mut victim = 0;
-        let mut oldest = u64::MAX;
-        for (i, w) in set.iter_mut().enumerate() {
-            if w.tag == tag {
-                w.stamp = self.clock;
-                return true;
+        let set = (line & self.set_mask) as usize;
+        let base = set * self.nways;
+        let tags = &mut self.tags[base..base + self.nways];
+        let hit = tags.iter().position(|&t| t == tag);
+        match &mut self.recency {
+            Recency::Order(order) => {
+                let o = order[set];
+                let way = match hit {
+                    Some(w) => w as u64,
+                    None => {
+                        let w = o >> (4 * (self.nways - 1)) & 15;
+                        tags[w as usize] = tag;
+                        w
+                    }
+                };
+                // Rank of `way`: the lowest zero nibble of `o ^ way * NIBBLES` (exact for
+                // the lowest one; the ranks above `nways` hold zeros and never come first).
+                let x = o ^ (way * NIBBLES);
+                let z = x.wrapping_sub(NIBBLES) & !x & (NIBBLES << 3);
+                let r = z.trailing_zeros() & !3;
+                let below = (1u64 << r) - 1;
+                order[set] = (o & !below & !(15 << r)) | (o & below) << 4 | way;
             }
-            if w.stamp < oldest {
-                oldest = w.stamp;
-                victim = i;
+            Recency::Stamps { stamps, clock } => {
+                *clock += 1;
+                let st = &mut stamps[base..base + self.nways];
+                let w = match hit {
+                    Some(w) => w,
+                    None => {
+                        let mut victim = 0;
+                        let mut oldest = u64::MAX;
+                        for (i, &s) in st.iter().enumerate() {
+                            if s < oldest {
+                                oldest = s;
+                                victim = i;
+                            }
+                        }
+                        tags[victim] = tag;
+                        victim
+                    }
+                };
+                st[w] = *clock;
             }
         }
-        set[victim] = Way {
-            tag,
-            stamp: self.clock,
-        };
-        false
+        hit.is_some()
     }
 }
 
@@ -78,16 +132,12 @@ impl Caches {
         for (i, l) in c.levels.iter().enumerate() {
             let lines = (l.size.0 / l.line as u64) as u32;
             let (sets, ways) = geometry(&format!("cache.levels[{i}]"), lines, Some(l.ways))?;
-            let v = vec![Way::default(); sets * ways];
-            crate::hugepage::hint(&v);
-            levels.push(Level {
-                ways: v,
-                nways: ways,
-                set_mask: sets as u64 - 1,
-                line_shift: l.line.trailing_zeros(),
-                hit_cycles: l.hit_cycles,
-                clock: 0,
-            });
+            levels.push(Level::new(
+                sets,
+                ways,
+                l.line.trailing_zeros(),
+                l.hit_cycles,
+            ));
             stats.push(CacheStats {
                 name: l.name.clone(),
                 hit_cycles: l.hit_cycles,
@@ -132,7 +182,7 @@ impl Caches {
         for l in &self.levels {
             let line = pa >> l.line_shift;
             let base = (line & l.set_mask) as usize * l.nways;
-            crate::hugepage::prefetch(&l.ways[base]);
+            crate::hugepage::prefetch(&l.tags[base]);
         }
     }
 
