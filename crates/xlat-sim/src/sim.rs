@@ -205,7 +205,7 @@ impl<P: PageTable> Sim<P> {
         self.event
     }
 
-    #[inline]
+    #[inline(always)]
     fn access(&mut self, kind: AccessKind, va: u64, size: u32) -> Result<(), SimError> {
         // Per-kind counts; the total is their sum (computed by the report).
         self.c.by_kind[kind as usize] += 1;
@@ -239,28 +239,54 @@ impl<P: PageTable> Sim<P> {
     }
 
     /// Translates the page containing `va`; returns the log2 size of the entry used.
-    #[inline]
+    /// The first level (memo, then probe) is inline; everything past it is not.
+    #[inline(always)]
     fn translate(&mut self, kind: AccessKind, va: u64) -> Result<u32, SimError> {
         let side = (kind != AccessKind::Fetch) as usize;
         let store = kind == AccessKind::Store;
         self.c.refs.translations += 1;
-        let Some(cur) = self.cur else {
+        if self.cur.is_none() {
             return Err(SimError::NoProcess {
                 event: self.event,
                 what: kind.name(),
             });
-        };
+        }
         let asid = self.asid;
         if let Some(e) = self.tlb.memo_hit(side, va, asid, store) {
             self.data_ref(&e, va);
             return Ok(e.shift as u32);
         }
+        let l1 = self.tlb.probe(0, side, va, asid);
+        if let Some(e) = l1 {
+            if !store || e.writable {
+                self.data_ref(&e, va);
+                return Ok(e.shift as u32);
+            }
+        }
+        self.translate_past_l1(kind, va, l1)
+    }
+
+    /// `translate` after the first level missed (`l1` is `None`) or hit an entry that a
+    /// store may not use.
+    #[inline(never)]
+    fn translate_past_l1(
+        &mut self,
+        kind: AccessKind,
+        va: u64,
+        l1: Option<Entry>,
+    ) -> Result<u32, SimError> {
+        let side = (kind != AccessKind::Fetch) as usize;
+        let store = kind == AccessKind::Store;
+        let cur = self.cur.expect("checked by translate");
+        let asid = self.asid;
         let nl = self.tlb.levels();
-        let mut found = None;
-        for li in 0..nl {
-            if let Some(e) = self.tlb.probe(li, side, va, asid) {
-                found = Some((li, e));
-                break;
+        let mut found = l1.map(|e| (0, e));
+        if found.is_none() {
+            for li in 1..nl {
+                if let Some(e) = self.tlb.probe(li, side, va, asid) {
+                    found = Some((li, e));
+                    break;
+                }
             }
         }
         if found.is_none() && self.tlb.has_prefetch() {
@@ -268,13 +294,12 @@ impl<P: PageTable> Sim<P> {
         }
         match found {
             Some((li, e)) if !store || e.writable => {
-                if li > 0 {
-                    if li < nl {
-                        self.c.cyc.tlb_hit += self.tlb.hit_cycles(li);
-                    }
-                    self.tlb
-                        .fill(li, side, va, &entry_leaf(&e), self.base_shift, asid);
+                debug_assert!(li > 0);
+                if li < nl {
+                    self.c.cyc.tlb_hit += self.tlb.hit_cycles(li);
                 }
+                self.tlb
+                    .fill(li, side, va, &entry_leaf(&e), self.base_shift, asid);
                 self.data_ref(&e, va);
                 return Ok(e.shift as u32);
             }

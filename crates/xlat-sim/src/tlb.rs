@@ -89,40 +89,17 @@ impl Structure {
         })
     }
 
-    /// The entry covering `va` and whether it is a locked-down one.
-    #[inline(always)]
-    fn lookup(&mut self, va: u64, asid: u16) -> Option<(Entry, bool)> {
-        for l in &self.locked {
-            if va >> l.shift == l.vpn {
-                self.stats.hits += 1;
-                self.stats.locked_hits += 1;
-                return Some((
-                    Entry {
-                        shift: l.shift,
-                        pfn: l.pfn,
-                        writable: true,
-                        global: true,
-                    },
-                    true,
-                ));
-            }
-        }
-        for (i, &s) in self.shifts.iter().enumerate() {
-            if self.live[i] == 0 {
-                continue;
-            }
-            if let Some(slot) = self.arr.lookup(va >> s, key(va, s as u32), asid) {
-                self.stats.hits += 1;
-                let e = Entry {
-                    shift: s,
-                    pfn: slot.data,
-                    writable: slot.flags & W != 0,
-                    global: slot.flags & GLOBAL != 0,
-                };
-                return Some((e, false));
-            }
-        }
-        None
+    #[inline(never)]
+    fn lookup_locked(&mut self, va: u64) -> Option<Entry> {
+        let l = self.locked.iter().find(|l| va >> l.shift == l.vpn)?;
+        self.stats.hits += 1;
+        self.stats.locked_hits += 1;
+        Some(Entry {
+            shift: l.shift,
+            pfn: l.pfn,
+            writable: true,
+            global: true,
+        })
     }
 
     /// The largest held size not above `shift`.
@@ -250,6 +227,18 @@ struct Level {
     /// Per side and translation size (log2): the structure that takes the fill and the
     /// size it stores (the largest size it holds not above the translation's).
     fill_to: [[Option<(u16, u8)>; 64]; 2],
+    /// Per side, the lookup in probe order: each structure's held sizes, largest first.
+    plan: [Vec<Step>; 2],
+}
+
+/// One step of a level's lookup: size `k` (log2 `shift`) of structure `si`. `first`
+/// marks a structure's first step, where its locked-down entries are checked.
+#[derive(Clone, Copy, Debug)]
+struct Step {
+    si: u16,
+    k: u8,
+    shift: u8,
+    first: bool,
 }
 
 /// The whole hierarchy.
@@ -327,7 +316,22 @@ impl Tlbs {
                     }
                 }
             }
+            let plan = sides.clone().map(|list| {
+                let mut v = Vec::new();
+                for si in list {
+                    for (k, &shift) in structs[si].shifts.iter().enumerate() {
+                        v.push(Step {
+                            si: si as u16,
+                            k: k as u8,
+                            shift,
+                            first: k == 0,
+                        });
+                    }
+                }
+                v
+            });
             levels.push(Level {
+                plan,
                 sides,
                 unified,
                 hit_cycles: lc.hit_cycles,
@@ -398,27 +402,53 @@ impl Tlbs {
     }
 
     /// Probes level `li` on `side`; counts the lookup.
-    #[inline]
+    #[inline(always)]
     pub fn probe(&mut self, li: usize, side: usize, va: u64, asid: u16) -> Option<Entry> {
-        let lvl = &self.levels[li];
-        let st = &mut self.level_stats[li][side];
-        if lvl.sides[side].is_empty() {
+        let plan = &self.levels[li].plan[side];
+        if plan.is_empty() {
             return None;
         }
-        for &si in &lvl.sides[side] {
-            if let Some((e, locked)) = self.structs[si].lookup(va, asid) {
-                st.hits += 1;
-                if li == 0 {
-                    self.memo[self.memo_of[side]] = Memo::new(va, &e, asid, si, locked);
+        let mut found = None;
+        for &p in plan {
+            let st = &mut self.structs[p.si as usize];
+            if p.first && !st.locked.is_empty() {
+                if let Some(e) = st.lookup_locked(va) {
+                    found = Some((e, p.si, true));
+                    break;
                 }
-                return Some(e);
+            }
+            if st.live[p.k as usize] == 0 {
+                continue;
+            }
+            if let Some(slot) = st.arr.lookup(va >> p.shift, key(va, p.shift as u32), asid) {
+                st.stats.hits += 1;
+                let e = Entry {
+                    shift: p.shift,
+                    pfn: slot.data,
+                    writable: slot.flags & W != 0,
+                    global: slot.flags & GLOBAL != 0,
+                };
+                found = Some((e, p.si, false));
+                break;
             }
         }
-        st.misses += 1;
-        if li == 0 {
-            self.memo[self.memo_of[side]].bits = 0;
+        let st = &mut self.level_stats[li][side];
+        match found {
+            Some((e, si, locked)) => {
+                st.hits += 1;
+                if li == 0 {
+                    self.memo[self.memo_of[side]] = Memo::new(va, &e, asid, si as usize, locked);
+                }
+                Some(e)
+            }
+            None => {
+                st.misses += 1;
+                if li == 0 {
+                    self.memo[self.memo_of[side]].bits = 0;
+                }
+                None
+            }
         }
-        None
     }
 
     /// A repeat hit on the entry that served the last first-level translation of this
