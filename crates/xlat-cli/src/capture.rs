@@ -191,7 +191,15 @@ pub fn trace(a: TraceArgs) -> Result<i32> {
         a.level,
     )?;
     let t = Instant::now();
-    let mut cap = Capture::start(&a.program[0], &a.program[1..], &a.capture.options())?;
+    let mut cap = match Capture::start(&a.program[0], &a.program[1..], &a.capture.options()) {
+        Ok(c) => c,
+        Err(e) => {
+            // Leave no stub file behind when nothing could be traced.
+            drop(w);
+            let _ = std::fs::remove_file(out);
+            return Err(e.into());
+        }
+    };
     let pb = progress("events captured");
     let mut buf: Vec<Event> = Vec::with_capacity(BATCH);
     while cap.fill(&mut buf, BATCH)? {

@@ -11,14 +11,14 @@ use thiserror::Error;
 #[non_exhaustive]
 pub enum TraceError {
     /// The file could not be opened or created.
-    #[error("cannot open {}: {source}", path.display())]
+    #[error("cannot open {}", path.display())]
     Open {
         path: PathBuf,
         #[source]
         source: io::Error,
     },
     /// A read or write failed (`offset` is the file position of the operation).
-    #[error("I/O error at byte {offset}: {source}")]
+    #[error("I/O error at byte {offset}")]
     Io {
         offset: u64,
         #[source]
@@ -63,7 +63,7 @@ pub enum TraceError {
         reason: &'static str,
     },
     /// A read error in a lackey trace.
-    #[error("lackey trace line {line}: {source}")]
+    #[error("lackey trace line {line}")]
     LackeyIo {
         line: u64,
         #[source]

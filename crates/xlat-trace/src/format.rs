@@ -383,7 +383,7 @@ impl fmt::Display for Summary {
         for k in EventKind::ALL {
             let c = self.count(k);
             if c != 0 {
-                writeln!(f, "  {:<12}{c}", k.name())?;
+                writeln!(f, "  {:<13}{c}", k.name())?;
             }
         }
         writeln!(f, "threads     {}", self.threads)?;
