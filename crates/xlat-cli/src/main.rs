@@ -5,6 +5,7 @@
 mod bench;
 mod capture;
 mod output;
+mod pipeline;
 mod progress;
 mod run;
 mod traces;

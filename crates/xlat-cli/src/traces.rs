@@ -1,6 +1,7 @@
 //! Trace inputs (`.xlt` files and valgrind lackey text), `convert`, and the trace cases
 //! of `bench`.
 
+use crate::pipeline::Pipelined;
 use crate::run::{drive, drive_progress, BATCH};
 use anyhow::{ensure, Context, Result};
 use std::path::Path;
@@ -42,15 +43,16 @@ pub fn replay(
     warnings: &mut Vec<String>,
 ) -> Result<()> {
     if is_xlt(path)? {
-        let mut r = TraceReader::open(path)?.strict(strict);
-        drive_progress(&mut r, sim, &path.display().to_string())
+        let r = TraceReader::open(path)?.strict(strict);
+        let mut p = Pipelined::new(r, BATCH);
+        drive_progress(&mut p, sim, &path.display().to_string())
             .with_context(|| format!("trace {}", path.display()))?;
-        if let Some(t) = r.truncation() {
+        if let Some(t) = p.into_inner().truncation() {
             warnings.push(format!("{}: {t}", path.display()));
         }
     } else {
-        let mut r = lackey(path)?;
-        drive_progress(&mut r, sim, &path.display().to_string())
+        let mut p = Pipelined::new(lackey(path)?, BATCH);
+        drive_progress(&mut p, sim, &path.display().to_string())
             .with_context(|| format!("lackey trace {}", path.display()))?;
     }
     Ok(())
