@@ -248,6 +248,17 @@ impl EventSource for Capture {
     fn fill(&mut self, out: &mut Vec<Event>, max: usize) -> Result<bool, CaptureError> {
         out.clear();
         loop {
+            if self.pending_pos == 0
+                && out.is_empty()
+                && !self.pending.is_empty()
+                && self.pending.len() <= max
+            {
+                // A whole batch: hand it over without copying, keep `out`'s buffer.
+                self.stats.events += self.pending.len() as u64;
+                std::mem::swap(out, &mut self.pending);
+                self.recycle();
+                return Ok(true);
+            }
             if self.pending_pos < self.pending.len() {
                 let n = (max - out.len()).min(self.pending.len() - self.pending_pos);
                 out.extend_from_slice(&self.pending[self.pending_pos..self.pending_pos + n]);

@@ -1,7 +1,7 @@
 //! `run` (simulate a program online) and `trace` (capture it to `.xlt`, or `--info`).
 
 use crate::output;
-use crate::run::{Outcome, BATCH};
+use crate::run::Outcome;
 use anyhow::{bail, Context, Result};
 use indicatif::ProgressBar;
 use std::ffi::OsString;
@@ -75,6 +75,10 @@ pub struct TraceArgs {
     )]
     program: Vec<OsString>,
 }
+
+/// Events per batch from a capture: a whole plugin chunk, so batches are handed over
+/// without copying.
+const BATCH: usize = xlat_capture::wire::MAX_CHUNK_WORDS as usize;
 
 fn progress(what: &'static str) -> ProgressBar {
     crate::progress::bar(what.to_string())
