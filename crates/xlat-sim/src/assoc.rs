@@ -79,6 +79,18 @@ impl<R: Replacement> Assoc<R> {
     #[inline(always)]
     fn find(&self, base: usize, key: u64, asid: u16) -> Option<usize> {
         let keys = &self.keys[base..base + self.ways];
+        if (8..=64).contains(&self.ways) {
+            let mut m = crate::simd::eq_mask(keys, key);
+            while m != 0 {
+                let w = m.trailing_zeros() as usize;
+                let e = &self.meta[base + w];
+                if e.asid == asid || e.flags & GLOBAL != 0 {
+                    return Some(w);
+                }
+                m &= m - 1;
+            }
+            return None;
+        }
         let mut from = 0;
         while let Some(p) = keys[from..].iter().position(|&k| k == key) {
             let w = from + p;

@@ -71,7 +71,12 @@ impl Level {
         let set = (line & self.set_mask) as usize;
         let base = set * self.nways;
         let tags = &mut self.tags[base..base + self.nways];
-        let hit = tags.iter().position(|&t| t == tag);
+        let hit = if (8..=64).contains(&self.nways) {
+            let m = crate::simd::eq_mask(tags, tag);
+            (m != 0).then_some(m.trailing_zeros() as usize)
+        } else {
+            tags.iter().position(|&t| t == tag)
+        };
         match &mut self.recency {
             Recency::Order(order) => {
                 let o = order[set];
@@ -97,14 +102,7 @@ impl Level {
                 let w = match hit {
                     Some(w) => w,
                     None => {
-                        let mut victim = 0;
-                        let mut oldest = u64::MAX;
-                        for (i, &s) in st.iter().enumerate() {
-                            if s < oldest {
-                                oldest = s;
-                                victim = i;
-                            }
-                        }
+                        let victim = crate::simd::argmin(st);
                         tags[victim] = tag;
                         victim
                     }

@@ -23,6 +23,7 @@ pub mod presets;
 pub mod pwc;
 pub mod replacement;
 mod sim;
+mod simd;
 pub mod stats;
 pub mod tlb;
 pub mod vma;

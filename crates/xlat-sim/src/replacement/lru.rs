@@ -31,17 +31,9 @@ impl Replacement for Lru {
         self.stamps[set * self.ways + way] = 0;
     }
     const VICTIM_PREFERS_INVALID: bool = true;
-    /// Branch-free argmin: which way is older is data-dependent and unpredictable, so
-    /// a compare-and-branch loop mispredicts about half the time.
+    /// The first smallest stamp.
     #[inline]
     fn victim(&mut self, set: usize) -> usize {
-        let s = &self.stamps[set * self.ways..(set + 1) * self.ways];
-        let (mut best, mut oldest) = (0usize, u64::MAX);
-        for (w, &st) in s.iter().enumerate() {
-            let older = st < oldest;
-            oldest = if older { st } else { oldest };
-            best = if older { w } else { best };
-        }
-        best
+        crate::simd::argmin(&self.stamps[set * self.ways..(set + 1) * self.ways])
     }
 }

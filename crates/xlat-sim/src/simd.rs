@@ -1,0 +1,126 @@
+//! Two kernels over a set's ways (keys, tags or LRU stamps): equality mask and first
+//! minimum. On x86-64 with AVX2 (detected at run time) four ways per instruction;
+//! elsewhere, and for narrow sets, plain loops.
+
+/// Bit `i` set where `xs[i] == x`. `xs` holds at most 64 elements.
+#[inline]
+pub fn eq_mask(xs: &[u64], x: u64) -> u64 {
+    debug_assert!(xs.len() <= 64);
+    #[cfg(target_arch = "x86_64")]
+    if xs.len() >= 8 && std::is_x86_feature_detected!("avx2") {
+        // SAFETY: AVX2 is available (checked just above).
+        return unsafe { avx2::eq_mask(xs, x) };
+    }
+    eq_mask_scalar(xs, x)
+}
+
+/// Index of the first smallest element of a non-empty `xs` (all below 2^63).
+#[inline]
+pub fn argmin(xs: &[u64]) -> usize {
+    debug_assert!(!xs.is_empty());
+    #[cfg(target_arch = "x86_64")]
+    if (8..=64).contains(&xs.len()) && std::is_x86_feature_detected!("avx2") {
+        // SAFETY: AVX2 is available (checked just above).
+        return unsafe { avx2::argmin(xs) };
+    }
+    argmin_scalar(xs)
+}
+
+#[inline]
+fn eq_mask_scalar(xs: &[u64], x: u64) -> u64 {
+    let mut m = 0;
+    for (i, &v) in xs.iter().enumerate() {
+        m |= ((v == x) as u64) << i;
+    }
+    m
+}
+
+/// Branch-free: which element is smaller is data-dependent and unpredictable.
+#[inline]
+fn argmin_scalar(xs: &[u64]) -> usize {
+    let (mut best, mut min) = (0usize, u64::MAX);
+    for (i, &v) in xs.iter().enumerate() {
+        let less = v < min;
+        min = if less { v } else { min };
+        best = if less { i } else { best };
+    }
+    best
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use std::arch::x86_64::*;
+
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn load(c: &[u64]) -> __m256i {
+        _mm256_set_epi64x(c[3] as i64, c[2] as i64, c[1] as i64, c[0] as i64)
+    }
+
+    #[target_feature(enable = "avx2")]
+    pub fn eq_mask(xs: &[u64], x: u64) -> u64 {
+        let k = _mm256_set1_epi64x(x as i64);
+        let mut m = 0u64;
+        let mut chunks = xs.chunks_exact(4);
+        for (i, c) in chunks.by_ref().enumerate() {
+            let e = _mm256_cmpeq_epi64(load(c), k);
+            m |= (_mm256_movemask_pd(_mm256_castsi256_pd(e)) as u64) << (4 * i);
+        }
+        let done = xs.len() & !3;
+        m | super::eq_mask_scalar(chunks.remainder(), x) << done
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn min(a: __m256i, b: __m256i) -> __m256i {
+        _mm256_blendv_epi8(a, b, _mm256_cmpgt_epi64(a, b))
+    }
+
+    #[target_feature(enable = "avx2")]
+    pub fn argmin(xs: &[u64]) -> usize {
+        // Minimum by signed compares (the values are below 2^63), then its first position.
+        let mut chunks = xs.chunks_exact(4);
+        let mut v = _mm256_set1_epi64x(i64::MAX);
+        for c in chunks.by_ref() {
+            let x = load(c);
+            v = min(v, x);
+        }
+        // Fold the four lanes: swap halves, then swap neighbours.
+        v = min(v, _mm256_permute4x64_epi64::<0b01_00_11_10>(v));
+        v = min(v, _mm256_shuffle_epi32::<0b01_00_11_10>(v));
+        let mut min = _mm256_extract_epi64::<0>(v) as u64;
+        for &r in chunks.remainder() {
+            min = min.min(r);
+        }
+        eq_mask(xs, min).trailing_zeros() as usize
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernels_agree_with_plain_loops() {
+        let mut x = 12345u64;
+        for n in 1..=70usize {
+            for _ in 0..50 {
+                let v: Vec<u64> = (0..n)
+                    .map(|_| {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        x % 7
+                    })
+                    .collect();
+                assert_eq!(argmin(&v), argmin_scalar(&v), "{v:?}");
+                for k in 0..8 {
+                    if n > 64 {
+                        break;
+                    }
+                    assert_eq!(eq_mask(&v, k), eq_mask_scalar(&v, k), "{v:?} {k}");
+                }
+            }
+        }
+    }
+}
