@@ -8,6 +8,12 @@
 //! * Intel: leaf `0x18` (deterministic address translation parameters) when present, else
 //!   the leaf 2 one-byte descriptors (TLB descriptors only).
 //! * Hypervisor: CPUID.1:ECX bit 31 and the vendor signature in leaf `0x4000_0000`.
+//!
+//! CPUID is x86-only. On other architectures [`read`] says so ("not available on this
+//! architecture"), advertises no TLBs and marks the hypervisor as *unknown* (not "none"):
+//! aarch64 has no user-visible hypervisor bit, and its TLB geometry is not described to
+//! user space at all. On aarch64 the vendor and core are taken from `MIDR_EL1` as the
+//! kernel exposes it (sysfs or `/proc/cpuinfo`), see [`decode_midr`].
 
 use serde::{Deserialize, Serialize};
 
@@ -41,6 +47,10 @@ pub struct CpuidInfo {
     pub stepping: u32,
     /// Hypervisor vendor signature when CPUID says we run under one.
     pub hypervisor: Option<String>,
+    /// Whether CPUID exists here. `false` on other architectures: then `hypervisor: None`
+    /// means "unknown", not "bare metal", and an empty `tlbs` means "not described".
+    #[serde(default = "available")]
+    pub cpuid_available: bool,
     /// Advertised TLBs.
     pub tlbs: Vec<TlbDesc>,
     /// How the TLB list was obtained (which leaves), and decoding caveats.
@@ -56,6 +66,86 @@ impl CpuidInfo {
                 && t.page_sizes.contains("4K")
         })
     }
+}
+
+fn available() -> bool {
+    true
+}
+
+/// Decode an Arm `MIDR_EL1` value into `(vendor, description)`: implementer, part number
+/// (named for a few common cores), variant and revision.
+pub fn decode_midr(midr: u64) -> (String, String) {
+    let implementer = ((midr >> 24) & 0xFF) as u32;
+    let variant = (midr >> 20) & 0xF;
+    let part = ((midr >> 4) & 0xFFF) as u32;
+    let revision = midr & 0xF;
+    let vendor = match implementer {
+        0x41 => "Arm".to_string(),
+        0x42 => "Broadcom".to_string(),
+        0x43 => "Cavium".to_string(),
+        0x46 => "Fujitsu".to_string(),
+        0x48 => "HiSilicon".to_string(),
+        0x4E => "NVIDIA".to_string(),
+        0x51 => "Qualcomm".to_string(),
+        0x61 => "Apple".to_string(),
+        0x6D => "Microsoft".to_string(),
+        0xC0 => "Ampere".to_string(),
+        other => format!("implementer {other:#04x}"),
+    };
+    let core = match (implementer, part) {
+        (0x41, 0xD03) => Some("Cortex-A53"),
+        (0x41, 0xD05) => Some("Cortex-A55"),
+        (0x41, 0xD07) => Some("Cortex-A57"),
+        (0x41, 0xD08) => Some("Cortex-A72"),
+        (0x41, 0xD0B) => Some("Cortex-A76"),
+        (0x41, 0xD0C) => Some("Neoverse N1"),
+        (0x41, 0xD40) => Some("Neoverse V1"),
+        (0x41, 0xD49) => Some("Neoverse N2"),
+        (0x41, 0xD4F) => Some("Neoverse V2"),
+        (0x41, 0xD8E) => Some("Neoverse N3"),
+        (0x41, 0xD84) => Some("Neoverse V3"),
+        (0xC0, 0xAC3) => Some("Ampere-1"),
+        _ => None,
+    };
+    let brand = match core {
+        Some(c) => format!("{c} (part {part:#05x} r{variant}p{revision})"),
+        None => format!("part {part:#05x} r{variant}p{revision}"),
+    };
+    (vendor, brand)
+}
+
+/// `MIDR_EL1` of CPU 0 as Linux exposes it: sysfs first, else the `/proc/cpuinfo` fields.
+#[cfg(not(target_arch = "x86_64"))]
+fn read_midr() -> Option<u64> {
+    let parse = |s: &str| u64::from_str_radix(s.trim().trim_start_matches("0x"), 16).ok();
+    if let Ok(s) =
+        std::fs::read_to_string("/sys/devices/system/cpu/cpu0/regs/identification/midr_el1")
+    {
+        if let Some(v) = parse(&s) {
+            return Some(v);
+        }
+    }
+    let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    let field = |name: &str| {
+        info.lines()
+            .find(|l| l.split(':').next().map(str::trim) == Some(name))
+            .and_then(|l| l.split(':').nth(1))
+            .and_then(|v| {
+                let v = v.trim();
+                if let Some(h) = v.strip_prefix("0x") {
+                    u64::from_str_radix(h, 16).ok()
+                } else {
+                    v.parse().ok()
+                }
+            })
+    };
+    Some(
+        (field("CPU implementer")? << 24)
+            | (field("CPU variant")? << 20)
+            | (field("CPU architecture").unwrap_or(0xF) & 0xF) << 16
+            | (field("CPU part")? << 4)
+            | field("CPU revision")?,
+    )
 }
 
 /// Hypervisor vendor ids as 12-byte signatures.
@@ -370,23 +460,35 @@ pub fn read() -> CpuidInfo {
         model,
         stepping,
         hypervisor,
+        cpuid_available: true,
         tlbs,
         tlb_source,
     }
 }
 
-/// CPUID is x86-only; other architectures report an empty description.
+/// CPUID is x86-only: other architectures report no advertised TLBs and an *unknown*
+/// hypervisor; on aarch64 vendor and core come from `MIDR_EL1` when the kernel exposes it.
 #[cfg(not(target_arch = "x86_64"))]
 pub fn read() -> CpuidInfo {
+    let arch = std::env::consts::ARCH;
+    let (vendor, brand) = if arch == "aarch64" {
+        read_midr().map(decode_midr).unwrap_or_default()
+    } else {
+        Default::default()
+    };
     CpuidInfo {
-        vendor: String::new(),
-        brand: String::new(),
+        vendor,
+        brand,
         family: 0,
         model: 0,
         stepping: 0,
         hypervisor: None,
+        cpuid_available: false,
         tlbs: Vec::new(),
-        tlb_source: format!("CPUID not available on {}", std::env::consts::ARCH),
+        tlb_source: format!(
+            "CPUID not available on this architecture ({arch}): no TLB geometry is advertised \
+             to user space, and whether this is a virtual machine is unknown"
+        ),
     }
 }
 
@@ -472,5 +574,16 @@ mod tests {
             "KVM"
         );
         assert_eq!(hypervisor_name("Microsoft Hv"), "Hyper-V");
+    }
+
+    #[test]
+    fn decodes_midr() {
+        // Neoverse N1 r3p1 (AWS Graviton2).
+        let (v, b) = decode_midr(0x413f_d0c1);
+        assert_eq!(v, "Arm");
+        assert_eq!(b, "Neoverse N1 (part 0xd0c r3p1)");
+        let (v, b) = decode_midr(0x6100_0220);
+        assert_eq!(v, "Apple");
+        assert_eq!(b, "part 0x022 r0p0");
     }
 }

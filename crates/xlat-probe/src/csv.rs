@@ -3,7 +3,7 @@
 //! Columns: `section,series,x,x_unit,value,unit`.
 //! * `tlb`: series `random`, `linear`, `control`, `excess` - x = pages, value = ns/access;
 //! * `tlb-refine`: series `<level> seed <n>` - x = pages, value = excess ticks or miss fraction;
-//! * `hist`: series `baseline`, `control`, `spread` - x = bucket start (cycles), value = count;
+//! * `hist`: series `baseline`, `control`, `spread` - x = bucket start (cycles; `ticks` on aarch64), value = count;
 //! * `os`: series = operation - x = run index, value = ns/op;
 //! * `compare`: series = backing - x = footprint bytes, value = ns/access.
 
@@ -49,13 +49,19 @@ pub fn render(r: &Report) -> String {
         }
     }
     if let Some(h) = &r.hist {
+        // Counter ticks of a slow counter (aarch64) are not cycles.
+        let unit = if r.timer.tick_name == "TSC cycles" {
+            "cycles"
+        } else {
+            "ticks"
+        };
         for d in &h.distributions {
             for b in &d.histogram.buckets {
                 rows.push((
                     "hist".into(),
                     d.kind.name().into(),
                     b.lo,
-                    "cycles",
+                    unit,
                     b.count as f64,
                     "count",
                 ));

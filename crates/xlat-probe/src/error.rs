@@ -8,7 +8,8 @@ pub enum ProbeError {
     /// The architecture has no supported serialized timer.
     #[error(
         "unsupported architecture `{0}`: the probe needs a serialized cycle counter \
-         (rdtscp/lfence on x86-64); use the mock backend (--mock) to exercise the command"
+         (rdtscp/lfence on x86-64, the virtual counter CNTVCT_EL0 on aarch64); use the mock \
+         backend (--mock) to exercise the command"
     )]
     UnsupportedArch(&'static str),
 

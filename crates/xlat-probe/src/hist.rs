@@ -81,6 +81,14 @@ pub struct HistReport {
     pub miss_cost_ns: f64,
     /// `p90(spread) - p90(control)`, ticks.
     pub miss_cost_p90_ticks: f64,
+    /// `mean(spread) - mean(control)`, both trimmed at their 99th percentile (interrupts),
+    /// ticks. On a coarse counter medians move in whole steps while means, over random
+    /// counter phases, are unbiased; this is then the better single-access estimate.
+    #[serde(default)]
+    pub miss_cost_mean_ticks: f64,
+    /// Same in ns.
+    #[serde(default)]
+    pub miss_cost_mean_ns: f64,
     /// Mean cost per access of the same footprint inside a random chase minus its control,
     /// ticks (loads overlap nothing in either; the difference is serialization).
     pub chase_excess_ticks: f64,
@@ -119,6 +127,8 @@ pub fn run<B: Backend>(b: &mut B, opts: &HistOptions) -> Result<HistReport, Prob
     let p90 = |k: usize| stats::percentile(&distributions[k].samples, 90.0);
     let miss_cost_ticks = med(2) - med(1);
     let miss_cost_p90_ticks = p90(2) - p90(1);
+    let miss_cost_mean_ticks =
+        trimmed_mean(&distributions[2].samples) - trimmed_mean(&distributions[1].samples);
     let mut chase = |pattern| {
         b.chase(&ChaseSpec {
             pattern,
@@ -133,13 +143,52 @@ pub fn run<B: Backend>(b: &mut B, opts: &HistOptions) -> Result<HistReport, Prob
     let r = stats::median(&chase(Pattern::Random)?.ticks_per_access);
     let c = stats::median(&chase(Pattern::Control)?.ticks_per_access);
     let mut warnings = Vec::new();
-    if timer.resolution_ticks > 1.5 {
+    // A 1-tick step is only harmless when the tick itself is short (a bare-metal TSC).
+    if timer.resolution_ticks > 1.5 || timer.is_coarse(2.0) {
+        let why = if timer.tick_name == "TSC cycles" {
+            "typical of a hypervisor-scaled TSC".to_string()
+        } else {
+            format!(
+                "the counter runs at {}",
+                crate::timer::format_freq(timer.ticks_per_ns)
+            )
+        };
         warnings.push(format!(
             "the counter advances in steps of {:.0} ticks ({:.1} ns): single-load times are \
-             quantized to that step (typical of a hypervisor-scaled TSC); compare distributions, \
-             not single values",
+             quantized to that step ({why}); compare distributions, not single values",
             timer.resolution_ticks,
-            timer.ns(timer.resolution_ticks)
+            timer.resolution_ns()
+        ));
+    }
+    let below: Vec<String> = distributions
+        .iter()
+        .filter(|d| d.summary.median < timer.resolution_ticks.max(1.0))
+        .map(|d| {
+            format!(
+                "{} (median {:.1} ns)",
+                d.kind.name(),
+                timer.ns(d.summary.median)
+            )
+        })
+        .collect();
+    if miss_cost_mean_ticks.abs() < timer.resolution_ticks.max(1.0) {
+        warnings.push(format!(
+            "the TLB miss cost ({:.1} ns by means) is below one timer step ({:.1} ns): the \
+             median difference can only be 0 or a whole step, so read the mean-based figure \
+             and the chase figure",
+            timer.ns(miss_cost_mean_ticks),
+            timer.resolution_ns()
+        ));
+    }
+    if !below.is_empty() {
+        warnings.push(format!(
+            "single-load timing is below the timer resolution for {}: one step is {:.1} ns, so \
+             most of those loads read as 0 or 1 step and their percentiles only show how often \
+             a load crosses a step boundary; the mean-based miss cost (the counter phase is \
+             random, so quantization averages out) and the chase figure are the usable \
+             estimates",
+            below.join(", "),
+            timer.resolution_ns()
         ));
     }
     warnings.push(
@@ -153,10 +202,22 @@ pub fn run<B: Backend>(b: &mut B, opts: &HistOptions) -> Result<HistReport, Prob
         miss_cost_ns: timer.ns(miss_cost_ticks),
         miss_cost_ticks,
         miss_cost_p90_ticks,
+        miss_cost_mean_ns: timer.ns(miss_cost_mean_ticks),
+        miss_cost_mean_ticks,
         chase_excess_ns: timer.ns(r - c),
         chase_excess_ticks: r - c,
         warnings,
     })
+}
+
+/// Mean of the samples at or below their 99th percentile (drops interrupts).
+fn trimmed_mean(v: &[f64]) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    let cut = stats::percentile(v, 99.0);
+    let kept: Vec<f64> = v.iter().copied().filter(|&x| x <= cut).collect();
+    kept.iter().sum::<f64>() / kept.len().max(1) as f64
 }
 
 fn distribution(

@@ -211,6 +211,13 @@ impl Backend for MockBackend {
             overhead_ticks: self.machine.overhead,
             resolution_ticks: self.machine.resolution,
             invariant: true,
+            advertised_ticks_per_ns: None,
+            tick_name: if self.machine.ticks_per_ns >= 1.0 {
+                "TSC cycles".into()
+            } else {
+                "counter ticks".into()
+            },
+            notes: Vec::new(),
         })
     }
 
@@ -237,6 +244,7 @@ impl Backend for MockBackend {
                 model: 0,
                 stepping: 0,
                 hypervisor: Some("MockHV".into()),
+                cpuid_available: true,
                 tlbs,
                 tlb_source: "mock".into(),
             },
@@ -317,7 +325,9 @@ impl Backend for MockBackend {
         let q = m.resolution;
         let mut out = Vec::with_capacity(n);
         for _ in 0..n {
-            let mut lat = cache + 2.0 * rng.normal().abs();
+            // Jitter proportional to the L1 hit time (2 ticks on the default machine), so a
+            // machine scripted with a slow counter is not noisier in ns.
+            let mut lat = cache + 2.0 * m.l1_hit / 2.5 * rng.normal().abs();
             for &(f, penalty) in &fractions {
                 if rng.unit() < f {
                     lat += penalty;

@@ -222,9 +222,15 @@ fn fork_loop(n: usize, exec: Option<&ExecPlan>) -> Result<(), ProbeError> {
         }
         let status = wait_child(pid)?;
         if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
-            return Err(ProbeError::Calibration(format!(
-                "child exited with status {status:#x}"
-            )));
+            let why = if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 127 {
+                "exit code 127: its execve failed".to_string()
+            } else {
+                format!("wait status {status:#x}")
+            };
+            return Err(ProbeError::Os {
+                what: "the forked child".into(),
+                source: std::io::Error::other(format!("it did not exit with 0 ({why})")),
+            });
         }
     }
     Ok(())
@@ -233,13 +239,42 @@ fn fork_loop(n: usize, exec: Option<&ExecPlan>) -> Result<(), ProbeError> {
 /// A 129-byte static x86-64 ELF executable that calls `exit(0)`: the smallest possible
 /// exec target (no dynamic loader, no libc start-up).
 pub fn tiny_elf() -> Vec<u8> {
+    // xor edi,edi; mov eax,60; syscall
+    tiny_elf_with(0x3e, &[0x31, 0xff, 0xb8, 0x3c, 0, 0, 0, 0x0f, 0x05])
+}
+
+/// The same for aarch64 (132 bytes): `mov x0, #0; mov x8, #93; svc #0` (93 = exit).
+pub fn tiny_elf_aarch64() -> Vec<u8> {
+    tiny_elf_with(
+        0xb7,
+        &[
+            0x00, 0x00, 0x80, 0xd2, // movz x0, #0
+            0xa8, 0x0b, 0x80, 0xd2, // movz x8, #93
+            0x01, 0x00, 0x00, 0xd4, // svc #0
+        ],
+    )
+}
+
+/// The tiny helper for the architecture this was built for, if there is one.
+pub fn tiny_elf_native() -> Option<Vec<u8>> {
+    if cfg!(target_arch = "x86_64") {
+        Some(tiny_elf())
+    } else if cfg!(target_arch = "aarch64") {
+        Some(tiny_elf_aarch64())
+    } else {
+        None
+    }
+}
+
+/// ELF header + one PT_LOAD program header + `code`, entry at the code (offset 120, which
+/// is 4-byte aligned as aarch64 requires); `machine` is `e_machine`.
+fn tiny_elf_with(machine: u16, code: &[u8]) -> Vec<u8> {
     const BASE: u64 = 0x40_0000;
-    let code: [u8; 9] = [0x31, 0xff, 0xb8, 0x3c, 0, 0, 0, 0x0f, 0x05]; // xor edi,edi; mov eax,60; syscall
     let total = (64 + 56 + code.len()) as u64;
     let mut e = Vec::with_capacity(total as usize);
     e.extend_from_slice(&[0x7f, b'E', b'L', b'F', 2, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
     e.extend_from_slice(&2u16.to_le_bytes()); // ET_EXEC
-    e.extend_from_slice(&0x3eu16.to_le_bytes()); // EM_X86_64
+    e.extend_from_slice(&machine.to_le_bytes()); // EM_X86_64 (0x3e) or EM_AARCH64 (0xb7)
     e.extend_from_slice(&1u32.to_le_bytes());
     e.extend_from_slice(&(BASE + 120).to_le_bytes()); // entry
     e.extend_from_slice(&64u64.to_le_bytes()); // phoff
@@ -257,7 +292,7 @@ pub fn tiny_elf() -> Vec<u8> {
     e.extend_from_slice(&total.to_le_bytes()); // filesz
     e.extend_from_slice(&total.to_le_bytes()); // memsz
     e.extend_from_slice(&0x1000u64.to_le_bytes()); // align
-    e.extend_from_slice(&code);
+    e.extend_from_slice(code);
     e
 }
 
@@ -274,14 +309,15 @@ fn plan_for(path: &std::path::Path) -> Result<ExecPlan, ProbeError> {
 }
 
 fn fork_exec(spec: &OsSpec) -> Result<OsResult, ProbeError> {
-    // Preferred helper: the tiny static ELF written to the temp dir (x86-64 only). Falls back
-    // to /bin/true (dynamically linked: includes ld.so and libc start-up) when the temp dir
-    // is not executable.
+    // Preferred helper: the tiny static ELF written to the temp dir (x86-64 and aarch64).
+    // Falls back to /bin/true (dynamically linked: includes ld.so and libc start-up) when
+    // the temp dir is not executable or on other architectures.
     let mut tried = Vec::new();
-    if cfg!(target_arch = "x86_64") {
+    if let Some(elf) = tiny_elf_native() {
         use std::os::unix::fs::PermissionsExt;
+        let size = elf.len();
         let path = std::env::temp_dir().join(format!("xlat-probe-exit0-{}", std::process::id()));
-        let written = std::fs::write(&path, tiny_elf())
+        let written = std::fs::write(&path, elf)
             .and_then(|_| std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)));
         if written.is_ok() {
             let plan = plan_for(&path)?;
@@ -291,7 +327,9 @@ fn fork_exec(spec: &OsSpec) -> Result<OsResult, ProbeError> {
                 let _ = std::fs::remove_file(&path);
                 return Ok(OsResult {
                     ns_per_op: r?,
-                    note: Some("exec of a 129-byte static ELF that calls exit(0)".into()),
+                    note: Some(format!(
+                        "exec of a {size}-byte static ELF that calls exit(0)"
+                    )),
                 });
             }
             tried.push(format!("{}: {}", path.display(), check.unwrap_err()));
@@ -408,5 +446,11 @@ mod tests {
             0x40_0000 + 120
         );
         assert_eq!(&e[120..], &[0x31, 0xff, 0xb8, 0x3c, 0, 0, 0, 0x0f, 0x05]);
+        let a = tiny_elf_aarch64();
+        assert_eq!(a.len(), 132);
+        assert_eq!(u16::from_le_bytes([a[18], a[19]]), 0xb7);
+        assert_eq!(u64::from_le_bytes(a[96..104].try_into().unwrap()), 132); // p_filesz
+        assert_eq!(&a[120..124], &0xd280_0000u32.to_le_bytes());
+        assert_eq!(&a[124..128], &(0xd280_0008u32 | (93 << 5)).to_le_bytes());
     }
 }

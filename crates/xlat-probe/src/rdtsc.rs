@@ -1,4 +1,5 @@
-//! The real backend: this machine, timed with the serialized TSC ([`crate::timer::Tsc`]).
+//! The real backend: this machine, timed with the serialized counter ([`crate::timer::Tsc`]:
+//! the TSC on x86-64, `CNTVCT_EL0` on aarch64). The name stays `rdtsc` for compatibility.
 //!
 //! Regions are created lazily, cached per backing (so a footprint sweep re-uses one region
 //! and only re-links the pointer chain) and dropped before OS probes so that `fork` does
@@ -93,7 +94,11 @@ impl RdtscBackend {
 
 impl Backend for RdtscBackend {
     fn name(&self) -> &'static str {
-        "rdtsc"
+        if cfg!(target_arch = "aarch64") {
+            "cntvct"
+        } else {
+            "rdtsc"
+        }
     }
 
     fn timer(&mut self) -> Result<TimerInfo, ProbeError> {
@@ -145,7 +150,10 @@ impl Backend for RdtscBackend {
             // SAFETY: as above; `p` is always an element of the chain.
             p = unsafe { chase::run(p, spec.accesses) };
             let t1 = tsc.stop();
-            out.push(((t1 - t0) as f64 - info.overhead_ticks).max(0.0) / spec.accesses as f64);
+            out.push(
+                (t1.saturating_sub(t0) as f64 - info.overhead_ticks).max(0.0)
+                    / spec.accesses as f64,
+            );
         }
         std::hint::black_box(p);
         let counters = {

@@ -4,7 +4,7 @@ use crate::backend::Environment;
 use crate::compare::CompareReport;
 use crate::hist::HistReport;
 use crate::os::OsReport;
-use crate::timer::TimerInfo;
+use crate::timer::{format_freq, TimerInfo};
 use crate::tlb::TlbReport;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
@@ -15,7 +15,7 @@ pub const SCHEMA: &str = "xlat-probe/1";
 /// Everything one `xlat probe` invocation measured. Serialized as the `--json` document.
 ///
 /// # Format
-/// A JSON object with `schema` (`"xlat-probe/1"`), `backend` (`"rdtsc"` or `"mock"`),
+/// A JSON object with `schema` (`"xlat-probe/1"`), `backend` (`"rdtsc"`, `"cntvct"` on aarch64, or `"mock"`),
 /// `timer`, `environment` (CPUID, hypervisor, THP/hugetlbfs, perf status), `notes`, and one
 /// optional object per sub-probe (`tlb`, `hist`, `os`, `compare`, `null` when not run).
 /// Every raw sample is included: `tlb.curve[].{random,linear,control}.samples` (ticks per
@@ -78,6 +78,38 @@ fn f2(x: f64) -> String {
     format!("{x:.2}")
 }
 
+/// Whether ticks are long enough (slower than 1 GHz) that tables should call them ticks
+/// and print them with decimals rather than as whole "cycles".
+fn coarse_ticks(t: &TimerInfo) -> bool {
+    t.tick_name != "TSC cycles" || t.ticks_per_ns < 1.0
+}
+
+/// Ticks with one decimal, or three on a slow counter.
+fn ft(x: f64, t: &TimerInfo) -> String {
+    if coarse_ticks(t) {
+        format!("{x:.3}")
+    } else {
+        f1(x)
+    }
+}
+
+/// Ticks as a whole number, or with two decimals on a slow counter.
+fn ft0(x: f64, t: &TimerInfo) -> String {
+    if coarse_ticks(t) {
+        format!("{x:.2}")
+    } else {
+        format!("{x:.0}")
+    }
+}
+
+fn format_ns(ns: f64) -> String {
+    if ns >= 1.0 {
+        format!("{ns:.1} ns")
+    } else {
+        format!("{:.0} ps", ns * 1e3)
+    }
+}
+
 fn bytes(b: usize) -> String {
     if b >= 1 << 30 {
         format!("{} GiB", b >> 30)
@@ -118,33 +150,69 @@ pub fn render(r: &Report) -> String {
     let env = &r.environment;
     let c = &env.cpuid;
     let _ = writeln!(s, "# xlat probe ({} backend)\n", r.backend);
-    let _ = writeln!(
-        s,
-        "- CPU: {} ({}, family {:#x} model {:#x}), {} CPUs, kernel {}",
-        if c.brand.is_empty() { "?" } else { &c.brand },
-        c.vendor,
-        c.family,
-        c.model,
-        env.cpus,
-        env.kernel
-    );
-    let _ = writeln!(
-        s,
-        "- hypervisor: {}",
-        c.hypervisor.as_deref().unwrap_or("none detected")
-    );
+    let brand = if c.brand.is_empty() { "?" } else { &c.brand };
+    let vendor = if c.vendor.is_empty() {
+        "vendor unknown"
+    } else {
+        &c.vendor
+    };
+    if c.cpuid_available {
+        let _ = writeln!(
+            s,
+            "- CPU: {} ({}, family {:#x} model {:#x}), {} CPUs, kernel {}",
+            brand, vendor, c.family, c.model, env.cpus, env.kernel
+        );
+        let _ = writeln!(
+            s,
+            "- hypervisor: {}",
+            c.hypervisor.as_deref().unwrap_or("none detected")
+        );
+    } else {
+        let _ = writeln!(
+            s,
+            "- CPU: {} ({}), {} {} CPUs, kernel {}",
+            brand,
+            vendor,
+            env.cpus,
+            std::env::consts::ARCH,
+            env.kernel
+        );
+        let _ = writeln!(
+            s,
+            "- hypervisor: unknown (no CPUID on this architecture; if this is a virtual \
+             machine, miss costs include the nested page walk)"
+        );
+    }
     let t = &r.timer;
+    let advertised = t
+        .advertised_ticks_per_ns
+        .map(|a| format!("; advertised {}", format_freq(a)))
+        .unwrap_or_default();
+    let constant = if t.tick_name == "TSC cycles" {
+        "invariant TSC"
+    } else {
+        "constant rate"
+    };
     let _ = writeln!(
         s,
-        "- timer: {}; {:.4} GHz (measured against CLOCK_MONOTONIC_RAW, spread {:.2e}); overhead {:.0} ticks; resolution {:.0} ticks ({:.1} ns); invariant TSC: {}",
+        "- timer: {}; {} (measured against CLOCK_MONOTONIC_RAW, spread {:.2e}{}); overhead {} ticks; resolution {:.0} ticks ({:.1} ns); {}: {}",
         t.source,
-        t.ticks_per_ns,
+        format_freq(t.ticks_per_ns),
         t.freq_spread,
-        t.overhead_ticks,
+        advertised,
+        if t.overhead_ticks.abs() < 10.0 && t.tick_name != "TSC cycles" {
+            format!("{:.2}", t.overhead_ticks)
+        } else {
+            format!("{:.0}", t.overhead_ticks)
+        },
         t.resolution_ticks,
-        t.ns(t.resolution_ticks),
+        t.resolution_ns(),
+        constant,
         if t.invariant { "yes" } else { "no" }
     );
+    for n in &t.notes {
+        let _ = writeln!(s, "  - timer: {n}");
+    }
     let _ = writeln!(
         s,
         "- THP policy: {}",
@@ -157,10 +225,19 @@ pub fn render(r: &Report) -> String {
         env.hugetlb_1g_pages.map_or("n/a".into(), |v| v.to_string())
     );
     let _ = writeln!(s, "- perf counters: {}", env.perf.detail);
-    let _ = writeln!(
-        s,
-        "- cycles are TSC cycles (constant rate), not core clock cycles\n"
-    );
+    if t.tick_name == "TSC cycles" {
+        let _ = writeln!(
+            s,
+            "- cycles are TSC cycles (constant rate), not core clock cycles\n"
+        );
+    } else {
+        let _ = writeln!(
+            s,
+            "- \"ticks\" are {} of this timer ({} each), not core clock cycles\n",
+            t.tick_name,
+            format_ns(t.ns(1.0))
+        );
+    }
     for n in &r.notes {
         let _ = writeln!(s, "> note: {n}\n");
     }
@@ -193,7 +270,7 @@ pub fn render(r: &Report) -> String {
         render_tlb(&mut s, tlb, t);
     }
     if let Some(h) = &r.hist {
-        render_hist(&mut s, h);
+        render_hist(&mut s, h, t);
     }
     if let Some(o) = &r.os {
         render_os(&mut s, o);
@@ -226,7 +303,11 @@ fn render_tlb(s: &mut String, tlb: &TlbReport, t: &TimerInfo) {
                 l.method.clone(),
                 l.confidence.name().into(),
                 format!("{:.0}..{:.0}", l.step.last_flat, l.step.settled),
-                format!("{} / {}", f2(l.miss_penalty_ns), f1(l.miss_penalty_ticks)),
+                format!(
+                    "{} / {}",
+                    f2(l.miss_penalty_ns),
+                    ft(l.miss_penalty_ticks, t)
+                ),
                 l.cpuid
                     .as_ref()
                     .map_or("-".into(), |d| d.entries.to_string()),
@@ -247,7 +328,11 @@ fn render_tlb(s: &mut String, tlb: &TlbReport, t: &TimerInfo) {
             "method",
             "confidence",
             "knee (pages)",
-            "miss cost ns / cycles",
+            if coarse_ticks(t) {
+                "miss cost ns / ticks"
+            } else {
+                "miss cost ns / cycles"
+            },
             "CPUID",
             "agrees",
         ],
@@ -308,7 +393,7 @@ fn render_tlb(s: &mut String, tlb: &TlbReport, t: &TimerInfo) {
                 p.pages.to_string(),
                 bytes(p.bytes),
                 f2(p.random.ns),
-                f1(p.random.summary.median),
+                ft(p.random.summary.median, t),
                 f2(p.linear.ns),
                 f2(p.control.ns),
                 f2(p.excess_ns),
@@ -321,7 +406,11 @@ fn render_tlb(s: &mut String, tlb: &TlbReport, t: &TimerInfo) {
             "pages",
             "footprint",
             "random ns",
-            "random cyc",
+            if coarse_ticks(t) {
+                "random ticks"
+            } else {
+                "random cyc"
+            },
             "linear ns",
             "control ns",
             "excess ns",
@@ -353,7 +442,8 @@ fn render_tlb(s: &mut String, tlb: &TlbReport, t: &TimerInfo) {
     s.push('\n');
 }
 
-fn render_hist(s: &mut String, h: &HistReport) {
+fn render_hist(s: &mut String, h: &HistReport, t: &TimerInfo) {
+    let unit = if coarse_ticks(t) { "ticks" } else { "cycles" };
     let _ = writeln!(s, "## Miss-cost histogram ({} distinct written pages, serialized single loads, timer overhead subtracted)\n", h.options.pages);
     let mut header = vec!["distribution".to_string(), "samples".to_string()];
     header.extend(
@@ -374,10 +464,18 @@ fn render_hist(s: &mut String, h: &HistReport) {
     s.push_str(&table(&hdr, &rows));
     let _ = writeln!(
         s,
-        "\n- TLB miss cost (median spread - median control): {:.1} ns ({:.0} cycles); at p90: {:.0} cycles",
-        h.miss_cost_ns, h.miss_cost_ticks, h.miss_cost_p90_ticks
+        "\n- TLB miss cost (median spread - median control): {:.1} ns ({} {unit}); at p90: {} {unit}",
+        h.miss_cost_ns,
+        ft0(h.miss_cost_ticks, t),
+        ft0(h.miss_cost_p90_ticks, t)
     );
-    let _ = writeln!(s, "- same footprint inside a dependent chase (random - control): {:.1} ns ({:.0} cycles) per access\n", h.chase_excess_ns, h.chase_excess_ticks);
+    let _ = writeln!(
+        s,
+        "- TLB miss cost (mean spread - mean control, trimmed at p99): {:.1} ns ({} {unit})",
+        h.miss_cost_mean_ns,
+        ft(h.miss_cost_mean_ticks, t)
+    );
+    let _ = writeln!(s, "- same footprint inside a dependent chase (random - control): {:.1} ns ({} {unit}) per access\n", h.chase_excess_ns, ft0(h.chase_excess_ticks, t));
     if let Some(d) = h
         .distributions
         .iter()
@@ -385,21 +483,19 @@ fn render_hist(s: &mut String, h: &HistReport) {
     {
         let _ = writeln!(
             s,
-            "Histogram of `spread` (cycles, % of samples, buckets >= 0.5%):\n"
+            "Histogram of `spread` ({unit}, % of samples, buckets >= 0.5%):\n"
         );
         let total = d.histogram.total.max(1) as f64;
         let mut out = String::from("```\n");
         for b in &d.histogram.buckets {
             let pct = 100.0 * b.count as f64 / total;
             if pct >= 0.5 {
-                let _ = writeln!(
-                    out,
-                    "{:>7.0}..{:<7.0} {:6.2}% {}",
-                    b.lo,
-                    b.hi,
-                    pct,
-                    "#".repeat((pct / 2.0).round() as usize)
-                );
+                let bar = "#".repeat((pct / 2.0).round() as usize);
+                let _ = if coarse_ticks(t) {
+                    writeln!(out, "{:>7.2}..{:<7.2} {:6.2}% {bar}", b.lo, b.hi, pct)
+                } else {
+                    writeln!(out, "{:>7.0}..{:<7.0} {:6.2}% {bar}", b.lo, b.hi, pct)
+                };
             }
         }
         if d.histogram.overflow > 0 {

@@ -311,7 +311,16 @@ pub fn run<B: Backend>(
             ));
         }
     }
-    let steps = knees::detect_steps(&xs, &ys, StepOptions::default());
+    // The absolute floor of a step is in ticks: 0.25 TSC cycles (~0.1 ns) by default, but at
+    // most 0.1 ns, so that on a slow counter (aarch64: 40 ns per tick) a few-ns L1 step is
+    // not swallowed by a floor worth 10 ns.
+    let step_opts = StepOptions {
+        absolute: StepOptions::default()
+            .absolute
+            .min(0.1 * timer.ticks_per_ns),
+        ..StepOptions::default()
+    };
+    let steps = knees::detect_steps(&xs, &ys, step_opts);
     let mut levels = Vec::new();
     let mut refine = Vec::new();
     // Level 1 is the first step; level 2 is everything from the second step on, merged: a
@@ -338,6 +347,16 @@ pub fn run<B: Backend>(
             None
         };
         let by_fraction = step.height() >= 1.5 * timer.resolution_ticks;
+        if k > 0 && !by_fraction {
+            warnings.push(format!(
+                "{name}: the step ({:.1} ns) is below 1.5 timer steps ({:.1} ns each): single \
+                 loads cannot be classified as hits or misses at this resolution, so the size \
+                 comes from the page-by-page chase sweep (a chase averages thousands of loads \
+                 per stamp and is not limited by the resolution)",
+                timer.ns(step.height()),
+                timer.resolution_ns()
+            ));
+        }
         let (method, estimates) = if by_fraction {
             let ways = env
                 .cpuid
@@ -656,11 +675,12 @@ fn compare_cpuid(
 ) -> (Option<TlbDesc>, Option<bool>, String) {
     let lvl = if level == 0 { "L1" } else { "L2" };
     let Some(desc) = env.cpuid.entries_4k(lvl, "data").cloned() else {
-        return (
-            None,
-            None,
-            format!("CPUID advertises no {lvl} data TLB for 4 KiB pages"),
-        );
+        let note = if env.cpuid.cpuid_available {
+            format!("CPUID advertises no {lvl} data TLB for 4 KiB pages")
+        } else {
+            "not available on this architecture (no CPUID; nothing to compare with)".to_string()
+        };
+        return (None, None, note);
     };
     let close = |adv: u64| adv > 0 && ((measured as f64 / adv as f64) - 1.0).abs() <= 0.10;
     let raw = u64::from(desc.entries);

@@ -280,3 +280,103 @@ fn hardware_counters_become_the_primary_estimate() {
     }
     assert!(t.refine.iter().any(|p| p.level == "L2 DTLB (counters)"));
 }
+
+/// The default machine seen through a 25 MHz counter (40 ns per tick, resolution 1 tick),
+/// like the aarch64 virtual counter: every tick-valued quantity scaled down accordingly.
+fn coarse_machine() -> MockMachine {
+    let d = MockMachine::default();
+    let f = 0.025 / d.ticks_per_ns;
+    MockMachine {
+        ticks_per_ns: 0.025,
+        overhead: d.overhead * f,
+        resolution: 1.0,
+        l1_hit: d.l1_hit * f,
+        cache_steps: d.cache_steps.iter().map(|&(l, c)| (l, c * f)).collect(),
+        tlbs: d
+            .tlbs
+            .iter()
+            .map(|t| MockTlb {
+                penalty: t.penalty * f,
+                ..t.clone()
+            })
+            .collect(),
+        ..d
+    }
+}
+
+#[test]
+fn coarse_counter_is_reported_not_divided_by() {
+    use xlat_probe::backend::Backend;
+    let m = coarse_machine();
+    let expected = (m.tlbs[0].penalty + m.tlbs[1].penalty) / m.ticks_per_ns; // ns
+    let mut b = MockBackend::new(m);
+    let timer = b.timer().unwrap();
+    assert!((timer.resolution_ns() - 40.0).abs() < 1e-9);
+    assert!(timer.is_coarse(2.0));
+    let hist = xlat_probe::hist::run(&mut b, &xlat_probe::hist::HistOptions::default()).unwrap();
+    assert!(
+        hist.warnings
+            .iter()
+            .any(|w| w.contains("below the timer resolution")),
+        "{:?}",
+        hist.warnings
+    );
+    assert!(hist
+        .warnings
+        .iter()
+        .any(|w| w.contains("steps of 1 ticks (40.0 ns)")));
+    // Medians move in whole 40 ns steps; the dithered mean recovers the ~25 ns penalty.
+    assert!(
+        (hist.miss_cost_mean_ns - expected).abs() < 4.0,
+        "mean-based {} ns vs {expected} ns",
+        hist.miss_cost_mean_ns
+    );
+    assert!(hist
+        .distributions
+        .iter()
+        .all(|d| d.histogram.width >= 1.0 && d.percentiles.iter().all(|p| p.2.is_finite())));
+
+    let env = b.environment();
+    let tlb = xlat_probe::tlb::run(
+        &mut b,
+        &env,
+        &xlat_probe::tlb::TlbOptions {
+            fraction_samples: 8_000,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    // The L2 step (~23 ns) is below 1.5 steps of 40 ns: no single-load classification.
+    assert!(
+        tlb.levels.iter().all(|l| l.method == "excess"),
+        "{:?}",
+        tlb.levels
+    );
+    assert!(
+        tlb.warnings
+            .iter()
+            .any(|w| w.contains("below 1.5 timer steps")),
+        "{:?}",
+        tlb.warnings
+    );
+    let report = Report {
+        schema: xlat_probe::report::SCHEMA.into(),
+        backend: "mock".into(),
+        timer,
+        environment: env,
+        notes: Vec::new(),
+        tlb: Some(tlb),
+        hist: Some(hist),
+        os: None,
+        compare: None,
+        elapsed_s: 0.0,
+    };
+    let text = xlat_probe::report::render(&report);
+    assert!(text.contains("25.000 MHz"), "{text}");
+    assert!(text.contains("miss cost ns / ticks"), "{text}");
+    assert!(text.contains("mean spread - mean control"), "{text}");
+    assert!(
+        text.contains("\"ticks\" are counter ticks of this timer (40.0 ns each)"),
+        "{text}"
+    );
+}
