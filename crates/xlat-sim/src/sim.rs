@@ -227,10 +227,10 @@ impl<P: PageTable> Sim<P> {
         let mut cur = va;
         loop {
             let shift = self.translate(kind, cur)?;
-            let next = ((cur >> shift) + 1) << shift;
-            if next > last || next == 0 {
+            if (cur ^ last) >> shift == 0 {
                 return Ok(());
             }
+            let next = ((cur >> shift) + 1) << shift;
             if cur == va {
                 self.c.refs.page_crossings += 1;
             }

@@ -199,21 +199,23 @@ struct Memo {
     bits: u8,
 }
 
-const M_VALID: u8 = 1;
-const M_LOCKED: u8 = 2;
-const M_WRITABLE: u8 = 4;
-const M_GLOBAL: u8 = 8;
+// The writable and global bits are the slot flags' (`W`, `GLOBAL`).
+const M_GLOBAL: u8 = GLOBAL;
+const M_WRITABLE: u8 = W;
+const M_VALID: u8 = 4;
+const M_LOCKED: u8 = 8;
 
 impl Memo {
+    /// `flags` are slot flags (`W`, `GLOBAL`).
     #[inline(always)]
-    fn new(va: u64, e: &Entry, asid: u16, si: usize, locked: bool) -> Memo {
+    fn new(va: u64, shift: u8, pfn: u64, flags: u8, asid: u16, si: usize, locked: bool) -> Memo {
         Memo {
-            vpn: va >> e.shift,
-            pfn: e.pfn,
+            vpn: va >> shift,
+            pfn,
             si: si as u32,
             asid,
-            shift: e.shift,
-            bits: M_VALID | (locked as u8) << 1 | (e.writable as u8) << 2 | (e.global as u8) << 3,
+            shift,
+            bits: M_VALID | (locked as u8) << 3 | flags & (W | GLOBAL),
         }
     }
 }
@@ -413,7 +415,7 @@ impl Tlbs {
             let st = &mut self.structs[p.si as usize];
             if p.first && !st.locked.is_empty() {
                 if let Some(e) = st.lookup_locked(va) {
-                    found = Some((e, p.si, true));
+                    found = Some((e.shift, e.pfn, W | GLOBAL, p.si, true));
                     break;
                 }
             }
@@ -422,33 +424,29 @@ impl Tlbs {
             }
             if let Some(slot) = st.arr.lookup(va >> p.shift, key(va, p.shift as u32), asid) {
                 st.stats.hits += 1;
-                let e = Entry {
-                    shift: p.shift,
-                    pfn: slot.data,
-                    writable: slot.flags & W != 0,
-                    global: slot.flags & GLOBAL != 0,
-                };
-                found = Some((e, p.si, false));
+                found = Some((p.shift, slot.data, slot.flags, p.si, false));
                 break;
             }
         }
         let st = &mut self.level_stats[li][side];
-        match found {
-            Some((e, si, locked)) => {
-                st.hits += 1;
-                if li == 0 {
-                    self.memo[self.memo_of[side]] = Memo::new(va, &e, asid, si as usize, locked);
-                }
-                Some(e)
+        let Some((shift, pfn, flags, si, locked)) = found else {
+            st.misses += 1;
+            if li == 0 {
+                self.memo[self.memo_of[side]].bits = 0;
             }
-            None => {
-                st.misses += 1;
-                if li == 0 {
-                    self.memo[self.memo_of[side]].bits = 0;
-                }
-                None
-            }
+            return None;
+        };
+        st.hits += 1;
+        if li == 0 {
+            self.memo[self.memo_of[side]] =
+                Memo::new(va, shift, pfn, flags, asid, si as usize, locked);
         }
+        Some(Entry {
+            shift,
+            pfn,
+            writable: flags & W != 0,
+            global: flags & GLOBAL != 0,
+        })
     }
 
     /// A repeat hit on the entry that served the last first-level translation of this
@@ -542,13 +540,7 @@ impl Tlbs {
                 }
             }
             if li == 0 {
-                let e = Entry {
-                    shift: s,
-                    pfn: slot.data,
-                    writable: flags & W != 0,
-                    global: flags & GLOBAL != 0,
-                };
-                self.memo[self.memo_of[side]] = Memo::new(va, &e, asid, si, false);
+                self.memo[self.memo_of[side]] = Memo::new(va, s, slot.data, flags, asid, si, false);
             }
         }
     }
