@@ -67,7 +67,10 @@ mod avx2 {
             m |= (_mm256_movemask_pd(_mm256_castsi256_pd(e)) as u64) << (4 * i);
         }
         let done = xs.len() & !3;
-        m | super::eq_mask_scalar(chunks.remainder(), x) << done
+        for (j, &v) in chunks.remainder().iter().enumerate() {
+            m |= ((v == x) as u64) << (done + j);
+        }
+        m
     }
 
     #[inline]
