@@ -71,7 +71,7 @@ impl Level {
         let set = (line & self.set_mask) as usize;
         let base = set * self.nways;
         let tags = &mut self.tags[base..base + self.nways];
-        let hit = if (8..=64).contains(&self.nways) {
+        let hit = if (16..=64).contains(&self.nways) {
             let m = crate::simd::eq_mask(tags, tag);
             (m != 0).then_some(m.trailing_zeros() as usize)
         } else {

@@ -81,7 +81,7 @@ pub struct Sim<P: PageTable> {
 }
 
 /// How many events ahead `run` prefetches host memory for.
-const PREFETCH_DISTANCE: usize = 12;
+const PREFETCH_DISTANCE: usize = 8;
 
 /// At most this many faults per walk (a demand fault then a write fault, say).
 const MAX_ATTEMPTS: usize = 4;
