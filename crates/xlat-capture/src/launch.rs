@@ -83,22 +83,27 @@ pub(crate) fn find_plugin(opts: &Options) -> Result<PathBuf, CaptureError> {
             })
         };
     }
-    let mut tried = Vec::new();
-    let candidates = std::env::current_exe().ok().into_iter().flat_map(|exe| {
-        let dir = exe.parent().map(Path::to_path_buf).unwrap_or_default();
-        // target/*/xlat, target/*/deps/… (tests), and an installed …/bin/xlat.
-        [
-            dir.join(PLUGIN_FILE),
-            dir.join("..").join(PLUGIN_FILE),
-            dir.join("../lib/xlat").join(PLUGIN_FILE),
-        ]
-    });
-    for c in candidates {
-        if c.is_file() {
-            return Ok(c);
-        }
-        tried.push(c.display().to_string());
+    let dir = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().map(Path::to_path_buf))
+        .unwrap_or_default();
+    // Next to xlat (`cargo build`), in deps/ (`cargo test` builds it there; the newer of
+    // the two wins), or an installed layout (…/bin/xlat, …/lib/xlat/).
+    let candidates = [
+        dir.join(PLUGIN_FILE),
+        dir.join("deps").join(PLUGIN_FILE),
+        dir.join("../lib/xlat").join(PLUGIN_FILE),
+    ];
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let built = candidates[..2]
+        .iter()
+        .filter_map(|p| Some((modified(p)?, p)))
+        .max_by_key(|(t, _)| *t)
+        .map(|(_, p)| p.clone());
+    if let Some(p) = built.or_else(|| Some(candidates[2].clone()).filter(|p| p.is_file())) {
+        return Ok(p);
     }
+    let tried: Vec<String> = candidates.iter().map(|c| c.display().to_string()).collect();
     Err(CaptureError::NotFound {
         what: "QEMU plugin",
         name: PLUGIN_FILE.into(),
