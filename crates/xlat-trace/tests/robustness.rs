@@ -215,7 +215,9 @@ fn full_disk_is_an_error_never_a_valid_file() {
         });
         let e = r.expect_err("a full disk must be an error");
         // The cause is the error's source (printed by `{:#}` chains), not repeated in it.
-        let cause = std::error::Error::source(&e).map(|s| s.to_string()).unwrap_or_default();
+        let cause = std::error::Error::source(&e)
+            .map(|s| s.to_string())
+            .unwrap_or_default();
         assert!(cause.contains("no space left"), "{e}: {cause}");
     }
 }
