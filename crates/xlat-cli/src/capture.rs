@@ -1,5 +1,6 @@
 //! `run` (simulate a program online) and `trace` (capture it to `.xlt`, or `--info`).
 
+use crate::fold::{Fold, USER_BITS};
 use crate::output;
 use crate::run::Outcome;
 use anyhow::{bail, Context, Result};
@@ -128,9 +129,20 @@ pub fn run(a: RunArgs) -> Result<i32> {
     let mut cap = Capture::start(&a.program[0], &a.program[1..], &a.capture.options())?;
     let pb = progress("events simulated");
     let mut buf: Vec<Event> = Vec::with_capacity(BATCH);
-    while cap.fill(&mut buf, BATCH)? {
-        sim.run(&buf).context("simulating the captured stream")?;
-        pb.inc(buf.len() as u64);
+    let bits = cfg.va_bits();
+    let mut fold_warning = None;
+    if bits >= USER_BITS {
+        while cap.fill(&mut buf, BATCH)? {
+            sim.run(&buf).context("simulating the captured stream")?;
+            pb.inc(buf.len() as u64);
+        }
+    } else {
+        let mut f = Fold::new(&mut cap, bits);
+        while f.fill(&mut buf, BATCH)? {
+            sim.run(&buf).context("simulating the captured stream")?;
+            pb.inc(buf.len() as u64);
+        }
+        fold_warning = f.warning("the program");
     }
     pb.finish_and_clear();
     let code = exit_code(cap.exit_status(), cap.stats().processes)?;
@@ -139,7 +151,13 @@ pub fn run(a: RunArgs) -> Result<i32> {
         input: label(&a.program),
         report: sim.report(),
         seconds: t.elapsed().as_secs_f64(),
-        warnings: cap.stats().warnings.clone(),
+        warnings: cap
+            .stats()
+            .warnings
+            .iter()
+            .cloned()
+            .chain(fold_warning)
+            .collect(),
     };
     for w in &o.warnings {
         eprintln!("xlat: warning: {w}");

@@ -4,6 +4,7 @@
 
 mod bench;
 mod capture;
+mod fold;
 mod output;
 mod pipeline;
 mod progress;

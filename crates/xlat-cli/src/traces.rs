@@ -1,6 +1,7 @@
 //! Trace inputs (`.xlt` files and valgrind lackey text), `convert`, and the trace cases
 //! of `bench`.
 
+use crate::fold::{Fold, USER_BITS};
 use crate::pipeline::Pipelined;
 use crate::run::{drive, drive_progress, BATCH};
 use anyhow::{ensure, Context, Result};
@@ -42,20 +43,39 @@ pub fn replay(
     sim: &mut Sim<Radix>,
     warnings: &mut Vec<String>,
 ) -> Result<()> {
+    let what = path.display().to_string();
     if is_xlt(path)? {
         let r = TraceReader::open(path)?.strict(strict);
-        let mut p = Pipelined::new(r, BATCH);
-        drive_progress(&mut p, sim, &path.display().to_string())
-            .with_context(|| format!("trace {}", path.display()))?;
-        if let Some(t) = p.into_inner().truncation() {
-            warnings.push(format!("{}: {t}", path.display()));
+        let r = feed(r, sim, &what, warnings).with_context(|| format!("trace {what}"))?;
+        if let Some(t) = r.truncation() {
+            warnings.push(format!("{what}: {t}"));
         }
     } else {
-        let mut p = Pipelined::new(lackey(path)?, BATCH);
-        drive_progress(&mut p, sim, &path.display().to_string())
-            .with_context(|| format!("lackey trace {}", path.display()))?;
+        feed(lackey(path)?, sim, &what, warnings)
+            .with_context(|| format!("lackey trace {what}"))?;
     }
     Ok(())
+}
+
+/// Replays `src` (decoded on its own thread; folded when the machine's address space is
+/// narrower than x86-64 user space) and returns it.
+fn feed<S: EventSource + Send + 'static>(
+    src: S,
+    sim: &mut Sim<Radix>,
+    what: &str,
+    warnings: &mut Vec<String>,
+) -> Result<S> {
+    let bits = sim.config().va_bits();
+    let p = Pipelined::new(src, BATCH);
+    if bits >= USER_BITS {
+        let mut p = p;
+        drive_progress(&mut p, sim, what)?;
+        return Ok(p.into_inner());
+    }
+    let mut f = Fold::new(p, bits);
+    drive_progress(&mut f, sim, what)?;
+    warnings.extend(f.warning(what));
+    Ok(f.into_inner().into_inner())
 }
 
 fn copy<S: EventSource>(

@@ -616,6 +616,50 @@ fn program_output_passes_through() {
     }
 }
 
+/// An x86-64 program on a 32-bit machine: addresses are folded to 32 bits (QEMU places
+/// the program in one small window), with a warning; online and replayed runs agree.
+#[test]
+fn programs_fold_onto_32_bit_machines() {
+    let d = Dir::new();
+    let prog = d.compile("pages");
+    let p = prog.to_str().unwrap();
+    let run_json = d.path("run32.json");
+    let o = d.xlat(&[
+        "run",
+        "-m",
+        "mpc855t",
+        "--json",
+        run_json.to_str().unwrap(),
+        "--",
+        p,
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stderr(&o).contains("folded"), "{}", stderr(&o));
+    let (o, t) = d.trace("pages32", &[], &[p]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let sim_json = d.path("sim32.json");
+    let o = d.xlat(&[
+        "sim",
+        "-m",
+        "mpc855t",
+        "-t",
+        t.to_str().unwrap(),
+        "--json",
+        sim_json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let read = |p: &Path| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+    };
+    let (run, sim) = (read(&run_json), read(&sim_json));
+    let (r, s) = (&run["runs"][0]["report"], &sim["runs"][0]["report"]);
+    assert_eq!(r["machine"]["name"], "mpc855t");
+    assert!(r["refs"]["store"].as_u64().unwrap() >= 257);
+    for k in ["refs", "tlb_levels", "walks", "faults"] {
+        assert_eq!(r[k], s[k], "{k}");
+    }
+}
+
 /// 8. A full disk is an error naming the problem, not a panic.
 #[test]
 fn full_disk_is_a_clear_error() {

@@ -33,3 +33,10 @@ impl EventSource for VecSource {
         Ok(!buf.is_empty())
     }
 }
+
+impl<S: EventSource + ?Sized> EventSource for &mut S {
+    type Error = S::Error;
+    fn fill(&mut self, buf: &mut Vec<crate::Event>, max: usize) -> Result<bool, Self::Error> {
+        (**self).fill(buf, max)
+    }
+}
