@@ -81,6 +81,16 @@ pub struct TraceArgs {
 /// without copying.
 const BATCH: usize = xlat_capture::wire::MAX_CHUNK_WORDS as usize;
 
+/// While the program runs, Ctrl-C and Ctrl-\\ are for it (the terminal sends them to both):
+/// xlat itself ignores them, so it still finishes the trace or report when the program ends.
+fn leave_interrupts_to_the_program() {
+    // SAFETY: setting a signal's disposition to SIG_IGN has no other effect.
+    unsafe {
+        libc::signal(libc::SIGINT, libc::SIG_IGN);
+        libc::signal(libc::SIGQUIT, libc::SIG_IGN);
+    }
+}
+
 fn progress(what: &'static str) -> ProgressBar {
     crate::progress::bar(what.to_string())
 }
@@ -127,6 +137,7 @@ pub fn run(a: RunArgs) -> Result<i32> {
     let mut sim: Sim<Radix> = Sim::new(&cfg)?;
     let t = Instant::now();
     let mut cap = Capture::start(&a.program[0], &a.program[1..], &a.capture.options())?;
+    leave_interrupts_to_the_program();
     let pb = progress("events simulated");
     let mut buf: Vec<Event> = Vec::with_capacity(BATCH);
     let bits = cfg.va_bits();
@@ -222,6 +233,7 @@ pub fn trace(a: TraceArgs) -> Result<i32> {
             return Err(e.into());
         }
     };
+    leave_interrupts_to_the_program();
     let pb = progress("events captured");
     let mut buf: Vec<Event> = Vec::with_capacity(BATCH);
     while cap.fill(&mut buf, BATCH)? {
