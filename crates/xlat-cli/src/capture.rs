@@ -184,7 +184,7 @@ pub fn run(a: RunArgs) -> Result<i32> {
 /// `xlat trace`: capture to a file, or `--info` on an existing one.
 pub fn trace(a: TraceArgs) -> Result<i32> {
     if let Some(p) = &a.info {
-        let info = xlat_trace::summarize(p)?;
+        let info = xlat_trace::summarize(p).with_context(|| format!("reading {}", p.display()))?;
         print!("{info}");
         println!();
         return Ok(0);
