@@ -12,7 +12,7 @@ use crate::decode::{decode, Control};
 use crate::launch::{self, Options};
 use crate::wire;
 use crate::CaptureError;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
 use std::os::raw::c_int;
 use std::process::ExitStatus;
@@ -29,6 +29,7 @@ const QUEUE: usize = 8;
 enum Msg {
     Connected {
         pid: u32,
+        continues: bool,
     },
     Events {
         pid: u32,
@@ -45,6 +46,7 @@ enum Msg {
 #[derive(Debug)]
 enum End {
     Exit,
+    Handover,
     Cut,
     Orphan,
     Bad(String),
@@ -53,27 +55,51 @@ enum End {
 /// Which host pids may send events (those whose `Fork` is in the stream) and which ended.
 #[derive(Default)]
 struct Registry {
-    state: Mutex<(HashSet<u32>, HashSet<u32>)>,
+    state: Mutex<Known>,
     cv: Condvar,
+}
+
+#[derive(Default)]
+struct Known {
+    /// Pids whose `Fork` is in the stream (and the root).
+    may_send: HashSet<u32>,
+    ended: HashSet<u32>,
+    /// Connections that handed over, per pid.
+    handed_over: HashMap<u32, u32>,
 }
 
 impl Registry {
     fn register(&self, pid: u32) {
-        self.state.lock().unwrap().0.insert(pid);
+        self.state.lock().unwrap().may_send.insert(pid);
         self.cv.notify_all();
     }
     fn ended(&self, pid: u32) {
-        self.state.lock().unwrap().1.insert(pid);
+        self.state.lock().unwrap().ended.insert(pid);
         self.cv.notify_all();
+    }
+    fn handed_over(&self, pid: u32) {
+        *self.state.lock().unwrap().handed_over.entry(pid).or_insert(0) += 1;
+        self.cv.notify_all();
+    }
+    /// A process starts its first connection (pids are reused: forget an earlier one's).
+    fn first_connection(&self, pid: u32) {
+        self.state.lock().unwrap().handed_over.remove(&pid);
+    }
+    /// Waits until `pid`'s connections before number `n` have all handed over.
+    fn wait_handover(&self, pid: u32, n: u32) {
+        let mut g = self.state.lock().unwrap();
+        while g.handed_over.get(&pid).copied().unwrap_or(0) < n {
+            g = self.cv.wait(g).unwrap();
+        }
     }
     /// Waits until `pid` may send; false if its parent ended without forking it.
     fn wait(&self, pid: u32, ppid: u32) -> bool {
         let mut g = self.state.lock().unwrap();
         loop {
-            if g.0.contains(&pid) {
+            if g.may_send.contains(&pid) {
                 return true;
             }
-            if g.1.contains(&ppid) {
+            if g.ended.contains(&ppid) {
                 return false;
             }
             g = self.cv.wait(g).unwrap();
@@ -105,8 +131,8 @@ pub struct Capture {
     current: Option<u32>,
     pending: Vec<Event>,
     pending_pos: usize,
-    /// Host pids with an open connection, and children forked but not yet connected.
-    live: HashSet<u32>,
+    /// Open connections per host pid, and children forked but not yet connected.
+    live: HashMap<u32, u32>,
     expected: HashSet<u32>,
     exec_pending: HashSet<u32>,
     status: Option<std::io::Result<ExitStatus>>,
@@ -171,7 +197,7 @@ impl Capture {
             current: Some(root_pid),
             pending: Vec::new(),
             pending_pos: 0,
-            live: HashSet::new(),
+            live: HashMap::new(),
             expected: HashSet::new(),
             exec_pending: HashSet::new(),
             status: None,
@@ -202,12 +228,22 @@ impl Capture {
 
     /// Ends process `pid` in the stream (switching to it first if needed).
     fn end(&mut self, pid: u32, how: End, out: &mut Vec<Event>) {
-        self.live.remove(&pid);
+        if let Some(n) = self.live.get_mut(&pid) {
+            *n -= 1;
+            if *n == 0 {
+                self.live.remove(&pid);
+            }
+        }
+        if let End::Handover = how {
+            // The process goes on over its next connection.
+            self.registry.handed_over(pid);
+            return;
+        }
         self.registry.ended(pid);
         let exec = self.exec_pending.remove(&pid);
         let trace_pid = name_for(pid, self.root_pid);
         let note = match how {
-            End::Exit => None,
+            End::Exit | End::Handover => None,
             End::Cut if exec => Some("exec'd a new program, which runs untraced".to_string()),
             End::Cut => Some(
                 "ended without the plugin's exit callback (killed by a signal or crashed): \
@@ -292,10 +328,12 @@ impl EventSource for Capture {
                 }
             };
             match msg {
-                Msg::Connected { pid } => {
+                Msg::Connected { pid, continues } => {
                     self.expected.remove(&pid);
-                    self.live.insert(pid);
-                    self.stats.processes += 1;
+                    *self.live.entry(pid).or_insert(0) += 1;
+                    if !continues {
+                        self.stats.processes += 1;
+                    }
                 }
                 Msg::Events {
                     pid,
@@ -321,7 +359,7 @@ impl EventSource for Capture {
                         Some(Control::ExecFailed) => {
                             self.exec_pending.remove(&pid);
                         }
-                        Some(Control::Exit(_)) | None => {}
+                        Some(Control::Exit(_)) | Some(Control::Handover) | None => {}
                     }
                     out.extend_from_slice(&head);
                     self.pending = events;
@@ -438,25 +476,32 @@ fn accept_loop(
             }
             return; // the listener was shut down
         }
-        let mut hello = [0u64; 2];
-        let ok = matches!(recv(fd, &mut hello), Ok(16));
+        let mut hello = [0u64; 3];
+        let ok = matches!(recv(fd, &mut hello), Ok(wire::HELLO_BYTES));
         let h = [
             hello[0] as u32,
             (hello[0] >> 32) as u32,
             hello[1] as u32,
             (hello[1] >> 32) as u32,
+            hello[2] as u32,
         ];
         if !ok || h[0] != wire::HELLO_MAGIC || h[1] != wire::VERSION {
             unsafe { libc::close(fd) };
             continue;
         }
         let (pid, ppid) = (h[2], h[3]);
-        if tx.send(Msg::Connected { pid }).is_err() {
+        let continues = h[4] & wire::HELLO_CONTINUES != 0;
+        let number = (hello[2] >> 32) as u32;
+        if !continues {
+            registry.first_connection(pid);
+        }
+        if tx.send(Msg::Connected { pid, continues }).is_err() {
             return;
         }
         let (tx, registry, free) = (tx.clone(), registry.clone(), free.clone());
         std::thread::spawn(move || {
-            let how = read_process(fd, pid, ppid, root, &tx, &registry, &free);
+            let after = continues.then_some(number);
+            let how = read_process(fd, pid, ppid, after, root, &tx, &registry, &free);
             unsafe { libc::close(fd) };
             let _ = tx.send(Msg::End { pid, how });
         });
@@ -464,17 +509,22 @@ fn accept_loop(
 }
 
 /// Reads one process's chunks until its connection ends.
+#[allow(clippy::too_many_arguments)]
 fn read_process(
     fd: c_int,
     pid: u32,
     ppid: u32,
+    after: Option<u32>,
     root: u32,
     tx: &SyncSender<Msg>,
     registry: &Registry,
     free: &Mutex<Receiver<Vec<Event>>>,
 ) -> End {
     let mut buf = vec![0u64; MAX_MSG / 8];
-    if !registry.wait(pid, ppid) {
+    if let Some(n) = after {
+        // Records continue from this process's previous connections: wait for them.
+        registry.wait_handover(pid, n);
+    } else if !registry.wait(pid, ppid) {
         // Drain so the child does not block, then report.
         while matches!(recv(fd, &mut buf), Ok(n) if n > 0) {}
         return End::Orphan;
@@ -507,6 +557,7 @@ fn read_process(
             };
             rest = &rest[d.used..];
             exited |= matches!(d.control, Some(Control::Exit(_)));
+            let handover = matches!(d.control, Some(Control::Handover));
             if tx
                 .send(Msg::Events {
                     pid,
@@ -516,6 +567,11 @@ fn read_process(
                 .is_err()
             {
                 return End::Cut;
+            }
+            if handover {
+                // The last record of this connection (the program may keep the socket
+                // open by mistake: do not wait for its end).
+                return End::Handover;
             }
         }
     }

@@ -14,6 +14,8 @@ pub enum Control {
     ExecFailed,
     /// The process exits normally with this status.
     Exit(u64),
+    /// The connection ends here; the process continues on a new one.
+    Handover,
 }
 
 /// What a chunk decodes to: events, and at most one control record, which ends the chunk's
@@ -160,6 +162,10 @@ pub fn decode(
                     }
                     os::EXIT => {
                         control = Some(Control::Exit(a(0)?));
+                        None
+                    }
+                    os::HANDOVER => {
+                        control = Some(Control::Handover);
                         None
                     }
                     _ => unreachable!("os_words knows every code"),

@@ -6,7 +6,10 @@
 //! host).
 //!
 //! ```text
-//! hello   u32 HELLO_MAGIC, u32 version (= VERSION), u32 pid, u32 parent pid
+//! hello   u32 HELLO_MAGIC, u32 version (= VERSION), u32 pid, u32 parent pid,
+//!         u32 flags (HELLO_CONTINUES: this process's records continue from its previous
+//!         connection, which ended with HANDOVER), u32 connection number of this process
+//!         (0 for its first connection, then 1, 2, ...)
 //! chunk   u32 thread id, u32 word count N (1..=MAX_CHUNK_WORDS), N x u64 words
 //! ```
 //!
@@ -26,6 +29,10 @@
 pub const HELLO_MAGIC: u32 = u32::from_le_bytes(*b"XQP1");
 /// Protocol version.
 pub const VERSION: u32 = 1;
+/// Bytes of the hello message.
+pub const HELLO_BYTES: usize = 24;
+/// Hello flag: the process continues on this connection (see `os::HANDOVER`).
+pub const HELLO_CONTINUES: u32 = 1;
 /// Upper bound on the words of one chunk.
 pub const MAX_CHUNK_WORDS: u32 = 1 << 16;
 
@@ -68,6 +75,10 @@ pub mod os {
     pub const EXEC_FAILED: u64 = 11;
     /// `status`: the process exits normally (the plugin's exit callback ran); last record.
     pub const EXIT: u64 = 12;
+    /// (none): the program is closing or replacing the plugin's socket (closing all
+    /// descriptors, dup2 onto it); last record of this connection, the process goes on
+    /// on a new one whose hello has `HELLO_CONTINUES`.
+    pub const HANDOVER: u64 = 13;
 }
 
 /// Argument words that follow an `OS` word with event `code`, or `None` if unknown.
@@ -77,7 +88,7 @@ pub fn os_words(code: u64) -> Option<usize> {
         os::MUNMAP => 2,
         os::MREMAP => 4,
         os::BRK | os::FORK | os::THREAD_START | os::THREAD_EXIT | os::EXIT => 1,
-        os::EXEC | os::EXEC_FAILED => 0,
+        os::EXEC | os::EXEC_FAILED | os::HANDOVER => 0,
         _ => return None,
     })
 }

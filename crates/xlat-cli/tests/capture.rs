@@ -616,6 +616,30 @@ fn program_output_passes_through() {
     }
 }
 
+/// A program that closes every descriptor and dup2s over the plugin's: the plugin hands
+/// over to a new connection each time, nothing is lost, nothing leaks into the output.
+#[test]
+fn closing_all_descriptors_loses_nothing() {
+    let d = Dir::new();
+    let prog = d.compile("closefds");
+    let (o, t) = d.trace("closefds", &[], &[prog.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.ends_with("through 512\n"), "{out:?}");
+    assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("xlat-qemu"), "{}", stderr(&o));
+    let base = addr_after(&out, "region");
+    let ev = events(&t);
+    let stores = accesses_in(&ev, AccessKind::Store, base, base + 100 * PAGE);
+    let want: Vec<u64> = (0..4)
+        .flat_map(|_| (0..100).map(move |i| base + i * PAGE))
+        .collect();
+    let got: Vec<u64> = stores.iter().map(|(_, a)| a.addr.0).collect();
+    assert_eq!(got, want, "4 rounds of 100 stores, in order");
+    assert_eq!(summary(&t).pids, 1, "one process, however many connections");
+    assert!(matches!(ev.last(), Some(Event::Exit)));
+}
+
 /// An x86-64 program on a 32-bit machine: addresses are folded to 32 bits (QEMU places
 /// the program in one small window), with a warning; online and replayed runs agree.
 #[test]

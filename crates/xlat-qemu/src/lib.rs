@@ -44,6 +44,10 @@ static FD: AtomicI32 = AtomicI32::new(-1);
 static SOCK: OnceLock<Vec<u8>> = OnceLock::new();
 static NEXT_TID: AtomicU32 = AtomicU32::new(0);
 static PER_INSN: AtomicBool = AtomicBool::new(false);
+/// The program is closing or replacing our socket: reconnect when its syscall returns.
+static REOPEN: AtomicBool = AtomicBool::new(false);
+/// This process's connections so far (the hello numbers them).
+static CONNECTIONS: AtomicU32 = AtomicU32::new(0);
 static EXIT_STATUS: AtomicU64 = AtomicU64::new(0);
 /// Interned block descriptors (two or three words each), keyed by their words.
 static BLOCKS: Mutex<Option<HashMap<[u64; 3], &'static [u64; 3]>>> = Mutex::new(None);
@@ -52,8 +56,13 @@ fn say(msg: &str) {
     eprintln!("xlat-qemu: {msg}");
 }
 
-/// Opens a connection to the collector and sends the hello message.
-fn connect(name: &[u8]) -> Result<c_int, String> {
+/// Lowest descriptor number for the plugin's socket: out of the way of the descriptors a
+/// program allocates or names itself (`exec 3>file`, dup2 onto 3..9).
+const HIGH_FD: c_int = 512;
+
+/// Opens a connection to the collector and sends the hello message (`continues`: this
+/// process's records continue from a connection that ended with HANDOVER).
+fn connect(name: &[u8], continues: bool) -> Result<c_int, String> {
     unsafe {
         let fd = libc::socket(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0);
         if fd < 0 {
@@ -73,13 +82,23 @@ fn connect(name: &[u8]) -> Result<c_int, String> {
             libc::close(fd);
             return Err(format!("connect to the xlat collector: {e}"));
         }
-        let hello: [u32; 4] = [
+        let fd = match libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, HIGH_FD) {
+            high if high >= 0 => {
+                libc::close(fd);
+                high
+            }
+            _ => fd,
+        };
+        let hello: [u32; 6] = [
             wire::HELLO_MAGIC,
             wire::VERSION,
             libc::getpid() as u32,
             libc::getppid() as u32,
+            if continues { wire::HELLO_CONTINUES } else { 0 },
+            CONNECTIONS.fetch_add(1, Relaxed),
         ];
-        if libc::write(fd, hello.as_ptr() as *const c_void, 16) != 16 {
+        let n = wire::HELLO_BYTES;
+        if libc::send(fd, hello.as_ptr() as *const c_void, n, libc::MSG_NOSIGNAL) != n as isize {
             let e = std::io::Error::last_os_error();
             libc::close(fd);
             return Err(format!("hello: {e}"));
@@ -110,7 +129,15 @@ impl Buf {
         let fd = FD.load(Relaxed);
         if fd >= 0 {
             let bytes = self.len * 8;
-            let n = unsafe { libc::write(fd, self.words.as_ptr() as *const c_void, bytes) };
+            // MSG_NOSIGNAL: a vanished collector must not raise SIGPIPE in the program.
+            let n = unsafe {
+                libc::send(
+                    fd,
+                    self.words.as_ptr() as *const c_void,
+                    bytes,
+                    libc::MSG_NOSIGNAL,
+                )
+            };
             if n != bytes as isize {
                 let e = std::io::Error::last_os_error();
                 if FD.swap(-1, Relaxed) >= 0 {
@@ -318,6 +345,10 @@ unsafe extern "C" fn tb_trans(_id: qemu_plugin_id_t, tb: *mut qemu_plugin_tb) {
 }
 
 // x86-64 syscall numbers.
+const SYS_CLOSE: i64 = 3;
+const SYS_DUP2: i64 = 33;
+const SYS_DUP3: i64 = 292;
+const SYS_CLOSE_RANGE: i64 = 436;
 const SYS_MMAP: i64 = 9;
 const SYS_MPROTECT: i64 = 10;
 const SYS_MUNMAP: i64 = 11;
@@ -358,6 +389,17 @@ unsafe extern "C" fn syscall(
 ) {
     let b = buf(vcpu);
     b.args = [a1, a2, a3, a4, a5, a6];
+    let fd = FD.load(Relaxed) as u64;
+    let takes_our_fd = match num {
+        SYS_CLOSE => a1 as u32 as u64 == fd,
+        SYS_DUP2 | SYS_DUP3 => a2 as u32 as u64 == fd,
+        // CLOSE_RANGE_CLOEXEC (4) only marks descriptors close-on-exec (ours already is).
+        SYS_CLOSE_RANGE => a3 & 4 == 0 && (a1..=a2).contains(&fd),
+        _ => false,
+    };
+    if takes_our_fd && FD.load(Relaxed) >= 0 {
+        hand_over(b);
+    }
     match num {
         // The child must start with an empty buffer; the parent's words are the parent's.
         SYS_CLONE | SYS_FORK | SYS_VFORK if is_fork(num, a1) => b.flush(),
@@ -409,7 +451,30 @@ fn advice(a: u64) -> u64 {
     }
 }
 
+/// The program is about to close or replace our socket: send what this thread has and a
+/// HANDOVER, forget the descriptor, and reconnect after the syscall (`syscall_ret`).
+#[cold]
+fn hand_over(b: &mut Buf) {
+    b.os(os::HANDOVER, &[]);
+    b.flush();
+    FD.store(-1, Relaxed);
+    REOPEN.store(true, Relaxed);
+}
+
+#[cold]
+fn reopen() {
+    if let Some(name) = SOCK.get() {
+        match connect(name, true) {
+            Ok(fd) => FD.store(fd, Relaxed),
+            Err(e) => say(&format!("process {}: {e}", std::process::id())),
+        }
+    }
+}
+
 unsafe extern "C" fn syscall_ret(_id: qemu_plugin_id_t, vcpu: c_uint, num: i64, ret: i64) {
+    if REOPEN.swap(false, Relaxed) {
+        reopen();
+    }
     let b = buf(vcpu);
     let [a1, a2, a3, a4, _, _] = b.args;
     let ok = !(-4095..0).contains(&ret);
@@ -447,10 +512,12 @@ fn in_child(vcpu: c_uint) {
         }
     }
     let old = FD.swap(-1, Relaxed);
+    CONNECTIONS.store(0, Relaxed);
+    REOPEN.store(false, Relaxed);
     if old >= 0 {
         unsafe { libc::close(old) };
         if let Some(name) = SOCK.get() {
-            match connect(name) {
+            match connect(name, false) {
                 Ok(fd) => FD.store(fd, Relaxed),
                 Err(e) => say(&format!("fork child {}: {e}", std::process::id())),
             }
@@ -527,7 +594,7 @@ pub unsafe extern "C" fn qemu_plugin_install(
         say("this QEMU encodes memory-access info differently from 7.2: unsupported");
         return -1;
     }
-    match connect(&sock) {
+    match connect(&sock, false) {
         Ok(fd) => FD.store(fd, Relaxed),
         Err(e) => {
             say(&e);
