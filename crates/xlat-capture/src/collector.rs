@@ -78,7 +78,13 @@ impl Registry {
         self.cv.notify_all();
     }
     fn handed_over(&self, pid: u32) {
-        *self.state.lock().unwrap().handed_over.entry(pid).or_insert(0) += 1;
+        *self
+            .state
+            .lock()
+            .unwrap()
+            .handed_over
+            .entry(pid)
+            .or_insert(0) += 1;
         self.cv.notify_all();
     }
     /// A process starts its first connection (pids are reused: forget an earlier one's).
