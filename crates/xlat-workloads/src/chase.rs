@@ -1,5 +1,5 @@
 use crate::params::{Params, WorkloadError};
-use crate::Prologue;
+use crate::{Budget, Prologue};
 use rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use xlat_types::{Access, AccessKind, Event};
@@ -14,7 +14,7 @@ use xlat_types::{Access, AccessKind, Event};
 #[derive(Debug, Clone)]
 pub struct Chase {
     pub(crate) params: Params,
-    pro: Prologue,
+    budget: Budget,
     base: u64,
     shift: u32,
     n: u64,
@@ -23,8 +23,6 @@ pub struct Chase {
     x: u64,
     a: u64,
     c: u64,
-    refs: u64,
-    left: u64,
 }
 
 /// A keyed bijection of `bits`-bit values: rounds of xor-key, odd multiply, xorshift.
@@ -78,7 +76,10 @@ impl Chase {
         let refs = p.count("refs", 0)?;
         Ok(Chase {
             params: p.clone(),
-            pro: Prologue::one(crate::anon_map(base, crate::page_up(n << shift))),
+            budget: Budget::new(
+                Prologue::one(crate::anon_map(base, crate::page_up(n << shift))),
+                refs,
+            ),
             base,
             shift,
             n,
@@ -87,27 +88,12 @@ impl Chase {
             // Full period mod 2^bits (Hull–Dobell): c odd, a ≡ 1 (mod 4).
             a: (r() << 2 | 1) & mask,
             c: (r() | 1) & mask,
-            refs,
-            left: refs,
         })
-    }
-
-    pub(crate) fn total_refs(&self) -> u64 {
-        self.refs
-    }
-    pub(crate) fn total_events(&self) -> u64 {
-        self.pro.total() + self.refs
-    }
-    pub(crate) fn is_done(&self) -> bool {
-        self.pro.done() && self.left == 0
     }
 
     #[inline]
     pub(crate) fn append(&mut self, buf: &mut Vec<Event>, max: usize) {
-        if !self.pro.emit(buf, max) {
-            return;
-        }
-        let k = crate::room(buf, max, self.left);
+        let k = self.budget.take(buf, max);
         let (base, shift, n, a, c) = (self.base, self.shift, self.n, self.a, self.c);
         let (mask, goff) = (self.perm.mask, (1u64 << shift) - 1);
         let perm = &self.perm;
@@ -126,8 +112,8 @@ impl Chase {
             Event::Access(Access::new(AccessKind::Load, base + (g << shift) + off, 8))
         }));
         self.x = x;
-        self.left -= k as u64;
     }
 }
 
 crate::event_source!(Chase);
+crate::budgeted!(Chase);

@@ -1,5 +1,5 @@
 use crate::params::{Params, WorkloadError};
-use crate::Prologue;
+use crate::{Budget, Prologue};
 use xlat_types::{Access, AccessKind, Event};
 
 /// A hot loop spread over `pages` 4 KiB code pages: `insns` sequential 4-byte fetches
@@ -8,10 +8,8 @@ use xlat_types::{Access, AccessKind, Event};
 #[derive(Debug, Clone)]
 pub struct Code {
     pub(crate) params: Params,
-    pro: Prologue,
+    budget: Budget,
     walk: CodeWalk,
-    refs: u64,
-    left: u64,
 }
 
 /// The fetch cursor shared with [`Mixed`](crate::Mixed).
@@ -80,34 +78,19 @@ impl Code {
         let refs = p.count("refs", 0)?;
         Ok(Code {
             params: p.clone(),
-            pro: Prologue::one(crate::code_map(base, len)),
+            budget: Budget::new(Prologue::one(crate::code_map(base, len)), refs),
             walk,
-            refs,
-            left: refs,
         })
-    }
-
-    pub(crate) fn total_refs(&self) -> u64 {
-        self.refs
-    }
-    pub(crate) fn total_events(&self) -> u64 {
-        self.pro.total() + self.refs
-    }
-    pub(crate) fn is_done(&self) -> bool {
-        self.pro.done() && self.left == 0
     }
 
     #[inline]
     pub(crate) fn append(&mut self, buf: &mut Vec<Event>, max: usize) {
-        if !self.pro.emit(buf, max) {
-            return;
-        }
-        let k = crate::room(buf, max, self.left);
+        let k = self.budget.take(buf, max);
         let mut walk = self.walk;
         buf.extend((0..k).map(|_| Event::Access(Access::new(AccessKind::Fetch, walk.next(), 4))));
         self.walk = walk;
-        self.left -= k as u64;
     }
 }
 
 crate::event_source!(Code);
+crate::budgeted!(Code);

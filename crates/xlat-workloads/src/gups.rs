@@ -1,5 +1,5 @@
 use crate::params::{Params, WorkloadError};
-use crate::Prologue;
+use crate::{Budget, Prologue};
 use rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use xlat_types::{Access, AccessKind, Event};
@@ -9,12 +9,10 @@ use xlat_types::{Access, AccessKind, Event};
 #[derive(Debug, Clone)]
 pub struct Gups {
     pub(crate) params: Params,
-    pro: Prologue,
+    budget: Budget,
     base: u64,
     words: u64,
     rng: Xoshiro256PlusPlus,
-    refs: u64,
-    left: u64,
 }
 
 impl Gups {
@@ -26,31 +24,16 @@ impl Gups {
         let refs = p.count("refs", 0)?;
         Ok(Gups {
             params: p.clone(),
-            pro: Prologue::one(crate::anon_map(base, len)),
+            budget: Budget::new(Prologue::one(crate::anon_map(base, len)), refs),
             base,
             words: footprint / 8,
             rng: Xoshiro256PlusPlus::seed_from_u64(p.seed("seed")?),
-            refs,
-            left: refs,
         })
-    }
-
-    pub(crate) fn total_refs(&self) -> u64 {
-        self.refs
-    }
-    pub(crate) fn total_events(&self) -> u64 {
-        self.pro.total() + self.refs
-    }
-    pub(crate) fn is_done(&self) -> bool {
-        self.pro.done() && self.left == 0
     }
 
     #[inline]
     pub(crate) fn append(&mut self, buf: &mut Vec<Event>, max: usize) {
-        if !self.pro.emit(buf, max) {
-            return;
-        }
-        let k = crate::room(buf, max, self.left);
+        let k = self.budget.take(buf, max);
         let (base, words) = (self.base, self.words as u128);
         let rng = &mut self.rng;
         buf.extend((0..k).map(|_| {
@@ -58,8 +41,8 @@ impl Gups {
             let w = ((rng.next_u64() as u128 * words) >> 64) as u64;
             Event::Access(Access::new(AccessKind::Store, base + w * 8, 8))
         }));
-        self.left -= k as u64;
     }
 }
 
 crate::event_source!(Gups);
+crate::budgeted!(Gups);

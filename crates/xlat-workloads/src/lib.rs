@@ -203,6 +203,54 @@ macro_rules! event_source {
 }
 pub(crate) use event_source;
 
+/// What the reference-count-driven generators share: their setup events, then `refs`
+/// references of which `left` remain.
+#[derive(Debug, Clone)]
+struct Budget {
+    pro: Prologue,
+    refs: u64,
+    left: u64,
+}
+
+impl Budget {
+    fn new(pro: Prologue, refs: u64) -> Budget {
+        Budget {
+            pro,
+            refs,
+            left: refs,
+        }
+    }
+    /// Emits pending setup events, then returns how many references to append now
+    /// (taken from the budget; 0 while setup events are pending or none are left).
+    #[inline]
+    fn take(&mut self, buf: &mut Vec<Event>, max: usize) -> usize {
+        if !self.pro.emit(buf, max) {
+            return 0;
+        }
+        let k = room(buf, max, self.left);
+        self.left -= k as u64;
+        k
+    }
+}
+
+/// `total_refs`, `total_events` and `is_done` of a generator with a `budget: Budget`.
+macro_rules! budgeted {
+    ($t:ty) => {
+        impl $t {
+            pub(crate) fn total_refs(&self) -> u64 {
+                self.budget.refs
+            }
+            pub(crate) fn total_events(&self) -> u64 {
+                self.budget.pro.total() + self.budget.refs
+            }
+            pub(crate) fn is_done(&self) -> bool {
+                self.budget.pro.done() && self.budget.left == 0
+            }
+        }
+    };
+}
+pub(crate) use budgeted;
+
 /// The few setup events (mmaps) a generator emits before its references.
 #[derive(Debug, Clone)]
 struct Prologue {

@@ -1,6 +1,6 @@
 use crate::code::CodeWalk;
 use crate::params::{Params, WorkloadError};
-use crate::Prologue;
+use crate::{Budget, Prologue};
 use rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use xlat_types::{Access, AccessKind, Event};
@@ -11,7 +11,7 @@ use xlat_types::{Access, AccessKind, Event};
 #[derive(Debug, Clone)]
 pub struct Mixed {
     pub(crate) params: Params,
-    pro: Prologue,
+    budget: Budget,
     walk: CodeWalk,
     data: u64,
     words: u64,
@@ -21,8 +21,6 @@ pub struct Mixed {
     /// A data access is a store when the low 16 random bits are below this.
     store_below: u64,
     rng: Xoshiro256PlusPlus,
-    refs: u64,
-    left: u64,
 }
 
 impl Mixed {
@@ -50,9 +48,12 @@ impl Mixed {
         let refs = p.count("refs", 0)?;
         Ok(Mixed {
             params: p.clone(),
-            pro: Prologue::two(
-                crate::code_map(base, code_len),
-                crate::anon_map(data, data_len),
+            budget: Budget::new(
+                Prologue::two(
+                    crate::code_map(base, code_len),
+                    crate::anon_map(data, data_len),
+                ),
+                refs,
             ),
             walk,
             data,
@@ -61,27 +62,12 @@ impl Mixed {
             until_data: every,
             store_below: stores * 65536 / 100,
             rng: Xoshiro256PlusPlus::seed_from_u64(p.seed("seed")?),
-            refs,
-            left: refs,
         })
-    }
-
-    pub(crate) fn total_refs(&self) -> u64 {
-        self.refs
-    }
-    pub(crate) fn total_events(&self) -> u64 {
-        self.pro.total() + self.refs
-    }
-    pub(crate) fn is_done(&self) -> bool {
-        self.pro.done() && self.left == 0
     }
 
     #[inline]
     pub(crate) fn append(&mut self, buf: &mut Vec<Event>, max: usize) {
-        if !self.pro.emit(buf, max) {
-            return;
-        }
-        let k = crate::room(buf, max, self.left);
+        let k = self.budget.take(buf, max);
         let (data, words, every, store_below) =
             (self.data, self.words as u128, self.every, self.store_below);
         let mut walk = self.walk;
@@ -105,8 +91,8 @@ impl Mixed {
         }));
         self.walk = walk;
         self.until_data = until;
-        self.left -= k as u64;
     }
 }
 
 crate::event_source!(Mixed);
+crate::budgeted!(Mixed);

@@ -1,5 +1,5 @@
 use crate::params::{Params, WorkloadError};
-use crate::Prologue;
+use crate::{Budget, Prologue};
 use xlat_types::{Access, AccessKind, Event};
 
 /// Maps `region` and loads one byte every `step` (offsets 0, step, ... below `region`),
@@ -7,14 +7,12 @@ use xlat_types::{Access, AccessKind, Event};
 #[derive(Debug, Clone)]
 pub struct Sparse {
     pub(crate) params: Params,
-    pro: Prologue,
+    budget: Budget,
     base: u64,
     step: u64,
     /// One past the last offset touched: `per_pass * step`.
     end: u64,
     off: u64,
-    refs: u64,
-    left: u64,
 }
 
 impl Sparse {
@@ -33,32 +31,17 @@ impl Sparse {
             .ok_or_else(|| p.invalid("passes", "fewer passes: the total overflows 64 bits"))?;
         Ok(Sparse {
             params: p.clone(),
-            pro: Prologue::one(crate::anon_map(base, len)),
+            budget: Budget::new(Prologue::one(crate::anon_map(base, len)), refs),
             base,
             step,
             end,
             off: 0,
-            refs,
-            left: refs,
         })
-    }
-
-    pub(crate) fn total_refs(&self) -> u64 {
-        self.refs
-    }
-    pub(crate) fn total_events(&self) -> u64 {
-        self.pro.total() + self.refs
-    }
-    pub(crate) fn is_done(&self) -> bool {
-        self.pro.done() && self.left == 0
     }
 
     #[inline]
     pub(crate) fn append(&mut self, buf: &mut Vec<Event>, max: usize) {
-        if !self.pro.emit(buf, max) {
-            return;
-        }
-        let k = crate::room(buf, max, self.left);
+        let k = self.budget.take(buf, max);
         let (base, step, end) = (self.base, self.step, self.end);
         let mut off = self.off;
         buf.extend((0..k).map(|_| {
@@ -70,8 +53,8 @@ impl Sparse {
             Event::Access(Access::new(AccessKind::Load, a, 1))
         }));
         self.off = off;
-        self.left -= k as u64;
     }
 }
 
 crate::event_source!(Sparse);
+crate::budgeted!(Sparse);

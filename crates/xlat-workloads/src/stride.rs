@@ -1,5 +1,5 @@
 use crate::params::{Params, WorkloadError};
-use crate::Prologue;
+use crate::{Budget, Prologue};
 use xlat_types::{Access, AccessKind, Event};
 
 /// One 8-byte access every `stride` bytes over `footprint`, cyclically: offsets
@@ -7,14 +7,12 @@ use xlat_types::{Access, AccessKind, Event};
 #[derive(Debug, Clone)]
 pub struct Stride {
     pub(crate) params: Params,
-    pro: Prologue,
+    budget: Budget,
     base: u64,
     stride: u64,
     /// One past the last offset touched: `slots * stride`.
     end: u64,
     off: u64,
-    refs: u64,
-    left: u64,
     kind: AccessKind,
 }
 
@@ -37,33 +35,18 @@ impl Stride {
         let refs = p.count("refs", 0)?;
         Ok(Stride {
             params: p.clone(),
-            pro: Prologue::one(crate::anon_map(base, len)),
+            budget: Budget::new(Prologue::one(crate::anon_map(base, len)), refs),
             base,
             stride,
             end,
             off: 0,
-            refs,
-            left: refs,
             kind,
         })
     }
 
-    pub(crate) fn total_refs(&self) -> u64 {
-        self.refs
-    }
-    pub(crate) fn total_events(&self) -> u64 {
-        self.pro.total() + self.refs
-    }
-    pub(crate) fn is_done(&self) -> bool {
-        self.pro.done() && self.left == 0
-    }
-
     #[inline]
     pub(crate) fn append(&mut self, buf: &mut Vec<Event>, max: usize) {
-        if !self.pro.emit(buf, max) {
-            return;
-        }
-        let k = crate::room(buf, max, self.left);
+        let k = self.budget.take(buf, max);
         let (base, stride, end, kind) = (self.base, self.stride, self.end, self.kind);
         let mut off = self.off;
         buf.extend((0..k).map(|_| {
@@ -75,8 +58,8 @@ impl Stride {
             Event::Access(Access::new(kind, a, 8))
         }));
         self.off = off;
-        self.left -= k as u64;
     }
 }
 
 crate::event_source!(Stride);
+crate::budgeted!(Stride);
