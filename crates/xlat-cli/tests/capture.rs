@@ -144,6 +144,29 @@ fn summary(path: &Path) -> Summary {
     info.summary
 }
 
+/// The first run's report in a `--json` file.
+fn json_report(path: &Path) -> serde_json::Value {
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    v["runs"][0]["report"].clone()
+}
+
+/// `xlat sim [ARGS] -t TRACE --json …`: its report.
+fn replay_report(d: &Dir, trace: &Path, args: &[&str]) -> serde_json::Value {
+    let json = d.path("replay.json");
+    let mut all: Vec<&str> = vec!["sim"];
+    all.extend(args);
+    all.extend([
+        "-t",
+        trace.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let o = d.xlat(&all);
+    assert!(o.status.success(), "{}", stderr(&o));
+    json_report(&json)
+}
+
 /// The hexadecimal address after `key ` in the program's output (`printf("%p")`).
 fn addr_after(out: &str, key: &str) -> u64 {
     let s = out
@@ -661,22 +684,10 @@ fn programs_fold_onto_32_bit_machines() {
     assert!(stderr(&o).contains("folded"), "{}", stderr(&o));
     let (o, t) = d.trace("pages32", &[], &[p]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
-    let sim_json = d.path("sim32.json");
-    let o = d.xlat(&[
-        "sim",
-        "-m",
-        "mpc855t",
-        "-t",
-        t.to_str().unwrap(),
-        "--json",
-        sim_json.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let read = |p: &Path| -> serde_json::Value {
-        serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
-    };
-    let (run, sim) = (read(&run_json), read(&sim_json));
-    let (r, s) = (&run["runs"][0]["report"], &sim["runs"][0]["report"]);
+    let (r, s) = (
+        json_report(&run_json),
+        replay_report(&d, &t, &["-m", "mpc855t"]),
+    );
     assert_eq!(r["machine"]["name"], "mpc855t");
     assert!(r["refs"]["store"].as_u64().unwrap() >= 257);
     for k in ["refs", "tlb_levels", "walks", "faults"] {
@@ -712,21 +723,7 @@ fn run_agrees_with_trace_then_sim() {
     let (o, t) = d.trace("loop", &[], &[p, "20"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert_eq!(o.stdout, run_out);
-    let sim_json = d.path("sim.json");
-    let o = d.xlat(&[
-        "sim",
-        "-t",
-        t.to_str().unwrap(),
-        "--json",
-        sim_json.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-
-    let read = |p: &Path| -> serde_json::Value {
-        serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
-    };
-    let (run, sim) = (read(&run_json), read(&sim_json));
-    let (rr, sr) = (&run["runs"][0]["report"], &sim["runs"][0]["report"]);
+    let (rr, sr) = (&json_report(&run_json), &replay_report(&d, &t, &[]));
     let refs = &rr["refs"];
     let s = summary(&t);
     assert!(
