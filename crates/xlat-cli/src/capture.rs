@@ -2,7 +2,7 @@
 
 use crate::fold::{Fold, USER_BITS};
 use crate::output;
-use crate::run::Outcome;
+use crate::run::{drive_progress, Outcome};
 use anyhow::{bail, Context, Result};
 use indicatif::ProgressBar;
 use std::ffi::OsString;
@@ -138,24 +138,17 @@ pub fn run(a: RunArgs) -> Result<i32> {
     let t = Instant::now();
     let mut cap = Capture::start(&a.program[0], &a.program[1..], &a.capture.options())?;
     leave_interrupts_to_the_program();
-    let pb = progress("events simulated");
-    let mut buf: Vec<Event> = Vec::with_capacity(BATCH);
     let bits = cfg.va_bits();
-    let mut fold_warning = None;
-    if bits >= USER_BITS {
-        while cap.fill(&mut buf, BATCH)? {
-            sim.run(&buf).context("simulating the captured stream")?;
-            pb.inc(buf.len() as u64);
-        }
+    let msg = || "events simulated".to_string();
+    let fold_warning = if bits >= USER_BITS {
+        drive_progress(&mut cap, &mut sim, msg(), BATCH)
+            .context("simulating the captured stream")?;
+        None
     } else {
         let mut f = Fold::new(&mut cap, bits);
-        while f.fill(&mut buf, BATCH)? {
-            sim.run(&buf).context("simulating the captured stream")?;
-            pb.inc(buf.len() as u64);
-        }
-        fold_warning = f.warning("the program");
-    }
-    pb.finish_and_clear();
+        drive_progress(&mut f, &mut sim, msg(), BATCH).context("simulating the captured stream")?;
+        f.warning("the program")
+    };
     let code = exit_code(cap.exit_status(), cap.stats().processes)?;
     let o = Outcome {
         machine: cfg.name.clone(),

@@ -46,11 +46,16 @@ pub fn drive<S: EventSource>(src: &mut S, sim: &mut Sim<Radix>) -> Result<()> {
     Ok(())
 }
 
-/// [`drive`] with a progress line (`events replayed` of `what`).
-pub fn drive_progress<S: EventSource>(src: &mut S, sim: &mut Sim<Radix>, what: &str) -> Result<()> {
-    let pb = crate::progress::bar(format!("events replayed · {what}"));
-    let mut buf: Vec<Event> = Vec::with_capacity(BATCH);
-    while src.fill(&mut buf, BATCH)? {
+/// [`drive`] in batches of `batch` with a progress line (`msg` after the count).
+pub fn drive_progress<S: EventSource>(
+    src: &mut S,
+    sim: &mut Sim<Radix>,
+    msg: String,
+    batch: usize,
+) -> Result<()> {
+    let pb = crate::progress::bar(msg);
+    let mut buf: Vec<Event> = Vec::with_capacity(batch);
+    while src.fill(&mut buf, batch)? {
         sim.run(&buf)?;
         pb.inc(buf.len() as u64);
     }

@@ -69,11 +69,11 @@ fn feed<S: EventSource + Send + 'static>(
     let p = Pipelined::new(src, BATCH);
     if bits >= USER_BITS {
         let mut p = p;
-        drive_progress(&mut p, sim, what)?;
+        drive_progress(&mut p, sim, format!("events replayed · {what}"), BATCH)?;
         return Ok(p.into_inner());
     }
     let mut f = Fold::new(p, bits);
-    drive_progress(&mut f, sim, what)?;
+    drive_progress(&mut f, sim, format!("events replayed · {what}"), BATCH)?;
     warnings.extend(f.warning(what));
     Ok(f.into_inner().into_inner())
 }
