@@ -51,10 +51,13 @@ fn argmin_scalar(xs: &[u64]) -> usize {
 mod avx2 {
     use std::arch::x86_64::*;
 
+    /// The four elements of `c` (one unaligned vector load).
     #[inline]
     #[target_feature(enable = "avx2")]
     fn load(c: &[u64]) -> __m256i {
-        _mm256_set_epi64x(c[3] as i64, c[2] as i64, c[1] as i64, c[0] as i64)
+        assert!(c.len() >= 4);
+        // SAFETY: `c` holds at least four u64s (32 bytes); loadu has no alignment need.
+        unsafe { _mm256_loadu_si256(c.as_ptr() as *const __m256i) }
     }
 
     #[target_feature(enable = "avx2")]
