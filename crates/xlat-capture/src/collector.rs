@@ -140,6 +140,9 @@ pub struct Capture {
     /// Open connections per host pid, and children forked but not yet connected.
     live: HashMap<u32, u32>,
     expected: HashSet<u32>,
+    /// Handovers not yet followed by their next connection, per pid (a daemon may close
+    /// every descriptor after its parent exited: the capture is not over then).
+    reconnecting: HashMap<u32, i32>,
     exec_pending: HashSet<u32>,
     status: Option<std::io::Result<ExitStatus>>,
     stats: Stats,
@@ -205,6 +208,7 @@ impl Capture {
             pending_pos: 0,
             live: HashMap::new(),
             expected: HashSet::new(),
+            reconnecting: HashMap::new(),
             exec_pending: HashSet::new(),
             status: None,
             stats: Stats::default(),
@@ -226,10 +230,11 @@ impl Capture {
         if self.status.is_none() || !self.live.is_empty() {
             return false;
         }
-        // Forked children that never connected: wait while they exist.
-        self.expected
-            .retain(|&p| unsafe { libc::kill(p as libc::pid_t, 0) } == 0);
-        self.expected.is_empty()
+        // Forked children that never connected, processes between two connections: wait
+        // while they exist.
+        self.expected.retain(|&p| alive(p));
+        self.reconnecting.retain(|&p, n| *n > 0 && alive(p));
+        self.expected.is_empty() && self.reconnecting.is_empty()
     }
 
     /// Ends process `pid` in the stream (switching to it first if needed).
@@ -242,6 +247,7 @@ impl Capture {
         }
         if let End::Handover = how {
             // The process goes on over its next connection.
+            *self.reconnecting.entry(pid).or_insert(0) += 1;
             self.registry.handed_over(pid);
             return;
         }
@@ -336,6 +342,9 @@ impl EventSource for Capture {
             match msg {
                 Msg::Connected { pid, continues } => {
                     self.expected.remove(&pid);
+                    if continues {
+                        *self.reconnecting.entry(pid).or_insert(0) -= 1;
+                    }
                     *self.live.entry(pid).or_insert(0) += 1;
                     if !continues {
                         self.stats.processes += 1;
@@ -396,6 +405,20 @@ impl Drop for Capture {
             libc::shutdown(self.listen_fd, libc::SHUT_RDWR);
             libc::close(self.listen_fd);
         }
+    }
+}
+
+/// Whether process `pid` exists and is not a zombie.
+fn alive(pid: u32) -> bool {
+    if unsafe { libc::kill(pid as libc::pid_t, 0) } != 0 {
+        return false;
+    }
+    // "pid (comm) S ...": the state follows the last ')'.
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(st) => {
+            !matches!(st.rsplit_once(')'), Some((_, rest)) if rest.trim_start().starts_with('Z'))
+        }
+        Err(_) => false,
     }
 }
 

@@ -663,6 +663,30 @@ fn closing_all_descriptors_loses_nothing() {
     assert!(matches!(ev.last(), Some(Event::Exit)));
 }
 
+/// A daemon: the parent exits at once, the child closes every descriptor (the plugin's
+/// socket too) and works on; the capture waits for it and loses nothing.
+#[test]
+fn daemons_outliving_their_parent_are_traced_to_the_end() {
+    let d = Dir::new();
+    let prog = d.compile("daemon");
+    let (o, t) = d.trace("daemon", &[], &[prog.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
+    let base = addr_after(&stdout(&o), "region");
+    let ev = events(&t);
+    let child_stores: Vec<u64> = by_process(&ev)
+        .iter()
+        .filter(|(p, _)| *p != Some(Pid::INIT))
+        .filter_map(|(_, e)| access(e))
+        .filter(|a| a.kind == AccessKind::Store && (base..base + 100 * PAGE).contains(&a.addr.0))
+        .map(|a| a.addr.0)
+        .collect();
+    let want: Vec<u64> = (0..100).map(|i| base + i * PAGE).collect();
+    assert_eq!(child_stores, want);
+    let s = summary(&t);
+    assert_eq!((s.count(EventKind::Fork), s.count(EventKind::Exit)), (1, 2));
+}
+
 /// An x86-64 program on a 32-bit machine: addresses are folded to 32 bits (QEMU places
 /// the program in one small window), with a warning; online and replayed runs agree.
 #[test]
