@@ -5,8 +5,9 @@
 //! previous one is preceded by a `Switch`, so processes interleave at chunk granularity
 //! (at most `CAP` words of one thread). A forked child's chunks are held back until the
 //! parent's `Fork` event is in the stream. A process whose connection ends is closed
-//! with an `Exit` (its exit status when the plugin's exit callback ran; a warning when
-//! it did not, e.g. on a fatal signal, whose last unsent chunks are lost).
+//! with an `Exit` (with a warning when the plugin's exit callback did not run, e.g. on a
+//! fatal signal, whose last unsent chunks are lost), or an `Exec` when it replaced its
+//! program.
 
 use crate::decode::{decode, Control};
 use crate::launch::{self, Options};
@@ -278,7 +279,7 @@ impl Capture {
         if self.current != Some(pid) {
             out.push(Event::Switch { pid: trace_pid });
         }
-        out.push(Event::Exit);
+        out.push(if exec { Event::Exec } else { Event::Exit });
         self.current = None;
     }
 

@@ -198,13 +198,14 @@ pub fn detailed(o: &Outcome) -> String {
     let os = &r.os;
     let _ = writeln!(
         s,
-        "os            mmap {}  munmap {}  fork {} (entries {}, tables {})  exit {} (entries {}, tables {})  table visits {}  switches {}  ASID rollovers {}",
+        "os            mmap {}  munmap {}  fork {} (entries {}, tables {})  exit {} ({} by exec; entries {}, tables {})  table visits {}  switches {}  ASID rollovers {}",
         n(os.mmaps),
         n(os.munmaps),
         n(os.forks),
         n(os.fork_entries),
         n(os.fork_tables),
         n(os.exits),
+        n(os.execs),
         n(os.exit_entries),
         n(os.exit_tables),
         n(os.table_visits),

@@ -596,16 +596,18 @@ fn exec_runs_the_new_program_untraced() {
         err.contains("warning") && err.contains("exec'd a new program, which runs untraced"),
         "{err}"
     );
+    // The trace records the exec: the process's address space ends there.
     let s = summary(&t);
-    assert_eq!(s.count(EventKind::Exit), 1);
+    assert_eq!((s.count(EventKind::Exec), s.count(EventKind::Exit)), (1, 0));
     assert_eq!(s.pids, 1);
     let ev = events(&t);
-    assert!(matches!(ev.last(), Some(Event::Exit)));
+    assert!(matches!(ev.last(), Some(Event::Exec)));
 
     let o = d.xlat(&["run", "--", p, "exec"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(stdout(&o).ends_with("\nexec'd\n"), "{}", stdout(&o));
     assert!(stderr(&o).contains("runs untraced"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("exit 1 (1 by exec;"), "{}", stderr(&o));
 }
 
 /// 7. The program's stdout passes through byte for byte, its stderr text is there, and

@@ -790,8 +790,11 @@ impl<P: PageTable> Sim<P> {
                 }
             }
             Event::Fork { child } => self.fork(what, child)?,
-            Event::Exit => {
+            // An exec'd program is not traced: its address space ends here as on exit
+            // (counted as an exit, plus `os.execs`).
+            Event::Exit | Event::Exec => {
                 let cur = self.current(what)?;
+                self.c.os.execs += matches!(ev, Event::Exec) as u64;
                 self.exit(cur);
             }
             Event::Switch { pid } => {

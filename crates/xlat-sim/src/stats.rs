@@ -115,7 +115,9 @@ pub struct Os {
     /// Entries copied into children's tables.
     pub fork_entries: u64,
     pub fork_tables: u64,
+    /// Address spaces ended, by exit or by an exec of an untraced program (`execs`).
     pub exits: u64,
+    pub execs: u64,
     pub exit_entries: u64,
     pub exit_tables: u64,
     /// Entries cleared and tables freed by munmap/madvise/brk shrink/mremap.

@@ -302,6 +302,30 @@ fn fork_copies_and_cow_copies_on_store() {
 }
 
 #[test]
+fn exec_ends_the_address_space_like_exit() {
+    let cfg = machine(r#"{ entries = 64, sizes = ["4KiB"] }"#, "");
+    let prefix = vec![
+        mmap(BASE, 4 * 4096),
+        store(BASE),
+        store(BASE + 4096),
+        Event::Fork { child: Pid(2) },
+        Event::Switch { pid: Pid(2) },
+        store(BASE),
+    ];
+    let end = |last: Event| {
+        let mut ev = prefix.clone();
+        ev.extend([last, Event::Switch { pid: Pid(1) }, store(BASE + 2 * 4096)]);
+        run(&cfg, &ev)
+    };
+    let (exec, exit) = (end(Event::Exec), end(Event::Exit));
+    assert_eq!((exec.os.exits, exec.os.execs), (1, 1));
+    assert_eq!((exit.os.exits, exit.os.execs), (1, 0));
+    assert_eq!(exec.os.exit_entries, exit.os.exit_entries);
+    assert_eq!(exec.memory.frames_live, exit.memory.frames_live);
+    assert_eq!(exec.memory.frames_live, 3);
+}
+
+#[test]
 fn folded_level_costs_no_memory_but_counts_visits() {
     let three = |folded: bool| {
         let pud = if folded {

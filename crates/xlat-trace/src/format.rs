@@ -50,6 +50,7 @@ pub mod tag {
     pub const THREAD_EXIT: u8 = 0xce;
     pub const BLOCK: u8 = 0xcf;
     pub const BLOCK_TID: u8 = 0xd0;
+    pub const EXEC: u8 = 0xd1;
 }
 
 /// The trace header: where the trace came from.
@@ -183,10 +184,11 @@ pub enum EventKind {
     ThreadStart,
     ThreadExit,
     Block,
+    Exec,
 }
 
 impl EventKind {
-    pub const COUNT: usize = 16;
+    pub const COUNT: usize = 17;
     pub const ALL: [EventKind; EventKind::COUNT] = [
         EventKind::Fetch,
         EventKind::Load,
@@ -204,6 +206,7 @@ impl EventKind {
         EventKind::ThreadStart,
         EventKind::ThreadExit,
         EventKind::Block,
+        EventKind::Exec,
     ];
 
     #[inline]
@@ -227,6 +230,7 @@ impl EventKind {
             Event::ThreadStart { .. } => EventKind::ThreadStart,
             Event::ThreadExit { .. } => EventKind::ThreadExit,
             Event::Block(_) => EventKind::Block,
+            Event::Exec => EventKind::Exec,
         }
     }
 
@@ -249,6 +253,7 @@ impl EventKind {
             EventKind::ThreadStart => "thread-start",
             EventKind::ThreadExit => "thread-exit",
             EventKind::Block => "block",
+            EventKind::Exec => "exec",
         }
     }
 }

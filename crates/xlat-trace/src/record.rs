@@ -109,6 +109,7 @@ impl Encoder {
                 varint::put(out, child.0 as u64);
             }
             Event::Exit => out.push(tag::EXIT),
+            Event::Exec => out.push(tag::EXEC),
             Event::Switch { pid } => {
                 out.push(tag::SWITCH);
                 varint::put(out, pid.0 as u64);
@@ -421,6 +422,7 @@ impl Decoder {
                 child: Pid(u32_field(raw, p, "pid")?),
             },
             tag::EXIT => Event::Exit,
+            tag::EXEC => Event::Exec,
             tag::SWITCH => Event::Switch {
                 pid: Pid(u32_field(raw, p, "pid")?),
             },

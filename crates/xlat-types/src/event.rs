@@ -196,6 +196,9 @@ pub enum Event {
     },
     /// The current process exits; a `Switch` must follow before the next access.
     Exit,
+    /// The current process replaced its program (`execve`) with one that is not traced:
+    /// its address space ends as with `Exit`, and a `Switch` must follow.
+    Exec,
     /// Context switch to `pid`.
     Switch {
         pid: Pid,
@@ -226,6 +229,7 @@ impl Event {
             Event::Brk { .. } => "brk",
             Event::Fork { .. } => "fork",
             Event::Exit => "exit",
+            Event::Exec => "exec",
             Event::Switch { .. } => "switch",
             Event::Flush(_) => "flush",
             Event::ThreadStart { .. } => "thread-start",

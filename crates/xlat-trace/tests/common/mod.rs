@@ -107,6 +107,7 @@ pub fn event() -> impl Strategy<Value = Event> {
         1 => va().prop_map(|addr| Event::Brk { addr }),
         1 => any::<u32>().prop_map(|p| Event::Fork { child: Pid(p) }),
         1 => Just(Event::Exit),
+        1 => Just(Event::Exec),
         1 => any::<u32>().prop_map(|p| Event::Switch { pid: Pid(p) }),
         1 => va().prop_map(|a| Event::Flush(FlushScope::Page(a))),
         1 => (va(), any::<u64>()).prop_map(|(start, len)| Event::Flush(FlushScope::Range { start, len })),
@@ -179,6 +180,7 @@ pub fn sample_events(accesses: usize) -> Vec<Event> {
         Event::Flush(FlushScope::Asid),
         Event::Flush(FlushScope::All),
         Event::ThreadExit { tid: Tid(2) },
+        Event::Exec,
         Event::Exit,
     ]);
     v
