@@ -129,6 +129,26 @@ pub fn bench_cases(
     line: &dyn Fn(&str, u64, f64, u64),
     sum: &dyn Fn(&xlat_sim::Report) -> u64,
 ) -> Result<()> {
+    if want("trace-encode") {
+        // Writing a capture-like stream (instruction fetches with loads and stores, zstd
+        // level 1 as `xlat trace` does); only the writer is timed.
+        let n = 20_000_000u64;
+        let mut w = xlat_workloads::parse(&format!("mixed:refs={n}"))?;
+        let mut writer =
+            TraceWriter::with_level(Vec::new(), Header::new("x86_64", PageSize::K4), 1)?;
+        let mut buf: Vec<Event> = Vec::with_capacity(BATCH);
+        let mut secs = 0.0;
+        while w.fill(&mut buf, BATCH)? {
+            let t = Instant::now();
+            writer.write_all(&buf)?;
+            secs += t.elapsed().as_secs_f64();
+        }
+        let t = Instant::now();
+        let (bytes, s) = writer.finish_into_inner()?;
+        secs += t.elapsed().as_secs_f64();
+        ensure!(s.accesses() == n, "encoded {} references", s.accesses());
+        line("trace-encode", n, secs, bytes.len() as u64);
+    }
     if !want("trace-decode") && !want("trace-replay") {
         return Ok(());
     }
