@@ -1,6 +1,6 @@
 //! Progress lines on stderr for long captures and replays (drawn only on a terminal).
 
-use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+use indicatif::{MultiProgress, ProgressBar, ProgressState, ProgressStyle};
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -14,8 +14,11 @@ fn multi() -> &'static MultiProgress {
 pub fn bar(what: String) -> ProgressBar {
     let pb = multi().add(ProgressBar::new_spinner());
     pb.set_style(
-        ProgressStyle::with_template("{elapsed:>4} {human_pos} {msg} ({per_sec})")
-            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        ProgressStyle::with_template("{elapsed:>4} {human_pos} {msg} ({rate})")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner())
+            .with_key("rate", |s: &ProgressState, w: &mut dyn std::fmt::Write| {
+                let _ = write!(w, "{:.1} M/s", s.per_sec() / 1e6);
+            }),
     );
     pb.set_message(what);
     pb.enable_steady_tick(Duration::from_millis(250));
