@@ -41,6 +41,8 @@ pub enum Fill {
 #[derive(Debug, Clone)]
 pub struct Assoc<R> {
     ways: usize,
+    /// Sets of 8 to 64 ways are searched with [`crate::simd::eq_mask`].
+    wide: bool,
     set_mask: u64,
     keys: Vec<u64>,
     meta: Vec<Meta>,
@@ -53,6 +55,7 @@ impl<R: Replacement> Assoc<R> {
         debug_assert!(sets.is_power_of_two() && ways > 0);
         Assoc {
             ways,
+            wide: (8..=64).contains(&ways),
             set_mask: sets as u64 - 1,
             keys: vec![0; sets * ways],
             meta: vec![Meta::default(); sets * ways],
@@ -76,29 +79,27 @@ impl<R: Replacement> Assoc<R> {
         }
     }
 
+    /// The way of the set at `base` holding `key` for `asid`, and its metadata.
     #[inline(always)]
-    fn find(&self, base: usize, key: u64, asid: u16) -> Option<usize> {
+    fn find(&self, base: usize, key: u64, asid: u16) -> Option<(usize, Meta)> {
         let keys = &self.keys[base..base + self.ways];
-        if (8..=64).contains(&self.ways) {
+        let meta = &self.meta[base..base + self.ways];
+        if self.wide {
             let mut m = crate::simd::eq_mask(keys, key);
             while m != 0 {
                 let w = m.trailing_zeros() as usize;
-                let e = &self.meta[base + w];
+                let e = meta[w];
                 if e.asid == asid || e.flags & GLOBAL != 0 {
-                    return Some(w);
+                    return Some((w, e));
                 }
                 m &= m - 1;
             }
             return None;
         }
-        let mut from = 0;
-        while let Some(p) = keys[from..].iter().position(|&k| k == key) {
-            let w = from + p;
-            let m = &self.meta[base + w];
-            if m.asid == asid || m.flags & GLOBAL != 0 {
-                return Some(w);
+        for (w, (&k, &e)) in keys.iter().zip(meta).enumerate() {
+            if k == key && (e.asid == asid || e.flags & GLOBAL != 0) {
+                return Some((w, e));
             }
-            from = w + 1;
         }
         None
     }
@@ -109,15 +110,20 @@ impl<R: Replacement> Assoc<R> {
     pub fn lookup(&mut self, index: u64, key: u64, asid: u16) -> Option<Slot> {
         let set = self.set_of(index);
         let base = set * self.ways;
-        let w = self.find(base, key, asid)?;
+        let (w, m) = self.find(base, key, asid)?;
         self.repl.on_hit(set, w);
-        Some(self.slot(base + w))
+        Some(Slot {
+            key,
+            asid: m.asid,
+            flags: m.flags,
+            data: m.data,
+        })
     }
 
     /// Like `lookup` without touching replacement state.
     pub fn peek(&self, index: u64, key: u64, asid: u16) -> Option<Slot> {
         let base = self.set_of(index) * self.ways;
-        self.find(base, key, asid).map(|w| self.slot(base + w))
+        self.find(base, key, asid).map(|(w, _)| self.slot(base + w))
     }
 
     /// Inserts `slot` into the set chosen by `index`: an invalid way if any, otherwise
@@ -171,7 +177,7 @@ impl<R: Replacement> Assoc<R> {
         let set = self.set_of(index);
         let base = set * self.ways;
         match self.find(base, key, asid) {
-            Some(w) => {
+            Some((w, _)) => {
                 self.keys[base + w] = 0;
                 self.repl.on_invalidate(set, w);
                 true
