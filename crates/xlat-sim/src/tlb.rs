@@ -257,8 +257,8 @@ pub struct Tlbs {
     pub prefetch_hits: u64,
     pub prefetch_fills: u64,
     memo: [Memo; 2],
-    /// Memo used by each side (both 0 when the first level is unified).
-    memo_of: [usize; 2],
+    /// Memo used by a side: `side & memo_mask` (0 when the first level is unified).
+    memo_mask: usize,
 }
 
 impl Tlbs {
@@ -351,10 +351,10 @@ impl Tlbs {
             prefetch_hits: 0,
             prefetch_fills: 0,
             memo: [Memo::default(); 2],
-            memo_of: [0, 1],
+            memo_mask: 1,
         };
         if t.levels[0].unified {
-            t.memo_of = [0, 0];
+            t.memo_mask = 0;
         }
         for p in &c.pinned {
             let sides: &[usize] = match p.side {
@@ -432,13 +432,13 @@ impl Tlbs {
         let Some((shift, pfn, flags, si, locked)) = found else {
             st.misses += 1;
             if li == 0 {
-                self.memo[self.memo_of[side]].bits = 0;
+                self.memo[side & self.memo_mask & 1].bits = 0;
             }
             return None;
         };
         st.hits += 1;
         if li == 0 {
-            self.memo[self.memo_of[side]] =
+            self.memo[side & self.memo_mask & 1] =
                 Memo::new(va, shift, pfn, flags, asid, si as usize, locked);
         }
         Some(Entry {
@@ -453,7 +453,7 @@ impl Tlbs {
     /// side, counted exactly as a probe would count it. `None` means: probe normally.
     #[inline(always)]
     pub fn memo_hit(&mut self, side: usize, va: u64, asid: u16, store: bool) -> Option<Entry> {
-        let m = &self.memo[self.memo_of[side]];
+        let m = &self.memo[side & self.memo_mask & 1];
         let need = M_VALID | if store { M_WRITABLE } else { 0 };
         if m.bits & need == need
             && va >> m.shift == m.vpn
@@ -493,7 +493,7 @@ impl Tlbs {
         for li in (0..upto).rev() {
             let Some((si, s)) = self.levels[li].fill_to[side][leaf.shift as usize & 63] else {
                 if li == 0 {
-                    self.memo[self.memo_of[side]].bits = 0;
+                    self.memo[side & self.memo_mask & 1].bits = 0;
                 }
                 continue;
             };
@@ -540,7 +540,8 @@ impl Tlbs {
                 }
             }
             if li == 0 {
-                self.memo[self.memo_of[side]] = Memo::new(va, s, slot.data, flags, asid, si, false);
+                self.memo[side & self.memo_mask & 1] =
+                    Memo::new(va, s, slot.data, flags, asid, si, false);
             }
         }
     }
