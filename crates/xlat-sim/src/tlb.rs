@@ -57,8 +57,9 @@ struct Locked {
 pub struct Structure {
     /// Held page sizes, largest first.
     shifts: Vec<u8>,
-    /// Valid entries per held size (same order): sizes with none are not probed.
-    live: Vec<u32>,
+    /// Valid entries per page size (log2; only held sizes are ever non-zero): sizes
+    /// with none are not probed.
+    live: [u32; 64],
     arr: AnyAssoc,
     locked: Vec<Locked>,
     lockdown_slots: u32,
@@ -72,7 +73,7 @@ impl Structure {
         shifts.sort_unstable_by(|a, b| b.cmp(a));
         shifts.dedup();
         Ok(Structure {
-            live: vec![0; shifts.len()],
+            live: [0; 64],
             arr: AnyAssoc::new(c.replacement, sets, ways, seed),
             locked: Vec::new(),
             lockdown_slots: c.lockdown,
@@ -111,11 +112,11 @@ impl Structure {
         let mut n = 0;
         let end = base + (1u64 << shift) - 1;
         for si in 0..self.shifts.len() {
-            if self.live[si] == 0 {
+            let s = self.shifts[si] as u32;
+            if self.live[s as usize] == 0 {
                 continue;
             }
             let before = n;
-            let s = self.shifts[si] as u32;
             if s >= shift {
                 let va = base;
                 let hit = match asid {
@@ -142,27 +143,17 @@ impl Structure {
                         && asid.is_none_or(|a| sl.asid == a || sl.flags & GLOBAL != 0)
                 });
             }
-            self.live[si] -= (n - before) as u32;
+            self.live[s as usize] -= (n - before) as u32;
         }
         self.stats.invalidations += n;
         n
     }
 
-    fn shift_index(&self, shift: u8) -> usize {
-        self.shifts
-            .iter()
-            .position(|&s| s == shift)
-            .expect("held size")
-    }
-
     /// Recounts `live` after a bulk invalidation.
     fn recount(&mut self) {
-        let mut live = vec![0u32; self.shifts.len()];
+        let mut live = [0u32; 64];
         self.arr.invalidate_where(|sl| {
-            let sh = (sl.key & 63) as u8;
-            if let Some(i) = self.shifts.iter().position(|&s| s == sh) {
-                live[i] += 1;
-            }
+            live[(sl.key & 63) as usize] += 1;
             false
         });
         self.live = live;
@@ -233,14 +224,13 @@ struct Level {
     plan: [Vec<Step>; 2],
 }
 
-/// One step of a level's lookup: size `k` (log2 `shift`) of structure `si`. `first`
-/// marks a structure's first step, where its locked-down entries are checked.
+/// One step of a level's lookup: page size `shift` (log2) of structure `si`. `locked`
+/// marks the first step of a structure that has locked-down entries (checked there).
 #[derive(Clone, Copy, Debug)]
 struct Step {
     si: u16,
-    k: u8,
     shift: u8,
-    first: bool,
+    locked: bool,
 }
 
 /// The whole hierarchy.
@@ -321,12 +311,12 @@ impl Tlbs {
             let plan = sides.clone().map(|list| {
                 let mut v = Vec::new();
                 for si in list {
-                    for (k, &shift) in structs[si].shifts.iter().enumerate() {
+                    for &shift in &structs[si].shifts {
                         v.push(Step {
                             si: si as u16,
-                            k: k as u8,
                             shift,
-                            first: k == 0,
+                            // Set once the pinned entries are placed (below).
+                            locked: false,
                         });
                     }
                 }
@@ -392,6 +382,17 @@ impl Tlbs {
                 });
             }
         }
+        // A structure's first step checks its locked-down entries, if it has any.
+        for level in &mut t.levels {
+            for plan in &mut level.plan {
+                let mut prev = None;
+                for step in plan.iter_mut() {
+                    let first = prev != Some(step.si);
+                    prev = Some(step.si);
+                    step.locked = first && !t.structs[step.si as usize].locked.is_empty();
+                }
+            }
+        }
         Ok(t)
     }
 
@@ -413,13 +414,13 @@ impl Tlbs {
         let mut found = None;
         for &p in plan {
             let st = &mut self.structs[p.si as usize];
-            if p.first && !st.locked.is_empty() {
+            if p.locked {
                 if let Some(e) = st.lookup_locked(va) {
                     found = Some((e.shift, e.pfn, W | GLOBAL, p.si, true));
                     break;
                 }
             }
-            if st.live[p.k as usize] == 0 {
+            if st.live[p.shift as usize & 63] == 0 {
                 continue;
             }
             if let Some(slot) = st.arr.lookup(va >> p.shift, key(va, p.shift as u32), asid) {
@@ -514,12 +515,10 @@ impl Tlbs {
             };
             let st = &mut self.structs[si];
             st.stats.fills += 1;
-            let fi = st.shift_index(s);
-            st.live[fi] += 1;
+            st.live[s as usize & 63] += 1;
             if let Fill::Evicted(old) = st.arr.fill(va >> s, slot) {
                 st.stats.evictions += 1;
-                let oi = st.shift_index((old.key & 63) as u8);
-                st.live[oi] -= 1;
+                st.live[(old.key & 63) as usize] -= 1;
                 if self.inclusion == Inclusion::Inclusive && li > 0 {
                     let sh = (old.key & 63) as u32;
                     let ova = ((old.key & !VALID) >> 6) << sh;
@@ -625,7 +624,7 @@ impl Tlbs {
         for s in &mut self.structs {
             let k = s.arr.invalidate_where(|_| true);
             s.stats.invalidations += k;
-            s.live.iter_mut().for_each(|l| *l = 0);
+            s.live = [0; 64];
             n += k;
         }
         self.prefetch.clear();
