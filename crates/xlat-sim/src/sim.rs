@@ -1005,7 +1005,7 @@ impl<P: PageTable> Sim<P> {
         refs.instructions += refs.fetch - refs.blocks;
         let total = refs.total.max(1) as f64;
         let mut tlb_levels = Vec::new();
-        for (li, pair) in self.tlb.level_stats.iter().enumerate() {
+        for (li, pair) in self.tlb.level_stats().iter().enumerate() {
             let n = if self.tlb.is_unified(li) { 1 } else { 2 };
             for st in pair.iter().take(n) {
                 let mut s = st.clone();

@@ -239,8 +239,13 @@ pub struct Tlbs {
     pub structs: Vec<Structure>,
     levels: Vec<Level>,
     inclusion: Inclusion,
-    /// Per level, per side.
-    pub level_stats: Vec<[LevelStats; 2]>,
+    /// Per level, per side (level 0's hits and misses are in `l1_hits`/`l1_misses`;
+    /// see [`Tlbs::level_stats`]).
+    level_stats: Vec<[LevelStats; 2]>,
+    /// Level 0's lookup plan per side (a copy of `levels[0].plan`: no bounds check).
+    l1_plan: [Vec<Step>; 2],
+    l1_hits: [u64; 2],
+    l1_misses: [u64; 2],
     prefetch: Vec<(u64, u16, Entry)>,
     prefetch_cap: usize,
     prefetch_next: usize,
@@ -335,6 +340,9 @@ impl Tlbs {
             levels,
             inclusion: c.inclusion,
             level_stats,
+            l1_plan: [Vec::new(), Vec::new()],
+            l1_hits: [0; 2],
+            l1_misses: [0; 2],
             prefetch: Vec::new(),
             prefetch_cap: c.prefetch_buffer as usize,
             prefetch_next: 0,
@@ -393,7 +401,22 @@ impl Tlbs {
                 }
             }
         }
+        if let Some(l) = t.levels.first() {
+            t.l1_plan = l.plan.clone();
+        }
         Ok(t)
+    }
+
+    /// Hit and miss counts per level and side.
+    pub fn level_stats(&self) -> Vec<[LevelStats; 2]> {
+        let mut v = self.level_stats.clone();
+        if let Some(l1) = v.first_mut() {
+            for (side, st) in l1.iter_mut().enumerate() {
+                st.hits += self.l1_hits[side];
+                st.misses += self.l1_misses[side];
+            }
+        }
+        v
     }
 
     pub fn levels(&self) -> usize {
@@ -407,7 +430,12 @@ impl Tlbs {
     /// Probes level `li` on `side`; counts the lookup.
     #[inline(always)]
     pub fn probe(&mut self, li: usize, side: usize, va: u64, asid: u16) -> Option<Entry> {
-        let plan = &self.levels[li].plan[side];
+        let side = side & 1;
+        let plan = if li == 0 {
+            &self.l1_plan[side]
+        } else {
+            &self.levels[li].plan[side]
+        };
         if plan.is_empty() {
             return None;
         }
@@ -429,15 +457,20 @@ impl Tlbs {
                 break;
             }
         }
-        let st = &mut self.level_stats[li][side];
         let Some((shift, pfn, flags, si, locked)) = found else {
-            st.misses += 1;
             if li == 0 {
+                self.l1_misses[side] += 1;
                 self.memo[side & self.memo_mask & 1].bits = 0;
+            } else {
+                self.level_stats[li][side].misses += 1;
             }
             return None;
         };
-        st.hits += 1;
+        if li == 0 {
+            self.l1_hits[side] += 1;
+        } else {
+            self.level_stats[li][side].hits += 1;
+        }
         if li == 0 {
             self.memo[side & self.memo_mask & 1] =
                 Memo::new(va, shift, pfn, flags, asid, si as usize, locked);
@@ -460,8 +493,7 @@ impl Tlbs {
             && va >> m.shift == m.vpn
             && (m.asid == asid || m.bits & M_GLOBAL != 0)
         {
-            let st = &mut self.level_stats[0][side];
-            st.hits += 1;
+            self.l1_hits[side & 1] += 1;
             let s = &mut self.structs[m.si as usize].stats;
             s.hits += 1;
             s.locked_hits += (m.bits & M_LOCKED != 0) as u64;
