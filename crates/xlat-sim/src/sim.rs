@@ -256,14 +256,27 @@ impl<P: PageTable> Sim<P> {
             self.data_ref(&e, va);
             return Ok(e.shift as u32);
         }
-        let l1 = self.tlb.probe(0, side, va, asid);
-        if let Some(e) = l1 {
-            if !store || e.writable {
+        match self.tlb.probe(0, side, va, asid) {
+            Some(e) if !store || e.writable => {
                 self.data_ref(&e, va);
-                return Ok(e.shift as u32);
+                Ok(e.shift as u32)
             }
+            Some(e) => self.translate_read_only_l1(kind, va, e),
+            None => self.translate_past_l1(kind, va, None),
         }
-        self.translate_past_l1(kind, va, l1)
+    }
+
+    /// A store hit a read-only first-level entry (apart from `translate_past_l1`, so the
+    /// common miss call passes no entry).
+    #[cold]
+    #[inline(never)]
+    fn translate_read_only_l1(
+        &mut self,
+        kind: AccessKind,
+        va: u64,
+        e: Entry,
+    ) -> Result<u32, SimError> {
+        self.translate_past_l1(kind, va, Some(e))
     }
 
     /// `translate` after the first level missed (`l1` is `None`) or hit an entry that a
