@@ -111,7 +111,7 @@ impl<R: Replacement> Assoc<R> {
         let set = self.set_of(index);
         let base = set * self.ways;
         let (w, m) = self.find(base, key, asid)?;
-        self.repl.on_hit(set, w);
+        self.repl.on_hit_at(set, w, base + w);
         Some(Slot {
             key,
             asid: m.asid,

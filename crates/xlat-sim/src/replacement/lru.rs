@@ -23,6 +23,11 @@ impl Replacement for Lru {
         self.stamps[set * self.ways + way] = self.clock;
     }
     #[inline]
+    fn on_hit_at(&mut self, _set: usize, _way: usize, index: usize) {
+        self.clock += 1;
+        self.stamps[index] = self.clock;
+    }
+    #[inline]
     fn on_fill(&mut self, set: usize, way: usize) {
         self.on_hit(set, way)
     }
