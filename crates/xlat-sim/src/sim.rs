@@ -41,8 +41,14 @@ struct Process<P> {
 
 #[derive(Default)]
 struct Counters {
+    /// `refs.translations` is derived by the report: accesses past the range checks
+    /// (`by_kind` total minus `rejected`) plus `extra_pages`.
     refs: Refs,
     by_kind: [u64; 3],
+    /// Accesses that failed `access`'s range checks (never translated).
+    rejected: u64,
+    /// Pages past the first that accesses touched.
+    extra_pages: u64,
     walks: u64,
     faulting_walks: u64,
     walk_refs: u64,
@@ -169,8 +175,11 @@ impl<P: PageTable> Sim<P> {
         // Prefetch only while walks are frequent (they are what misses the host caches).
         let prefetching = self.c.walks - self.walks_at_batch > (events.len() / 32) as u64;
         self.walks_at_batch = self.c.walks;
-        for (i, ev) in events.iter().enumerate() {
+        let first = self.event;
+        for ev in events {
             if prefetching {
+                // The index of `ev` in `events` (`self.event` counts the events done).
+                let i = (self.event - first) as usize;
                 if let Some(Event::Access(a)) = events.get(i + PREFETCH_DISTANCE) {
                     self.prefetch(a.addr.0);
                 }
@@ -211,12 +220,14 @@ impl<P: PageTable> Sim<P> {
         self.c.by_kind[kind as usize] += 1;
         let last = va.wrapping_add(size.max(1) as u64 - 1);
         if last < va {
+            self.c.rejected += 1;
             return Err(SimError::BadRange {
                 event: self.event,
                 what: kind.name(),
             });
         }
         if last & self.va_high != 0 {
+            self.c.rejected += 1;
             return Err(SimError::OutOfRange {
                 event: self.event,
                 what: kind.name(),
@@ -234,6 +245,7 @@ impl<P: PageTable> Sim<P> {
             if cur == va {
                 self.c.refs.page_crossings += 1;
             }
+            self.c.extra_pages += 1;
             cur = next;
         }
     }
@@ -244,7 +256,7 @@ impl<P: PageTable> Sim<P> {
     fn translate(&mut self, kind: AccessKind, va: u64) -> Result<u32, SimError> {
         let side = (kind != AccessKind::Fetch) as usize;
         let store = kind == AccessKind::Store;
-        self.c.refs.translations += 1;
+        // One translation (the report derives `refs.translations`; see `Counters`).
         if self.cur.is_none() {
             return Err(SimError::NoProcess {
                 event: self.event,
@@ -1014,6 +1026,7 @@ impl<P: PageTable> Sim<P> {
         refs.load = c.by_kind[AccessKind::Load as usize];
         refs.store = c.by_kind[AccessKind::Store as usize];
         refs.total = refs.fetch + refs.load + refs.store;
+        refs.translations = refs.total - c.rejected + c.extra_pages;
         // Per-instruction fetch records are one instruction each; blocks added theirs.
         refs.instructions += refs.fetch - refs.blocks;
         let total = refs.total.max(1) as f64;
