@@ -5,7 +5,7 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::thread::JoinHandle;
 use xlat_types::{Event, EventSource};
 
-/// Batches in flight (memory stays bounded: at most this many batches plus two).
+/// Batches in flight (memory stays bounded: at most twice this many batches plus two).
 const DEPTH: usize = 4;
 
 /// An [`EventSource`] whose inner source fills batches on another thread. Batches are
