@@ -140,14 +140,22 @@ pub fn run(a: RunArgs) -> Result<i32> {
     leave_interrupts_to_the_program();
     let bits = cfg.va_bits();
     let msg = || "events simulated".to_string();
-    let fold_warning = if bits >= USER_BITS {
-        drive_progress(&mut cap, &mut sim, msg(), BATCH)
-            .context("simulating the captured stream")?;
-        None
+    let simulated = if bits >= USER_BITS {
+        drive_progress(&mut cap, &mut sim, msg(), BATCH).map(|_| None)
     } else {
         let mut f = Fold::new(&mut cap, bits);
-        drive_progress(&mut f, &mut sim, msg(), BATCH).context("simulating the captured stream")?;
-        f.warning("the program")
+        drive_progress(&mut f, &mut sim, msg(), BATCH).map(|_| f.warning("the program"))
+    };
+    let fold_warning = match simulated {
+        Ok(w) => w,
+        Err(e) => {
+            // Let the program finish (untraced from here) rather than leave it running
+            // behind us, then report the error.
+            eprintln!("xlat: the simulation stopped (error below); the program runs on, untraced");
+            let mut buf = Vec::new();
+            while cap.fill(&mut buf, BATCH).unwrap_or(false) {}
+            return Err(e.context("simulating the captured stream"));
+        }
     };
     let code = exit_code(cap.exit_status(), cap.stats().processes)?;
     let o = Outcome {

@@ -689,6 +689,33 @@ fn daemons_outliving_their_parent_are_traced_to_the_end() {
     assert_eq!((s.count(EventKind::Fork), s.count(EventKind::Exit)), (1, 2));
 }
 
+/// A simulation error mid-run (here: a machine that refuses touches outside recorded
+/// mappings, which QEMU's own loader mappings are) is reported after the program, which
+/// runs to its end, not left running behind xlat.
+#[test]
+fn a_simulation_error_lets_the_program_finish() {
+    let d = Dir::new();
+    let machine = d.xlat(&["machines", "skylake"]);
+    assert!(machine.status.success());
+    let toml = stdout(&machine).replace("unmapped = \"map\"", "unmapped = \"error\"");
+    assert!(toml.contains("unmapped = \"error\""));
+    let m = d.path("strict.toml");
+    std::fs::write(&m, toml).unwrap();
+    let prog = d.compile("pages");
+    let o = d.xlat(&[
+        "run",
+        "-m",
+        m.to_str().unwrap(),
+        "--",
+        prog.to_str().unwrap(),
+    ]);
+    no_panic(&o);
+    assert_eq!(code(&o), 1);
+    assert!(stderr(&o).contains("touches no mapping"), "{}", stderr(&o));
+    // The program ran to its end: it printed its region after the error happened.
+    assert!(stdout(&o).starts_with("0x"), "{:?}", stdout(&o));
+}
+
 /// An x86-64 program on a 32-bit machine: addresses are folded to 32 bits (QEMU places
 /// the program in one small window), with a warning; online and replayed runs agree.
 #[test]
