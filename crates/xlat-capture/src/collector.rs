@@ -8,6 +8,12 @@
 //! with an `Exit` (with a warning when the plugin's exit callback did not run, e.g. on a
 //! fatal signal, whose last unsent chunks are lost), or an `Exec` when it replaced its
 //! program.
+//!
+//! Ending: the capture is over when the program has exited, no connection is open, and
+//! every process still expected (a forked child not yet connected, a process between two
+//! connections) is gone. A process may have connected just before it died, so the last
+//! word belongs to the accept thread: asked with a sequence number, it answers `Quiet(n)`
+//! only after finding the listen queue empty, behind every `Connected` it sent before.
 
 use crate::decode::{decode, Control};
 use crate::launch::{self, Options};
@@ -15,8 +21,10 @@ use crate::wire;
 use crate::CaptureError;
 use std::collections::{HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::raw::c_int;
 use std::process::ExitStatus;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
@@ -42,6 +50,22 @@ enum Msg {
         how: End,
     },
     RootExited(std::io::Result<ExitStatus>),
+    /// The accept thread found no connection waiting after quiet request `n`.
+    Quiet(u64),
+}
+
+/// How often the accept thread looks at its stop flag and quiet requests.
+const ACCEPT_POLL_MS: c_int = 20;
+
+/// Shared between the consumer and the accept thread.
+struct Acceptor {
+    listen: OwnedFd,
+    stop: AtomicBool,
+    /// The latest quiet request's sequence number.
+    quiet_request: AtomicU64,
+    /// Test aid (`XLAT_TEST_ACCEPT_DELAY_MS`): a pause before reading each hello, which
+    /// widens the window between a process's connect and its acceptance.
+    delay: Duration,
 }
 
 #[derive(Debug)]
@@ -132,7 +156,11 @@ pub struct Capture {
     rx: Receiver<Msg>,
     free_tx: SyncSender<Vec<Event>>,
     registry: Arc<Registry>,
-    listen_fd: c_int,
+    acceptor: Arc<Acceptor>,
+    /// Quiet request outstanding (sent once everything known had ended) and the latest
+    /// answer.
+    quiet_asked: Option<u64>,
+    quiet_answered: u64,
     root_pid: u32,
     /// Trace pid currently running (`None` before the first event and after an exit).
     current: Option<u32>,
@@ -176,7 +204,17 @@ impl Capture {
                 .map(|d| d.as_nanos())
                 .unwrap_or(0)
         );
-        let listen_fd = listen(&sock)?;
+        let acceptor = Arc::new(Acceptor {
+            listen: listen(&sock)?,
+            stop: AtomicBool::new(false),
+            quiet_request: AtomicU64::new(0),
+            delay: Duration::from_millis(
+                std::env::var("XLAT_TEST_ACCEPT_DELAY_MS")
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0),
+            ),
+        });
         let mut cmd = launch::command(&qemu, &plugin, &sock, opts.per_insn, program, args)?;
         let mut child = cmd.spawn().map_err(|e| CaptureError::Spawn {
             qemu: qemu.display().to_string(),
@@ -195,14 +233,16 @@ impl Capture {
             });
         }
         {
-            let registry = registry.clone();
-            std::thread::spawn(move || accept_loop(listen_fd, root_pid, tx, registry, free_rx));
+            let (registry, acceptor) = (registry.clone(), acceptor.clone());
+            std::thread::spawn(move || accept_loop(&acceptor, root_pid, tx, registry, free_rx));
         }
         Ok(Capture {
             rx,
             free_tx,
             registry,
-            listen_fd,
+            acceptor,
+            quiet_asked: None,
+            quiet_answered: 0,
             root_pid,
             current: Some(root_pid),
             pending: Vec::new(),
@@ -229,13 +269,28 @@ impl Capture {
 
     fn finished(&mut self) -> bool {
         if self.status.is_none() || !self.live.is_empty() {
+            self.quiet_asked = None;
             return false;
         }
         // Forked children that never connected, processes between two connections: wait
         // while they exist.
         self.expected.retain(|&p| alive(p));
         self.reconnecting.retain(|&p, n| *n > 0 && alive(p));
-        self.expected.is_empty() && self.reconnecting.is_empty()
+        if !(self.expected.is_empty() && self.reconnecting.is_empty()) {
+            self.quiet_asked = None;
+            return false;
+        }
+        // Everything known has ended; a connection made just before may still wait in the
+        // listen queue. Over once the accept thread, asked now, has found it empty.
+        match self.quiet_asked {
+            Some(n) => self.quiet_answered >= n,
+            None => {
+                let n = self.acceptor.quiet_request.load(SeqCst) + 1;
+                self.acceptor.quiet_request.store(n, SeqCst);
+                self.quiet_asked = Some(n);
+                false
+            }
+        }
     }
 
     /// Ends process `pid` in the stream (switching to it first if needed).
@@ -395,6 +450,12 @@ impl EventSource for Capture {
                         self.done = true;
                     }
                 }
+                Msg::Quiet(n) => {
+                    self.quiet_answered = n;
+                    if self.finished() {
+                        self.done = true;
+                    }
+                }
             }
         }
     }
@@ -402,10 +463,10 @@ impl EventSource for Capture {
 
 impl Drop for Capture {
     fn drop(&mut self) {
-        unsafe {
-            libc::shutdown(self.listen_fd, libc::SHUT_RDWR);
-            libc::close(self.listen_fd);
-        }
+        // The accept thread sees the flag within ACCEPT_POLL_MS and drops its reference;
+        // the last one closes the listener.
+        self.acceptor.stop.store(true, SeqCst);
+        unsafe { libc::shutdown(self.acceptor.listen.as_raw_fd(), libc::SHUT_RDWR) };
     }
 }
 
@@ -433,24 +494,27 @@ fn sockaddr(name: &str) -> (libc::sockaddr_un, libc::socklen_t) {
     (sa, len as libc::socklen_t)
 }
 
-fn listen(name: &str) -> Result<c_int, CaptureError> {
+fn listen(name: &str) -> Result<OwnedFd, CaptureError> {
     let err =
         |what: &str| CaptureError::Socket(format!("{what}: {}", std::io::Error::last_os_error()));
     unsafe {
-        let fd = libc::socket(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0);
+        let fd = libc::socket(
+            libc::AF_UNIX,
+            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
+            0,
+        );
         if fd < 0 {
             return Err(err("socket"));
         }
+        let owned = OwnedFd::from_raw_fd(fd);
         let (sa, len) = sockaddr(name);
         if libc::bind(fd, &sa as *const _ as *const libc::sockaddr, len) != 0 {
-            libc::close(fd);
             return Err(err("bind"));
         }
         if libc::listen(fd, 128) != 0 {
-            libc::close(fd);
             return Err(err("listen"));
         }
-        Ok(fd)
+        Ok(owned)
     }
 }
 
@@ -483,14 +547,25 @@ fn recv(fd: c_int, buf: &mut [u64]) -> Result<usize, String> {
     }
 }
 
+/// Accepts connections until the capture is dropped, and answers quiet requests once
+/// the listen queue is empty.
 fn accept_loop(
-    lfd: c_int,
+    acceptor: &Acceptor,
     root: u32,
     tx: SyncSender<Msg>,
     registry: Arc<Registry>,
     free: Arc<Mutex<Receiver<Vec<Event>>>>,
 ) {
+    let lfd = acceptor.listen.as_raw_fd();
+    let mut answered = 0;
     loop {
+        if acceptor.stop.load(SeqCst) {
+            return;
+        }
+        // Read before looking at the queue: an empty queue then covers every connection
+        // made before the request.
+        let asked = acceptor.quiet_request.load(SeqCst);
+        // Non-blocking listener: EAGAIN means the queue is empty.
         let fd = unsafe {
             libc::accept4(
                 lfd,
@@ -500,11 +575,27 @@ fn accept_loop(
             )
         };
         if fd < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.kind() == std::io::ErrorKind::Interrupted {
-                continue;
+            match std::io::Error::last_os_error().raw_os_error() {
+                Some(libc::EINTR) | Some(libc::ECONNABORTED) => continue,
+                Some(libc::EAGAIN) => {}
+                _ => return, // the listener was shut down
             }
-            return; // the listener was shut down
+            if asked > answered {
+                answered = asked;
+                if tx.send(Msg::Quiet(asked)).is_err() {
+                    return;
+                }
+            }
+            let mut p = libc::pollfd {
+                fd: lfd,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            unsafe { libc::poll(&mut p, 1, ACCEPT_POLL_MS) };
+            continue;
+        }
+        if !acceptor.delay.is_zero() {
+            std::thread::sleep(acceptor.delay);
         }
         let mut hello = [0u64; 3];
         let ok = matches!(recv(fd, &mut hello), Ok(wire::HELLO_BYTES));

@@ -86,8 +86,14 @@ impl Dir {
 
     /// Runs `xlat ARGS` in this directory (QEMU may write core files to the cwd).
     fn xlat<S: AsRef<std::ffi::OsStr>>(&self, args: &[S]) -> Output {
+        self.xlat_env(args, &[])
+    }
+
+    /// `xlat ARGS` with extra environment variables.
+    fn xlat_env<S: AsRef<std::ffi::OsStr>>(&self, args: &[S], env: &[(&str, &str)]) -> Output {
         Command::new(XLAT)
             .args(args)
+            .envs(env.iter().copied())
             .current_dir(self.0.path())
             .env_remove("XLAT_QEMU")
             .env_remove("XLAT_QEMU_PLUGIN")
@@ -643,11 +649,29 @@ fn program_output_passes_through() {
 
 /// A program that closes every descriptor and dup2s over the plugin's: the plugin hands
 /// over to a new connection each time, nothing is lost, nothing leaks into the output.
+/// Also with a slow collector (each accept delayed), so that the program has exited
+/// while its last connections still wait in the listen queue.
 #[test]
 fn closing_all_descriptors_loses_nothing() {
     let d = Dir::new();
     let prog = d.compile("closefds");
-    let (o, t) = d.trace("closefds", &[], &[prog.to_str().unwrap()]);
+    for delay in ["0", "30"] {
+        closing_all_descriptors(&d, &prog, delay);
+    }
+}
+
+fn closing_all_descriptors(d: &Dir, prog: &Path, delay: &str) {
+    let t = d.path("closefds.xlt");
+    let o = d.xlat_env(
+        &[
+            "trace",
+            "-o",
+            t.to_str().unwrap(),
+            "--",
+            prog.to_str().unwrap(),
+        ],
+        &[("XLAT_TEST_ACCEPT_DELAY_MS", delay)],
+    );
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let out = stdout(&o);
     assert!(out.ends_with("through 512\n"), "{out:?}");
@@ -660,7 +684,10 @@ fn closing_all_descriptors_loses_nothing() {
         .flat_map(|_| (0..100).map(move |i| base + i * PAGE))
         .collect();
     let got: Vec<u64> = stores.iter().map(|(_, a)| a.addr.0).collect();
-    assert_eq!(got, want, "4 rounds of 100 stores, in order");
+    assert_eq!(
+        got, want,
+        "4 rounds of 100 stores, in order (accept delay {delay} ms)"
+    );
     assert_eq!(summary(&t).pids, 1, "one process, however many connections");
     assert!(matches!(ev.last(), Some(Event::Exit)));
 }
