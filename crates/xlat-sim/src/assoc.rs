@@ -5,7 +5,7 @@
 //! and payload sit beside them. Invariant: a key is present at most once per set for a
 //! given ASID (or globally); key 0 means "invalid" (callers set [`VALID`]).
 
-use crate::replacement::{Fifo, Lru, Policy, Random, Replacement, TreePlru};
+use crate::replacement::{Fifo, Lru, LruOrder, Policy, Random, Replacement, TreePlru};
 
 /// Bit OR-ed into every stored key so that 0 never matches.
 pub const VALID: u64 = 1 << 63;
@@ -191,10 +191,13 @@ impl<R: Replacement> Assoc<R> {
     }
 }
 
-/// An [`Assoc`] with its policy chosen at run time; one `match` per call.
+/// An [`Assoc`] with its policy chosen at run time; one `match` per call. True LRU is
+/// kept as an order per set for 5 to 16 ways (no victim scan) and as stamps otherwise
+/// (a hit is one store; narrow sets scan cheaply): the same policy either way.
 #[derive(Debug, Clone)]
 pub enum AnyAssoc {
     Lru(Assoc<Lru>),
+    LruOrder(Assoc<LruOrder>),
     TreePlru(Assoc<TreePlru>),
     Fifo(Assoc<Fifo>),
     Random(Assoc<Random>),
@@ -204,6 +207,7 @@ macro_rules! dispatch {
     ($self:expr, $a:ident => $e:expr) => {
         match $self {
             AnyAssoc::Lru($a) => $e,
+            AnyAssoc::LruOrder($a) => $e,
             AnyAssoc::TreePlru($a) => $e,
             AnyAssoc::Fifo($a) => $e,
             AnyAssoc::Random($a) => $e,
@@ -214,6 +218,9 @@ macro_rules! dispatch {
 impl AnyAssoc {
     pub fn new(policy: Policy, sets: usize, ways: usize, seed: u64) -> Self {
         match policy {
+            Policy::Lru if (5..=16).contains(&ways) => {
+                AnyAssoc::LruOrder(Assoc::new(sets, ways, seed))
+            }
             Policy::Lru => AnyAssoc::Lru(Assoc::new(sets, ways, seed)),
             Policy::TreePlru => AnyAssoc::TreePlru(Assoc::new(sets, ways, seed)),
             Policy::Fifo => AnyAssoc::Fifo(Assoc::new(sets, ways, seed)),
@@ -281,6 +288,36 @@ mod tests {
             assert_eq!(a.fill(0, slot(9)), Fill::Free, "{policy:?}");
             assert!(matches!(a.fill(0, slot(10)), Fill::Evicted(_)));
             assert_eq!(a.valid_entries(), 4);
+        }
+    }
+
+    /// The order and stamp representations of true LRU hit, fill, evict and invalidate
+    /// identically (ways may differ, keys may not).
+    #[test]
+    fn order_lru_equals_stamp_lru() {
+        for (sets, ways) in [(1, 12), (4, 8), (2, 16), (8, 5)] {
+            let mut a: Assoc<Lru> = Assoc::new(sets, ways, 0);
+            let mut b: Assoc<LruOrder> = Assoc::new(sets, ways, 0);
+            let mut x = 7u64;
+            for _ in 0..20_000 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let k = x % (sets * ways * 2) as u64;
+                if x >> 40 & 7 == 0 {
+                    assert_eq!(
+                        a.invalidate(k, slot(k).key, 0),
+                        b.invalidate(k, slot(k).key, 0)
+                    );
+                    continue;
+                }
+                let (ha, hb) = (a.lookup(k, slot(k).key, 0), b.lookup(k, slot(k).key, 0));
+                assert_eq!(ha, hb);
+                if ha.is_none() {
+                    assert_eq!(a.fill(k, slot(k)), b.fill(k, slot(k)), "{sets}x{ways}");
+                }
+            }
+            assert_eq!(a.valid_entries(), b.valid_entries());
         }
     }
 

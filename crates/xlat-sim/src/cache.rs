@@ -3,6 +3,7 @@
 //! missed (non-inclusive, no back-invalidation).
 
 use crate::config::{geometry, CacheConfig, ConfigError};
+use crate::replacement::order;
 use serde::Serialize;
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -15,18 +16,13 @@ pub struct CacheStats {
     pub data_hits: u64,
 }
 
-/// Per-set LRU state. Up to 16 ways: the ways in recency order, four bits each, most
-/// recent in the low nibble (a hit moves one nibble to the front; the victim is the top
-/// one). Wider sets: one stamp per way, the smallest is the victim. Both start with way
+/// Per-set LRU state. Up to 16 ways: the ways in recency order ([`order`]). Wider sets: one stamp per way, the smallest is the victim. Both start with way
 /// 0 as the victim, then 1, ...: invalid ways are filled lowest first.
 #[derive(Clone, Debug)]
 enum Recency {
     Order(Vec<u64>),
     Stamps { stamps: Vec<u64>, clock: u64 },
 }
-
-/// 0x1111...1: one in every nibble.
-const NIBBLES: u64 = u64::MAX / 15;
 
 #[derive(Clone, Debug)]
 struct Level {
@@ -42,9 +38,7 @@ struct Level {
 impl Level {
     fn new(sets: usize, ways: usize, line_shift: u32, hit_cycles: u64) -> Level {
         let recency = if ways <= 16 {
-            // Way w at rank ways-1-w: way 0 is the first victim.
-            let init = (0..ways as u64).fold(0, |o, w| o | w << (4 * (ways as u64 - 1 - w)));
-            Recency::Order(vec![init; sets])
+            Recency::Order(vec![order::initial(ways); sets])
         } else {
             Recency::Stamps {
                 stamps: vec![0; sets * ways],
@@ -81,20 +75,14 @@ impl Level {
             Recency::Order(order) => {
                 let o = order[set];
                 let way = match hit {
-                    Some(w) => w as u64,
+                    Some(w) => w,
                     None => {
-                        let w = o >> (4 * (self.nways - 1)) & 15;
-                        tags[w as usize] = tag;
+                        let w = order::victim(o, self.nways);
+                        tags[w] = tag;
                         w
                     }
                 };
-                // Rank of `way`: the lowest zero nibble of `o ^ way * NIBBLES` (exact for
-                // the lowest one; the ranks above `nways` hold zeros and never come first).
-                let x = o ^ (way * NIBBLES);
-                let z = x.wrapping_sub(NIBBLES) & !x & (NIBBLES << 3);
-                let r = z.trailing_zeros() & !3;
-                let below = (1u64 << r) - 1;
-                order[set] = (o & !below & !(15 << r)) | (o & below) << 4 | way;
+                order[set] = order::touch(o, way as u64);
             }
             Recency::Stamps { stamps, clock } => {
                 *clock += 1;

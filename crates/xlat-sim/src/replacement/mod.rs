@@ -5,11 +5,14 @@
 
 mod fifo;
 mod lru;
+mod lru_order;
+pub(crate) mod order;
 mod plru;
 mod random;
 
 pub use fifo::Fifo;
 pub use lru::Lru;
+pub use lru_order::LruOrder;
 pub use plru::TreePlru;
 pub use random::Random;
 
