@@ -90,6 +90,10 @@ pub struct SimArgs {
 }
 
 fn main() {
+    // Like any Unix filter: a reader that goes away (`xlat workloads | head`) ends xlat
+    // quietly by SIGPIPE instead of a panic in `println!`.
+    // SAFETY: called before any thread exists; SIG_DFL is a valid disposition.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let cli = Cli::parse();
     let r: Result<()> = match cli.cmd {
         // These pass the traced program's exit status through.

@@ -195,3 +195,22 @@ fn lackey_and_xlt_replays_agree_and_truncation_warns() {
     assert!(!ok);
     assert!(err.contains("line 2"), "{err}");
 }
+
+/// A reader that stops early (`xlat machines | head -1`) ends xlat by SIGPIPE, like any
+/// Unix filter, never with a panic message.
+#[test]
+fn closed_stdout_is_a_quiet_sigpipe() {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_xlat"))
+        .args(["machines", "skylake"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run xlat");
+    drop(child.stdout.take()); // closed before xlat writes
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{err}");
+}
