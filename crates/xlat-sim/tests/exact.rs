@@ -583,3 +583,52 @@ fn thp_madvise_only_where_advised() {
     assert_eq!(r.faults.demand, 1);
     assert_eq!(r.faults.demand_huge, 2);
 }
+
+/// Inclusion, by hand. L1: 2 entries, L2: 3 entries, both fully-associative LRU. Pages
+/// A B A C A D A: A's L1 hits do not refresh it in L2, so D's fill evicts A from L2.
+/// Non-inclusive: L1 keeps A (it evicts its own LRU, C) and the last A hits there.
+/// Inclusive: the L2 eviction invalidates A in L1 too, and the last A walks again.
+#[test]
+fn inclusive_levels_back_invalidate_non_inclusive_do_not() {
+    let two_levels = |inclusion: &str| {
+        let text = format!(
+            r#"
+name = "test"
+description = "two-level TLB"
+[page_table]
+kind = "radix"
+base_page = "4KiB"
+entry_bytes = 8
+levels = [ {{ name = "PD", bits = 10 }}, {{ name = "PT", bits = 10 }} ]
+[tlb]
+inclusion = "{inclusion}"
+[[tlb.levels]]
+name = "L1"
+unified = [ {{ entries = 2, sizes = ["4KiB"] }} ]
+[[tlb.levels]]
+name = "L2"
+unified = [ {{ entries = 3, sizes = ["4KiB"] }} ]
+"#
+        );
+        MachineConfig::from_toml(&text, "test").unwrap()
+    };
+    let page = |p: u64| load(BASE + p * 4096);
+    let (a, b, c, d) = (0, 1, 2, 3);
+    let mut ev = vec![mmap(BASE, 4 * 4096)];
+    ev.extend([a, b, a, c, a, d, a].map(page));
+    // (walks, L1 hits, L1 misses, L2 misses, L1 invalidations)
+    for (inclusion, want) in [
+        ("non-inclusive", (4, 3, 4, 4, 0)),
+        ("inclusive", (5, 2, 5, 5, 1)),
+    ] {
+        let r = run(&two_levels(inclusion), &ev);
+        let got = (
+            r.walks.walks,
+            r.tlb_levels[0].hits,
+            r.tlb_levels[0].misses,
+            r.tlb_levels[1].misses,
+            r.tlb_structures[0].invalidations,
+        );
+        assert_eq!(got, want, "{inclusion}");
+    }
+}
