@@ -65,12 +65,10 @@ impl Level {
         let set = (line & self.set_mask) as usize;
         let base = set * self.nways;
         let tags = &mut self.tags[base..base + self.nways];
-        let hit = if (16..=64).contains(&self.nways) {
-            let m = crate::simd::eq_mask(tags, tag);
-            (m != 0).then_some(m.trailing_zeros() as usize)
-        } else {
-            tags.iter().position(|&t| t == tag)
-        };
+        // A mask, not an early-exit search: which way hits is unpredictable, and a
+        // mispredicted loop exit costs more than comparing every way.
+        let m = crate::simd::eq_mask(tags, tag);
+        let hit = (m != 0).then_some(m.trailing_zeros() as usize);
         match &mut self.recency {
             Recency::Order(order) => {
                 let o = order[set];

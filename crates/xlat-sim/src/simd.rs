@@ -1,29 +1,65 @@
 //! Two kernels over a set's ways (keys, tags or LRU stamps): equality mask and first
 //! minimum. On x86-64 with AVX2 (detected at run time) four ways per instruction;
 //! elsewhere, and for narrow sets, plain loops.
+//!
+//! Common widths get a fixed-width kernel with no loop: one shared loop called with
+//! different trip counts (a 12-way TLB, a 16-way cache, a 32-entry walk cache, one after
+//! the other) mispredicts its exit on almost every call.
 
 /// Bit `i` set where `xs[i] == x`. `xs` holds at most 64 elements.
-#[inline]
+#[inline(always)]
 pub fn eq_mask(xs: &[u64], x: u64) -> u64 {
     debug_assert!(xs.len() <= 64);
     #[cfg(target_arch = "x86_64")]
     if xs.len() >= 8 && std::is_x86_feature_detected!("avx2") {
-        // SAFETY: AVX2 is available (checked just above).
-        return unsafe { avx2::eq_mask(xs, x) };
+        // SAFETY (all arms): AVX2 is available (checked just above); each fixed-width
+        // kernel gets exactly its width.
+        return unsafe {
+            match xs.len() {
+                8 => avx2::eq_mask_n::<2>(xs, x),
+                12 => avx2::eq_mask_n::<3>(xs, x),
+                16 => avx2::eq_mask_n::<4>(xs, x),
+                32 => avx2::eq_mask_n::<8>(xs, x),
+                _ => avx2::eq_mask(xs, x),
+            }
+        };
     }
-    eq_mask_scalar(xs, x)
+    match xs.len() {
+        2 => eq_mask_n::<2>(xs, x),
+        4 => eq_mask_n::<4>(xs, x),
+        _ => eq_mask_scalar(xs, x),
+    }
 }
 
 /// Index of the first smallest element of a non-empty `xs` (all below 2^63).
-#[inline]
+#[inline(always)]
 pub fn argmin(xs: &[u64]) -> usize {
     debug_assert!(!xs.is_empty());
     #[cfg(target_arch = "x86_64")]
     if (8..=64).contains(&xs.len()) && std::is_x86_feature_detected!("avx2") {
-        // SAFETY: AVX2 is available (checked just above).
-        return unsafe { avx2::argmin(xs) };
+        // SAFETY (all arms): AVX2 is available (checked just above); each fixed-width
+        // kernel gets exactly its width.
+        return unsafe {
+            match xs.len() {
+                8 => avx2::argmin_n::<2>(xs),
+                16 => avx2::argmin_n::<4>(xs),
+                32 => avx2::argmin_n::<8>(xs),
+                _ => avx2::argmin(xs),
+            }
+        };
     }
     argmin_scalar(xs)
+}
+
+/// [`eq_mask_scalar`] for exactly `N` elements (unrolled, branch-free).
+#[inline(always)]
+fn eq_mask_n<const N: usize>(xs: &[u64], x: u64) -> u64 {
+    let xs: &[u64; N] = xs.try_into().expect("N elements");
+    let mut m = 0;
+    for (i, &v) in xs.iter().enumerate() {
+        m |= ((v == x) as u64) << i;
+    }
+    m
 }
 
 #[inline]
@@ -74,6 +110,33 @@ mod avx2 {
             m |= ((v == x) as u64) << (done + j);
         }
         m
+    }
+
+    /// [`eq_mask`] for exactly `4 * C` elements (no loop after unrolling).
+    #[target_feature(enable = "avx2")]
+    pub fn eq_mask_n<const C: usize>(xs: &[u64], x: u64) -> u64 {
+        assert_eq!(xs.len(), 4 * C);
+        let k = _mm256_set1_epi64x(x as i64);
+        let mut m = 0u64;
+        for i in 0..C {
+            let e = _mm256_cmpeq_epi64(load(&xs[4 * i..]), k);
+            m |= (_mm256_movemask_pd(_mm256_castsi256_pd(e)) as u64) << (4 * i);
+        }
+        m
+    }
+
+    /// [`argmin`] for exactly `4 * C` elements.
+    #[target_feature(enable = "avx2")]
+    pub fn argmin_n<const C: usize>(xs: &[u64]) -> usize {
+        assert_eq!(xs.len(), 4 * C);
+        let mut v = load(xs);
+        for i in 1..C {
+            v = min(v, load(&xs[4 * i..]));
+        }
+        v = min(v, _mm256_permute4x64_epi64::<0b01_00_11_10>(v));
+        v = min(v, _mm256_shuffle_epi32::<0b01_00_11_10>(v));
+        let min = _mm256_extract_epi64::<0>(v) as u64;
+        eq_mask_n::<C>(xs, min).trailing_zeros() as usize
     }
 
     #[inline]
