@@ -5,7 +5,7 @@
 //! and payload sit beside them. Invariant: a key is present at most once per set for a
 //! given ASID (or globally); key 0 means "invalid" (callers set [`VALID`]).
 
-use crate::replacement::{Fifo, Lru, LruOrder, Policy, Random, Replacement, TreePlru};
+use crate::replacement::{Fifo, Lru, LruList, LruOrder, Policy, Random, Replacement, TreePlru};
 
 /// Bit OR-ed into every stored key so that 0 never matches.
 pub const VALID: u64 = 1 << 63;
@@ -192,12 +192,14 @@ impl<R: Replacement> Assoc<R> {
 }
 
 /// An [`Assoc`] with its policy chosen at run time; one `match` per call. True LRU is
-/// kept as an order per set for 5 to 16 ways (no victim scan) and as stamps otherwise
-/// (a hit is one store; narrow sets scan cheaply): the same policy either way.
+/// kept as stamps for up to 4 ways (a hit is one store, a victim scan is short), as an
+/// order word per set for 5 to 16 ways and as a linked list for wider sets (neither
+/// scans for a victim): the same policy in every case.
 #[derive(Debug, Clone)]
 pub enum AnyAssoc {
     Lru(Assoc<Lru>),
     LruOrder(Assoc<LruOrder>),
+    LruList(Assoc<LruList>),
     TreePlru(Assoc<TreePlru>),
     Fifo(Assoc<Fifo>),
     Random(Assoc<Random>),
@@ -208,6 +210,7 @@ macro_rules! dispatch {
         match $self {
             AnyAssoc::Lru($a) => $e,
             AnyAssoc::LruOrder($a) => $e,
+            AnyAssoc::LruList($a) => $e,
             AnyAssoc::TreePlru($a) => $e,
             AnyAssoc::Fifo($a) => $e,
             AnyAssoc::Random($a) => $e,
@@ -220,6 +223,9 @@ impl AnyAssoc {
         match policy {
             Policy::Lru if (5..=16).contains(&ways) => {
                 AnyAssoc::LruOrder(Assoc::new(sets, ways, seed))
+            }
+            Policy::Lru if (17..=255).contains(&ways) => {
+                AnyAssoc::LruList(Assoc::new(sets, ways, seed))
             }
             Policy::Lru => AnyAssoc::Lru(Assoc::new(sets, ways, seed)),
             Policy::TreePlru => AnyAssoc::TreePlru(Assoc::new(sets, ways, seed)),
@@ -291,13 +297,14 @@ mod tests {
         }
     }
 
-    /// The order and stamp representations of true LRU hit, fill, evict and invalidate
-    /// identically (ways may differ, keys may not).
+    /// The order and list representations of true LRU hit, fill, evict and invalidate
+    /// like the stamp one (ways may differ, keys may not).
     #[test]
     fn order_lru_equals_stamp_lru() {
-        for (sets, ways) in [(1, 12), (4, 8), (2, 16), (8, 5)] {
+        for (sets, ways) in [(1, 12), (4, 8), (2, 16), (8, 5), (1, 32), (2, 17), (1, 64)] {
             let mut a: Assoc<Lru> = Assoc::new(sets, ways, 0);
-            let mut b: Assoc<LruOrder> = Assoc::new(sets, ways, 0);
+            let mut b = AnyAssoc::new(Policy::Lru, sets, ways, 0);
+            assert!(!matches!(b, AnyAssoc::Lru(_)), "{ways} ways use stamps");
             let mut x = 7u64;
             for _ in 0..20_000 {
                 x ^= x << 13;

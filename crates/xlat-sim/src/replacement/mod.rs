@@ -5,6 +5,7 @@
 
 mod fifo;
 mod lru;
+mod lru_list;
 mod lru_order;
 pub(crate) mod order;
 mod plru;
@@ -12,6 +13,7 @@ mod random;
 
 pub use fifo::Fifo;
 pub use lru::Lru;
+pub use lru_list::LruList;
 pub use lru_order::LruOrder;
 pub use plru::TreePlru;
 pub use random::Random;
