@@ -160,16 +160,6 @@ impl Caches {
         self.memory_cycles
     }
 
-    /// Prefetches the host memory of the sets `pa` maps to (a hint; no state change).
-    #[inline]
-    pub fn prefetch(&self, pa: u64) {
-        for l in &self.levels {
-            let line = pa >> l.line_shift;
-            let base = (line & l.set_mask) as usize * l.nways;
-            crate::hugepage::prefetch(&l.tags[base]);
-        }
-    }
-
     /// Line size of the first level (64 if there are no levels).
     pub fn line_bytes(&self) -> u64 {
         self.levels.first().map_or(64, |l| 1 << l.line_shift)

@@ -111,11 +111,8 @@ pub trait PageTable: Sized {
     /// Hardware-level index and key shift for a page-walk cache of config level `name`.
     fn pwc_level(&self, name: &str) -> Option<(usize, u32)>;
     /// A hint that `va` will be walked soon: may prefetch host memory for the walk.
-    /// Returns the physical address of the deepest entry it located, if any. Must not
-    /// change any state.
-    fn prefetch(&self, _va: VirtAddr) -> Option<u64> {
-        None
-    }
+    /// Must not change any simulated state.
+    fn prefetch(&self, _va: VirtAddr) {}
     /// Physical addresses of the other leaf entries sharing `va`'s leaf-entry cache line
     /// of `line` bytes, with their virtual bases — for multi-entry fills.
     fn line_neighbours(&self, va: VirtAddr, line: u64, out: &mut Vec<(u64, Leaf)>);

@@ -10,6 +10,7 @@
 use super::{Leaf, PageTable, SoftWalk, Walk, MAX_LEVELS};
 use crate::config::LevelConfig;
 use crate::physmem::PhysMem;
+use std::cell::Cell;
 use xlat_types::{PageSize, VirtAddr};
 
 const INLINE: usize = 4;
@@ -225,7 +226,22 @@ pub struct Radix {
     /// Folded levels above the root.
     folded_top: u64,
     root: u32,
+    /// Prefetch hints: per last-level table (direct-mapped by the virtual address bits
+    /// above it), where its entries sit in the last level's slab. Written and read only
+    /// by [`PageTable::prefetch`]; a stale hint prefetches a useless line, nothing more.
+    hints: Box<[Cell<Hint>]>,
 }
+
+/// A [`Radix::hints`] slot: the table's address bits + 1 (0 = empty) and the slab index
+/// of its first entry.
+#[derive(Clone, Copy, Debug, Default)]
+struct Hint {
+    key: u64,
+    base: usize,
+}
+
+/// Slots of [`Radix::hints`] (covers 8 GiB of 4 KiB pages without conflicts).
+const HINTS: usize = 4096;
 
 impl Radix {
     /// An empty table (a root table only) per the validated level configuration.
@@ -277,6 +293,7 @@ impl Radix {
             base_shift: base_page.shift(),
             folded_top,
             root,
+            hints: vec![Cell::new(Hint::default()); HINTS].into_boxed_slice(),
         }
     }
 
@@ -448,6 +465,7 @@ impl Radix {
         Radix {
             levels,
             root: 0,
+            hints: vec![Cell::new(Hint::default()); HINTS].into_boxed_slice(),
             ..*self
         }
     }
@@ -480,30 +498,37 @@ impl PageTable for Radix {
     }
 
     #[inline]
-    fn prefetch(&self, va: VirtAddr) -> Option<u64> {
-        // Upper levels are few and hot: read them. The last level is the one that misses
-        // in the host's caches: prefetch its entry without reading it.
-        let mut n = self.root;
+    fn prefetch(&self, va: VirtAddr) {
+        // The last level's entry is what misses in the host's caches. A hint finds its
+        // table's slab chunk in a few instructions; without one, walk the (hot) upper
+        // levels and leave a hint for the next access to that table.
         let last = self.levels.len() - 1;
-        for (h, lvl) in self.levels.iter().enumerate() {
-            let idx = lvl.index(va.0);
-            let node = &lvl.nodes[n as usize];
-            if h == last {
-                if node.dense != 0 {
-                    crate::hugepage::prefetch(
-                        &lvl.slab[(node.dense as usize - 1) * lvl.fanout + idx as usize],
-                    );
-                }
-                return Some(node.pa + idx as u64 * self.entry_bytes);
+        let lvl = &self.levels[last];
+        let top = lvl.shift + lvl.mask.count_ones();
+        let key = (va.0 >> top) + 1;
+        let slot = &self.hints[key as usize & (HINTS - 1)];
+        let idx = lvl.index(va.0) as usize;
+        let hint = slot.get();
+        if hint.key == key {
+            if let Some(e) = lvl.slab.get(hint.base + idx) {
+                crate::hugepage::prefetch(e);
             }
-            let e = lvl.get(n, idx);
+            return;
+        }
+        let mut n = self.root;
+        for l in &self.levels[..last] {
+            let e = l.get(n, l.index(va.0));
             if e == 0 || is_leaf(e) {
-                return Some(node.pa + idx as u64 * self.entry_bytes);
+                return;
             }
             n = child(e);
-            crate::hugepage::prefetch(&self.levels[h + 1].nodes[n as usize]);
         }
-        None
+        let node = &lvl.nodes[n as usize];
+        if node.dense != 0 {
+            let base = (node.dense as usize - 1) * lvl.fanout;
+            slot.set(Hint { key, base });
+            crate::hugepage::prefetch(&lvl.slab[base + idx]);
+        }
     }
 
     fn lookup(&self, va: VirtAddr) -> Option<(Leaf, VirtAddr)> {
