@@ -883,3 +883,44 @@ fn missing_pieces_are_clear_errors() {
     assert_ne!(code(&o), 0);
     assert!(stderr(&o).contains("nothing was traced"), "{}", stderr(&o));
 }
+
+/// One thread fills buffers that another thread frees: the filler's stores wait in its
+/// buffer while the freer's munmap goes out, yet every store must precede the munmap
+/// of its region in the trace (the plugin has the other threads' buffers sent first).
+#[test]
+fn other_threads_records_precede_an_munmap() {
+    let d = Dir::new();
+    let prog = d.compile("crossfree");
+    let (o, t) = d.trace("crossfree", &[], &[prog.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let buffers = stdout(&o)
+        .lines()
+        .filter(|l| l.starts_with("buffer"))
+        .count();
+    assert_eq!(buffers, 64);
+    let ev = events(&t);
+    // Unmapped ranges not mapped again since, in trace order.
+    let mut gone: Vec<(u64, u64)> = Vec::new();
+    let (mut late, mut munmaps) = (0, 0);
+    for e in &ev {
+        match e {
+            Event::Munmap { addr, len } => {
+                munmaps += 1;
+                gone.push((addr.0, addr.0 + len));
+            }
+            Event::Mmap { addr, len, .. } => {
+                let (lo, hi) = (addr.0, addr.0 + len);
+                gone.retain(|&(a, b)| b <= lo || a >= hi);
+            }
+            Event::Access(a) if a.kind == AccessKind::Store => {
+                late += gone.iter().any(|&(lo, hi)| (lo..hi).contains(&a.addr.0)) as u32;
+            }
+            _ => {}
+        }
+    }
+    assert!(munmaps >= 64, "{munmaps} munmaps");
+    assert_eq!(
+        late, 0,
+        "stores that reached the trace after their region's munmap"
+    );
+}

@@ -6,7 +6,16 @@
 //! per instruction instead of one per executed block).
 //!
 //! The hot path appends words to a per-vCPU buffer; a full buffer is one `write` of one
-//! message, so threads never interleave inside a chunk and need no lock. A forked child
+//! message, so threads never interleave inside a chunk and need no lock.
+//!
+//! Order across threads: a thread's records wait in its buffer, so another thread's
+//! munmap/mprotect/mremap/madvise/brk/fixed mmap could reach the collector before
+//! accesses that preceded it. Before such a syscall runs, the calling thread bumps an
+//! epoch and has every other thread's buffer sent: a thread running guest code sends its
+//! own at its next block (one load and compare per block), a thread inside a syscall
+//! (which does not touch its buffer there) has it sent by the caller under a small state
+//! handshake. The wait is bounded (`SYNC_WAIT`); a thread that cannot be reached in time
+//! keeps the old, possibly late order. A forked child
 //! (QEMU keeps running it) discards the parent's buffered words and opens its own
 //! connection. GPL-2.0-or-later because it links `qemu-plugin-sys`.
 
@@ -17,7 +26,9 @@ use std::collections::HashMap;
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int, c_uint, c_void};
 use std::ptr::null_mut;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, Ordering::*};
+use std::sync::atomic::{
+    AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering::*,
+};
 use std::sync::{Mutex, OnceLock};
 use xlat_capture::wire::{self, access_word, os};
 
@@ -29,15 +40,33 @@ const CAP: usize = 1 << 14;
 const MAX_VCPUS: usize = 4096;
 
 /// One vCPU's (= guest thread's) buffer. Only its own thread touches it, except at
-/// exit (QEMU stops the other vCPUs first) and in a fork child (they no longer exist).
+/// exit (QEMU stops the other vCPUs first), in a fork child (they no longer exist) and,
+/// under `state`, while its thread is inside a syscall (see the crate docs).
 struct Buf {
     len: usize,
     tid: u32,
     exited: bool,
     /// Arguments of the syscall in progress (for the return callback).
     args: [u64; 6],
+    /// `RUNNING`, `IN_SYSCALL`, `FLUSHING` (another thread is sending this buffer) or
+    /// `GONE`.
+    state: AtomicU8,
+    /// The last `EPOCH` this thread has sent its buffer for.
+    seen: AtomicU64,
     words: Box<[u64; CAP]>,
 }
+
+const RUNNING: u8 = 0;
+const IN_SYSCALL: u8 = 1;
+const FLUSHING: u8 = 2;
+const GONE: u8 = 3;
+
+/// Bumped before each address-space change; threads send their buffers when it moves.
+static EPOCH: AtomicU64 = AtomicU64::new(0);
+/// One past the highest vCPU index with a buffer.
+static TOP_VCPU: AtomicUsize = AtomicUsize::new(0);
+/// How long a syscall waits for the other threads' buffers, at most.
+const SYNC_WAIT: std::time::Duration = std::time::Duration::from_millis(50);
 
 static SLOTS: [AtomicPtr<Buf>; MAX_VCPUS] = [const { AtomicPtr::new(null_mut()) }; MAX_VCPUS];
 static FD: AtomicI32 = AtomicI32::new(-1);
@@ -114,6 +143,8 @@ impl Buf {
             tid,
             exited: false,
             args: [0; 6],
+            state: AtomicU8::new(RUNNING),
+            seen: AtomicU64::new(EPOCH.load(Acquire)),
             words: vec![0u64; CAP].into_boxed_slice().try_into().unwrap(),
         }
     }
@@ -193,8 +224,77 @@ fn buf(vcpu: c_uint) -> &'static mut Buf {
 #[cold]
 fn new_buf(vcpu: c_uint) -> &'static mut Buf {
     let b = Box::leak(Box::new(Buf::new(NEXT_TID.fetch_add(1, Relaxed))));
-    SLOTS[vcpu as usize].store(b, Relaxed);
+    SLOTS[vcpu as usize].store(b, Release);
+    TOP_VCPU.fetch_max(vcpu as usize + 1, AcqRel);
     b
+}
+
+/// The buffer of `vcpu` at a block or instruction boundary: sent first if another
+/// thread is about to change the address space.
+#[inline(always)]
+fn buf_at_boundary(vcpu: c_uint) -> &'static mut Buf {
+    let b = buf(vcpu);
+    let e = EPOCH.load(Acquire);
+    if e != b.seen.load(Relaxed) {
+        b.ack(e);
+    }
+    b
+}
+
+impl Buf {
+    #[cold]
+    #[inline(never)]
+    fn ack(&mut self, e: u64) {
+        self.flush();
+        self.seen.store(e, Release);
+    }
+}
+
+/// Called by `me` before a syscall that changes the address space: has every other
+/// thread's buffered records sent first (see the crate docs).
+#[cold]
+fn send_others(me: c_uint) {
+    let e = EPOCH.fetch_add(1, AcqRel) + 1;
+    let deadline = std::time::Instant::now() + SYNC_WAIT;
+    for (i, slot) in SLOTS.iter().enumerate().take(TOP_VCPU.load(Acquire)) {
+        let p = slot.load(Acquire);
+        if i == me as usize || p.is_null() {
+            continue;
+        }
+        loop {
+            // SAFETY: buffers are never freed; the atomics may be read from any thread.
+            let (state, seen) = unsafe { (&(*p).state, &(*p).seen) };
+            if seen.load(Acquire) >= e {
+                break; // sent by its own thread
+            }
+            match state.compare_exchange(IN_SYSCALL, FLUSHING, Acquire, Relaxed) {
+                Ok(_) => {
+                    // SAFETY: its thread is inside a syscall and waits for IN_SYSCALL
+                    // before touching the buffer again.
+                    unsafe { (*p).flush() };
+                    state.store(IN_SYSCALL, Release);
+                    break;
+                }
+                Err(GONE) => break,
+                Err(_) if std::time::Instant::now() > deadline => break,
+                Err(_) => std::thread::yield_now(),
+            }
+        }
+    }
+}
+
+/// Back from a syscall: wait while another thread sends this buffer.
+#[inline]
+fn leave_syscall(b: &Buf) {
+    loop {
+        match b
+            .state
+            .compare_exchange(IN_SYSCALL, RUNNING, Acquire, Relaxed)
+        {
+            Err(FLUSHING) => std::hint::spin_loop(),
+            _ => return,
+        }
+    }
 }
 
 unsafe extern "C" fn vcpu_init(_id: qemu_plugin_id_t, vcpu: c_uint) {
@@ -211,6 +311,8 @@ unsafe extern "C" fn vcpu_init(_id: qemu_plugin_id_t, vcpu: c_uint) {
         b.flush();
         b.tid = NEXT_TID.fetch_add(1, Relaxed);
         b.exited = false;
+        b.seen.store(EPOCH.load(Acquire), Relaxed);
+        b.state.store(RUNNING, Release);
         b
     };
     if b.tid != 0 {
@@ -221,12 +323,14 @@ unsafe extern "C" fn vcpu_init(_id: qemu_plugin_id_t, vcpu: c_uint) {
 
 unsafe extern "C" fn vcpu_exit(_id: qemu_plugin_id_t, vcpu: c_uint) {
     let b = buf(vcpu);
+    leave_syscall(b);
     if !b.exited {
         let tid = b.tid as u64;
         b.os(os::THREAD_EXIT, &[tid]);
         b.exited = true;
     }
     b.flush();
+    b.state.store(GONE, Release);
 }
 
 #[cold]
@@ -252,21 +356,21 @@ unsafe extern "C" fn mem_cb(vcpu: c_uint, info: qemu_plugin_meminfo_t, vaddr: u6
 
 unsafe extern "C" fn block_cb(vcpu: c_uint, ud: *mut c_void) {
     let w = &*(ud as *const [u64; 3]);
-    buf(vcpu).push(&w[..2]);
+    buf_at_boundary(vcpu).push(&w[..2]);
 }
 
 unsafe extern "C" fn block_wide_cb(vcpu: c_uint, ud: *mut c_void) {
     let w = &*(ud as *const [u64; 3]);
-    buf(vcpu).push(&w[..]);
+    buf_at_boundary(vcpu).push(&w[..]);
 }
 
 unsafe extern "C" fn insn_cb(vcpu: c_uint, ud: *mut c_void) {
-    buf(vcpu).push1(ud as u64);
+    buf_at_boundary(vcpu).push1(ud as u64);
 }
 
 unsafe extern "C" fn insn_wide_cb(vcpu: c_uint, ud: *mut c_void) {
     let w = &*(ud as *const [u64; 3]);
-    buf(vcpu).push(&w[..2]);
+    buf_at_boundary(vcpu).push(&w[..2]);
 }
 
 /// A stable pointer to `words` (interned: retranslations do not leak).
@@ -413,6 +517,8 @@ unsafe extern "C" fn syscall(
             b.os(os::THREAD_EXIT, &[tid]);
             b.exited = true;
             b.flush();
+            b.state.store(GONE, Release);
+            return;
         }
         SYS_EXIT_GROUP => {
             EXIT_STATUS.store(a1 & 0xff, Relaxed);
@@ -424,6 +530,22 @@ unsafe extern "C" fn syscall(
             b.flush()
         }
         _ => {}
+    }
+    // From here on other threads may send this buffer; this thread leaves it alone
+    // until `syscall_ret`.
+    b.state.store(IN_SYSCALL, Release);
+    if changes_address_space(num, a4) {
+        send_others(vcpu);
+    }
+}
+
+/// Whether syscall `num` (with mmap flags `a4`) may remove or restrict mappings that
+/// other threads' buffered records touched.
+fn changes_address_space(num: i64, a4: u64) -> bool {
+    match num {
+        SYS_MUNMAP | SYS_MREMAP | SYS_MPROTECT | SYS_MADVISE | SYS_BRK => true,
+        SYS_MMAP => a4 & libc::MAP_FIXED as u64 != 0,
+        _ => false,
     }
 }
 
@@ -472,10 +594,11 @@ fn reopen() {
 }
 
 unsafe extern "C" fn syscall_ret(_id: qemu_plugin_id_t, vcpu: c_uint, num: i64, ret: i64) {
+    let b = buf(vcpu);
+    leave_syscall(b);
     if REOPEN.swap(false, Relaxed) {
         reopen();
     }
-    let b = buf(vcpu);
     let [a1, a2, a3, a4, _, _] = b.args;
     let ok = !(-4095..0).contains(&ret);
     let r = ret as u64;
@@ -508,7 +631,10 @@ fn in_child(vcpu: c_uint) {
         let p = s.load(Relaxed);
         if !p.is_null() && i != vcpu as usize {
             // SAFETY: that vCPU's thread does not exist in the child.
-            unsafe { (*p).len = 1 };
+            unsafe {
+                (*p).len = 1;
+                (*p).state.store(GONE, Release);
+            }
         }
     }
     let old = FD.swap(-1, Relaxed);
