@@ -924,3 +924,19 @@ fn other_threads_records_precede_an_munmap() {
         "stores that reached the trace after their region's munmap"
     );
 }
+
+/// The socket is handed over again and again while another thread keeps sending: that
+/// thread's chunks wait for the new connection instead of going to the old one or
+/// nowhere, so every one of its stores arrives.
+#[test]
+fn handovers_under_a_busy_thread_lose_nothing() {
+    let d = Dir::new();
+    let prog = d.compile("closethreads");
+    let (o, t) = d.trace("closethreads", &[], &[prog.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains("handovers 1"), "{}", stdout(&o));
+    assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
+    let base = addr_after(&stdout(&o), "region");
+    let stores = accesses_in(&events(&t), AccessKind::Store, base, base + 100 * PAGE);
+    assert_eq!(stores.len(), 2000 * 100);
+}

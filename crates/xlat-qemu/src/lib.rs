@@ -73,8 +73,42 @@ static FD: AtomicI32 = AtomicI32::new(-1);
 static SOCK: OnceLock<Vec<u8>> = OnceLock::new();
 static NEXT_TID: AtomicU32 = AtomicU32::new(0);
 static PER_INSN: AtomicBool = AtomicBool::new(false);
-/// The program is closing or replacing our socket: reconnect when its syscall returns.
-static REOPEN: AtomicBool = AtomicBool::new(false);
+/// The program is closing or replacing our socket: the thread that saw it reconnects when
+/// its syscall returns (`HANDOVER_VCPU`); other threads' sends wait for that meanwhile.
+static HANDING_OVER: AtomicBool = AtomicBool::new(false);
+static HANDOVER_VCPU: AtomicU32 = AtomicU32::new(u32::MAX);
+/// How long a send waits for a handover to complete, at most.
+const HANDOVER_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+/// Serializes sends, so that no chunk follows a HANDOVER on the old connection. A spin
+/// lock: a fork child resets it (the thread holding it does not exist there).
+static SEND_LOCK: AtomicBool = AtomicBool::new(false);
+
+struct SendLock;
+
+impl SendLock {
+    fn take() -> SendLock {
+        let mut spins = 0u32;
+        while SEND_LOCK
+            .compare_exchange_weak(false, true, Acquire, Relaxed)
+            .is_err()
+        {
+            // The holder may be blocked in `send` (the collector is behind): let it run.
+            spins += 1;
+            if spins < 64 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+        SendLock
+    }
+}
+
+impl Drop for SendLock {
+    fn drop(&mut self) {
+        SEND_LOCK.store(false, Release);
+    }
+}
 /// This process's connections so far (the hello numbers them).
 static CONNECTIONS: AtomicU32 = AtomicU32::new(0);
 static EXIT_STATUS: AtomicU64 = AtomicU64::new(0);
@@ -149,15 +183,33 @@ impl Buf {
         }
     }
 
-    /// Sends the buffered words as one message (dropped if the collector is gone).
+    /// Sends the buffered words as one message (dropped if the collector is gone). While
+    /// another thread hands the socket over, waits for the new connection (bounded).
     #[cold]
     #[inline(never)]
     fn flush(&mut self) {
         if self.len <= 1 {
             return;
         }
+        let deadline = std::time::Instant::now() + HANDOVER_WAIT;
+        loop {
+            let _g = SendLock::take();
+            if FD.load(Acquire) >= 0
+                || !HANDING_OVER.load(Acquire)
+                || std::time::Instant::now() > deadline
+            {
+                self.send_locked();
+                return;
+            }
+            drop(_g);
+            std::thread::yield_now();
+        }
+    }
+
+    /// [`Buf::flush`]'s send, with the send lock held.
+    fn send_locked(&mut self) {
         self.words[0] = self.tid as u64 | ((self.len - 1) as u64) << 32;
-        let fd = FD.load(Relaxed);
+        let fd = FD.load(Acquire);
         if fd >= 0 {
             let bytes = self.len * 8;
             // MSG_NOSIGNAL: a vanished collector must not raise SIGPIPE in the program.
@@ -502,7 +554,7 @@ unsafe extern "C" fn syscall(
         _ => false,
     };
     if takes_our_fd && FD.load(Relaxed) >= 0 {
-        hand_over(b);
+        hand_over(b, vcpu);
     }
     match num {
         // The child must start with an empty buffer; the parent's words are the parent's.
@@ -576,27 +628,31 @@ fn advice(a: u64) -> u64 {
 /// The program is about to close or replace our socket: send what this thread has and a
 /// HANDOVER, forget the descriptor, and reconnect after the syscall (`syscall_ret`).
 #[cold]
-fn hand_over(b: &mut Buf) {
+fn hand_over(b: &mut Buf, vcpu: c_uint) {
     b.os(os::HANDOVER, &[]);
-    b.flush();
-    FD.store(-1, Relaxed);
-    REOPEN.store(true, Relaxed);
+    let _g = SendLock::take();
+    b.send_locked();
+    FD.store(-1, Release);
+    HANDOVER_VCPU.store(vcpu, Release);
+    HANDING_OVER.store(true, Release);
 }
 
 #[cold]
 fn reopen() {
     if let Some(name) = SOCK.get() {
         match connect(name, true) {
-            Ok(fd) => FD.store(fd, Relaxed),
+            Ok(fd) => FD.store(fd, Release),
             Err(e) => say(&format!("process {}: {e}", std::process::id())),
         }
     }
+    HANDOVER_VCPU.store(u32::MAX, Release);
+    HANDING_OVER.store(false, Release);
 }
 
 unsafe extern "C" fn syscall_ret(_id: qemu_plugin_id_t, vcpu: c_uint, num: i64, ret: i64) {
     let b = buf(vcpu);
     leave_syscall(b);
-    if REOPEN.swap(false, Relaxed) {
+    if HANDOVER_VCPU.load(Acquire) == vcpu {
         reopen();
     }
     let [a1, a2, a3, a4, _, _] = b.args;
@@ -639,7 +695,9 @@ fn in_child(vcpu: c_uint) {
     }
     let old = FD.swap(-1, Relaxed);
     CONNECTIONS.store(0, Relaxed);
-    REOPEN.store(false, Relaxed);
+    SEND_LOCK.store(false, Release);
+    HANDOVER_VCPU.store(u32::MAX, Release);
+    HANDING_OVER.store(false, Release);
     if old >= 0 {
         unsafe { libc::close(old) };
         if let Some(name) = SOCK.get() {
