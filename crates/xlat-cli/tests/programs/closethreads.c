@@ -25,13 +25,11 @@ int main(void) {
     fflush(stdout);
     pthread_t t;
     pthread_create(&t, 0, worker, 0);
-    int n = 0;
-    while (!done) {
+    do {
         syscall(SYS_close_range, 3u, ~0u, 0u);
         for (int fd = 500; fd <= 520; fd++) dup2(1, fd);
-        n++;
-    }
+    } while (!done);
     pthread_join(t, 0);
-    printf("handovers %d\n", n > 0);
+    printf("done\n");
     return 0;
 }
