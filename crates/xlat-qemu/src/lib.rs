@@ -77,8 +77,10 @@ static PER_INSN: AtomicBool = AtomicBool::new(false);
 /// its syscall returns (`HANDOVER_VCPU`); other threads' sends wait for that meanwhile.
 static HANDING_OVER: AtomicBool = AtomicBool::new(false);
 static HANDOVER_VCPU: AtomicU32 = AtomicU32::new(u32::MAX);
-/// How long a send waits for a handover to complete, at most.
-const HANDOVER_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+/// How long a send waits for a handover to complete, at most (the thread that closed
+/// the socket reconnects as soon as its syscall returns; a busy collector can make that
+/// connect wait for a while).
+const HANDOVER_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 /// Serializes sends, so that no chunk follows a HANDOVER on the old connection. A spin
 /// lock: a fork child resets it (the thread holding it does not exist there).
 static SEND_LOCK: AtomicBool = AtomicBool::new(false);
@@ -194,10 +196,11 @@ impl Buf {
         let deadline = std::time::Instant::now() + HANDOVER_WAIT;
         loop {
             let _g = SendLock::take();
-            if FD.load(Acquire) >= 0
-                || !HANDING_OVER.load(Acquire)
-                || std::time::Instant::now() > deadline
-            {
+            let late = std::time::Instant::now() > deadline;
+            if FD.load(Acquire) >= 0 || !HANDING_OVER.load(Acquire) || late {
+                if late && FD.load(Acquire) < 0 {
+                    say("the socket handover did not complete; records are lost");
+                }
                 self.send_locked();
                 return;
             }
