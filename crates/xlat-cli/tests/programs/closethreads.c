@@ -1,6 +1,7 @@
 /* A worker thread stores into 100 pages, round after round, while the main thread
-   closes every descriptor and dup2s over the plugin's socket again and again: the
-   worker's records, sent while the socket is being handed over, must all arrive. */
+   closes every descriptor and dup2s over the plugin's socket, again and again (up to 40
+   rounds): the worker's records, sent while the socket is being handed over, must all
+   arrive. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
@@ -25,10 +26,13 @@ int main(void) {
     fflush(stdout);
     pthread_t t;
     pthread_create(&t, 0, worker, 0);
+    /* A bounded number of handovers (each costs the collector a connection). */
+    int k = 0;
     do {
         syscall(SYS_close_range, 3u, ~0u, 0u);
         for (int fd = 500; fd <= 520; fd++) dup2(1, fd);
-    } while (!done);
+        usleep(200);
+    } while (!done && ++k < 40);
     pthread_join(t, 0);
     printf("done\n");
     return 0;
