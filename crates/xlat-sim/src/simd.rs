@@ -48,7 +48,24 @@ pub fn argmin(xs: &[u64]) -> usize {
             }
         };
     }
-    argmin_scalar(xs)
+    match xs.len() {
+        2 => argmin_n::<2>(xs),
+        4 => argmin_n::<4>(xs),
+        _ => argmin_scalar(xs),
+    }
+}
+
+/// [`argmin_scalar`] for exactly `N` elements (unrolled, branch-free).
+#[inline(always)]
+fn argmin_n<const N: usize>(xs: &[u64]) -> usize {
+    let xs: &[u64; N] = xs.try_into().expect("N elements");
+    let (mut best, mut min) = (0usize, xs[0]);
+    for (i, &v) in xs.iter().enumerate().skip(1) {
+        let less = v < min;
+        min = if less { v } else { min };
+        best = if less { i } else { best };
+    }
+    best
 }
 
 /// [`eq_mask_scalar`] for exactly `N` elements (unrolled, branch-free).
