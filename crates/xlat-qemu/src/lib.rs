@@ -341,13 +341,26 @@ fn send_others(me: c_uint) {
 /// Back from a syscall: wait while another thread sends this buffer.
 #[inline]
 fn leave_syscall(b: &Buf) {
+    wait_while_flushing(b, IN_SYSCALL, RUNNING);
+}
+
+/// Moves `b.state` from `from` to `to` (returns whether it did), waiting while another
+/// thread has it FLUSHING (the sender may be blocked in `send` behind a busy collector:
+/// let it run).
+fn wait_while_flushing(b: &Buf, from: u8, to: u8) -> bool {
+    let mut spins = 0u32;
     loop {
-        match b
-            .state
-            .compare_exchange(IN_SYSCALL, RUNNING, Acquire, Relaxed)
-        {
-            Err(FLUSHING) => std::hint::spin_loop(),
-            _ => return,
+        match b.state.compare_exchange(from, to, Acquire, Relaxed) {
+            Ok(_) => return true,
+            Err(FLUSHING) => {
+                spins += 1;
+                if spins < 64 {
+                    std::hint::spin_loop();
+                } else {
+                    std::thread::yield_now();
+                }
+            }
+            Err(_) => return false,
         }
     }
 }
@@ -654,7 +667,13 @@ fn reopen() {
 
 unsafe extern "C" fn syscall_ret(_id: qemu_plugin_id_t, vcpu: c_uint, num: i64, ret: i64) {
     let b = buf(vcpu);
-    leave_syscall(b);
+    if matches!(num, SYS_CLONE | SYS_FORK | SYS_VFORK) && is_fork(num, b.args[0]) && ret == 0 {
+        // A fork child: a thread that was sending this buffer in the parent does not
+        // exist here.
+        b.state.store(RUNNING, Release);
+    } else {
+        leave_syscall(b);
+    }
     if HANDOVER_VCPU.load(Acquire) == vcpu {
         reopen();
     }
@@ -713,12 +732,17 @@ fn in_child(vcpu: c_uint) {
 }
 
 unsafe extern "C" fn at_exit(_id: qemu_plugin_id_t, _: *mut c_void) {
-    // QEMU has stopped the other vCPUs and removed our callbacks.
+    // QEMU has stopped the other vCPUs and removed our callbacks; a thread inside a
+    // syscall may still be sending another's buffer (`send_others`): take each in turn.
     let mut last = None;
     for s in SLOTS.iter() {
-        let p = s.load(Relaxed);
+        let p = s.load(Acquire);
         if !p.is_null() {
+            let held = wait_while_flushing(&*p, IN_SYSCALL, FLUSHING);
             (*p).flush();
+            if held {
+                (*p).state.store(IN_SYSCALL, Release);
+            }
             last = Some(p);
         }
     }
