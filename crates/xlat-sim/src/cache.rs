@@ -33,6 +33,8 @@ struct Level {
     set_mask: u64,
     line_shift: u32,
     hit_cycles: u64,
+    /// References served here: walk (0) and data (1).
+    hits: [u64; 2],
 }
 
 impl Level {
@@ -54,6 +56,7 @@ impl Level {
             set_mask: sets as u64 - 1,
             line_shift,
             hit_cycles,
+            hits: [0; 2],
         }
     }
 
@@ -103,16 +106,15 @@ impl Level {
 #[derive(Clone, Debug)]
 pub struct Caches {
     levels: Vec<Level>,
+    names: Vec<String>,
     pub memory_cycles: u64,
-    pub stats: Vec<CacheStats>,
-    pub memory_walk_refs: u64,
-    pub memory_data_refs: u64,
+    /// References served by memory: walk (0) and data (1).
+    memory_refs: [u64; 2],
 }
 
 impl Caches {
     pub fn new(c: &CacheConfig) -> Result<Self, ConfigError> {
         let mut levels = Vec::new();
-        let mut stats = Vec::new();
         for (i, l) in c.levels.iter().enumerate() {
             let lines = (l.size.0 / l.line as u64) as u32;
             let (sets, ways) = geometry(&format!("cache.levels[{i}]"), lines, Some(l.ways))?;
@@ -122,18 +124,12 @@ impl Caches {
                 l.line.trailing_zeros(),
                 l.hit_cycles,
             ));
-            stats.push(CacheStats {
-                name: l.name.clone(),
-                hit_cycles: l.hit_cycles,
-                ..Default::default()
-            });
         }
         Ok(Caches {
             levels,
+            names: c.levels.iter().map(|l| l.name.clone()).collect(),
             memory_cycles: c.memory_cycles,
-            stats,
-            memory_walk_refs: 0,
-            memory_data_refs: 0,
+            memory_refs: [0; 2],
         })
     }
 
@@ -141,23 +137,39 @@ impl Caches {
     /// in order; each level that misses is filled.
     #[inline]
     pub fn access(&mut self, pa: u64, walk: bool) -> u64 {
-        for (i, l) in self.levels.iter_mut().enumerate() {
+        let k = !walk as usize;
+        for l in self.levels.iter_mut() {
             if l.access(pa) {
-                let s = &mut self.stats[i];
-                if walk {
-                    s.walk_hits += 1;
-                } else {
-                    s.data_hits += 1;
-                }
+                l.hits[k] += 1;
                 return l.hit_cycles;
             }
         }
-        if walk {
-            self.memory_walk_refs += 1;
-        } else {
-            self.memory_data_refs += 1;
-        }
+        self.memory_refs[k] += 1;
         self.memory_cycles
+    }
+
+    /// Per level: name, hit cycles, walk and data references served.
+    pub fn stats(&self) -> Vec<CacheStats> {
+        self.levels
+            .iter()
+            .zip(&self.names)
+            .map(|(l, name)| CacheStats {
+                name: name.clone(),
+                hit_cycles: l.hit_cycles,
+                walk_hits: l.hits[0],
+                data_hits: l.hits[1],
+            })
+            .collect()
+    }
+
+    /// Walk references served by memory.
+    pub fn memory_walk_refs(&self) -> u64 {
+        self.memory_refs[0]
+    }
+
+    /// Data references served by memory.
+    pub fn memory_data_refs(&self) -> u64 {
+        self.memory_refs[1]
     }
 
     /// Line size of the first level (64 if there are no levels).
@@ -196,8 +208,8 @@ mod tests {
         c.access(128, true);
         c.access(256, true);
         assert_eq!(c.access(0, true), 12); // gone from L1, still in L2
-        assert_eq!(c.stats[0].walk_hits, 1);
-        assert_eq!(c.stats[1].walk_hits, 1);
-        assert_eq!(c.memory_walk_refs, 3);
+        assert_eq!(c.stats()[0].walk_hits, 1);
+        assert_eq!(c.stats()[1].walk_hits, 1);
+        assert_eq!(c.memory_walk_refs(), 3);
     }
 }
