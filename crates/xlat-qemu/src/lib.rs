@@ -87,6 +87,16 @@ static SEND_LOCK: AtomicBool = AtomicBool::new(false);
 
 struct SendLock;
 
+/// One round of waiting for another thread: spin briefly, then yield the CPU.
+fn back_off(spins: &mut u32) {
+    *spins += 1;
+    if *spins < 64 {
+        std::hint::spin_loop();
+    } else {
+        std::thread::yield_now();
+    }
+}
+
 impl SendLock {
     fn take() -> SendLock {
         let mut spins = 0u32;
@@ -95,12 +105,7 @@ impl SendLock {
             .is_err()
         {
             // The holder may be blocked in `send` (the collector is behind): let it run.
-            spins += 1;
-            if spins < 64 {
-                std::hint::spin_loop();
-            } else {
-                std::thread::yield_now();
-            }
+            back_off(&mut spins);
         }
         SendLock
     }
@@ -352,14 +357,7 @@ fn wait_while_flushing(b: &Buf, from: u8, to: u8) -> bool {
     loop {
         match b.state.compare_exchange(from, to, Acquire, Relaxed) {
             Ok(_) => return true,
-            Err(FLUSHING) => {
-                spins += 1;
-                if spins < 64 {
-                    std::hint::spin_loop();
-                } else {
-                    std::thread::yield_now();
-                }
-            }
+            Err(FLUSHING) => back_off(&mut spins),
             Err(_) => return false,
         }
     }
