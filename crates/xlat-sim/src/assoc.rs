@@ -38,28 +38,102 @@ pub enum Fill {
     Evicted(Slot),
 }
 
+/// A structure's replacement state: one of the policies, chosen at construction. True
+/// LRU is kept as stamps for up to 4 ways (a hit is one store, a victim scan is short),
+/// as an order word per set for 5 to 16 ways and as a linked list for wider sets (neither
+/// scans for a victim): the same policy in every case. One small `match` per event keeps
+/// the array code itself in one copy.
 #[derive(Debug, Clone)]
-pub struct Assoc<R> {
+enum Repl {
+    Lru(Lru),
+    LruOrder(LruOrder),
+    LruList(LruList),
+    TreePlru(TreePlru),
+    Fifo(Fifo),
+    Random(Random),
+}
+
+macro_rules! repl {
+    ($self:expr, $r:ident => $e:expr) => {
+        match $self {
+            Repl::Lru($r) => $e,
+            Repl::LruOrder($r) => $e,
+            Repl::LruList($r) => $e,
+            Repl::TreePlru($r) => $e,
+            Repl::Fifo($r) => $e,
+            Repl::Random($r) => $e,
+        }
+    };
+}
+
+impl Repl {
+    fn new(policy: Policy, sets: usize, ways: usize, seed: u64) -> Self {
+        match policy {
+            Policy::Lru if (5..=16).contains(&ways) => {
+                Repl::LruOrder(LruOrder::new(sets, ways, seed))
+            }
+            Policy::Lru if (17..=255).contains(&ways) => {
+                Repl::LruList(LruList::new(sets, ways, seed))
+            }
+            Policy::Lru => Repl::Lru(Lru::new(sets, ways, seed)),
+            Policy::TreePlru => Repl::TreePlru(TreePlru::new(sets, ways, seed)),
+            Policy::Fifo => Repl::Fifo(Fifo::new(sets, ways, seed)),
+            Policy::Random => Repl::Random(Random::new(sets, ways, seed)),
+        }
+    }
+    #[inline(always)]
+    fn on_hit_at(&mut self, set: usize, way: usize, index: usize) {
+        repl!(self, r => r.on_hit_at(set, way, index))
+    }
+    #[inline(always)]
+    fn on_fill(&mut self, set: usize, way: usize) {
+        repl!(self, r => r.on_fill(set, way))
+    }
+    #[inline(always)]
+    fn victim(&mut self, set: usize) -> usize {
+        repl!(self, r => r.victim(set))
+    }
+    #[inline]
+    fn on_invalidate(&mut self, set: usize, way: usize) {
+        repl!(self, r => r.on_invalidate(set, way))
+    }
+    fn prefers_invalid(&self) -> bool {
+        fn p<R: Replacement>(_: &R) -> bool {
+            R::VICTIM_PREFERS_INVALID
+        }
+        repl!(self, r => p(r))
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Assoc {
     ways: usize,
     /// Sets of 8 to 64 ways are searched with [`crate::simd::eq_mask`].
     wide: bool,
+    /// The policy's victim is an invalid way whenever the set has one.
+    prefers_invalid: bool,
     set_mask: u64,
     keys: Vec<u64>,
     meta: Vec<Meta>,
-    repl: R,
+    repl: Repl,
 }
 
-impl<R: Replacement> Assoc<R> {
+impl Assoc {
     /// `sets` must be a power of two.
-    pub fn new(sets: usize, ways: usize, seed: u64) -> Self {
+    pub fn new(policy: Policy, sets: usize, ways: usize, seed: u64) -> Self {
+        Self::with_repl(sets, ways, Repl::new(policy, sets, ways, seed))
+    }
+
+    fn with_repl(sets: usize, ways: usize, repl: Repl) -> Self {
         debug_assert!(sets.is_power_of_two() && ways > 0);
         Assoc {
             ways,
             wide: (8..=64).contains(&ways),
+            prefers_invalid: repl.prefers_invalid(),
             set_mask: sets as u64 - 1,
             keys: vec![0; sets * ways],
             meta: vec![Meta::default(); sets * ways],
-            repl: R::new(sets, ways, seed),
+            repl,
         }
     }
 
@@ -132,19 +206,15 @@ impl<R: Replacement> Assoc<R> {
     pub fn fill(&mut self, index: u64, slot: Slot) -> Fill {
         let set = self.set_of(index);
         let base = set * self.ways;
-        let way = if R::VICTIM_PREFERS_INVALID {
+        let way = if self.prefers_invalid {
             self.repl.victim(set)
         } else {
-            match self.keys[base..base + self.ways]
-                .iter()
-                .position(|&k| k == 0)
-            {
-                Some(w) => w,
-                None => self.repl.victim(set),
-            }
+            self.first_invalid(base)
+                .unwrap_or_else(|| self.repl.victim(set))
         };
         let i = base + way;
-        let fill = if self.keys[i] == 0 {
+        let old = self.keys[i];
+        let fill = if old == 0 {
             Fill::Free
         } else {
             Fill::Evicted(self.slot(i))
@@ -157,6 +227,13 @@ impl<R: Replacement> Assoc<R> {
         };
         self.repl.on_fill(set, way);
         fill
+    }
+
+    #[cold]
+    fn first_invalid(&self, base: usize) -> Option<usize> {
+        self.keys[base..base + self.ways]
+            .iter()
+            .position(|&k| k == 0)
     }
 
     /// Invalidates every entry for which `pred` holds; returns how many.
@@ -191,70 +268,6 @@ impl<R: Replacement> Assoc<R> {
     }
 }
 
-/// An [`Assoc`] with its policy chosen at run time; one `match` per call. True LRU is
-/// kept as stamps for up to 4 ways (a hit is one store, a victim scan is short), as an
-/// order word per set for 5 to 16 ways and as a linked list for wider sets (neither
-/// scans for a victim): the same policy in every case.
-#[derive(Debug, Clone)]
-pub enum AnyAssoc {
-    Lru(Assoc<Lru>),
-    LruOrder(Assoc<LruOrder>),
-    LruList(Assoc<LruList>),
-    TreePlru(Assoc<TreePlru>),
-    Fifo(Assoc<Fifo>),
-    Random(Assoc<Random>),
-}
-
-macro_rules! dispatch {
-    ($self:expr, $a:ident => $e:expr) => {
-        match $self {
-            AnyAssoc::Lru($a) => $e,
-            AnyAssoc::LruOrder($a) => $e,
-            AnyAssoc::LruList($a) => $e,
-            AnyAssoc::TreePlru($a) => $e,
-            AnyAssoc::Fifo($a) => $e,
-            AnyAssoc::Random($a) => $e,
-        }
-    };
-}
-
-impl AnyAssoc {
-    pub fn new(policy: Policy, sets: usize, ways: usize, seed: u64) -> Self {
-        match policy {
-            Policy::Lru if (5..=16).contains(&ways) => {
-                AnyAssoc::LruOrder(Assoc::new(sets, ways, seed))
-            }
-            Policy::Lru if (17..=255).contains(&ways) => {
-                AnyAssoc::LruList(Assoc::new(sets, ways, seed))
-            }
-            Policy::Lru => AnyAssoc::Lru(Assoc::new(sets, ways, seed)),
-            Policy::TreePlru => AnyAssoc::TreePlru(Assoc::new(sets, ways, seed)),
-            Policy::Fifo => AnyAssoc::Fifo(Assoc::new(sets, ways, seed)),
-            Policy::Random => AnyAssoc::Random(Assoc::new(sets, ways, seed)),
-        }
-    }
-    #[inline(always)]
-    pub fn lookup(&mut self, index: u64, key: u64, asid: u16) -> Option<Slot> {
-        dispatch!(self, a => a.lookup(index, key, asid))
-    }
-    pub fn peek(&self, index: u64, key: u64, asid: u16) -> Option<Slot> {
-        dispatch!(self, a => a.peek(index, key, asid))
-    }
-    #[inline]
-    pub fn fill(&mut self, index: u64, slot: Slot) -> Fill {
-        dispatch!(self, a => a.fill(index, slot))
-    }
-    pub fn invalidate(&mut self, index: u64, key: u64, asid: u16) -> bool {
-        dispatch!(self, a => a.invalidate(index, key, asid))
-    }
-    pub fn invalidate_where(&mut self, pred: impl FnMut(&Slot) -> bool) -> u64 {
-        dispatch!(self, a => a.invalidate_where(pred))
-    }
-    pub fn valid_entries(&self) -> usize {
-        dispatch!(self, a => a.valid_entries())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -271,7 +284,7 @@ mod tests {
     #[test]
     fn one_set_equals_fully_associative_lru() {
         // A 4-entry fully-associative LRU cycled over 5 keys misses every time.
-        let mut a: Assoc<Lru> = Assoc::new(1, 4, 0);
+        let mut a = Assoc::new(Policy::Lru, 1, 4, 0);
         let mut misses = 0;
         for i in 0..100u64 {
             let k = i % 5;
@@ -286,7 +299,7 @@ mod tests {
     #[test]
     fn invalid_ways_are_filled_first_after_invalidation() {
         for policy in [Policy::Lru, Policy::Fifo, Policy::TreePlru, Policy::Random] {
-            let mut a = AnyAssoc::new(policy, 1, 4, 3);
+            let mut a = Assoc::new(policy, 1, 4, 3);
             for k in 0..4 {
                 assert_eq!(a.fill(0, slot(k)), Fill::Free);
             }
@@ -302,9 +315,9 @@ mod tests {
     #[test]
     fn order_lru_equals_stamp_lru() {
         for (sets, ways) in [(1, 12), (4, 8), (2, 16), (8, 5), (1, 32), (2, 17), (1, 64)] {
-            let mut a: Assoc<Lru> = Assoc::new(sets, ways, 0);
-            let mut b = AnyAssoc::new(Policy::Lru, sets, ways, 0);
-            assert!(!matches!(b, AnyAssoc::Lru(_)), "{ways} ways use stamps");
+            let mut a = Assoc::with_repl(sets, ways, Repl::Lru(Lru::new(sets, ways, 0)));
+            let mut b = Assoc::new(Policy::Lru, sets, ways, 0);
+            assert!(!matches!(b.repl, Repl::Lru(_)), "{ways} ways use stamps");
             let mut x = 7u64;
             for _ in 0..20_000 {
                 x ^= x << 13;
@@ -330,7 +343,7 @@ mod tests {
 
     #[test]
     fn global_matches_any_asid() {
-        let mut a: Assoc<Lru> = Assoc::new(2, 2, 0);
+        let mut a = Assoc::new(Policy::Lru, 2, 2, 0);
         let mut s = slot(3);
         s.asid = 5;
         s.flags = GLOBAL;

@@ -6,7 +6,7 @@
 //! into the largest smaller size the level holds (the entry then covers the accessed
 //! sub-page only). Locked-down entries are never evicted and survive every flush.
 
-use crate::assoc::{AnyAssoc, Fill, Slot, GLOBAL, VALID};
+use crate::assoc::{Assoc, Fill, Slot, GLOBAL, VALID};
 use crate::config::{geometry, ConfigError, Inclusion, Side, TlbConfig, TlbStructConfig};
 use crate::pagetable::{Leaf, GLOBAL_PAGE, WRITABLE};
 use serde::Serialize;
@@ -60,7 +60,7 @@ pub struct Structure {
     /// Valid entries per page size (log2; only held sizes are ever non-zero): sizes
     /// with none are not probed.
     live: [u32; 64],
-    arr: AnyAssoc,
+    arr: Assoc,
     locked: Vec<Locked>,
     lockdown_slots: u32,
     pub stats: StructStats,
@@ -74,7 +74,7 @@ impl Structure {
         shifts.dedup();
         Ok(Structure {
             live: [0; 64],
-            arr: AnyAssoc::new(c.replacement, sets, ways, seed),
+            arr: Assoc::new(c.replacement, sets, ways, seed),
             locked: Vec::new(),
             lockdown_slots: c.lockdown,
             stats: StructStats {
@@ -523,6 +523,14 @@ impl Tlbs {
         base_shift: u32,
         asid: u16,
     ) {
+        let mut flags = 0;
+        if leaf.flags & GLOBAL_PAGE != 0 {
+            flags |= GLOBAL;
+        }
+        if leaf.flags & WRITABLE != 0 {
+            flags |= W;
+        }
+        let offset = va & ((1u64 << leaf.shift) - 1);
         for li in (0..upto).rev() {
             let Some((si, s)) = self.levels[li].fill_to[side][leaf.shift as usize & 63] else {
                 if li == 0 {
@@ -531,19 +539,11 @@ impl Tlbs {
                 continue;
             };
             let si = si as usize;
-            let off_pages = ((va & ((1u64 << leaf.shift) - 1)) >> s) << (s as u32 - base_shift);
-            let mut flags = 0;
-            if leaf.flags & GLOBAL_PAGE != 0 {
-                flags |= GLOBAL;
-            }
-            if leaf.flags & WRITABLE != 0 {
-                flags |= W;
-            }
             let slot = Slot {
                 key: key(va, s as u32),
                 asid,
                 flags,
-                data: leaf.pfn + off_pages,
+                data: leaf.pfn + ((offset >> s) << (s as u32 - base_shift)),
             };
             let st = &mut self.structs[si];
             st.stats.fills += 1;
@@ -552,27 +552,34 @@ impl Tlbs {
                 st.stats.evictions += 1;
                 st.live[(old.key & 63) as usize] -= 1;
                 if self.inclusion == Inclusion::Inclusive && li > 0 {
-                    let sh = (old.key & 63) as u32;
-                    let ova = ((old.key & !VALID) >> 6) << sh;
-                    let oasid = if old.flags & GLOBAL != 0 {
-                        None
-                    } else {
-                        Some(old.asid)
-                    };
-                    self.forget();
-                    for upper in 0..li {
-                        for side2 in 0..2 {
-                            for k in 0..self.levels[upper].sides[side2].len() {
-                                let ui = self.levels[upper].sides[side2][k];
-                                self.structs[ui].invalidate_range(ova, sh, oasid);
-                            }
-                        }
-                    }
+                    self.back_invalidate(li, &old);
                 }
             }
             if li == 0 {
                 self.memo[side & self.memo_mask & 1] =
                     Memo::new(va, s, slot.data, flags, asid, si, false);
+            }
+        }
+    }
+
+    /// An inclusive level `li` evicted `old`: the levels above drop it too.
+    #[cold]
+    #[inline(never)]
+    fn back_invalidate(&mut self, li: usize, old: &Slot) {
+        let sh = (old.key & 63) as u32;
+        let ova = ((old.key & !VALID) >> 6) << sh;
+        let oasid = if old.flags & GLOBAL != 0 {
+            None
+        } else {
+            Some(old.asid)
+        };
+        self.forget();
+        for upper in 0..li {
+            for side2 in 0..2 {
+                for k in 0..self.levels[upper].sides[side2].len() {
+                    let ui = self.levels[upper].sides[side2][k];
+                    self.structs[ui].invalidate_range(ova, sh, oasid);
+                }
             }
         }
     }

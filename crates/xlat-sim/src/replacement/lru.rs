@@ -37,7 +37,7 @@ impl Replacement for Lru {
     }
     const VICTIM_PREFERS_INVALID: bool = true;
     /// The first smallest stamp.
-    #[inline]
+    #[inline(always)]
     fn victim(&mut self, set: usize) -> usize {
         crate::simd::argmin(&self.stamps[set * self.ways..(set + 1) * self.ways])
     }
