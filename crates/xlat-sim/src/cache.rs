@@ -16,21 +16,26 @@ pub struct CacheStats {
     pub data_hits: u64,
 }
 
-/// Per-set LRU state. Up to 16 ways: the ways in recency order ([`order`]). Wider sets: one stamp per way, the smallest is the victim. Both start with way
-/// 0 as the victim, then 1, ...: invalid ways are filled lowest first.
-#[derive(Clone, Debug)]
-enum Recency {
-    Order(Vec<u64>),
-    Stamps { stamps: Vec<u64>, clock: u64 },
-}
-
 #[derive(Clone, Debug)]
 struct Level {
-    /// Line tag + 1 per way (0 = invalid).
-    tags: Vec<u64>,
-    recency: Recency,
+    /// Per set `2 * stride` lanes: the low halves of the ways' tags, then the high halves
+    /// (a tag is `line >> set_bits` plus one; 0 in both halves = invalid). `stride` is the
+    /// ways rounded up to four: the low halves are compared four per SSE2 instruction,
+    /// and a candidate's high half (almost always 0) sits right after them.
+    lanes: Vec<u32>,
+    /// True LRU. Up to 16 ways: per set the ways in recency order ([`order`]). Wider
+    /// sets: one stamp per way, the smallest is the victim (`clock` counts accesses).
+    /// Both start with way 0 as the victim, then 1, ...: invalid ways are filled lowest
+    /// first.
+    order: Vec<u64>,
+    stamps: Vec<u64>,
+    clock: u64,
     nways: usize,
+    stride: usize,
+    /// Bits of the real ways (padding lanes never count).
+    way_mask: u64,
     set_mask: u64,
+    set_bits: u32,
     line_shift: u32,
     hit_cycles: u64,
     /// References served here: walk (0) and data (1).
@@ -39,21 +44,24 @@ struct Level {
 
 impl Level {
     fn new(sets: usize, ways: usize, line_shift: u32, hit_cycles: u64) -> Level {
-        let recency = if ways <= 16 {
-            Recency::Order(vec![order::initial(ways); sets])
+        let (order, stamps) = if ways <= 16 {
+            (vec![order::initial(ways); sets], Vec::new())
         } else {
-            Recency::Stamps {
-                stamps: vec![0; sets * ways],
-                clock: 0,
-            }
+            (Vec::new(), vec![0; sets * ways])
         };
-        let tags = vec![0; sets * ways];
-        crate::hugepage::hint(&tags);
+        let stride = ways.next_multiple_of(4);
+        let lanes = vec![0; sets * 2 * stride];
+        crate::hugepage::hint(&lanes);
         Level {
-            tags,
-            recency,
+            lanes,
+            order,
+            stamps,
+            clock: 0,
             nways: ways,
+            stride,
+            way_mask: u64::MAX >> (64 - ways),
             set_mask: sets as u64 - 1,
+            set_bits: sets.trailing_zeros(),
             line_shift,
             hit_cycles,
             hits: [0; 2],
@@ -61,46 +69,89 @@ impl Level {
     }
 
     /// A hit refreshes the way; a miss replaces the LRU way. Returns whether it hit.
-    #[inline]
+    #[inline(always)]
     fn access(&mut self, pa: u64) -> bool {
-        let line = pa >> self.line_shift;
-        let tag = line + 1;
-        let set = (line & self.set_mask) as usize;
-        let base = set * self.nways;
-        let tags = &mut self.tags[base..base + self.nways];
-        // A mask, not an early-exit search: which way hits is unpredictable, and a
-        // mispredicted loop exit costs more than comparing every way.
-        let m = crate::simd::eq_mask(tags, tag);
-        let hit = (m != 0).then_some(m.trailing_zeros() as usize);
-        match &mut self.recency {
-            Recency::Order(order) => {
-                let o = order[set];
-                let way = match hit {
-                    Some(w) => w,
-                    None => {
-                        let w = order::victim(o, self.nways);
-                        tags[w] = tag;
-                        w
-                    }
-                };
-                order[set] = order::touch(o, way as u64);
-            }
-            Recency::Stamps { stamps, clock } => {
-                *clock += 1;
-                let st = &mut stamps[base..base + self.nways];
-                let w = match hit {
-                    Some(w) => w,
-                    None => {
-                        let victim = crate::simd::argmin(st);
-                        tags[victim] = tag;
-                        victim
-                    }
-                };
-                st[w] = *clock;
-            }
+        // One fixed-width body per set width (a shared loop would mispredict its exit
+        // when levels of different widths alternate).
+        match self.stride {
+            4 => self.access_n::<1>(pa),
+            8 => self.access_n::<2>(pa),
+            12 => self.access_n::<3>(pa),
+            16 => self.access_n::<4>(pa),
+            _ => self.access_wide(pa),
         }
-        hit.is_some()
     }
+
+    /// The set of `pa`, its tag's low and high halves.
+    #[inline(always)]
+    fn locate(&self, pa: u64) -> (usize, u32, u32) {
+        let line = pa >> self.line_shift;
+        let tag = (line >> self.set_bits) + 1;
+        (
+            (line & self.set_mask) as usize,
+            tag as u32,
+            (tag >> 32) as u32,
+        )
+    }
+
+    /// [`Level::access`] for sets of `4 * C` lanes (up to 16 ways: order LRU).
+    #[inline(always)]
+    fn access_n<const C: usize>(&mut self, pa: u64) -> bool {
+        let (set, lo, hi) = self.locate(pa);
+        let s = 4 * C;
+        let lanes = &mut self.lanes[2 * s * set..][..2 * s];
+        // Masks, not an early-exit search: which way hits is unpredictable, and a
+        // mispredicted loop exit costs more than comparing every way.
+        let m = crate::simd::eq_mask32(&lanes[..s], lo) & self.way_mask;
+        let first = (m.trailing_zeros() as usize).min(s - 1);
+        let (hit, way) = if m & m.wrapping_sub(1) == 0 {
+            (m != 0 && lanes[s + first] == hi, first)
+        } else {
+            several(lanes, m, hi)
+        };
+        let o = &mut self.order[set];
+        let way = if hit {
+            way
+        } else {
+            order::victim(*o, self.nways)
+        };
+        *o = order::touch(*o, way as u64);
+        lanes[way] = lo;
+        lanes[s + way] = hi;
+        hit
+    }
+
+    /// [`Level::access`] for wider sets (stamp LRU).
+    #[inline(never)]
+    fn access_wide(&mut self, pa: u64) -> bool {
+        let (set, lo, hi) = self.locate(pa);
+        let s = self.stride;
+        let lanes = &mut self.lanes[2 * s * set..][..2 * s];
+        let m = crate::simd::eq_mask32(&lanes[..s], lo) & self.way_mask;
+        let (hit, way) = several(lanes, m, hi);
+        self.clock += 1;
+        let st = &mut self.stamps[set * self.nways..][..self.nways];
+        let way = if hit { way } else { crate::simd::argmin(st) };
+        st[way] = self.clock;
+        lanes[way] = lo;
+        lanes[s + way] = hi;
+        hit
+    }
+}
+
+/// The first way in `m` whose high tag half (in the second half of `lanes`) is `hi`.
+#[cold]
+#[inline(never)]
+fn several(lanes: &[u32], mut m: u64, hi: u32) -> (bool, usize) {
+    let s = lanes.len() / 2;
+    while m != 0 {
+        let w = m.trailing_zeros() as usize;
+        if lanes[s + w] == hi {
+            return (true, w);
+        }
+        m &= m - 1;
+    }
+    (false, 0)
 }
 
 #[derive(Clone, Debug)]
