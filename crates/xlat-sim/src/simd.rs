@@ -10,7 +10,7 @@
 /// SSE2 (part of the x86-64 baseline, so it inlines anywhere): four lanes per compare.
 #[inline(always)]
 pub fn eq_mask32(xs: &[u32], x: u32) -> u64 {
-    debug_assert!(xs.len() % 4 == 0 && xs.len() <= 64);
+    debug_assert!(xs.len().is_multiple_of(4) && xs.len() <= 64);
     match xs.len() / 4 {
         1 => eq_mask32_n::<1>(xs, x),
         2 => eq_mask32_n::<2>(xs, x),
@@ -255,7 +255,7 @@ mod tests {
                         break;
                     }
                     assert_eq!(eq_mask(&v, k), eq_mask_scalar(&v, k), "{v:?} {k}");
-                    if n % 4 == 0 {
+                    if n.is_multiple_of(4) {
                         let v32: Vec<u32> = v.iter().map(|&x| x as u32).collect();
                         assert_eq!(eq_mask32(&v32, k as u32), eq_mask_scalar(&v, k));
                     }
