@@ -29,13 +29,12 @@ struct Meta {
 /// Entry flag: matches every ASID.
 pub const GLOBAL: u8 = 1;
 
-/// What a fill displaced, if anything.
+/// What a fill displaced: the old entry's key (0 if the way was free), ASID and flags.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Fill {
-    /// An invalid way was used.
-    Free,
-    /// A valid entry was evicted.
-    Evicted(Slot),
+pub struct Displaced {
+    pub key: u64,
+    pub asid: u16,
+    pub flags: u8,
 }
 
 /// A structure's replacement state: one of the policies, chosen at construction. True
@@ -92,6 +91,15 @@ impl Repl {
     #[inline(always)]
     fn victim(&mut self, set: usize) -> usize {
         repl!(self, r => r.victim(set))
+    }
+    /// The victim of `set`, already refreshed as filled (one dispatch for both).
+    #[inline(always)]
+    fn take(&mut self, set: usize) -> usize {
+        repl!(self, r => {
+            let w = r.victim(set);
+            r.on_fill(set, w);
+            w
+        })
     }
     #[inline]
     fn on_invalidate(&mut self, set: usize, way: usize) {
@@ -203,30 +211,32 @@ impl Assoc {
     /// Inserts `slot` into the set chosen by `index`: an invalid way if any, otherwise
     /// the policy's victim. The caller guarantees the key is not already present.
     #[inline]
-    pub fn fill(&mut self, index: u64, slot: Slot) -> Fill {
+    pub fn fill(&mut self, index: u64, slot: Slot) -> Displaced {
         let set = self.set_of(index);
         let base = set * self.ways;
         let way = if self.prefers_invalid {
-            self.repl.victim(set)
+            self.repl.take(set)
         } else {
-            self.first_invalid(base)
-                .unwrap_or_else(|| self.repl.victim(set))
+            let w = self
+                .first_invalid(base)
+                .unwrap_or_else(|| self.repl.victim(set));
+            self.repl.on_fill(set, w);
+            w
         };
         let i = base + way;
-        let old = self.keys[i];
-        let fill = if old == 0 {
-            Fill::Free
-        } else {
-            Fill::Evicted(self.slot(i))
+        let m = &mut self.meta[i];
+        let old = Displaced {
+            key: self.keys[i],
+            asid: m.asid,
+            flags: m.flags,
         };
-        self.keys[i] = slot.key;
-        self.meta[i] = Meta {
+        *m = Meta {
             data: slot.data,
             asid: slot.asid,
             flags: slot.flags,
         };
-        self.repl.on_fill(set, way);
-        fill
+        self.keys[i] = slot.key;
+        old
     }
 
     #[cold]
@@ -301,11 +311,11 @@ mod tests {
         for policy in [Policy::Lru, Policy::Fifo, Policy::TreePlru, Policy::Random] {
             let mut a = Assoc::new(policy, 1, 4, 3);
             for k in 0..4 {
-                assert_eq!(a.fill(0, slot(k)), Fill::Free);
+                assert_eq!(a.fill(0, slot(k)).key, 0);
             }
             assert!(a.invalidate(0, slot(2).key, 0));
-            assert_eq!(a.fill(0, slot(9)), Fill::Free, "{policy:?}");
-            assert!(matches!(a.fill(0, slot(10)), Fill::Evicted(_)));
+            assert_eq!(a.fill(0, slot(9)).key, 0, "{policy:?}");
+            assert_ne!(a.fill(0, slot(10)).key, 0);
             assert_eq!(a.valid_entries(), 4);
         }
     }

@@ -6,7 +6,7 @@
 //! into the largest smaller size the level holds (the entry then covers the accessed
 //! sub-page only). Locked-down entries are never evicted and survive every flush.
 
-use crate::assoc::{Assoc, Fill, Slot, GLOBAL, VALID};
+use crate::assoc::{Assoc, Displaced, Slot, GLOBAL, VALID};
 use crate::config::{geometry, ConfigError, Inclusion, Side, TlbConfig, TlbStructConfig};
 use crate::pagetable::{Leaf, GLOBAL_PAGE, WRITABLE};
 use serde::Serialize;
@@ -548,7 +548,8 @@ impl Tlbs {
             let st = &mut self.structs[si];
             st.stats.fills += 1;
             st.live[s as usize & 63] += 1;
-            if let Fill::Evicted(old) = st.arr.fill(va >> s, slot) {
+            let old = st.arr.fill(va >> s, slot);
+            if old.key != 0 {
                 st.stats.evictions += 1;
                 st.live[(old.key & 63) as usize] -= 1;
                 if self.inclusion == Inclusion::Inclusive && li > 0 {
@@ -565,7 +566,7 @@ impl Tlbs {
     /// An inclusive level `li` evicted `old`: the levels above drop it too.
     #[cold]
     #[inline(never)]
-    fn back_invalidate(&mut self, li: usize, old: &Slot) {
+    fn back_invalidate(&mut self, li: usize, old: &Displaced) {
         let sh = (old.key & 63) as u32;
         let ova = ((old.key & !VALID) >> 6) << sh;
         let oasid = if old.flags & GLOBAL != 0 {
