@@ -404,9 +404,9 @@ impl<P: PageTable> Sim<P> {
                 self.c.cyc.walk += self.cfg.walker.pwc_hit_cycles;
             }
         }
-        for h in start..w.n {
-            self.c.cyc.walk += self.caches.access(w.refs[h], true);
-            self.c.refs_per_level[h] += 1;
+        self.c.cyc.walk += self.caches.access_walk(&w.refs[start..w.n]);
+        for n in &mut self.c.refs_per_level[start..w.n] {
+            *n += 1;
         }
         self.c.walk_refs += (w.n - start) as u64;
         if !self.pwc.is_empty() && w.n > 1 {

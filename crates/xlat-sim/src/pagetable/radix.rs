@@ -32,6 +32,8 @@ struct Level {
     /// Shift of the virtual address for this level's index (= log2 of what one entry maps).
     shift: u32,
     mask: u64,
+    /// log2 of `fanout`.
+    bits: u32,
     leaf_ok: bool,
     table_bytes: u64,
     /// Folded levels between the previous hardware level and this one.
@@ -72,9 +74,14 @@ impl Level {
 
     #[inline]
     fn get(&self, n: u32, idx: u32) -> u64 {
-        let node = &self.nodes[n as usize];
+        self.entry(&self.nodes[n as usize], idx)
+    }
+
+    /// Entry `idx` of `node` (a node of this level).
+    #[inline(always)]
+    fn entry(&self, node: &Node, idx: u32) -> u64 {
         if node.dense != 0 {
-            self.slab[(node.dense as usize - 1) * self.fanout + idx as usize]
+            self.slab[((node.dense as usize - 1) << self.bits) + idx as usize]
         } else {
             let k = (node.live as usize).min(INLINE);
             for i in 0..k {
@@ -271,6 +278,7 @@ impl Radix {
                 fanout,
                 shift,
                 mask: fanout as u64 - 1,
+                bits: l.bits as u32,
                 leaf_ok: l.leaf,
                 table_bytes: fanout as u64 * entry_bytes as u64,
                 folded_above: folded,
@@ -482,18 +490,17 @@ impl PageTable for Radix {
         let mut n = self.root;
         for (h, lvl) in self.levels.iter().enumerate() {
             let idx = lvl.index(va.0);
-            w.refs[h] = lvl.nodes[n as usize].pa + idx as u64 * self.entry_bytes;
-            w.n = h + 1;
-            let e = lvl.get(n, idx);
-            if e == 0 {
-                return w;
-            }
-            if is_leaf(e) {
-                w.leaf = Some(dec_leaf(e, lvl.shift));
+            let node = &lvl.nodes[n as usize];
+            w.refs[h] = node.pa + idx as u64 * self.entry_bytes;
+            let e = lvl.entry(node, idx);
+            if e == 0 || is_leaf(e) {
+                w.n = h + 1;
+                w.leaf = (e != 0).then(|| dec_leaf(e, lvl.shift));
                 return w;
             }
             n = child(e);
         }
+        w.n = self.levels.len();
         w
     }
 
@@ -504,8 +511,7 @@ impl PageTable for Radix {
         // levels and leave a hint for the next access to that table.
         let last = self.levels.len() - 1;
         let lvl = &self.levels[last];
-        let top = lvl.shift + lvl.mask.count_ones();
-        let key = (va.0 >> top) + 1;
+        let key = (va.0 >> (lvl.shift + lvl.bits)) + 1;
         let slot = &self.hints[key as usize & (HINTS - 1)];
         let idx = lvl.index(va.0) as usize;
         let hint = slot.get();
