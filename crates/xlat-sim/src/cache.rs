@@ -68,6 +68,31 @@ impl Level {
         }
     }
 
+    /// Bytes of host memory the level's state occupies.
+    fn host_bytes(&self) -> usize {
+        std::mem::size_of_val(&self.lanes[..])
+            + std::mem::size_of_val(&self.order[..])
+            + std::mem::size_of_val(&self.stamps[..])
+    }
+
+    /// Prefetches `pa`'s set (its tag lanes and recency state).
+    #[inline(always)]
+    fn prefetch(&self, pa: u64) {
+        let (set, _, _) = self.locate(pa);
+        let s = self.stride;
+        if let Some(l) = self.lanes.get(2 * s * set) {
+            crate::hugepage::prefetch(l);
+        }
+        if s > 8 {
+            if let Some(l) = self.lanes.get(2 * s * set + 16) {
+                crate::hugepage::prefetch(l);
+            }
+        }
+        if let Some(o) = self.order.get(set) {
+            crate::hugepage::prefetch(o);
+        }
+    }
+
     /// A hit refreshes the way; a miss replaces the LRU way. Returns whether it hit.
     #[inline(always)]
     fn access(&mut self, pa: u64) -> bool {
@@ -157,6 +182,9 @@ fn several(lanes: &[u32], mut m: u64, hi: u32) -> (bool, usize) {
 #[derive(Clone, Debug)]
 pub struct Caches {
     levels: Vec<Level>,
+    /// Levels whose state outgrows the host's first-level data cache: the ones
+    /// [`Caches::prefetch`] covers.
+    big: Vec<usize>,
     names: Vec<String>,
     pub memory_cycles: u64,
     /// References served by memory: walk (0) and data (1).
@@ -176,12 +204,25 @@ impl Caches {
                 l.hit_cycles,
             ));
         }
+        let big = (0..levels.len())
+            .filter(|&i| levels[i].host_bytes() > 64 << 10)
+            .collect();
         Ok(Caches {
+            big,
             levels,
             names: c.levels.iter().map(|l| l.name.clone()).collect(),
             memory_cycles: c.memory_cycles,
             memory_refs: [0; 2],
         })
+    }
+
+    /// Prefetches the host memory of `pa`'s set in each level too large to stay in the
+    /// host's caches. Changes no simulated state.
+    #[inline]
+    pub fn prefetch(&self, pa: u64) {
+        for &i in &self.big {
+            self.levels[i].prefetch(pa);
+        }
     }
 
     /// A walk's references, in order; returns the cycles they cost (one call per walk:

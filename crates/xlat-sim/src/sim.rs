@@ -204,7 +204,9 @@ impl<P: PageTable> Sim<P> {
     #[inline]
     fn prefetch(&self, va: u64) {
         if let Some(Some(p)) = self.cur.map(|c| self.slots[c].as_ref()) {
-            p.pt.prefetch(VirtAddr(va));
+            if let Some(pa) = p.pt.prefetch(VirtAddr(va)) {
+                self.caches.prefetch(pa);
+            }
         }
     }
 

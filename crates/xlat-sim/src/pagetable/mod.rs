@@ -110,9 +110,13 @@ pub trait PageTable: Sized {
     fn table_usage(&self) -> Vec<(u64, u64)>;
     /// Hardware-level index and key shift for a page-walk cache of config level `name`.
     fn pwc_level(&self, name: &str) -> Option<(usize, u32)>;
-    /// A hint that `va` will be walked soon: may prefetch host memory for the walk.
-    /// Must not change any simulated state.
-    fn prefetch(&self, _va: VirtAddr) {}
+    /// A hint that `va` will be walked soon: may prefetch host memory for the walk, and
+    /// returns the physical address of the entry the walk will likely read last, when
+    /// known cheaply (it may be stale: callers only prefetch with it). Must not change
+    /// any simulated state.
+    fn prefetch(&self, _va: VirtAddr) -> Option<u64> {
+        None
+    }
     /// Physical addresses of the other leaf entries sharing `va`'s leaf-entry cache line
     /// of `line` bytes, with their virtual bases — for multi-entry fills.
     fn line_neighbours(&self, va: VirtAddr, line: u64, out: &mut Vec<(u64, Leaf)>);

@@ -239,12 +239,14 @@ pub struct Radix {
     hints: Box<[Cell<Hint>]>,
 }
 
-/// A [`Radix::hints`] slot: the table's address bits + 1 (0 = empty) and the slab index
-/// of its first entry.
+/// A [`Radix::hints`] slot: the table's address bits + 1 (0 = empty), the slab index
+/// of its first entry and its physical address.
 #[derive(Clone, Copy, Debug, Default)]
 struct Hint {
     key: u64,
     base: usize,
+    /// The table's physical address.
+    pa: u64,
 }
 
 /// Slots of [`Radix::hints`] (covers 8 GiB of 4 KiB pages without conflicts).
@@ -505,7 +507,7 @@ impl PageTable for Radix {
     }
 
     #[inline]
-    fn prefetch(&self, va: VirtAddr) {
+    fn prefetch(&self, va: VirtAddr) -> Option<u64> {
         // The last level's entry is what misses in the host's caches. A hint finds its
         // table's slab chunk in a few instructions; without one, walk the (hot) upper
         // levels and leave a hint for the next access to that table.
@@ -519,22 +521,27 @@ impl PageTable for Radix {
             if let Some(e) = lvl.slab.get(hint.base + idx) {
                 crate::hugepage::prefetch(e);
             }
-            return;
+            return Some(hint.pa + idx as u64 * self.entry_bytes);
         }
         let mut n = self.root;
         for l in &self.levels[..last] {
             let e = l.get(n, l.index(va.0));
             if e == 0 || is_leaf(e) {
-                return;
+                return None;
             }
             n = child(e);
         }
         let node = &lvl.nodes[n as usize];
         if node.dense != 0 {
             let base = (node.dense as usize - 1) * lvl.fanout;
-            slot.set(Hint { key, base });
+            slot.set(Hint {
+                key,
+                base,
+                pa: node.pa,
+            });
             crate::hugepage::prefetch(&lvl.slab[base + idx]);
         }
+        None
     }
 
     fn lookup(&self, va: VirtAddr) -> Option<(Leaf, VirtAddr)> {
