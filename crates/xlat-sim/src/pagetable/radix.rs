@@ -15,15 +15,21 @@ use xlat_types::{PageSize, VirtAddr};
 
 const INLINE: usize = 4;
 
+/// One table. 64 bytes and aligned so that a node is one host line, its address a shift
+/// away from its index, and a walk's dependent loads per level short.
 #[derive(Clone, Debug)]
+#[repr(align(64))]
 struct Node {
     pa: u64,
+    /// Slab index of entry 0, or [`SPARSE`] while the entries are inline.
+    base: usize,
     live: u32,
-    /// Slab chunk + 1, or 0 while the entries are inline.
-    dense: u32,
     sidx: [u16; INLINE],
     sent: [u64; INLINE],
 }
+
+/// [`Node::base`] of a node whose entries are inline.
+const SPARSE: usize = usize::MAX;
 
 #[derive(Clone, Debug)]
 struct Level {
@@ -80,8 +86,8 @@ impl Level {
     /// Entry `idx` of `node` (a node of this level).
     #[inline(always)]
     fn entry(&self, node: &Node, idx: u32) -> u64 {
-        if node.dense != 0 {
-            self.slab[((node.dense as usize - 1) << self.bits) + idx as usize]
+        if node.base != SPARSE {
+            self.slab[node.base + idx as usize]
         } else {
             let k = (node.live as usize).min(INLINE);
             for i in 0..k {
@@ -96,8 +102,8 @@ impl Level {
     fn set(&mut self, n: u32, idx: u32, val: u64) {
         let fanout = self.fanout;
         let node = &mut self.nodes[n as usize];
-        if node.dense != 0 {
-            let slot = &mut self.slab[(node.dense as usize - 1) * fanout + idx as usize];
+        if node.base != SPARSE {
+            let slot = &mut self.slab[node.base + idx as usize];
             match (*slot != 0, val != 0) {
                 (false, true) => node.live += 1,
                 (true, false) => node.live -= 1,
@@ -148,7 +154,7 @@ impl Level {
             self.slab[base + node.sidx[i] as usize] = node.sent[i];
         }
         self.slab[base + idx as usize] = val;
-        node.dense = chunk + 1;
+        node.base = base;
         node.live += 1;
     }
 
@@ -156,8 +162,8 @@ impl Level {
     fn present(&self, n: u32, lo: u32, hi: u32, out: &mut Vec<(u32, u64)>) {
         out.clear();
         let node = &self.nodes[n as usize];
-        if node.dense != 0 {
-            let base = (node.dense as usize - 1) * self.fanout;
+        if node.base != SPARSE {
+            let base = node.base;
             for i in lo..=hi {
                 let e = self.slab[base + i as usize];
                 if e != 0 {
@@ -194,7 +200,7 @@ impl Level {
         let node = Node {
             pa,
             live: 0,
-            dense: 0,
+            base: SPARSE,
             sidx: [0; INLINE],
             sent: [0; INLINE],
         };
@@ -214,10 +220,10 @@ impl Level {
     fn free(&mut self, n: u32, mem: &mut PhysMem) {
         let node = &mut self.nodes[n as usize];
         mem.free_table(node.pa, self.table_bytes);
-        if node.dense != 0 {
-            self.free_chunks.push(node.dense - 1);
+        if node.base != SPARSE {
+            self.free_chunks.push((node.base / self.fanout) as u32);
         }
-        node.dense = 0;
+        node.base = SPARSE;
         node.live = 0;
         self.free_nodes.push(n);
         self.live_tables -= 1;
@@ -532,8 +538,8 @@ impl PageTable for Radix {
             n = child(e);
         }
         let node = &lvl.nodes[n as usize];
-        if node.dense != 0 {
-            let base = (node.dense as usize - 1) * lvl.fanout;
+        if node.base != SPARSE {
+            let base = node.base;
             slot.set(Hint {
                 key,
                 base,
