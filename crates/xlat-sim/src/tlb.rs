@@ -244,6 +244,13 @@ pub struct Tlbs {
     level_stats: Vec<[LevelStats; 2]>,
     /// Level 0's lookup plan per side (a copy of `levels[0].plan`: no bounds check).
     l1_plan: [Vec<Step>; 2],
+    /// Per level and side, the plan steps worth probing: bit `i` when step `i`'s
+    /// structure holds entries of its size or has locked-down entries. Kept in step with
+    /// the structures' `live` counts ([`Tlbs::refresh_live`]) so a probe skips empty
+    /// sizes without looking at them.
+    live_steps: Vec<[u64; 2]>,
+    /// `live_steps[0]` (no bounds check on the first-level path).
+    l1_live: [u64; 2],
     l1_hits: [u64; 2],
     l1_misses: [u64; 2],
     prefetch: Vec<(u64, u16, Entry)>,
@@ -341,6 +348,8 @@ impl Tlbs {
             inclusion: c.inclusion,
             level_stats,
             l1_plan: [Vec::new(), Vec::new()],
+            live_steps: Vec::new(),
+            l1_live: [0; 2],
             l1_hits: [0; 2],
             l1_misses: [0; 2],
             prefetch: Vec::new(),
@@ -404,7 +413,40 @@ impl Tlbs {
         if let Some(l) = t.levels.first() {
             t.l1_plan = l.plan.clone();
         }
+        if let Some(l) = t
+            .levels
+            .iter()
+            .find(|l| l.plan.iter().any(|p| p.len() > 64))
+        {
+            return Err(ConfigError::Invalid {
+                field: "tlb.levels".into(),
+                msg: format!(
+                    "level {:?} has more than 64 (structure, page size) pairs",
+                    l
+                ),
+            });
+        }
+        t.refresh_live();
         Ok(t)
+    }
+
+    /// Recomputes [`Tlbs::live_steps`] from the structures' `live` counts (called when
+    /// one of them may have reached or left zero).
+    fn refresh_live(&mut self) {
+        let structs = &self.structs;
+        self.live_steps = self
+            .levels
+            .iter()
+            .map(|l| {
+                l.plan.clone().map(|plan| {
+                    plan.iter().enumerate().fold(0u64, |m, (i, p)| {
+                        let live = structs[p.si as usize].live[p.shift as usize & 63] > 0;
+                        m | ((p.locked || live) as u64) << i
+                    })
+                })
+            })
+            .collect();
+        self.l1_live = self.live_steps.first().copied().unwrap_or_default();
     }
 
     /// Hit and miss counts per level and side.
@@ -436,11 +478,15 @@ impl Tlbs {
         } else {
             &self.levels[li].plan[side]
         };
-        if plan.is_empty() {
-            return None;
-        }
         let mut found = None;
-        for &p in plan {
+        let mut steps = if li == 0 {
+            self.l1_live[side]
+        } else {
+            self.live_steps[li][side]
+        };
+        while steps != 0 {
+            let p = plan[steps.trailing_zeros() as usize];
+            steps &= steps - 1;
             let st = &mut self.structs[p.si as usize];
             if p.locked {
                 if let Some(e) = st.lookup_locked(va) {
@@ -547,14 +593,22 @@ impl Tlbs {
             };
             let st = &mut self.structs[si];
             st.stats.fills += 1;
-            st.live[s as usize & 63] += 1;
+            let live = &mut st.live[s as usize & 63];
+            *live += 1;
+            let mut changed = *live == 1;
             let old = st.arr.fill(va >> s, slot);
             if old.key != 0 {
                 st.stats.evictions += 1;
-                st.live[(old.key & 63) as usize] -= 1;
+                let live = &mut st.live[(old.key & 63) as usize];
+                *live -= 1;
+                changed |= *live == 0;
                 if self.inclusion == Inclusion::Inclusive && li > 0 {
                     self.back_invalidate(li, &old);
+                    changed = true;
                 }
+            }
+            if changed {
+                self.refresh_live();
             }
             if li == 0 {
                 self.memo[side & self.memo_mask & 1] =
@@ -635,6 +689,7 @@ impl Tlbs {
             let va = k << e.shift;
             !((*a == asid || e.global) && va < end && va + (1u64 << e.shift) > base)
         });
+        self.refresh_live();
         n
     }
 
@@ -654,6 +709,7 @@ impl Tlbs {
         }
         self.prefetch
             .retain(|(_, a, e)| e.global || asid.is_some_and(|x| x != *a));
+        self.refresh_live();
         n
     }
 
@@ -668,6 +724,7 @@ impl Tlbs {
             n += k;
         }
         self.prefetch.clear();
+        self.refresh_live();
         n
     }
 
