@@ -95,11 +95,7 @@ impl Repl {
     /// The victim of `set`, already refreshed as filled (one dispatch for both).
     #[inline(always)]
     fn take(&mut self, set: usize) -> usize {
-        repl!(self, r => {
-            let w = r.victim(set);
-            r.on_fill(set, w);
-            w
-        })
+        repl!(self, r => r.take(set))
     }
     #[inline]
     fn on_invalidate(&mut self, set: usize, way: usize) {

@@ -136,11 +136,13 @@ impl Level {
         };
         let o = &mut self.order[set];
         let way = if hit {
+            *o = order::touch(*o, way as u64);
             way
         } else {
-            order::victim(*o, self.nways)
+            let (v, taken) = order::take_victim(*o, self.nways);
+            *o = taken;
+            v
         };
-        *o = order::touch(*o, way as u64);
         lanes[way] = lo;
         lanes[s + way] = hi;
         hit

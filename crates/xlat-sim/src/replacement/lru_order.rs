@@ -35,4 +35,10 @@ impl Replacement for LruOrder {
     fn victim(&mut self, set: usize) -> usize {
         order::victim(self.order[set], self.ways)
     }
+    #[inline]
+    fn take(&mut self, set: usize) -> usize {
+        let (w, o) = order::take_victim(self.order[set], self.ways);
+        self.order[set] = o;
+        w
+    }
 }

@@ -35,6 +35,13 @@ pub trait Replacement {
     fn on_fill(&mut self, set: usize, way: usize);
     /// The way to evict from a full `set`.
     fn victim(&mut self, set: usize) -> usize;
+    /// [`Replacement::victim`] followed by [`Replacement::on_fill`] of that way.
+    #[inline]
+    fn take(&mut self, set: usize) -> usize {
+        let w = self.victim(set);
+        self.on_fill(set, w);
+        w
+    }
     /// `way` of `set` was invalidated.
     #[inline]
     fn on_invalidate(&mut self, _set: usize, _way: usize) {}

@@ -40,6 +40,16 @@ pub fn demote(o: u64, way: u64, ways: usize) -> u64 {
     (o & below) | ((o >> 4) & !below & upto_top) | way << top
 }
 
+/// The least recently used way, and `o` with it made the most recently used: the same
+/// as `touch(o, victim(o, ways))` in three ALU operations (the victim is the last rank,
+/// so every other way moves down one rank).
+#[inline(always)]
+pub fn take_victim(o: u64, ways: usize) -> (usize, u64) {
+    let top = 4 * (ways as u32 - 1);
+    let v = o >> top & 15;
+    (v as usize, (o & ((1u64 << top) - 1)) << 4 | v)
+}
+
 /// The least recently used way.
 #[inline(always)]
 pub fn victim(o: u64, ways: usize) -> usize {
@@ -77,6 +87,8 @@ mod tests {
                 }
                 assert_eq!(list(o, ways), model, "ways {ways}");
                 assert_eq!(victim(o, ways) as u64, *model.last().unwrap());
+                let v = victim(o, ways);
+                assert_eq!(take_victim(o, ways), (v, touch(o, v as u64)));
                 if ways < 16 {
                     assert_eq!(o >> (4 * ways), 0, "ranks above ways stay zero");
                 }
