@@ -18,11 +18,15 @@ pub struct CacheStats {
 
 #[derive(Clone, Debug)]
 struct Level {
-    /// Per set `2 * stride` lanes: the low halves of the ways' tags, then the high halves
-    /// (a tag is `line >> set_bits` plus one; 0 in both halves = invalid). `stride` is the
-    /// ways rounded up to four: the low halves are compared four per SSE2 instruction,
-    /// and a candidate's high half (almost always 0) sits right after them.
+    /// Per set `stride` lanes: the low 32 bits of each way's tag (a tag is
+    /// `line >> set_bits` plus one; 0 = invalid), compared four per SSE2 instruction.
+    /// `stride` is the ways rounded up to four.
     lanes: Vec<u32>,
+    /// The tags' high 32 bits, laid out like `lanes`: empty (all zero) until a tag with
+    /// nonzero high bits arrives, which takes physical addresses above 2^(38 + set bits).
+    /// While it is empty a tag's low half identifies it and the fast paths need no
+    /// second compare.
+    his: Vec<u32>,
     /// True LRU. Up to 16 ways: per set the ways in recency order ([`order`]). Wider
     /// sets: one stamp per way, the smallest is the victim (`clock` counts accesses).
     /// Both start with way 0 as the victim, then 1, ...: invalid ways are filled lowest
@@ -50,10 +54,11 @@ impl Level {
             (Vec::new(), vec![0; sets * ways])
         };
         let stride = ways.next_multiple_of(4);
-        let lanes = vec![0; sets * 2 * stride];
+        let lanes = vec![0; sets * stride];
         crate::hugepage::hint(&lanes);
         Level {
             lanes,
+            his: Vec::new(),
             order,
             stamps,
             clock: 0,
@@ -71,6 +76,7 @@ impl Level {
     /// Bytes of host memory the level's state occupies.
     fn host_bytes(&self) -> usize {
         std::mem::size_of_val(&self.lanes[..])
+            + std::mem::size_of_val(&self.his[..])
             + std::mem::size_of_val(&self.order[..])
             + std::mem::size_of_val(&self.stamps[..])
     }
@@ -79,14 +85,8 @@ impl Level {
     #[inline(always)]
     fn prefetch(&self, pa: u64) {
         let (set, _, _) = self.locate(pa);
-        let s = self.stride;
-        if let Some(l) = self.lanes.get(2 * s * set) {
+        if let Some(l) = self.lanes.get(self.stride * set) {
             crate::hugepage::prefetch(l);
-        }
-        if s > 8 {
-            if let Some(l) = self.lanes.get(2 * s * set + 16) {
-                crate::hugepage::prefetch(l);
-            }
         }
         if let Some(o) = self.order.get(set) {
             crate::hugepage::prefetch(o);
@@ -96,14 +96,18 @@ impl Level {
     /// A hit refreshes the way; a miss replaces the LRU way. Returns whether it hit.
     #[inline(always)]
     fn access(&mut self, pa: u64) -> bool {
+        let (set, lo, hi) = self.locate(pa);
+        if hi != 0 || !self.his.is_empty() {
+            return self.access_high(set, lo, hi);
+        }
         // One fixed-width body per set width (a shared loop would mispredict its exit
         // when levels of different widths alternate).
         match self.stride {
-            4 => self.access_n::<1>(pa),
-            8 => self.access_n::<2>(pa),
-            12 => self.access_n::<3>(pa),
-            16 => self.access_n::<4>(pa),
-            _ => self.access_wide(pa),
+            4 => self.access_n::<1>(set, lo),
+            8 => self.access_n::<2>(set, lo),
+            12 => self.access_n::<3>(set, lo),
+            16 => self.access_n::<4>(set, lo),
+            _ => self.access_wide(set, lo),
         }
     }
 
@@ -119,66 +123,87 @@ impl Level {
         )
     }
 
-    /// [`Level::access`] for sets of `4 * C` lanes (up to 16 ways: order LRU).
+    /// [`Level::access`] for sets of `4 * C` lanes (up to 16 ways: order LRU) while
+    /// every high half is 0.
     #[inline(always)]
-    fn access_n<const C: usize>(&mut self, pa: u64) -> bool {
-        let (set, lo, hi) = self.locate(pa);
+    fn access_n<const C: usize>(&mut self, set: usize, lo: u32) -> bool {
         let s = 4 * C;
-        let lanes = &mut self.lanes[2 * s * set..][..2 * s];
-        // Masks, not an early-exit search: which way hits is unpredictable, and a
-        // mispredicted loop exit costs more than comparing every way.
-        let m = crate::simd::eq_mask32(&lanes[..s], lo) & self.way_mask;
-        let first = (m.trailing_zeros() as usize).min(s - 1);
-        let (hit, way) = if m & m.wrapping_sub(1) == 0 {
-            (m != 0 && lanes[s + first] == hi, first)
-        } else {
-            several(lanes, m, hi)
-        };
+        let lanes = &mut self.lanes[s * set..][..s];
+        // A mask, not an early-exit search: which way hits is unpredictable, and a
+        // mispredicted loop exit costs more than comparing every way. Tags are unique
+        // in a set, so at most one way matches.
+        let m = crate::simd::eq_mask32(lanes, lo) & self.way_mask;
         let o = &mut self.order[set];
+        let hit = m != 0;
         let way = if hit {
-            *o = order::touch(*o, way as u64);
-            way
+            let w = (m.trailing_zeros() as usize).min(s - 1);
+            *o = order::touch(*o, w as u64);
+            w
         } else {
             let (v, taken) = order::take_victim(*o, self.nways);
             *o = taken;
             v
         };
         lanes[way] = lo;
-        lanes[s + way] = hi;
         hit
     }
 
-    /// [`Level::access`] for wider sets (stamp LRU).
+    /// [`Level::access`] for wider sets (stamp LRU) while every high half is 0.
     #[inline(never)]
-    fn access_wide(&mut self, pa: u64) -> bool {
-        let (set, lo, hi) = self.locate(pa);
+    fn access_wide(&mut self, set: usize, lo: u32) -> bool {
         let s = self.stride;
-        let lanes = &mut self.lanes[2 * s * set..][..2 * s];
-        let m = crate::simd::eq_mask32(&lanes[..s], lo) & self.way_mask;
-        let (hit, way) = several(lanes, m, hi);
+        let lanes = &mut self.lanes[s * set..][..s];
+        let m = crate::simd::eq_mask32(lanes, lo) & self.way_mask;
         self.clock += 1;
         let st = &mut self.stamps[set * self.nways..][..self.nways];
-        let way = if hit { way } else { crate::simd::argmin(st) };
+        let hit = m != 0;
+        let way = if hit {
+            m.trailing_zeros() as usize
+        } else {
+            crate::simd::argmin(st)
+        };
         st[way] = self.clock;
         lanes[way] = lo;
-        lanes[s + way] = hi;
         hit
     }
-}
 
-/// The first way in `m` whose high tag half (in the second half of `lanes`) is `hi`.
-#[cold]
-#[inline(never)]
-fn several(lanes: &[u32], mut m: u64, hi: u32) -> (bool, usize) {
-    let s = lanes.len() / 2;
-    while m != 0 {
-        let w = m.trailing_zeros() as usize;
-        if lanes[s + w] == hi {
-            return (true, w);
+    /// [`Level::access`] once some tag has a nonzero high half: both halves compared.
+    #[cold]
+    #[inline(never)]
+    fn access_high(&mut self, set: usize, lo: u32, hi: u32) -> bool {
+        if self.his.is_empty() {
+            // Every tag stored so far had a zero high half.
+            self.his = vec![0; self.lanes.len()];
         }
-        m &= m - 1;
+        let s = self.stride;
+        let lanes = &mut self.lanes[s * set..][..s];
+        let his = &mut self.his[s * set..][..s];
+        let mut m = crate::simd::eq_mask32(lanes, lo) & self.way_mask;
+        let mut found = None;
+        while m != 0 {
+            let w = m.trailing_zeros() as usize;
+            if his[w] == hi {
+                found = Some(w);
+                break;
+            }
+            m &= m - 1;
+        }
+        let way = if self.order.is_empty() {
+            self.clock += 1;
+            let st = &mut self.stamps[set * self.nways..][..self.nways];
+            let way = found.unwrap_or_else(|| crate::simd::argmin(st));
+            st[way] = self.clock;
+            way
+        } else {
+            let o = &mut self.order[set];
+            let way = found.unwrap_or_else(|| order::victim(*o, self.nways));
+            *o = order::touch(*o, way as u64);
+            way
+        };
+        lanes[way] = lo;
+        his[way] = hi;
+        found.is_some()
     }
-    (false, 0)
 }
 
 #[derive(Clone, Debug)]
@@ -311,5 +336,51 @@ mod tests {
         assert_eq!(c.stats()[0].walk_hits, 1);
         assert_eq!(c.stats()[1].walk_hits, 1);
         assert_eq!(c.memory_walk_refs(), 3);
+    }
+
+    /// A level equals a plain per-set LRU list of full tags, for every width path
+    /// (fixed 4/8/12/16, wide order, wide stamps) and across the switch to compared
+    /// high halves (physical addresses far above 2^38), including tags that differ only
+    /// in their high halves.
+    #[test]
+    fn level_equals_a_list_model_with_any_addresses() {
+        for ways in [1, 2, 3, 4, 5, 8, 12, 16, 20, 32] {
+            let sets = 4;
+            let mut level = Level::new(sets, ways, 6, 1);
+            let mut model: Vec<Vec<u64>> = vec![Vec::new(); sets];
+            let mut x = 0x9e37_79b9_7f4a_7c15u64 ^ ways as u64;
+            for i in 0..40_000u64 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let line = x % (sets as u64 * ways as u64 * 3);
+                // After 10 000 references, some lines move far up: same low tag half as
+                // a small line (2^32 tags apart), different high half.
+                let far = i >= 10_000 && x >> 40 & 1 == 1;
+                let line = if far {
+                    line + ((sets as u64) << 32)
+                } else {
+                    line
+                };
+                let pa = line << 6 | (x >> 50 & 63);
+                let set = (line % sets as u64) as usize;
+                let lru = &mut model[set];
+                let hit = match lru.iter().position(|&l| l == line) {
+                    Some(p) => {
+                        lru.remove(p);
+                        true
+                    }
+                    None => {
+                        if lru.len() == ways {
+                            lru.pop();
+                        }
+                        false
+                    }
+                };
+                lru.insert(0, line);
+                assert_eq!(level.access(pa), hit, "{ways} ways, reference {i}");
+            }
+            assert!(!level.his.is_empty(), "the high halves came into use");
+        }
     }
 }
