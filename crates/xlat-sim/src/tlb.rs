@@ -413,17 +413,14 @@ impl Tlbs {
         if let Some(l) = t.levels.first() {
             t.l1_plan = l.plan.clone();
         }
-        if let Some(l) = t
+        if let Some(li) = t
             .levels
             .iter()
-            .find(|l| l.plan.iter().any(|p| p.len() > 64))
+            .position(|l| l.plan.iter().any(|p| p.len() > 64))
         {
             return Err(ConfigError::Invalid {
-                field: "tlb.levels".into(),
-                msg: format!(
-                    "level {:?} has more than 64 (structure, page size) pairs",
-                    l
-                ),
+                field: format!("tlb.levels[{li}]"),
+                msg: "more than 64 (structure, page size) pairs on one side".into(),
             });
         }
         t.refresh_live();

@@ -632,3 +632,13 @@ unified = [ {{ entries = 3, sizes = ["4KiB"] }} ]
         assert_eq!(got, want, "{inclusion}");
     }
 }
+
+#[test]
+fn more_than_64_structure_sizes_on_a_level_is_a_config_error() {
+    let one = r#"{ entries = 1, sizes = ["4KiB"] }"#;
+    let ok = machine(&[one; 64].join(", "), "");
+    assert!(Sim::<Radix>::new(&ok).is_ok());
+    let cfg = machine(&[one; 65].join(", "), "");
+    let e = Sim::<Radix>::new(&cfg).err().expect("65 pairs are refused");
+    assert!(e.to_string().contains("tlb.levels[0]"), "{e}");
+}
