@@ -490,9 +490,10 @@ impl Tlbs {
                     found = Some((e.shift, e.pfn, W | GLOBAL, p.si, true));
                     break;
                 }
-            }
-            if st.live[p.shift as usize & 63] == 0 {
-                continue;
+                // In the mask for its locked entries, maybe with no others of its size.
+                if st.live[p.shift as usize & 63] == 0 {
+                    continue;
+                }
             }
             if let Some(slot) = st.arr.lookup(va >> p.shift, key(va, p.shift as u32), asid) {
                 st.stats.hits += 1;
