@@ -246,13 +246,14 @@ pub struct Radix {
 }
 
 /// A [`Radix::hints`] slot: the table's address bits + 1 (0 = empty), the slab index
-/// of its first entry and its physical address.
+/// of its first entry, its physical address and its node.
 #[derive(Clone, Copy, Debug, Default)]
 struct Hint {
     key: u64,
     base: usize,
     /// The table's physical address.
     pa: u64,
+    node: u32,
 }
 
 /// Slots of [`Radix::hints`] (covers 8 GiB of 4 KiB pages without conflicts).
@@ -514,8 +515,8 @@ impl PageTable for Radix {
 
     #[inline]
     fn prefetch(&self, va: VirtAddr) -> Option<u64> {
-        // The last level's entry is what misses in the host's caches. A hint finds its
-        // table's slab chunk in a few instructions; without one, walk the (hot) upper
+        // The last level's entry and node are what miss in the host's caches. A hint
+        // finds them in a few instructions; without one, walk the (hot) upper
         // levels and leave a hint for the next access to that table.
         let last = self.levels.len() - 1;
         let lvl = &self.levels[last];
@@ -526,6 +527,9 @@ impl PageTable for Radix {
         if hint.key == key {
             if let Some(e) = lvl.slab.get(hint.base + idx) {
                 crate::hugepage::prefetch(e);
+            }
+            if let Some(node) = lvl.nodes.get(hint.node as usize) {
+                crate::hugepage::prefetch(node);
             }
             return Some(hint.pa + idx as u64 * self.entry_bytes);
         }
@@ -544,6 +548,7 @@ impl PageTable for Radix {
                 key,
                 base,
                 pa: node.pa,
+                node: n,
             });
             crate::hugepage::prefetch(&lvl.slab[base + idx]);
         }
