@@ -21,7 +21,7 @@
 use crate::cache::Caches;
 use crate::config::{ConfigError, MachineConfig, Thp, Unmapped, WalkerKind};
 use crate::error::SimError;
-use crate::pagetable::{Leaf, PageTable, FIXED, GLOBAL_PAGE, WRITABLE};
+use crate::pagetable::{Leaf, PageTable, FIXED, GLOBAL_PAGE, MAX_LEVELS, WRITABLE};
 use crate::physmem::PhysMem;
 use crate::pwc::Pwc;
 use crate::stats::*;
@@ -51,9 +51,10 @@ struct Counters {
     extra_pages: u64,
     walks: u64,
     faulting_walks: u64,
-    walk_refs: u64,
     traps: u64,
-    refs_per_level: Vec<u64>,
+    /// Walks by the (first, past-the-last) hardware levels they referenced: the report
+    /// derives the per-level and total walk references (one increment per walk).
+    walk_spans: [[u64; MAX_LEVELS + 1]; MAX_LEVELS],
     faults: Faults,
     os: Os,
     flushes: Flushes,
@@ -104,7 +105,6 @@ impl<P: PageTable> Sim<P> {
         let pwc = Pwc::new(&cfg.walker.pwc, &pt)?;
         let shifts = pt.leaf_shifts();
         let thp_shift = shifts.iter().copied().find(|&s| s as u32 > base_shift);
-        let nlevels = pt.table_usage().len();
         let pinned = cfg
             .tlb
             .pinned
@@ -154,10 +154,7 @@ impl<P: PageTable> Sim<P> {
             asid_gen: 1,
             loaded_pid: Some(Pid::INIT.0),
             thp_shift,
-            c: Counters {
-                refs_per_level: vec![0; nlevels],
-                ..Default::default()
-            },
+            c: Counters::default(),
             event: 0,
             scratch: Vec::new(),
             walks_at_batch: 0,
@@ -409,10 +406,7 @@ impl<P: PageTable> Sim<P> {
             }
         }
         self.c.cyc.walk += self.caches.access_walk(&w.refs[start..w.n]);
-        for n in &mut self.c.refs_per_level[start..w.n] {
-            *n += 1;
-        }
-        self.c.walk_refs += (w.n - start) as u64;
+        self.c.walk_spans[start][w.n] += 1;
         if !self.pwc.is_empty() && w.n > 1 {
             self.pwc.fill(va, start, w.n - 1, self.asid);
         }
@@ -1065,6 +1059,14 @@ impl<P: PageTable> Sim<P> {
                 .map(|l| l.name.clone())
                 .collect()
         };
+        let mut per_level = vec![0u64; names.len()];
+        for (start, spans) in c.walk_spans.iter().enumerate() {
+            for (end, &walks) in spans.iter().enumerate() {
+                for r in per_level.iter_mut().take(end).skip(start) {
+                    *r += walks;
+                }
+            }
+        }
         let m = &self.mem.counters;
         let mut cyc = c.cyc.clone();
         cyc.model = "latency sum without overlap (approximate)";
@@ -1085,10 +1087,10 @@ impl<P: PageTable> Sim<P> {
             walks: Walks {
                 walks: c.walks,
                 faulting: c.faulting_walks,
-                refs: c.walk_refs,
+                refs: per_level.iter().sum(),
                 refs_per_level: names
                     .iter()
-                    .zip(&c.refs_per_level)
+                    .zip(&per_level)
                     .map(|(n, r)| LevelRefs {
                         level: n.clone(),
                         refs: *r,
