@@ -16,6 +16,9 @@ pub struct CacheStats {
     pub data_hits: u64,
 }
 
+/// [`Level::body`] once tags are compared in both halves.
+const HIGH: u8 = 5;
+
 #[derive(Clone, Debug)]
 struct Level {
     /// Per set `stride` lanes: the low 32 bits of each way's tag (a tag is
@@ -36,6 +39,9 @@ struct Level {
     clock: u64,
     nways: usize,
     stride: usize,
+    /// Which body `access` runs: `stride / 4` for the fixed-width ones (up to 16
+    /// ways), 0 for the wide one, and `HIGH` once `his` is in use.
+    body: u8,
     /// Bits of the real ways (padding lanes never count).
     way_mask: u64,
     set_mask: u64,
@@ -64,6 +70,7 @@ impl Level {
             clock: 0,
             nways: ways,
             stride,
+            body: if ways <= 16 { (stride / 4) as u8 } else { 0 },
             way_mask: u64::MAX >> (64 - ways),
             set_mask: sets as u64 - 1,
             set_bits: sets.trailing_zeros(),
@@ -97,17 +104,18 @@ impl Level {
     #[inline(always)]
     fn access(&mut self, pa: u64) -> bool {
         let (set, lo, hi) = self.locate(pa);
-        if hi != 0 || !self.his.is_empty() {
+        if hi != 0 {
             return self.access_high(set, lo, hi);
         }
         // One fixed-width body per set width (a shared loop would mispredict its exit
         // when levels of different widths alternate).
-        match self.stride {
-            4 => self.access_n::<1>(set, lo),
-            8 => self.access_n::<2>(set, lo),
-            12 => self.access_n::<3>(set, lo),
-            16 => self.access_n::<4>(set, lo),
-            _ => self.access_wide(set, lo),
+        match self.body {
+            1 => self.access_n::<1>(set, lo),
+            2 => self.access_n::<2>(set, lo),
+            3 => self.access_n::<3>(set, lo),
+            4 => self.access_n::<4>(set, lo),
+            0 => self.access_wide(set, lo),
+            _ => self.access_high(set, lo, hi),
         }
     }
 
@@ -174,6 +182,7 @@ impl Level {
         if self.his.is_empty() {
             // Every tag stored so far had a zero high half.
             self.his = vec![0; self.lanes.len()];
+            self.body = HIGH;
         }
         let s = self.stride;
         let lanes = &mut self.lanes[s * set..][..s];
