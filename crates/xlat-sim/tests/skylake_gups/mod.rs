@@ -14,63 +14,116 @@
 //! model for walk references (32 KiB 8-way, 256 KiB 4-way, 8 MiB 16-way, 64 B lines,
 //! true LRU, every missed level filled).
 
-/// A set-associative true-LRU array: per set `W` keys (0 = invalid) and stamps.
+/// A set-associative true-LRU array of up to 16 ways. Per set: `W` tags (0 = invalid)
+/// and the recency order in one word, four bits per rank (rank 0, the low nibble, holds
+/// the most recent way; rank `W - 1` the victim). A new set orders way 0 last, so
+/// invalid ways are taken first.
 struct Lru<const W: usize> {
-    keys: Vec<[u64; W]>,
-    stamps: Vec<[u64; W]>,
-    clock: u64,
+    tags: Vec<[u64; W]>,
+    order: Vec<u64>,
     set_mask: u64,
+    set_bits: u32,
 }
+
+/// One in every nibble.
+const ONES: u64 = u64::MAX / 15;
 
 impl<const W: usize> Lru<W> {
     fn new(sets: usize) -> Self {
+        assert!(W <= 16 && sets.is_power_of_two());
+        let order = (0..W as u64).fold(0, |o, w| o | w << (4 * (W as u64 - 1 - w)));
         Lru {
-            keys: vec![[0; W]; sets],
-            stamps: vec![[0; W]; sets],
-            clock: 0,
+            tags: vec![[0; W]; sets],
+            order: vec![order; sets],
             set_mask: sets as u64 - 1,
+            set_bits: sets.trailing_zeros(),
         }
     }
 
-    /// Looks `key` up in set `set`; a hit becomes most recent.
+    /// The set and tag of `x` (a page or line number).
     #[inline(always)]
-    fn probe(&mut self, set: u64, key: u64) -> bool {
-        let s = (set & self.set_mask) as usize;
-        match self.keys[s].iter().position(|&k| k == key) {
-            Some(w) => {
-                self.clock += 1;
-                self.stamps[s][w] = self.clock;
-                true
-            }
-            None => false,
+    fn locate(&self, x: u64) -> (usize, u64) {
+        ((x & self.set_mask) as usize, (x >> self.set_bits) + 1)
+    }
+
+    /// Looks `x` up; a hit becomes most recent.
+    #[inline(always)]
+    fn probe(&mut self, x: u64) -> bool {
+        let (s, tag) = self.locate(x);
+        let Some(way) = self.tags[s].iter().position(|&t| t == tag) else {
+            return false;
+        };
+        // The rank holding `way`: the lowest zero nibble of `order ^ way * ONES` (ranks
+        // at and above `W` are zero too, but come later).
+        let o = self.order[s];
+        let x = o ^ (way as u64 * ONES);
+        let r = (x.wrapping_sub(ONES) & !x & (ONES << 3)).trailing_zeros() & !3;
+        let below = (1u64 << r) - 1;
+        self.order[s] = (o & !below & !(15 << r)) | (o & below) << 4 | way as u64;
+        true
+    }
+
+    /// Inserts `x` (known absent) over the least recent way.
+    #[inline(always)]
+    fn fill(&mut self, x: u64) {
+        let (s, tag) = self.locate(x);
+        let top = 4 * (W as u32 - 1);
+        let o = self.order[s];
+        let victim = o >> top & 15;
+        self.order[s] = (o & ((1u64 << top) - 1)) << 4 | victim;
+        self.tags[s][victim as usize] = tag;
+    }
+
+    /// [`Lru::probe`], then [`Lru::fill`] on a miss.
+    #[inline(always)]
+    fn access(&mut self, x: u64) -> bool {
+        let hit = self.probe(x);
+        if !hit {
+            self.fill(x);
+        }
+        hit
+    }
+}
+
+/// A fully associative true-LRU array of `W` entries (any width): keys (0 = invalid)
+/// and last-use stamps; the victim is the oldest.
+struct FullLru<const W: usize> {
+    keys: [u64; W],
+    stamps: [u64; W],
+    clock: u64,
+}
+
+impl<const W: usize> FullLru<W> {
+    fn new() -> Self {
+        FullLru {
+            keys: [0; W],
+            stamps: [0; W],
+            clock: 0,
         }
     }
 
-    /// Inserts `key` (known absent) over the least recent way (invalid ways first).
     #[inline(always)]
-    fn fill(&mut self, set: u64, key: u64) {
-        let s = (set & self.set_mask) as usize;
-        let st = &mut self.stamps[s];
-        // Branch-free first minimum (which way is oldest is unpredictable).
-        let (mut v, mut min) = (0, st[0]);
-        for (w, &stamp) in st.iter().enumerate().skip(1) {
+    fn probe(&mut self, key: u64) -> bool {
+        let Some(w) = self.keys.iter().position(|&k| k == key) else {
+            return false;
+        };
+        self.clock += 1;
+        self.stamps[w] = self.clock;
+        true
+    }
+
+    #[inline(always)]
+    fn fill(&mut self, key: u64) {
+        // Branch-free first minimum (which entry is oldest is unpredictable).
+        let (mut v, mut min) = (0, self.stamps[0]);
+        for (w, &stamp) in self.stamps.iter().enumerate().skip(1) {
             let less = stamp < min;
             min = if less { stamp } else { min };
             v = if less { w } else { v };
         }
         self.clock += 1;
-        st[v] = self.clock;
-        self.keys[s][v] = key;
-    }
-
-    /// [`Lru::probe`], then [`Lru::fill`] on a miss.
-    #[inline(always)]
-    fn access(&mut self, set: u64, key: u64) -> bool {
-        let hit = self.probe(set, key);
-        if !hit {
-            self.fill(set, key);
-        }
-        hit
+        self.stamps[v] = self.clock;
+        self.keys[v] = key;
     }
 }
 
@@ -120,7 +173,7 @@ const TABLE_BASE: u64 = 1 << 40;
 pub struct SkylakeGups {
     l1: Lru<4>,
     stlb: Lru<12>,
-    pwc: (Lru<2>, Lru<4>, Lru<32>),
+    pwc: (FullLru<2>, FullLru<4>, FullLru<32>),
     caches: (Lru<8>, Lru<4>, Lru<16>),
     /// Tables (512 entries each; an entry is child + 1 above the last level, frame + 1
     /// at it) and their physical addresses.
@@ -135,7 +188,7 @@ impl Default for SkylakeGups {
         let mut m = SkylakeGups {
             l1: Lru::new(16),
             stlb: Lru::new(128),
-            pwc: (Lru::new(1), Lru::new(1), Lru::new(1)),
+            pwc: (FullLru::new(), FullLru::new(), FullLru::new()),
             caches: (Lru::new(64), Lru::new(1024), Lru::new(8192)),
             tables: Vec::new(),
             table_pa: Vec::new(),
@@ -179,13 +232,12 @@ impl SkylakeGups {
         }
         let line = (self.table_pa[t] + 8 * index(va, 3) as u64) >> 6;
         let l3 = &self.caches.2;
-        let set = (line & l3.set_mask) as usize;
-        let lines: [*const u8; 5] = [
+        let (set, _) = l3.locate(line);
+        let lines: [*const u8; 4] = [
             self.tables[t][index(va, 3)..].as_ptr().cast(),
-            l3.keys[set].as_ptr().cast(),
-            l3.keys[set][8..].as_ptr().cast(),
-            l3.stamps[set].as_ptr().cast(),
-            l3.stamps[set][8..].as_ptr().cast(),
+            l3.tags[set].as_ptr().cast(),
+            l3.tags[set][8..].as_ptr().cast(),
+            (&l3.order[set] as *const u64).cast(),
         ];
         #[cfg(target_arch = "x86_64")]
         for p in lines {
@@ -201,25 +253,25 @@ impl SkylakeGups {
     fn store(&mut self, va: u64) {
         let vpn = va >> 12;
         let c = &mut self.counts;
-        if self.l1.probe(vpn, vpn + 1) {
+        if self.l1.probe(vpn) {
             c.l1_hits += 1;
             return;
         }
         c.l1_misses += 1;
-        if self.stlb.probe(vpn, vpn + 1) {
-            self.l1.fill(vpn, vpn + 1);
+        if self.stlb.probe(vpn) {
+            self.l1.fill(vpn);
             return;
         }
         c.stlb_misses += 1;
         c.walks += 1;
         let refs = self.walk(va);
-        let start = if self.pwc.2.probe(0, (va >> 21) + 1) {
+        let start = if self.pwc.2.probe((va >> 21) + 1) {
             self.counts.pwc_hits[0] += 1;
             3
-        } else if self.pwc.1.probe(0, (va >> 30) + 1) {
+        } else if self.pwc.1.probe((va >> 30) + 1) {
             self.counts.pwc_hits[1] += 1;
             2
-        } else if self.pwc.0.probe(0, (va >> 39) + 1) {
+        } else if self.pwc.0.probe((va >> 39) + 1) {
             self.counts.pwc_hits[2] += 1;
             1
         } else {
@@ -228,11 +280,11 @@ impl SkylakeGups {
         for &pa in &refs[start..] {
             let line = pa >> 6;
             let (l1, l2, l3) = &mut self.caches;
-            let level = if l1.access(line, (line >> 6) + 1) {
+            let level = if l1.access(line) {
                 0
-            } else if l2.access(line, (line >> 10) + 1) {
+            } else if l2.access(line) {
                 1
-            } else if l3.access(line, (line >> 13) + 1) {
+            } else if l3.access(line) {
                 2
             } else {
                 3
@@ -242,13 +294,13 @@ impl SkylakeGups {
         }
         for h in start..3 {
             match h {
-                0 => self.pwc.0.fill(0, (va >> 39) + 1),
-                1 => self.pwc.1.fill(0, (va >> 30) + 1),
-                _ => self.pwc.2.fill(0, (va >> 21) + 1),
+                0 => self.pwc.0.fill((va >> 39) + 1),
+                1 => self.pwc.1.fill((va >> 30) + 1),
+                _ => self.pwc.2.fill((va >> 21) + 1),
             }
         }
-        self.stlb.fill(vpn, vpn + 1);
-        self.l1.fill(vpn, vpn + 1);
+        self.stlb.fill(vpn);
+        self.l1.fill(vpn);
     }
 
     /// The physical addresses of the four entries a walk for `va` reads, after faulting
