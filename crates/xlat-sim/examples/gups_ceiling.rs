@@ -11,7 +11,7 @@ mod skylake_gups;
 
 use std::time::Instant;
 use xlat_sim::{presets, Radix, Sim};
-use xlat_types::{Event, EventSource};
+use xlat_types::EventSource;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
@@ -31,15 +31,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let mut model = skylake_gups::SkylakeGups::default();
     let mut w = xlat_workloads::parse(&spec)?;
-    let mut vas = Vec::new();
     let t = Instant::now();
     while w.fill(&mut buf, 4096)? {
-        vas.clear();
-        vas.extend(buf.iter().filter_map(|e| match e {
-            Event::Access(a) => Some(a.addr.0),
-            _ => None,
-        }));
-        model.run(&vas);
+        model.run(&buf);
     }
     let model_secs = t.elapsed().as_secs_f64();
 

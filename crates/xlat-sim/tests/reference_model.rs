@@ -5,7 +5,7 @@ mod skylake_gups;
 
 use skylake_gups::{counts_of, SkylakeGups};
 use xlat_sim::{presets, Radix, Sim};
-use xlat_types::{Event, EventSource};
+use xlat_types::EventSource;
 
 fn compare(spec: &str) {
     let cfg = presets::preset("skylake").unwrap();
@@ -13,15 +13,9 @@ fn compare(spec: &str) {
     let mut model = SkylakeGups::default();
     let mut w = xlat_workloads::parse(spec).unwrap();
     let mut buf = Vec::new();
-    let mut vas = Vec::new();
     while w.fill(&mut buf, 4096).unwrap() {
         sim.run(&buf).unwrap();
-        vas.clear();
-        vas.extend(buf.iter().filter_map(|e| match e {
-            Event::Access(a) => Some(a.addr.0),
-            _ => None,
-        }));
-        model.run(&vas);
+        model.run(&buf);
     }
     let r = sim.report();
     let pwc: Vec<&str> = r.walks.pwc.iter().map(|p| p.level.as_str()).collect();

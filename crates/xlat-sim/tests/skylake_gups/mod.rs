@@ -180,6 +180,8 @@ pub struct SkylakeGups {
     tables: Vec<[u64; 512]>,
     table_pa: Vec<u64>,
     next_frame: u64,
+    /// The store addresses of the batch being replayed.
+    batch: Vec<u64>,
     pub counts: Counts,
 }
 
@@ -193,6 +195,7 @@ impl Default for SkylakeGups {
             tables: Vec::new(),
             table_pa: Vec::new(),
             next_frame: (1 << 20) >> 12,
+            batch: Vec::new(),
             counts: Counts::default(),
         };
         m.new_table();
@@ -208,14 +211,22 @@ impl SkylakeGups {
         self.tables.len() as u64 - 1
     }
 
-    /// Replays 8-byte stores at `vas` (all inside the mapping).
-    pub fn run(&mut self, vas: &[u64]) {
+    /// Replays a batch of the gups stream: its accesses (8-byte stores inside the
+    /// mapping); the mapping event is implied.
+    pub fn run(&mut self, events: &[xlat_types::Event]) {
+        let mut vas = std::mem::take(&mut self.batch);
+        vas.clear();
+        vas.extend(events.iter().filter_map(|e| match e {
+            xlat_types::Event::Access(a) => Some(a.addr.0),
+            _ => None,
+        }));
         for (i, &va) in vas.iter().enumerate() {
             if let Some(&next) = vas.get(i + 2) {
                 self.prefetch(next);
             }
             self.store(va);
         }
+        self.batch = vas;
     }
 
     /// Host prefetch, two stores ahead, of the leaf entry and of its line's set in the
