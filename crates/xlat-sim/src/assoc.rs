@@ -6,6 +6,7 @@
 //! given ASID (or globally); key 0 means "invalid" (callers set [`VALID`]).
 
 use crate::replacement::{Fifo, Lru, LruList, LruOrder, Policy, Random, Replacement, TreePlru};
+use crate::sets::Sets;
 
 /// Bit OR-ed into every stored key so that 0 never matches.
 pub const VALID: u64 = 1 << 63;
@@ -81,8 +82,8 @@ impl Repl {
         }
     }
     #[inline(always)]
-    fn on_hit_at(&mut self, set: usize, way: usize, index: usize) {
-        repl!(self, r => r.on_hit_at(set, way, index))
+    fn on_hit(&mut self, set: usize, way: usize) {
+        repl!(self, r => r.on_hit(set, way))
     }
     #[inline(always)]
     fn on_fill(&mut self, set: usize, way: usize) {
@@ -117,8 +118,8 @@ pub struct Assoc {
     /// The policy's victim is an invalid way whenever the set has one.
     prefers_invalid: bool,
     set_mask: u64,
-    keys: Vec<u64>,
-    meta: Vec<Meta>,
+    keys: Sets<u64>,
+    meta: Sets<Meta>,
     repl: Repl,
 }
 
@@ -135,33 +136,32 @@ impl Assoc {
             wide: (8..=64).contains(&ways),
             prefers_invalid: repl.prefers_invalid(),
             set_mask: sets as u64 - 1,
-            keys: vec![0; sets * ways],
-            meta: vec![Meta::default(); sets * ways],
+            keys: Sets::new(sets, ways, 0),
+            meta: Sets::new(sets, ways, Meta::default()),
             repl,
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn set_of(&self, index: u64) -> usize {
         (index & self.set_mask) as usize
     }
 
     #[inline]
-    fn slot(&self, i: usize) -> Slot {
-        let m = self.meta[i];
+    fn slot(key: u64, m: &Meta) -> Slot {
         Slot {
-            key: self.keys[i],
+            key,
             asid: m.asid,
             flags: m.flags,
             data: m.data,
         }
     }
 
-    /// The way of the set at `base` holding `key` for `asid`, and its metadata.
+    /// The way of `set` holding `key` for `asid`, and its metadata.
     #[inline(always)]
-    fn find(&self, base: usize, key: u64, asid: u16) -> Option<(usize, Meta)> {
-        let keys = &self.keys[base..base + self.ways];
-        let meta = &self.meta[base..base + self.ways];
+    fn find(&self, set: usize, key: u64, asid: u16) -> Option<(usize, Meta)> {
+        let keys = self.keys.set(set);
+        let meta = self.meta.set(set);
         if self.wide {
             let mut m = crate::simd::eq_mask(keys, key);
             while m != 0 {
@@ -187,9 +187,8 @@ impl Assoc {
     #[inline(always)]
     pub fn lookup(&mut self, index: u64, key: u64, asid: u16) -> Option<Slot> {
         let set = self.set_of(index);
-        let base = set * self.ways;
-        let (w, m) = self.find(base, key, asid)?;
-        self.repl.on_hit_at(set, w, base + w);
+        let (w, m) = self.find(set, key, asid)?;
+        self.repl.on_hit(set, w);
         Some(Slot {
             key,
             asid: m.asid,
@@ -200,8 +199,9 @@ impl Assoc {
 
     /// Like `lookup` without touching replacement state.
     pub fn peek(&self, index: u64, key: u64, asid: u16) -> Option<Slot> {
-        let base = self.set_of(index) * self.ways;
-        self.find(base, key, asid).map(|(w, _)| self.slot(base + w))
+        let set = self.set_of(index);
+        self.find(set, key, asid)
+            .map(|(w, m)| Self::slot(self.keys.set(set)[w], &m))
     }
 
     /// Inserts `slot` into the set chosen by `index`: an invalid way if any, otherwise
@@ -209,20 +209,19 @@ impl Assoc {
     #[inline]
     pub fn fill(&mut self, index: u64, slot: Slot) -> Displaced {
         let set = self.set_of(index);
-        let base = set * self.ways;
         let way = if self.prefers_invalid {
             self.repl.take(set)
         } else {
             let w = self
-                .first_invalid(base)
+                .first_invalid(set)
                 .unwrap_or_else(|| self.repl.victim(set));
             self.repl.on_fill(set, w);
             w
         };
-        let i = base + way;
-        let m = &mut self.meta[i];
+        let m = &mut self.meta.set_mut(set)[way];
+        let old_key = std::mem::replace(&mut self.keys.set_mut(set)[way], slot.key);
         let old = Displaced {
-            key: self.keys[i],
+            key: old_key,
             asid: m.asid,
             flags: m.flags,
         };
@@ -231,23 +230,21 @@ impl Assoc {
             asid: slot.asid,
             flags: slot.flags,
         };
-        self.keys[i] = slot.key;
         old
     }
 
     #[cold]
-    fn first_invalid(&self, base: usize) -> Option<usize> {
-        self.keys[base..base + self.ways]
-            .iter()
-            .position(|&k| k == 0)
+    fn first_invalid(&self, set: usize) -> Option<usize> {
+        self.keys.set(set).iter().position(|&k| k == 0)
     }
 
     /// Invalidates every entry for which `pred` holds; returns how many.
     pub fn invalidate_where(&mut self, mut pred: impl FnMut(&Slot) -> bool) -> u64 {
         let mut n = 0;
-        for i in 0..self.keys.len() {
-            if self.keys[i] != 0 && pred(&self.slot(i)) {
-                self.keys[i] = 0;
+        let keys = self.keys.as_mut_slice();
+        for (i, (k, m)) in keys.iter_mut().zip(self.meta.as_slice()).enumerate() {
+            if *k != 0 && pred(&Self::slot(*k, m)) {
+                *k = 0;
                 self.repl.on_invalidate(i / self.ways, i % self.ways);
                 n += 1;
             }
@@ -258,10 +255,9 @@ impl Assoc {
     /// Invalidates `key` in the set chosen by `index` for `asid` (or a global entry).
     pub fn invalidate(&mut self, index: u64, key: u64, asid: u16) -> bool {
         let set = self.set_of(index);
-        let base = set * self.ways;
-        match self.find(base, key, asid) {
+        match self.find(set, key, asid) {
             Some((w, _)) => {
-                self.keys[base + w] = 0;
+                self.keys.set_mut(set)[w] = 0;
                 self.repl.on_invalidate(set, w);
                 true
             }
@@ -270,7 +266,7 @@ impl Assoc {
     }
 
     pub fn valid_entries(&self) -> usize {
-        self.keys.iter().filter(|&&k| k != 0).count()
+        self.keys.as_slice().iter().filter(|&&k| k != 0).count()
     }
 }
 

@@ -4,6 +4,7 @@
 
 use crate::config::{geometry, CacheConfig, ConfigError};
 use crate::replacement::order;
+use crate::sets::Sets;
 use serde::Serialize;
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -24,7 +25,7 @@ struct Level {
     /// Per set `stride` lanes: the low 32 bits of each way's tag (a tag is
     /// `line >> set_bits` plus one; 0 = invalid), compared four per SSE2 instruction.
     /// `stride` is the ways rounded up to four.
-    lanes: Vec<u32>,
+    lanes: Sets<u32>,
     /// The tags' high 32 bits, laid out like `lanes`: empty (all zero) until a tag with
     /// nonzero high bits arrives, which takes physical addresses above 2^(38 + set bits).
     /// While it is empty a tag's low half identifies it and the fast paths need no
@@ -34,9 +35,11 @@ struct Level {
     /// sets: one stamp per way, the smallest is the victim (`clock` counts accesses).
     /// Both start with way 0 as the victim, then 1, ...: invalid ways are filled lowest
     /// first.
-    order: Vec<u64>,
-    stamps: Vec<u64>,
+    order: Sets<u64>,
+    stamps: Sets<u64>,
     clock: u64,
+    /// Up to 16 ways: `order` is the LRU state (otherwise `stamps`).
+    order_lru: bool,
     nways: usize,
     stride: usize,
     /// Which body `access` runs: `stride / 4` for the fixed-width ones (up to 16
@@ -54,20 +57,22 @@ struct Level {
 
 impl Level {
     fn new(sets: usize, ways: usize, line_shift: u32, hit_cycles: u64) -> Level {
+        // The unused representation gets one set (never touched).
         let (order, stamps) = if ways <= 16 {
-            (vec![order::initial(ways); sets], Vec::new())
+            (Sets::new(sets, 1, order::initial(ways)), Sets::new(1, 1, 0))
         } else {
-            (Vec::new(), vec![0; sets * ways])
+            (Sets::new(1, 1, 0), Sets::new(sets, ways, 0))
         };
         let stride = ways.next_multiple_of(4);
-        let lanes = vec![0; sets * stride];
-        crate::hugepage::hint(&lanes);
+        let lanes = Sets::new(sets, stride, 0);
+        crate::hugepage::hint(lanes.as_slice());
         Level {
             lanes,
             his: Vec::new(),
             order,
             stamps,
             clock: 0,
+            order_lru: ways <= 16,
             nways: ways,
             stride,
             body: if ways <= 16 { (stride / 4) as u8 } else { 0 },
@@ -82,21 +87,19 @@ impl Level {
 
     /// Bytes of host memory the level's state occupies.
     fn host_bytes(&self) -> usize {
-        std::mem::size_of_val(&self.lanes[..])
+        std::mem::size_of_val(self.lanes.as_slice())
             + std::mem::size_of_val(&self.his[..])
-            + std::mem::size_of_val(&self.order[..])
-            + std::mem::size_of_val(&self.stamps[..])
+            + std::mem::size_of_val(self.order.as_slice())
+            + std::mem::size_of_val(self.stamps.as_slice())
     }
 
     /// Prefetches `pa`'s set (its tag lanes and recency state).
     #[inline(always)]
     fn prefetch(&self, pa: u64) {
         let (set, _, _) = self.locate(pa);
-        if let Some(l) = self.lanes.get(self.stride * set) {
-            crate::hugepage::prefetch(l);
-        }
-        if let Some(o) = self.order.get(set) {
-            crate::hugepage::prefetch(o);
+        crate::hugepage::prefetch(self.lanes.first(set));
+        if self.order_lru {
+            crate::hugepage::prefetch(self.order.first(set));
         }
     }
 
@@ -136,12 +139,12 @@ impl Level {
     #[inline(always)]
     fn access_n<const C: usize>(&mut self, set: usize, lo: u32) -> bool {
         let s = 4 * C;
-        let lanes = &mut self.lanes[s * set..][..s];
+        let lanes = &mut self.lanes.set_mut(set)[..s];
         // A mask, not an early-exit search: which way hits is unpredictable, and a
         // mispredicted loop exit costs more than comparing every way. Tags are unique
         // in a set, so at most one way matches.
         let m = crate::simd::eq_mask32(lanes, lo) & self.way_mask;
-        let o = &mut self.order[set];
+        let o = self.order.first_mut(set);
         let hit = m != 0;
         let way = if hit {
             let w = (m.trailing_zeros() as usize).min(s - 1);
@@ -159,11 +162,10 @@ impl Level {
     /// [`Level::access`] for wider sets (stamp LRU) while every high half is 0.
     #[inline(never)]
     fn access_wide(&mut self, set: usize, lo: u32) -> bool {
-        let s = self.stride;
-        let lanes = &mut self.lanes[s * set..][..s];
+        let lanes = self.lanes.set_mut(set);
         let m = crate::simd::eq_mask32(lanes, lo) & self.way_mask;
         self.clock += 1;
-        let st = &mut self.stamps[set * self.nways..][..self.nways];
+        let st = self.stamps.set_mut(set);
         let hit = m != 0;
         let way = if hit {
             m.trailing_zeros() as usize
@@ -181,11 +183,11 @@ impl Level {
     fn access_high(&mut self, set: usize, lo: u32, hi: u32) -> bool {
         if self.his.is_empty() {
             // Every tag stored so far had a zero high half.
-            self.his = vec![0; self.lanes.len()];
+            self.his = vec![0; self.lanes.as_slice().len()];
             self.body = HIGH;
         }
         let s = self.stride;
-        let lanes = &mut self.lanes[s * set..][..s];
+        let lanes = self.lanes.set_mut(set);
         let his = &mut self.his[s * set..][..s];
         let mut m = crate::simd::eq_mask32(lanes, lo) & self.way_mask;
         let mut found = None;
@@ -197,14 +199,14 @@ impl Level {
             }
             m &= m - 1;
         }
-        let way = if self.order.is_empty() {
+        let way = if !self.order_lru {
             self.clock += 1;
-            let st = &mut self.stamps[set * self.nways..][..self.nways];
+            let st = self.stamps.set_mut(set);
             let way = found.unwrap_or_else(|| crate::simd::argmin(st));
             st[way] = self.clock;
             way
         } else {
-            let o = &mut self.order[set];
+            let o = self.order.first_mut(set);
             let way = found.unwrap_or_else(|| order::victim(*o, self.nways));
             *o = order::touch(*o, way as u64);
             way

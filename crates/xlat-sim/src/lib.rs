@@ -22,6 +22,7 @@ pub mod physmem;
 pub mod presets;
 pub mod pwc;
 pub mod replacement;
+mod sets;
 mod sim;
 mod simd;
 pub mod stats;

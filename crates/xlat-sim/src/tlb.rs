@@ -57,9 +57,9 @@ struct Locked {
 pub struct Structure {
     /// Held page sizes, largest first.
     shifts: Vec<u8>,
-    /// Valid entries per page size (log2; only held sizes are ever non-zero): sizes
-    /// with none are not probed.
-    live: [u32; 64],
+    /// Bit `s`: the structure may hold entries of size `2^s` (set by a fill; cleared
+    /// only by flushes that recount, so a superset): sizes without it are not probed.
+    present: u64,
     arr: Assoc,
     locked: Vec<Locked>,
     lockdown_slots: u32,
@@ -73,7 +73,7 @@ impl Structure {
         shifts.sort_unstable_by(|a, b| b.cmp(a));
         shifts.dedup();
         Ok(Structure {
-            live: [0; 64],
+            present: 0,
             arr: Assoc::new(c.replacement, sets, ways, seed),
             locked: Vec::new(),
             lockdown_slots: c.lockdown,
@@ -113,10 +113,9 @@ impl Structure {
         let end = base + (1u64 << shift) - 1;
         for si in 0..self.shifts.len() {
             let s = self.shifts[si] as u32;
-            if self.live[s as usize] == 0 {
+            if self.present >> s & 1 == 0 {
                 continue;
             }
-            let before = n;
             if s >= shift {
                 let va = base;
                 let hit = match asid {
@@ -143,20 +142,19 @@ impl Structure {
                         && asid.is_none_or(|a| sl.asid == a || sl.flags & GLOBAL != 0)
                 });
             }
-            self.live[s as usize] -= (n - before) as u32;
         }
         self.stats.invalidations += n;
         n
     }
 
-    /// Recounts `live` after a bulk invalidation.
+    /// Recomputes `present` exactly after a bulk invalidation.
     fn recount(&mut self) {
-        let mut live = [0u32; 64];
+        let mut present = 0u64;
         self.arr.invalidate_where(|sl| {
-            live[(sl.key & 63) as usize] += 1;
+            present |= 1 << (sl.key & 63);
             false
         });
-        self.live = live;
+        self.present = present;
     }
 }
 
@@ -245,9 +243,9 @@ pub struct Tlbs {
     /// Level 0's lookup plan per side (a copy of `levels[0].plan`: no bounds check).
     l1_plan: [Vec<Step>; 2],
     /// Per level and side, the plan steps worth probing: bit `i` when step `i`'s
-    /// structure holds entries of its size or has locked-down entries. Kept in step with
-    /// the structures' `live` counts ([`Tlbs::refresh_live`]) so a probe skips empty
-    /// sizes without looking at them.
+    /// structure may hold entries of its size or has locked-down entries. Kept in step
+    /// with the structures' `present` bits ([`Tlbs::refresh_live`]) so a probe skips
+    /// sizes never filled (since the last flush) without looking at them.
     live_steps: Vec<[u64; 2]>,
     /// `live_steps[0]` (no bounds check on the first-level path).
     l1_live: [u64; 2],
@@ -427,8 +425,8 @@ impl Tlbs {
         Ok(t)
     }
 
-    /// Recomputes [`Tlbs::live_steps`] from the structures' `live` counts (called when
-    /// one of them may have reached or left zero).
+    /// Recomputes [`Tlbs::live_steps`] from the structures' `present` bits (called when
+    /// one of them may have changed).
     fn refresh_live(&mut self) {
         let structs = &self.structs;
         self.live_steps = self
@@ -437,7 +435,7 @@ impl Tlbs {
             .map(|l| {
                 l.plan.clone().map(|plan| {
                     plan.iter().enumerate().fold(0u64, |m, (i, p)| {
-                        let live = structs[p.si as usize].live[p.shift as usize & 63] > 0;
+                        let live = structs[p.si as usize].present >> (p.shift & 63) & 1 != 0;
                         m | ((p.locked || live) as u64) << i
                     })
                 })
@@ -491,7 +489,7 @@ impl Tlbs {
                     break;
                 }
                 // In the mask for its locked entries, maybe with no others of its size.
-                if st.live[p.shift as usize & 63] == 0 {
+                if st.present >> (p.shift & 63) & 1 == 0 {
                     continue;
                 }
             }
@@ -591,15 +589,11 @@ impl Tlbs {
             };
             let st = &mut self.structs[si];
             st.stats.fills += 1;
-            let live = &mut st.live[s as usize & 63];
-            *live += 1;
-            let mut changed = *live == 1;
+            let mut changed = st.present >> (s & 63) & 1 == 0;
+            st.present |= 1 << (s & 63);
             let old = st.arr.fill(va >> s, slot);
             if old.key != 0 {
                 st.stats.evictions += 1;
-                let live = &mut st.live[(old.key & 63) as usize];
-                *live -= 1;
-                changed |= *live == 0;
                 if self.inclusion == Inclusion::Inclusive && li > 0 {
                     self.back_invalidate(li, &old);
                     changed = true;
@@ -718,7 +712,7 @@ impl Tlbs {
         for s in &mut self.structs {
             let k = s.arr.invalidate_where(|_| true);
             s.stats.invalidations += k;
-            s.live = [0; 64];
+            s.present = 0;
             n += k;
         }
         self.prefetch.clear();

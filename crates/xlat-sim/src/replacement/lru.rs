@@ -1,31 +1,25 @@
 use super::Replacement;
+use crate::sets::Sets;
 
 /// True LRU with one 64-bit stamp per way: the victim is the smallest stamp. Invalid
 /// ways have stamp 0, so they are chosen first (lowest way first).
 #[derive(Debug, Clone)]
 pub struct Lru {
-    stamps: Vec<u64>,
-    ways: usize,
+    stamps: Sets<u64>,
     clock: u64,
 }
 
 impl Replacement for Lru {
     fn new(sets: usize, ways: usize, _seed: u64) -> Self {
         Lru {
-            stamps: vec![0; sets * ways],
-            ways,
+            stamps: Sets::new(sets, ways, 0),
             clock: 0,
         }
     }
     #[inline]
     fn on_hit(&mut self, set: usize, way: usize) {
         self.clock += 1;
-        self.stamps[set * self.ways + way] = self.clock;
-    }
-    #[inline]
-    fn on_hit_at(&mut self, _set: usize, _way: usize, index: usize) {
-        self.clock += 1;
-        self.stamps[index] = self.clock;
+        self.stamps.set_mut(set)[way] = self.clock;
     }
     #[inline]
     fn on_fill(&mut self, set: usize, way: usize) {
@@ -33,12 +27,12 @@ impl Replacement for Lru {
     }
     #[inline]
     fn on_invalidate(&mut self, set: usize, way: usize) {
-        self.stamps[set * self.ways + way] = 0;
+        self.stamps.set_mut(set)[way] = 0;
     }
     const VICTIM_PREFERS_INVALID: bool = true;
     /// The first smallest stamp.
     #[inline(always)]
     fn victim(&mut self, set: usize) -> usize {
-        crate::simd::argmin(&self.stamps[set * self.ways..(set + 1) * self.ways])
+        crate::simd::argmin(self.stamps.set(set))
     }
 }

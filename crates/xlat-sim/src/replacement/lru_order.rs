@@ -1,4 +1,5 @@
 use super::{order, Replacement};
+use crate::sets::Sets;
 
 /// True LRU for sets of up to 16 ways: one recency order per set ([`order`]): a hit,
 /// a fill and the victim are each a few ALU operations, with no scan. An invalidated
@@ -6,7 +7,7 @@ use super::{order, Replacement};
 /// and so on, so invalid ways are always the next victims.
 #[derive(Debug, Clone)]
 pub struct LruOrder {
-    order: Vec<u64>,
+    order: Sets<u64>,
     ways: usize,
 }
 
@@ -14,13 +15,14 @@ impl Replacement for LruOrder {
     fn new(sets: usize, ways: usize, _seed: u64) -> Self {
         assert!((1..=16).contains(&ways), "order LRU holds up to 16 ways");
         LruOrder {
-            order: vec![order::initial(ways); sets],
+            order: Sets::new(sets, 1, order::initial(ways)),
             ways,
         }
     }
     #[inline]
     fn on_hit(&mut self, set: usize, way: usize) {
-        self.order[set] = order::touch(self.order[set], way as u64);
+        let o = self.order.first_mut(set);
+        *o = order::touch(*o, way as u64);
     }
     #[inline]
     fn on_fill(&mut self, set: usize, way: usize) {
@@ -28,17 +30,19 @@ impl Replacement for LruOrder {
     }
     #[inline]
     fn on_invalidate(&mut self, set: usize, way: usize) {
-        self.order[set] = order::demote(self.order[set], way as u64, self.ways);
+        let o = self.order.first_mut(set);
+        *o = order::demote(*o, way as u64, self.ways);
     }
     const VICTIM_PREFERS_INVALID: bool = true;
     #[inline]
     fn victim(&mut self, set: usize) -> usize {
-        order::victim(self.order[set], self.ways)
+        order::victim(*self.order.first(set), self.ways)
     }
     #[inline]
     fn take(&mut self, set: usize) -> usize {
-        let (w, o) = order::take_victim(self.order[set], self.ways);
-        self.order[set] = o;
+        let o = self.order.first_mut(set);
+        let (w, taken) = order::take_victim(*o, self.ways);
+        *o = taken;
         w
     }
 }

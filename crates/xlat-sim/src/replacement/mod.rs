@@ -26,11 +26,6 @@ pub trait Replacement {
     fn new(sets: usize, ways: usize, seed: u64) -> Self;
     /// A lookup hit `way` of `set`.
     fn on_hit(&mut self, set: usize, way: usize);
-    /// [`Replacement::on_hit`] given also the way's flat index `set * ways + way`.
-    #[inline]
-    fn on_hit_at(&mut self, set: usize, way: usize, _index: usize) {
-        self.on_hit(set, way)
-    }
     /// A new entry was written into `way` of `set`.
     fn on_fill(&mut self, set: usize, way: usize);
     /// The way to evict from a full `set`.
