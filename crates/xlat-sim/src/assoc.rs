@@ -85,28 +85,27 @@ impl Repl {
     fn on_hit(&mut self, set: usize, way: usize) {
         repl!(self, r => r.on_hit(set, way))
     }
+    /// The way a fill of `set` (whose keys are `keys`) takes, already refreshed as
+    /// filled: an invalid way if any, otherwise the victim (one dispatch for all of it).
     #[inline(always)]
-    fn on_fill(&mut self, set: usize, way: usize) {
-        repl!(self, r => r.on_fill(set, way))
-    }
-    #[inline(always)]
-    fn victim(&mut self, set: usize) -> usize {
-        repl!(self, r => r.victim(set))
-    }
-    /// The victim of `set`, already refreshed as filled (one dispatch for both).
-    #[inline(always)]
-    fn take(&mut self, set: usize) -> usize {
-        repl!(self, r => r.take(set))
+    fn place(&mut self, set: usize, keys: &[u64]) -> usize {
+        #[inline(always)]
+        fn place_in<R: Replacement>(r: &mut R, set: usize, keys: &[u64]) -> usize {
+            if R::VICTIM_PREFERS_INVALID {
+                return r.take(set);
+            }
+            let w = keys
+                .iter()
+                .position(|&k| k == 0)
+                .unwrap_or_else(|| r.victim(set));
+            r.on_fill(set, w);
+            w
+        }
+        repl!(self, r => place_in(r, set, keys))
     }
     #[inline]
     fn on_invalidate(&mut self, set: usize, way: usize) {
         repl!(self, r => r.on_invalidate(set, way))
-    }
-    fn prefers_invalid(&self) -> bool {
-        fn p<R: Replacement>(_: &R) -> bool {
-            R::VICTIM_PREFERS_INVALID
-        }
-        repl!(self, r => p(r))
     }
 }
 
@@ -115,8 +114,6 @@ pub struct Assoc {
     ways: usize,
     /// Sets of 8 to 64 ways are searched with [`crate::simd::eq_mask`].
     wide: bool,
-    /// The policy's victim is an invalid way whenever the set has one.
-    prefers_invalid: bool,
     set_mask: u64,
     keys: Sets<u64>,
     meta: Sets<Meta>,
@@ -134,7 +131,6 @@ impl Assoc {
         Assoc {
             ways,
             wide: (8..=64).contains(&ways),
-            prefers_invalid: repl.prefers_invalid(),
             set_mask: sets as u64 - 1,
             keys: Sets::new(sets, ways, 0),
             meta: Sets::new(sets, ways, Meta::default()),
@@ -209,15 +205,7 @@ impl Assoc {
     #[inline]
     pub fn fill(&mut self, index: u64, slot: Slot) -> Displaced {
         let set = self.set_of(index);
-        let way = if self.prefers_invalid {
-            self.repl.take(set)
-        } else {
-            let w = self
-                .first_invalid(set)
-                .unwrap_or_else(|| self.repl.victim(set));
-            self.repl.on_fill(set, w);
-            w
-        };
+        let way = self.repl.place(set, self.keys.set(set));
         let m = &mut self.meta.set_mut(set)[way];
         let old_key = std::mem::replace(&mut self.keys.set_mut(set)[way], slot.key);
         let old = Displaced {
@@ -231,11 +219,6 @@ impl Assoc {
             flags: slot.flags,
         };
         old
-    }
-
-    #[cold]
-    fn first_invalid(&self, set: usize) -> Option<usize> {
-        self.keys.set(set).iter().position(|&k| k == 0)
     }
 
     /// Invalidates every entry for which `pred` holds; returns how many.
