@@ -249,6 +249,11 @@ pub struct Tlbs {
     live_steps: Vec<[u64; 2]>,
     /// `live_steps[0]` (no bounds check on the first-level path).
     l1_live: [u64; 2],
+    /// Per level and side, when exactly one step is worth probing and it has no
+    /// locked-down entries (the common case): that step, probed without the loop.
+    single: Vec<[Option<Step>; 2]>,
+    /// `single[0]`.
+    l1_single: [Option<Step>; 2],
     l1_hits: [u64; 2],
     l1_misses: [u64; 2],
     prefetch: Vec<(u64, u16, Entry)>,
@@ -348,6 +353,8 @@ impl Tlbs {
             l1_plan: [Vec::new(), Vec::new()],
             live_steps: Vec::new(),
             l1_live: [0; 2],
+            single: Vec::new(),
+            l1_single: [None; 2],
             l1_hits: [0; 2],
             l1_misses: [0; 2],
             prefetch: Vec::new(),
@@ -442,6 +449,19 @@ impl Tlbs {
             })
             .collect();
         self.l1_live = self.live_steps.first().copied().unwrap_or_default();
+        self.single = self
+            .levels
+            .iter()
+            .zip(&self.live_steps)
+            .map(|(l, live)| {
+                [0, 1].map(|side| {
+                    let m = live[side];
+                    let step = l.plan[side].get(m.trailing_zeros() as usize)?;
+                    (m.count_ones() == 1 && !step.locked).then_some(*step)
+                })
+            })
+            .collect();
+        self.l1_single = self.single.first().copied().unwrap_or([None; 2]);
     }
 
     /// Hit and miss counts per level and side.
@@ -474,11 +494,23 @@ impl Tlbs {
             &self.levels[li].plan[side]
         };
         let mut found = None;
-        let mut steps = if li == 0 {
-            self.l1_live[side]
+        let single = if li == 0 {
+            self.l1_single[side]
         } else {
-            self.live_steps[li][side]
+            self.single[li][side]
         };
+        let mut steps = match single {
+            Some(_) => 0,
+            None if li == 0 => self.l1_live[side],
+            None => self.live_steps[li][side],
+        };
+        if let Some(p) = single {
+            let st = &mut self.structs[p.si as usize];
+            if let Some(slot) = st.arr.lookup(va >> p.shift, key(va, p.shift as u32), asid) {
+                st.stats.hits += 1;
+                found = Some((p.shift, slot.data, slot.flags, p.si, false));
+            }
+        }
         while steps != 0 {
             let p = plan[steps.trailing_zeros() as usize];
             steps &= steps - 1;
