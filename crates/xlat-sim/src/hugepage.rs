@@ -23,6 +23,25 @@ pub fn hint<T>(v: &[T]) {
     let _ = v;
 }
 
+/// Makes room for `extra` more elements in `v`. Growth past 1 MiB moves the elements
+/// into a new allocation whose spare capacity is hinted before anything touches it (a
+/// hint on memory already faulted in as small pages changes nothing until the kernel's
+/// background collapse, and growing in place keeps the small pages).
+pub fn grow<T: Clone>(v: &mut Vec<T>, extra: usize) {
+    if v.len() + extra <= v.capacity() {
+        return;
+    }
+    let bytes = std::mem::size_of_val(v.as_slice());
+    if bytes < (1 << 20) {
+        v.reserve(extra);
+        return;
+    }
+    let mut new = Vec::with_capacity((v.len() + extra).max(2 * v.len()));
+    hint(new.spare_capacity_mut());
+    new.extend_from_slice(v);
+    *v = new;
+}
+
 /// Asks the CPU to bring `x`'s cache line closer (a hint; never faults).
 #[inline(always)]
 pub fn prefetch<T>(x: &T) {
@@ -33,4 +52,17 @@ pub fn prefetch<T>(x: &T) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = x;
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn grow_keeps_the_elements_and_makes_room() {
+        for n in [0usize, 1000, 300_000] {
+            let mut v: Vec<u64> = (0..n as u64).collect();
+            super::grow(&mut v, 512);
+            assert!(v.capacity() >= n + 512);
+            assert!(v.iter().copied().eq(0..n as u64));
+        }
+    }
 }

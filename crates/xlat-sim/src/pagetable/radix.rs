@@ -140,12 +140,8 @@ impl Level {
             }
             None => {
                 let c = (self.slab.len() / fanout) as u32;
-                let cap = self.slab.capacity();
+                crate::hugepage::grow(&mut self.slab, fanout);
                 self.slab.resize(self.slab.len() + fanout, 0);
-                if self.slab.capacity() != cap {
-                    crate::hugepage::hint(self.slab.spare_capacity_mut());
-                    crate::hugepage::hint(&self.slab);
-                }
                 c
             }
         };
@@ -211,6 +207,7 @@ impl Level {
                 i
             }
             None => {
+                crate::hugepage::grow(&mut self.nodes, 1);
                 self.nodes.push(node);
                 (self.nodes.len() - 1) as u32
             }
