@@ -202,14 +202,16 @@ fn lackey_and_xlt_replays_agree_and_truncation_warns() {
 fn closed_stdout_is_a_quiet_sigpipe() {
     use std::os::unix::process::ExitStatusExt;
     use std::process::Stdio;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_xlat"))
+    // The read end is closed before xlat starts, so its first write must fail (closing it
+    // after spawning races: a short output fits the pipe buffer and xlat may exit first).
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    let out = Command::new(env!("CARGO_BIN_EXE_xlat"))
         .args(["machines", "skylake"])
-        .stdout(Stdio::piped())
+        .stdout(writer)
         .stderr(Stdio::piped())
-        .spawn()
+        .output()
         .expect("run xlat");
-    drop(child.stdout.take()); // closed before xlat writes
-    let out = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("panicked"), "{err}");
     assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{err}");
