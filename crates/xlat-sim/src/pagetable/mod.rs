@@ -34,7 +34,7 @@ impl Leaf {
 }
 
 /// The memory references of one hardware walk, root first.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Walk {
     /// Physical address of the entry read at each hardware level.
     pub refs: [u64; MAX_LEVELS],

@@ -236,22 +236,33 @@ pub struct Radix {
     /// Folded levels above the root.
     folded_top: u64,
     root: u32,
-    /// Prefetch hints: per last-level table (direct-mapped by the virtual address bits
-    /// above it), where its entries sit in the last level's slab. Written and read only
-    /// by [`PageTable::prefetch`]; a stale hint prefetches a useless line, nothing more.
+    /// Path hints: per last-level table (direct-mapped by the virtual address bits above
+    /// it), the path a walk to it takes. Written by [`PageTable::prefetch`] and by walks;
+    /// a walk uses a hint only if it is of the current [`Radix::epoch`].
     hints: Box<[Cell<Hint>]>,
+    /// Bumped whenever a path to a last-level table can stop being one (a table is
+    /// freed, a pointer cleared): older hints are ignored. Paths only ever appear
+    /// otherwise (a new pointer fills an empty entry; a dense table stays where it is
+    /// until it is freed).
+    epoch: u64,
 }
 
-/// A [`Radix::hints`] slot: the table's address bits + 1 (0 = empty), the slab index
-/// of its first entry, its physical address and its node.
+/// A [`Radix::hints`] slot: the last-level table's address bits + 1 (0 = empty), the
+/// epoch it was taken in, the table's physical address and slab chunk, and the
+/// physical addresses of the entries that point down to it (root first; 0 past the
+/// upper levels). One host line.
 #[derive(Clone, Copy, Debug, Default)]
+#[repr(align(64))]
 struct Hint {
     key: u64,
-    base: usize,
-    /// The table's physical address.
+    epoch: u64,
     pa: u64,
-    node: u32,
+    chunk: u32,
+    upper: [u64; HINT_UPPER],
 }
+
+/// Upper levels a [`Hint`] records: trees with more hardware levels walk without hints.
+const HINT_UPPER: usize = 4;
 
 /// Slots of [`Radix::hints`] (covers 8 GiB of 4 KiB pages without conflicts).
 const HINTS: usize = 4096;
@@ -308,7 +319,64 @@ impl Radix {
             folded_top,
             root,
             hints: vec![Cell::new(Hint::default()); HINTS].into_boxed_slice(),
+            epoch: 0,
         }
+    }
+
+    /// Frees table `n` of level `h`; paths through it end (see [`Radix::epoch`]).
+    fn free_table(&mut self, h: usize, n: u32, mem: &mut PhysMem) {
+        self.epoch += 1;
+        self.levels[h].free(n, mem);
+    }
+
+    /// Hardware walk from the root, leaving a hint for the last-level table it reaches.
+    fn walk_slow(&self, va: VirtAddr) -> Walk {
+        let mut w = Walk {
+            refs: [0; MAX_LEVELS],
+            n: 0,
+            leaf: None,
+        };
+        let mut n = self.root;
+        let last = self.levels.len() - 1;
+        for (h, lvl) in self.levels.iter().enumerate() {
+            let idx = lvl.index(va.0);
+            let node = &lvl.nodes[n as usize];
+            w.refs[h] = node.pa + idx as u64 * self.entry_bytes;
+            let e = lvl.entry(node, idx);
+            if e == 0 || is_leaf(e) {
+                w.n = h + 1;
+                w.leaf = (e != 0).then(|| dec_leaf(e, lvl.shift));
+                if h == last && node.base != SPARSE && last <= HINT_UPPER {
+                    let upper = std::array::from_fn(|i| if i < last { w.refs[i] } else { 0 });
+                    self.remember(va, node, upper);
+                }
+                return w;
+            }
+            n = child(e);
+        }
+        w.n = self.levels.len();
+        w
+    }
+
+    /// The hint slot for `va`'s last-level table and the key it must hold.
+    #[inline(always)]
+    fn hint_slot(&self, va: u64) -> (&Cell<Hint>, u64) {
+        let lvl = &self.levels[self.levels.len() - 1];
+        let key = (va >> (lvl.shift + lvl.bits)) + 1;
+        (&self.hints[key as usize & (HINTS - 1)], key)
+    }
+
+    /// Records the path to `node`, the dense last-level table covering `va`.
+    fn remember(&self, va: VirtAddr, node: &Node, upper: [u64; HINT_UPPER]) {
+        let fanout = self.levels[self.levels.len() - 1].fanout;
+        let (slot, key) = self.hint_slot(va.0);
+        slot.set(Hint {
+            key,
+            epoch: self.epoch,
+            pa: node.pa,
+            chunk: (node.base / fanout) as u32,
+            upper,
+        });
     }
 
     fn depth_for_shift(&self, shift: u32) -> Option<usize> {
@@ -375,7 +443,7 @@ impl Radix {
             let c = child(self.levels[h].get(n, idx));
             self.unmap_rec((h + 1, c, va), (start, end), mem, f, sw);
             if self.levels[h + 1].nodes[c as usize].live == 0 {
-                self.levels[h + 1].free(c, mem);
+                self.free_table(h + 1, c, mem);
                 self.levels[h].set(n, idx, 0);
                 sw.entries += 1;
                 sw.tables += 1;
@@ -480,34 +548,34 @@ impl Radix {
             levels,
             root: 0,
             hints: vec![Cell::new(Hint::default()); HINTS].into_boxed_slice(),
+            epoch: 0,
             ..*self
         }
     }
 }
 
 impl PageTable for Radix {
+    /// With a current hint for `va`'s last-level table, only the leaf entry is read
+    /// (the result is the same as walking from the root).
     #[inline]
     fn walk(&self, va: VirtAddr) -> Walk {
-        let mut w = Walk {
-            refs: [0; MAX_LEVELS],
-            n: 0,
-            leaf: None,
-        };
-        let mut n = self.root;
-        for (h, lvl) in self.levels.iter().enumerate() {
-            let idx = lvl.index(va.0);
-            let node = &lvl.nodes[n as usize];
-            w.refs[h] = node.pa + idx as u64 * self.entry_bytes;
-            let e = lvl.entry(node, idx);
-            if e == 0 || is_leaf(e) {
-                w.n = h + 1;
-                w.leaf = (e != 0).then(|| dec_leaf(e, lvl.shift));
-                return w;
-            }
-            n = child(e);
+        let last = self.levels.len() - 1;
+        let (slot, key) = self.hint_slot(va.0);
+        let hint = slot.get();
+        if hint.key != key || hint.epoch != self.epoch || last > HINT_UPPER {
+            return self.walk_slow(va);
         }
-        w.n = self.levels.len();
-        w
+        let lvl = &self.levels[last];
+        let idx = lvl.index(va.0);
+        let e = lvl.slab[hint.chunk as usize * lvl.fanout + idx as usize];
+        let mut refs = [0; MAX_LEVELS];
+        refs[..HINT_UPPER].copy_from_slice(&hint.upper);
+        refs[last] = hint.pa + idx as u64 * self.entry_bytes;
+        Walk {
+            refs,
+            n: last + 1,
+            leaf: (e != 0).then(|| dec_leaf(e, lvl.shift)),
+        }
     }
 
     #[inline]
@@ -517,37 +585,33 @@ impl PageTable for Radix {
         // levels and leave a hint for the next access to that table.
         let last = self.levels.len() - 1;
         let lvl = &self.levels[last];
-        let key = (va.0 >> (lvl.shift + lvl.bits)) + 1;
-        let slot = &self.hints[key as usize & (HINTS - 1)];
+        let (slot, key) = self.hint_slot(va.0);
         let idx = lvl.index(va.0) as usize;
         let hint = slot.get();
-        if hint.key == key {
-            if let Some(e) = lvl.slab.get(hint.base + idx) {
+        if hint.key == key && hint.epoch == self.epoch {
+            if let Some(e) = lvl.slab.get(hint.chunk as usize * lvl.fanout + idx) {
                 crate::hugepage::prefetch(e);
-            }
-            if let Some(node) = lvl.nodes.get(hint.node as usize) {
-                crate::hugepage::prefetch(node);
             }
             return Some(hint.pa + idx as u64 * self.entry_bytes);
         }
         let mut n = self.root;
-        for l in &self.levels[..last] {
-            let e = l.get(n, l.index(va.0));
+        let mut upper = [0; HINT_UPPER];
+        for (h, l) in self.levels[..last].iter().enumerate() {
+            let i = l.index(va.0);
+            let node = &l.nodes[n as usize];
+            if let Some(u) = upper.get_mut(h) {
+                *u = node.pa + i as u64 * self.entry_bytes;
+            }
+            let e = l.entry(node, i);
             if e == 0 || is_leaf(e) {
                 return None;
             }
             n = child(e);
         }
         let node = &lvl.nodes[n as usize];
-        if node.base != SPARSE {
-            let base = node.base;
-            slot.set(Hint {
-                key,
-                base,
-                pa: node.pa,
-                node: n,
-            });
-            crate::hugepage::prefetch(&lvl.slab[base + idx]);
+        if node.base != SPARSE && last <= HINT_UPPER {
+            self.remember(va, node, upper);
+            crate::hugepage::prefetch(&lvl.slab[node.base + idx]);
         }
         None
     }
@@ -600,7 +664,8 @@ impl PageTable for Radix {
         let top = self.levels[0].shift + self.levels[0].fanout.trailing_zeros();
         let end = if top >= 64 { u64::MAX } else { 1u64 << top };
         let mut sw = self.unmap(0, end, mem, on_leaf);
-        self.levels[0].free(self.root, mem);
+        let root = self.root;
+        self.free_table(0, root, mem);
         sw.tables += 1;
         sw
     }
@@ -737,6 +802,87 @@ impl PageTable for Radix {
                 return;
             }
             n = child(e);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn x86_64(mem: &mut PhysMem) -> Radix {
+        let levels: Vec<LevelConfig> = ["PML4", "PDPT", "PD", "PT"]
+            .iter()
+            .map(|n| LevelConfig {
+                name: n.to_string(),
+                bits: 9,
+                leaf: false,
+                folded: false,
+            })
+            .collect();
+        Radix::new(PageSize::K4, 8, &levels, mem)
+    }
+
+    fn leaf(pfn: u64) -> Leaf {
+        Leaf {
+            pfn,
+            shift: 12,
+            flags: crate::pagetable::WRITABLE,
+        }
+    }
+
+    /// A walk that uses a path hint equals one from the root, across tables being freed
+    /// and their nodes, slab chunks and frames reused for other regions.
+    #[test]
+    fn hinted_walks_equal_walks_from_the_root() {
+        let mut mem = PhysMem::new(12);
+        let mut pt = x86_64(&mut mem);
+        let (a, b) = (0x4000_0000u64, 0x7f00_0000_0000u64);
+        // Dense tables (more entries than fit inline) in region `a`.
+        for i in 0..8 {
+            pt.map(VirtAddr(a + i * 4096), leaf(100 + i), &mut mem);
+        }
+        assert_eq!(
+            pt.prefetch(VirtAddr(a)),
+            None,
+            "the first prefetch leaves a hint"
+        );
+        assert!(pt.prefetch(VirtAddr(a)).is_some());
+        let before = pt.walk(VirtAddr(a + 4096));
+        assert_eq!(before, pt.walk_slow(VirtAddr(a + 4096)));
+        assert_eq!(before.leaf, Some(leaf(101)));
+        // Free `a`'s tables; `b` takes their nodes and chunks. `a`'s old hint must not
+        // be used: `a` now misses at the PML4's empty entry.
+        pt.unmap(a, a + (1 << 21), &mut mem, &mut |_, _, _| {});
+        for i in 0..8 {
+            pt.map(VirtAddr(b + i * 4096), leaf(200 + i), &mut mem);
+        }
+        let after = pt.walk(VirtAddr(a + 4096));
+        assert_eq!(after, pt.walk_slow(VirtAddr(a + 4096)));
+        assert_eq!((after.n, after.leaf), (1, None));
+        // Random maps, unmaps, prefetches and walks over a few tables' worth of pages.
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for step in 0..20_000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let page = x % 4096;
+            let va = VirtAddr(if x >> 40 & 1 == 0 { a } else { b } + page * 4096);
+            match x >> 50 & 7 {
+                0 => {
+                    if pt.walk_slow(va).leaf.is_none() {
+                        pt.map(va, leaf(step), &mut mem);
+                    }
+                }
+                1 => {
+                    let n = 1 + (x >> 20) % 600;
+                    pt.unmap(va.0, va.0 + n * 4096, &mut mem, &mut |_, _, _| {});
+                }
+                2 => {
+                    pt.prefetch(va);
+                }
+                _ => assert_eq!(pt.walk(va), pt.walk_slow(va), "step {step}"),
+            }
         }
     }
 }
