@@ -1,8 +1,8 @@
 //! A set-associative array of tagged entries: the storage shared by TLB structures and
 //! page-walk caches.
 //!
-//! Keys live in their own array so a lookup scans only 8 bytes per way; the ASID, flags
-//! and payload sit beside them. Invariant: a key is present at most once per set for a
+//! A set is one block: its ways' keys (so a lookup scans 8 bytes per way), then their
+//! payloads, then their ASIDs and flags; a set's state shares host lines. Invariant: a key is present at most once per set for a
 //! given ASID (or globally); key 0 means "invalid" (callers set [`VALID`]).
 
 use crate::replacement::{Fifo, Lru, LruList, LruOrder, Policy, Random, Replacement, TreePlru};
@@ -20,11 +20,26 @@ pub struct Slot {
     pub data: u64,
 }
 
-#[derive(Clone, Copy, Debug, Default)]
-struct Meta {
-    data: u64,
-    asid: u16,
-    flags: u8,
+/// A way's ASID and flags as stored: `asid | flags << 16`.
+#[inline(always)]
+fn tag(asid: u16, flags: u8) -> u64 {
+    asid as u64 | (flags as u64) << 16
+}
+
+#[inline(always)]
+fn tag_asid(t: u64) -> u16 {
+    t as u16
+}
+
+#[inline(always)]
+fn tag_flags(t: u64) -> u8 {
+    (t >> 16) as u8
+}
+
+/// Whether a way tagged `t` serves `asid`.
+#[inline(always)]
+fn serves(t: u64, asid: u16) -> bool {
+    tag_asid(t) == asid || tag_flags(t) & GLOBAL != 0
 }
 
 /// Entry flag: matches every ASID.
@@ -111,12 +126,11 @@ impl Repl {
 
 #[derive(Debug, Clone)]
 pub struct Assoc {
-    ways: usize,
     /// Sets of 8 to 64 ways are searched with [`crate::simd::eq_mask`].
     wide: bool,
     set_mask: u64,
-    keys: Sets<u64>,
-    meta: Sets<Meta>,
+    /// Per set, three parts of `ways` words: keys, payloads, tags ([`tag`]).
+    sets: Sets<u64>,
     repl: Repl,
 }
 
@@ -129,11 +143,9 @@ impl Assoc {
     fn with_repl(sets: usize, ways: usize, repl: Repl) -> Self {
         debug_assert!(sets.is_power_of_two() && ways > 0);
         Assoc {
-            ways,
             wide: (8..=64).contains(&ways),
             set_mask: sets as u64 - 1,
-            keys: Sets::new(sets, ways, 0),
-            meta: Sets::new(sets, ways, Meta::default()),
+            sets: Sets::new(sets, 3 * ways, 0),
             repl,
         }
     }
@@ -143,36 +155,24 @@ impl Assoc {
         (index & self.set_mask) as usize
     }
 
-    #[inline]
-    fn slot(key: u64, m: &Meta) -> Slot {
-        Slot {
-            key,
-            asid: m.asid,
-            flags: m.flags,
-            data: m.data,
-        }
-    }
-
-    /// The way of `set` holding `key` for `asid`, and its metadata.
+    /// The way of `set` holding `key` for `asid`, its payload and tag.
     #[inline(always)]
-    fn find(&self, set: usize, key: u64, asid: u16) -> Option<(usize, Meta)> {
-        let keys = self.keys.set(set);
-        let meta = self.meta.set(set);
+    fn find(&self, set: usize, key: u64, asid: u16) -> Option<(usize, u64, u64)> {
+        let [keys, data, tags] = self.sets.parts::<3>(set);
         if self.wide {
             let mut m = crate::simd::eq_mask(keys, key);
             while m != 0 {
                 let w = m.trailing_zeros() as usize;
-                let e = meta[w];
-                if e.asid == asid || e.flags & GLOBAL != 0 {
-                    return Some((w, e));
+                if serves(tags[w], asid) {
+                    return Some((w, data[w], tags[w]));
                 }
                 m &= m - 1;
             }
             return None;
         }
-        for (w, (&k, &e)) in keys.iter().zip(meta).enumerate() {
-            if k == key && (e.asid == asid || e.flags & GLOBAL != 0) {
-                return Some((w, e));
+        for (w, (&k, &t)) in keys.iter().zip(tags).enumerate() {
+            if k == key && serves(t, asid) {
+                return Some((w, data[w], t));
             }
         }
         None
@@ -183,21 +183,25 @@ impl Assoc {
     #[inline(always)]
     pub fn lookup(&mut self, index: u64, key: u64, asid: u16) -> Option<Slot> {
         let set = self.set_of(index);
-        let (w, m) = self.find(set, key, asid)?;
+        let (w, data, t) = self.find(set, key, asid)?;
         self.repl.on_hit(set, w);
         Some(Slot {
             key,
-            asid: m.asid,
-            flags: m.flags,
-            data: m.data,
+            asid: tag_asid(t),
+            flags: tag_flags(t),
+            data,
         })
     }
 
     /// Like `lookup` without touching replacement state.
     pub fn peek(&self, index: u64, key: u64, asid: u16) -> Option<Slot> {
         let set = self.set_of(index);
-        self.find(set, key, asid)
-            .map(|(w, m)| Self::slot(self.keys.set(set)[w], &m))
+        self.find(set, key, asid).map(|(_, data, t)| Slot {
+            key,
+            asid: tag_asid(t),
+            flags: tag_flags(t),
+            data,
+        })
     }
 
     /// Inserts `slot` into the set chosen by `index`: an invalid way if any, otherwise
@@ -205,31 +209,35 @@ impl Assoc {
     #[inline]
     pub fn fill(&mut self, index: u64, slot: Slot) -> Displaced {
         let set = self.set_of(index);
-        let way = self.repl.place(set, self.keys.set(set));
-        let m = &mut self.meta.set_mut(set)[way];
-        let old_key = std::mem::replace(&mut self.keys.set_mut(set)[way], slot.key);
-        let old = Displaced {
+        let [keys, data, tags] = self.sets.parts_mut::<3>(set);
+        let way = self.repl.place(set, keys);
+        let old_key = std::mem::replace(&mut keys[way], slot.key);
+        let old_tag = std::mem::replace(&mut tags[way], tag(slot.asid, slot.flags));
+        data[way] = slot.data;
+        Displaced {
             key: old_key,
-            asid: m.asid,
-            flags: m.flags,
-        };
-        *m = Meta {
-            data: slot.data,
-            asid: slot.asid,
-            flags: slot.flags,
-        };
-        old
+            asid: tag_asid(old_tag),
+            flags: tag_flags(old_tag),
+        }
     }
 
     /// Invalidates every entry for which `pred` holds; returns how many.
     pub fn invalidate_where(&mut self, mut pred: impl FnMut(&Slot) -> bool) -> u64 {
         let mut n = 0;
-        let keys = self.keys.as_mut_slice();
-        for (i, (k, m)) in keys.iter_mut().zip(self.meta.as_slice()).enumerate() {
-            if *k != 0 && pred(&Self::slot(*k, m)) {
-                *k = 0;
-                self.repl.on_invalidate(i / self.ways, i % self.ways);
-                n += 1;
+        for set in 0..self.sets.len() {
+            let [keys, data, tags] = self.sets.parts_mut::<3>(set);
+            for w in 0..keys.len() {
+                let s = Slot {
+                    key: keys[w],
+                    asid: tag_asid(tags[w]),
+                    flags: tag_flags(tags[w]),
+                    data: data[w],
+                };
+                if s.key != 0 && pred(&s) {
+                    keys[w] = 0;
+                    self.repl.on_invalidate(set, w);
+                    n += 1;
+                }
             }
         }
         n
@@ -239,8 +247,9 @@ impl Assoc {
     pub fn invalidate(&mut self, index: u64, key: u64, asid: u16) -> bool {
         let set = self.set_of(index);
         match self.find(set, key, asid) {
-            Some((w, _)) => {
-                self.keys.set_mut(set)[w] = 0;
+            Some((w, _, _)) => {
+                let [keys, _, _] = self.sets.parts_mut::<3>(set);
+                keys[w] = 0;
                 self.repl.on_invalidate(set, w);
                 true
             }
@@ -249,7 +258,14 @@ impl Assoc {
     }
 
     pub fn valid_entries(&self) -> usize {
-        self.keys.as_slice().iter().filter(|&&k| k != 0).count()
+        (0..self.sets.len())
+            .map(|set| {
+                self.sets.parts::<3>(set)[0]
+                    .iter()
+                    .filter(|&&k| k != 0)
+                    .count()
+            })
+            .sum()
     }
 }
 

@@ -62,13 +62,38 @@ impl<T> Sets<T> {
         }
     }
 
+    /// Set `set & (sets - 1)` cut into `N` equal parts: per-way arrays kept side by side
+    /// (a set of `ways / N` ways).
+    #[inline(always)]
+    pub fn parts<const N: usize>(&self, set: usize) -> [&[T]; N] {
+        let w = self.ways / N;
+        let start = (set & self.set_mask) * self.ways;
+        // SAFETY: as in `set`; part `i` is `start + i * w .. start + (i + 1) * w` and
+        // `N * w <= ways`, so every part lies inside the set.
+        std::array::from_fn(|i| unsafe {
+            self.data.get_unchecked(start + i * w..start + (i + 1) * w)
+        })
+    }
+
+    /// [`Sets::parts`], mutable.
+    #[inline(always)]
+    pub fn parts_mut<const N: usize>(&mut self, set: usize) -> [&mut [T]; N] {
+        let w = self.ways / N;
+        let start = (set & self.set_mask) * self.ways;
+        let p = self.data.as_mut_ptr();
+        // SAFETY: as in `parts`; the parts are disjoint, so the mutable slices do not
+        // alias, and they borrow `self` mutably for their lifetime.
+        std::array::from_fn(|i| unsafe { std::slice::from_raw_parts_mut(p.add(start + i * w), w) })
+    }
+
+    /// Number of sets.
+    pub fn len(&self) -> usize {
+        self.set_mask + 1
+    }
+
     /// Every element, set by set.
     pub fn as_slice(&self) -> &[T] {
         &self.data
-    }
-
-    pub fn as_mut_slice(&mut self) -> &mut [T] {
-        &mut self.data
     }
 }
 
@@ -89,5 +114,10 @@ mod tests {
         assert_eq!(*s.first(usize::MAX), 30);
         *s.first_mut(1) = 7;
         assert_eq!(s.as_slice()[3], 7);
+        let mut p = Sets::new(2, 6, 0u32);
+        let [a, b, c] = p.parts_mut::<3>(3);
+        (a[1], b[0], c[1]) = (1, 2, 3);
+        assert_eq!(p.set(1), &[0, 1, 2, 0, 0, 3]);
+        assert_eq!(p.parts::<3>(1), [&[0, 1][..], &[2, 0][..], &[0, 3][..]]);
     }
 }
