@@ -307,10 +307,15 @@ impl<P: PageTable> Sim<P> {
         let nl = self.tlb.levels();
         let mut found = l1.map(|e| (0, e));
         if found.is_none() {
-            for li in 1..nl {
-                if let Some(e) = self.tlb.probe(li, side, va, asid) {
-                    found = Some((li, e));
-                    break;
+            if nl == 2 {
+                // The common two-level hierarchy, without the general loop's set-up.
+                found = self.tlb.probe(1, side, va, asid).map(|e| (1, e));
+            } else {
+                for li in 1..nl {
+                    if let Some(e) = self.tlb.probe(li, side, va, asid) {
+                        found = Some((li, e));
+                        break;
+                    }
                 }
             }
         }
