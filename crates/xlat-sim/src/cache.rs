@@ -24,18 +24,18 @@ const HIGH: u8 = 5;
 struct Level {
     /// Per set `stride` lanes: the low 32 bits of each way's tag (a tag is
     /// `line >> set_bits` plus one; 0 = invalid), compared four per SSE2 instruction.
-    /// `stride` is the ways rounded up to four.
+    /// `stride` is the ways rounded up to four. Up to 16 ways, two more lanes follow:
+    /// the set's LRU order word (low half first), so a set's state shares host lines.
     lanes: Sets<u32>,
     /// The tags' high 32 bits, laid out like `lanes`: empty (all zero) until a tag with
     /// nonzero high bits arrives, which takes physical addresses above 2^(38 + set bits).
     /// While it is empty a tag's low half identifies it and the fast paths need no
     /// second compare.
     his: Vec<u32>,
-    /// True LRU. Up to 16 ways: per set the ways in recency order ([`order`]). Wider
-    /// sets: one stamp per way, the smallest is the victim (`clock` counts accesses).
-    /// Both start with way 0 as the victim, then 1, ...: invalid ways are filled lowest
-    /// first.
-    order: Sets<u64>,
+    /// True LRU. Up to 16 ways: per set the ways in recency order ([`order`], kept
+    /// after the set's lanes). Wider sets: one stamp per way, the smallest is the victim
+    /// (`clock` counts accesses). Both start with way 0 as the victim, then 1, ...:
+    /// invalid ways are filled lowest first.
     stamps: Sets<u64>,
     clock: u64,
     /// Up to 16 ways: `order` is the LRU state (otherwise `stamps`).
@@ -57,22 +57,24 @@ struct Level {
 
 impl Level {
     fn new(sets: usize, ways: usize, line_shift: u32, hit_cycles: u64) -> Level {
-        // The unused representation gets one set (never touched).
-        let (order, stamps) = if ways <= 16 {
-            (Sets::new(sets, 1, order::initial(ways)), Sets::new(1, 1, 0))
-        } else {
-            (Sets::new(1, 1, 0), Sets::new(sets, ways, 0))
-        };
+        // Stamps for wide sets only (otherwise one set, never touched).
+        let stamps = Sets::new(if ways <= 16 { 1 } else { sets }, ways, 0);
         let stride = ways.next_multiple_of(4);
-        let lanes = Sets::new(sets, stride, 0);
+        let order_lru = ways <= 16;
+        let mut lanes = Sets::new(sets, stride + if order_lru { 2 } else { 0 }, 0);
+        if order_lru {
+            let o = order::initial(ways);
+            for set in 0..sets {
+                set_order(&mut lanes.set_mut(set)[stride..], o);
+            }
+        }
         crate::hugepage::hint(lanes.as_slice());
         Level {
             lanes,
             his: Vec::new(),
-            order,
             stamps,
             clock: 0,
-            order_lru: ways <= 16,
+            order_lru,
             nways: ways,
             stride,
             body: if ways <= 16 { (stride / 4) as u8 } else { 0 },
@@ -89,7 +91,6 @@ impl Level {
     fn host_bytes(&self) -> usize {
         std::mem::size_of_val(self.lanes.as_slice())
             + std::mem::size_of_val(&self.his[..])
-            + std::mem::size_of_val(self.order.as_slice())
             + std::mem::size_of_val(self.stamps.as_slice())
     }
 
@@ -97,10 +98,10 @@ impl Level {
     #[inline(always)]
     fn prefetch(&self, pa: u64) {
         let (set, _, _) = self.locate(pa);
-        crate::hugepage::prefetch(self.lanes.first(set));
-        if self.order_lru {
-            crate::hugepage::prefetch(self.order.first(set));
-        }
+        let lanes = self.lanes.set(set);
+        crate::hugepage::prefetch(&lanes[0]);
+        // The order word may start the next host line.
+        crate::hugepage::prefetch(&lanes[lanes.len() - 1]);
     }
 
     /// A hit refreshes the way; a miss replaces the LRU way. Returns whether it hit.
@@ -139,20 +140,20 @@ impl Level {
     #[inline(always)]
     fn access_n<const C: usize>(&mut self, set: usize, lo: u32) -> bool {
         let s = 4 * C;
-        let lanes = &mut self.lanes.set_mut(set)[..s];
+        let (lanes, ord) = self.lanes.set_mut(set).split_at_mut(s);
         // A mask, not an early-exit search: which way hits is unpredictable, and a
         // mispredicted loop exit costs more than comparing every way. Tags are unique
         // in a set, so at most one way matches.
         let m = crate::simd::eq_mask32(lanes, lo) & self.way_mask;
-        let o = self.order.first_mut(set);
+        let o = get_order(ord);
         let hit = m != 0;
         let way = if hit {
             let w = (m.trailing_zeros() as usize).min(s - 1);
-            *o = order::touch(*o, w as u64);
+            set_order(ord, order::touch(o, w as u64));
             w
         } else {
-            let (v, taken) = order::take_victim(*o, self.nways);
-            *o = taken;
+            let (v, taken) = order::take_victim(o, self.nways);
+            set_order(ord, taken);
             v
         };
         lanes[way] = lo;
@@ -187,8 +188,9 @@ impl Level {
             self.body = HIGH;
         }
         let s = self.stride;
-        let lanes = self.lanes.set_mut(set);
-        let his = &mut self.his[s * set..][..s];
+        let all = self.lanes.set_mut(set);
+        let his = &mut self.his[all.len() * set..][..s];
+        let (lanes, ord) = all.split_at_mut(s);
         let mut m = crate::simd::eq_mask32(lanes, lo) & self.way_mask;
         let mut found = None;
         while m != 0 {
@@ -206,15 +208,27 @@ impl Level {
             st[way] = self.clock;
             way
         } else {
-            let o = self.order.first_mut(set);
-            let way = found.unwrap_or_else(|| order::victim(*o, self.nways));
-            *o = order::touch(*o, way as u64);
+            let o = get_order(ord);
+            let way = found.unwrap_or_else(|| order::victim(o, self.nways));
+            set_order(ord, order::touch(o, way as u64));
             way
         };
         lanes[way] = lo;
         his[way] = hi;
         found.is_some()
     }
+}
+
+/// The order word kept in the two lanes after a set's tags.
+#[inline(always)]
+fn get_order(ord: &[u32]) -> u64 {
+    ord[0] as u64 | (ord[1] as u64) << 32
+}
+
+#[inline(always)]
+fn set_order(ord: &mut [u32], o: u64) {
+    ord[0] = o as u32;
+    ord[1] = (o >> 32) as u32;
 }
 
 #[derive(Clone, Debug)]
