@@ -173,6 +173,7 @@ impl<P: PageTable> Sim<P> {
     pub fn run(&mut self, events: &[Event]) -> Result<(), SimError> {
         // Prefetch only while walks are frequent (they are what misses the host caches).
         let prefetching = self.c.walks - self.walks_at_batch > (events.len() / 32) as u64;
+        let early = prefetching && self.current_pt().is_some_and(|p| p.wants_early_prefetch());
         self.walks_at_batch = self.c.walks;
         let first = self.event;
         for ev in events {
@@ -181,6 +182,10 @@ impl<P: PageTable> Sim<P> {
                 let i = (self.event - first) as usize;
                 if let Some(Event::Access(a)) = events.get(i + PREFETCH_DISTANCE) {
                     self.prefetch(a.addr.0);
+                }
+                let ahead = events.get(i + 2 * PREFETCH_DISTANCE).filter(|_| early);
+                if let Some(Event::Access(a)) = ahead {
+                    self.prefetch_early(a.addr.0);
                 }
             }
             match *ev {
@@ -207,6 +212,21 @@ impl<P: PageTable> Sim<P> {
                 self.caches.prefetch(pa);
             }
         }
+    }
+
+    /// The host prefetch before [`Sim::prefetch`] (what that one will read: the page
+    /// table's hint for `va`, twice as far ahead). Changes no simulated state.
+    #[inline]
+    fn prefetch_early(&self, va: u64) {
+        if let Some(pt) = self.current_pt() {
+            pt.prefetch_early(VirtAddr(va));
+        }
+    }
+
+    /// The current process's page table.
+    #[inline]
+    fn current_pt(&self) -> Option<&P> {
+        Some(&self.slots[self.cur?].as_ref()?.pt)
     }
 
     /// Events processed so far.

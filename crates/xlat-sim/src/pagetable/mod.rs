@@ -117,6 +117,14 @@ pub trait PageTable: Sized {
     fn prefetch(&self, _va: VirtAddr) -> Option<u64> {
         None
     }
+    /// An earlier hint than [`PageTable::prefetch`] for the same `va`: may prefetch
+    /// what that call will read. Must not change any simulated state.
+    fn prefetch_early(&self, _va: VirtAddr) {}
+    /// Whether [`PageTable::prefetch_early`] is worth calling now (it costs
+    /// instructions; it pays once the organization's host state outgrows the caches).
+    fn wants_early_prefetch(&self) -> bool {
+        false
+    }
     /// Physical addresses of the other leaf entries sharing `va`'s leaf-entry cache line
     /// of `line` bytes, with their virtual bases — for multi-entry fills.
     fn line_neighbours(&self, va: VirtAddr, line: u64, out: &mut Vec<(u64, Leaf)>);
