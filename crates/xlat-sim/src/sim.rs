@@ -207,10 +207,8 @@ impl<P: PageTable> Sim<P> {
     /// than it saved). Changes no simulated state.
     #[inline]
     fn prefetch(&self, va: u64) {
-        if let Some(Some(p)) = self.cur.map(|c| self.slots[c].as_ref()) {
-            if let Some(pa) = p.pt.prefetch(VirtAddr(va)) {
-                self.caches.prefetch(pa);
-            }
+        if let Some(pa) = self.current_pt().and_then(|pt| pt.prefetch(VirtAddr(va))) {
+            self.caches.prefetch(pa);
         }
     }
 
