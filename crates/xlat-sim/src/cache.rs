@@ -140,7 +140,16 @@ impl Level {
     #[inline(always)]
     fn access_n<const C: usize>(&mut self, set: usize, lo: u32) -> bool {
         let s = 4 * C;
-        let (lanes, ord) = self.lanes.set_mut(set).split_at_mut(s);
+        let all = self.lanes.set_mut(set);
+        // Bodies `1..=4` are the order-LRU ones: a set is its `stride == s` tag lanes and
+        // the two order lanes.
+        debug_assert_eq!(all.len(), s + 2);
+        // SAFETY: `all.len() == s + 2` (above): the tags, then exactly two order lanes
+        // (a slice of known length 2, so the checks in `get_order`/`set_order` fold).
+        let (lanes, ord) = unsafe {
+            let (lanes, ord) = all.split_at_mut_unchecked(s);
+            (lanes, std::slice::from_raw_parts_mut(ord.as_mut_ptr(), 2))
+        };
         // A mask, not an early-exit search: which way hits is unpredictable, and a
         // mispredicted loop exit costs more than comparing every way. Tags are unique
         // in a set, so at most one way matches.
@@ -190,7 +199,12 @@ impl Level {
         let s = self.stride;
         let all = self.lanes.set_mut(set);
         let his = &mut self.his[all.len() * set..][..s];
-        let (lanes, ord) = all.split_at_mut(s);
+        // SAFETY: `all.len() == s + 2` (above): the tags, then exactly two order lanes
+        // (a slice of known length 2, so the checks in `get_order`/`set_order` fold).
+        let (lanes, ord) = unsafe {
+            let (lanes, ord) = all.split_at_mut_unchecked(s);
+            (lanes, std::slice::from_raw_parts_mut(ord.as_mut_ptr(), 2))
+        };
         let mut m = crate::simd::eq_mask32(lanes, lo) & self.way_mask;
         let mut found = None;
         while m != 0 {
@@ -219,16 +233,21 @@ impl Level {
     }
 }
 
-/// The order word kept in the two lanes after a set's tags.
+/// The order word kept in the two lanes after a set's tags (`ord` starts there), one
+/// native-endian 8-byte access.
 #[inline(always)]
 fn get_order(ord: &[u32]) -> u64 {
-    ord[0] as u64 | (ord[1] as u64) << 32
+    assert!(ord.len() >= 2);
+    // SAFETY: two lanes (8 bytes) are readable at `ord`; `read_unaligned` needs no
+    // alignment.
+    unsafe { ord.as_ptr().cast::<u64>().read_unaligned() }
 }
 
 #[inline(always)]
 fn set_order(ord: &mut [u32], o: u64) {
-    ord[0] = o as u32;
-    ord[1] = (o >> 32) as u32;
+    assert!(ord.len() >= 2);
+    // SAFETY: as in `get_order`, writable.
+    unsafe { ord.as_mut_ptr().cast::<u64>().write_unaligned(o) }
 }
 
 #[derive(Clone, Debug)]
