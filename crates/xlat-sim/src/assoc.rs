@@ -145,7 +145,7 @@ impl Assoc {
         Assoc {
             wide: (8..=64).contains(&ways),
             set_mask: sets as u64 - 1,
-            sets: Sets::new(sets, 3 * ways, 0),
+            sets: Sets::in_parts(sets, 3, ways, 0),
             repl,
         }
     }
