@@ -45,12 +45,22 @@ fn serves(t: u64, asid: u16) -> bool {
 /// Entry flag: matches every ASID.
 pub const GLOBAL: u8 = 1;
 
-/// What a fill displaced: the old entry's key (0 if the way was free), ASID and flags.
+/// What a fill displaced: the old entry's key (0 if the way was free) and its stored
+/// ASID and flags (two words: returned in registers).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Displaced {
     pub key: u64,
-    pub asid: u16,
-    pub flags: u8,
+    tag: u64,
+}
+
+impl Displaced {
+    pub fn asid(&self) -> u16 {
+        tag_asid(self.tag)
+    }
+
+    pub fn flags(&self) -> u8 {
+        tag_flags(self.tag)
+    }
 }
 
 /// A structure's replacement state: one of the policies, chosen at construction. True
@@ -59,6 +69,7 @@ pub struct Displaced {
 /// scans for a victim): the same policy in every case. One small `match` per event keeps
 /// the array code itself in one copy.
 #[derive(Debug, Clone)]
+#[repr(u8)]
 enum Repl {
     Lru(Lru),
     LruOrder(LruOrder),
@@ -216,8 +227,7 @@ impl Assoc {
         data[way] = slot.data;
         Displaced {
             key: old_key,
-            asid: tag_asid(old_tag),
-            flags: tag_flags(old_tag),
+            tag: old_tag,
         }
     }
 

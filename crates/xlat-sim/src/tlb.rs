@@ -647,10 +647,10 @@ impl Tlbs {
     fn back_invalidate(&mut self, li: usize, old: &Displaced) {
         let sh = (old.key & 63) as u32;
         let ova = ((old.key & !VALID) >> 6) << sh;
-        let oasid = if old.flags & GLOBAL != 0 {
+        let oasid = if old.flags() & GLOBAL != 0 {
             None
         } else {
-            Some(old.asid)
+            Some(old.asid())
         };
         self.forget();
         for upper in 0..li {
