@@ -21,7 +21,7 @@
 use crate::cache::Caches;
 use crate::config::{ConfigError, MachineConfig, Thp, Unmapped, WalkerKind};
 use crate::error::SimError;
-use crate::pagetable::{Leaf, PageTable, FIXED, GLOBAL_PAGE, MAX_LEVELS, WRITABLE};
+use crate::pagetable::{Leaf, PageTable, Walk, FIXED, GLOBAL_PAGE, MAX_LEVELS, WRITABLE};
 use crate::physmem::PhysMem;
 use crate::pwc::Pwc;
 use crate::stats::*;
@@ -360,12 +360,17 @@ impl<P: PageTable> Sim<P> {
                 }
             }
         }
-        let leaf = self.walk(cur, va, kind)?;
-        self.tlb.fill(nl, side, va, &leaf, self.base_shift, asid);
+        // The walk stays in this frame and its leaf is read in place: a copy of a
+        // `Leaf` (padding skipped) is made of overlapping narrow moves that cannot be
+        // store-forwarded from the walk's stores.
+        let mut w = Walk::default();
+        self.walk(cur, va, kind, &mut w)?;
+        let leaf = w.leaf.as_ref().expect("a fault always maps the page");
+        self.tlb.fill(nl, side, va, leaf, self.base_shift, asid);
         if self.tlb.has_prefetch() {
             self.multi_fill(cur, va);
         }
-        let e = entry_of(&leaf);
+        let e = entry_of(leaf);
         self.data_ref(&e, va);
         Ok(self.tlb.entry_shift(side, leaf.shift) as u32)
     }
@@ -391,14 +396,21 @@ impl<P: PageTable> Sim<P> {
     /// One hardware walk (or software miss handler run) for `va`. A missing
     /// translation is faulted in first and a store to a read-only page takes its write
     /// fault first, so the walk counted is the one that completes (one per miss).
+    /// The walk is left in `w`, its leaf present.
     #[inline]
-    fn walk(&mut self, cur: usize, va: u64, kind: AccessKind) -> Result<Leaf, SimError> {
+    fn walk(
+        &mut self,
+        cur: usize,
+        va: u64,
+        kind: AccessKind,
+        w: &mut Walk,
+    ) -> Result<(), SimError> {
         self.c.walks += 1;
-        let mut w = self.slots[cur]
+        self.slots[cur]
             .as_ref()
             .expect("current process")
             .pt
-            .walk(VirtAddr(va));
+            .walk_into(VirtAddr(va), w);
         for _ in 0..MAX_ATTEMPTS {
             match w.leaf {
                 None => {
@@ -411,13 +423,12 @@ impl<P: PageTable> Sim<P> {
                 }
                 Some(_) => break,
             }
-            w = self.slots[cur]
+            self.slots[cur]
                 .as_ref()
                 .expect("current process")
                 .pt
-                .walk(VirtAddr(va));
+                .walk_into(VirtAddr(va), w);
         }
-        let leaf = w.leaf.expect("a fault always maps the page");
         let mut start = 0;
         if self.cfg.walker.kind == WalkerKind::Software {
             self.c.traps += 1;
@@ -433,7 +444,7 @@ impl<P: PageTable> Sim<P> {
         if !self.pwc.is_empty() && w.n > 1 {
             self.pwc.fill(va, start, w.n - 1, self.asid);
         }
-        Ok(leaf)
+        Ok(())
     }
 
     fn page_fault(&mut self, cur: usize, va: u64, kind: AccessKind) -> Result<(), SimError> {

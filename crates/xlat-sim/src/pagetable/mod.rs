@@ -34,7 +34,7 @@ impl Leaf {
 }
 
 /// The memory references of one hardware walk, root first.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Walk {
     /// Physical address of the entry read at each hardware level.
     pub refs: [u64; MAX_LEVELS],
@@ -57,8 +57,16 @@ pub struct SoftWalk {
 /// A page-table organization. Implementations must be exact: the table bytes they
 /// report are the bytes their tables occupy in [`PhysMem`].
 pub trait PageTable: Sized {
-    /// Walks for `va` as hardware would: returns every entry address read.
-    fn walk(&self, va: VirtAddr) -> Walk;
+    /// Walks for `va` as hardware would: every entry address read, into `out` (the hot
+    /// path's form: a returned `Walk` is copied with wider loads than the stores that
+    /// wrote it, which cannot be store-forwarded).
+    fn walk_into(&self, va: VirtAddr, out: &mut Walk);
+    /// [`PageTable::walk_into`], returned.
+    fn walk(&self, va: VirtAddr) -> Walk {
+        let mut w = Walk::default();
+        self.walk_into(va, &mut w);
+        w
+    }
     /// The present leaf covering `va` and the virtual base of its page.
     fn lookup(&self, va: VirtAddr) -> Option<(Leaf, VirtAddr)>;
     /// Installs `leaf` at `va` (aligned to the leaf's size, which must be a size this

@@ -573,28 +573,25 @@ impl PageTable for Radix {
     /// With a current hint for `va`'s last-level table, only the leaf entry is read
     /// (the result is the same as walking from the root).
     #[inline]
-    fn walk(&self, va: VirtAddr) -> Walk {
+    fn walk_into(&self, va: VirtAddr, out: &mut Walk) {
         let last = self.levels.len() - 1;
         let (slot, key) = self.hint_slot(va.0);
         let hint = slot.get();
         if hint.key != key || hint.epoch != self.epoch || last >= HINT_REFS {
-            return self.walk_slow(va);
+            *out = self.walk_slow(va);
+            return;
         }
         let lvl = &self.levels[last];
         let idx = lvl.index(va.0);
         let e = lvl.slab[hint.chunk as usize * lvl.fanout + idx as usize];
-        // Fixed positions only: a store at index `last` followed by the wider copies
-        // that return the array cannot be forwarded and waited for the leaf's load.
+        // Fixed positions only: a store at index `last` followed by wider loads of the
+        // array cannot be forwarded and waited for the leaf's load.
         let off = idx as u64 * self.entry_bytes;
-        let mut refs = [0; MAX_LEVELS];
-        for ((r, h), m) in refs.iter_mut().zip(hint.refs).zip(self.last_mask) {
+        for ((r, h), m) in out.refs.iter_mut().zip(hint.refs).zip(self.last_mask) {
             *r = h + (off & m);
         }
-        Walk {
-            refs,
-            n: last + 1,
-            leaf: (e != 0).then(|| dec_leaf(e, lvl.shift)),
-        }
+        out.n = last + 1;
+        out.leaf = (e != 0).then(|| dec_leaf(e, lvl.shift));
     }
 
     /// The path hint [`PageTable::prefetch`] reads (it reads it on demand; with many
