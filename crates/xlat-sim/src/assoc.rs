@@ -5,8 +5,11 @@
 //! payloads, then their ASIDs and flags; a set's state shares host lines. Invariant: a key is present at most once per set for a
 //! given ASID (or globally); key 0 means "invalid" (callers set [`VALID`]).
 
+mod fixed;
+
 use crate::replacement::{Fifo, Lru, LruList, LruOrder, Policy, Random, Replacement, TreePlru};
 use crate::sets::Sets;
+use fixed::{Fixed, Order, Stamps};
 
 /// Bit OR-ed into every stored key so that 0 never matches.
 pub const VALID: u64 = 1 << 63;
@@ -46,7 +49,7 @@ fn serves(t: u64, asid: u16) -> bool {
 pub const GLOBAL: u8 = 1;
 
 /// What a fill displaced: the old entry's key (0 if the way was free) and its stored
-/// ASID and flags (two words: returned in registers).
+/// ASID and flags (two words: returned in registers; meaningless for a free way).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Displaced {
     pub key: u64,
@@ -135,8 +138,9 @@ impl Repl {
     }
 }
 
+/// A set-associative array of any geometry and policy.
 #[derive(Debug, Clone)]
-pub struct Assoc {
+pub struct Dynamic {
     /// Sets of 8 to 64 ways are searched with [`crate::simd::eq_mask`].
     wide: bool,
     set_mask: u64,
@@ -145,7 +149,7 @@ pub struct Assoc {
     repl: Repl,
 }
 
-impl Assoc {
+impl Dynamic {
     /// `sets` must be a power of two.
     pub fn new(policy: Policy, sets: usize, ways: usize, seed: u64) -> Self {
         Self::with_repl(sets, ways, Repl::new(policy, sets, ways, seed))
@@ -153,7 +157,7 @@ impl Assoc {
 
     fn with_repl(sets: usize, ways: usize, repl: Repl) -> Self {
         debug_assert!(sets.is_power_of_two() && ways > 0);
-        Assoc {
+        Dynamic {
             wide: (8..=64).contains(&ways),
             set_mask: sets as u64 - 1,
             sets: Sets::in_parts(sets, 3, ways, 0),
@@ -279,6 +283,79 @@ impl Assoc {
     }
 }
 
+/// A set-associative array: true LRU with 2, 4, 8, 12 or 16 ways (the common TLB
+/// and walk-cache shapes) as a [`Fixed`] array, unrolled, a set's state in one block;
+/// any other shape or policy as a [`Dynamic`] one. Both behave the same.
+#[derive(Debug, Clone)]
+pub enum Assoc {
+    W2(Fixed<2, Stamps<2>>),
+    W4(Fixed<4, Stamps<4>>),
+    W8(Fixed<8, Order>),
+    W12(Fixed<12, Order>),
+    W16(Fixed<16, Order>),
+    Dyn(Dynamic),
+}
+
+macro_rules! arr {
+    ($self:expr, $a:ident => $e:expr) => {
+        match $self {
+            Assoc::W2($a) => $e,
+            Assoc::W4($a) => $e,
+            Assoc::W8($a) => $e,
+            Assoc::W12($a) => $e,
+            Assoc::W16($a) => $e,
+            Assoc::Dyn($a) => $e,
+        }
+    };
+}
+
+impl Assoc {
+    /// `sets` must be a power of two.
+    pub fn new(policy: Policy, sets: usize, ways: usize, seed: u64) -> Self {
+        match (policy, ways) {
+            (Policy::Lru, 2) => Assoc::W2(Fixed::new(sets)),
+            (Policy::Lru, 4) => Assoc::W4(Fixed::new(sets)),
+            (Policy::Lru, 8) => Assoc::W8(Fixed::new(sets)),
+            (Policy::Lru, 12) => Assoc::W12(Fixed::new(sets)),
+            (Policy::Lru, 16) => Assoc::W16(Fixed::new(sets)),
+            _ => Assoc::Dyn(Dynamic::new(policy, sets, ways, seed)),
+        }
+    }
+
+    /// Finds `key` (VALID-tagged) for `asid` in the set chosen by `index`, updating
+    /// replacement state on a hit.
+    #[inline(always)]
+    pub fn lookup(&mut self, index: u64, key: u64, asid: u16) -> Option<Slot> {
+        arr!(self, a => a.lookup(index, key, asid))
+    }
+
+    /// Like `lookup` without touching replacement state.
+    pub fn peek(&self, index: u64, key: u64, asid: u16) -> Option<Slot> {
+        arr!(self, a => a.peek(index, key, asid))
+    }
+
+    /// Inserts `slot` into the set chosen by `index`: an invalid way if any, otherwise
+    /// the policy's victim. The caller guarantees the key is not already present.
+    #[inline(always)]
+    pub fn fill(&mut self, index: u64, slot: Slot) -> Displaced {
+        arr!(self, a => a.fill(index, slot))
+    }
+
+    /// Invalidates every entry for which `pred` holds; returns how many.
+    pub fn invalidate_where(&mut self, pred: impl FnMut(&Slot) -> bool) -> u64 {
+        arr!(self, a => a.invalidate_where(pred))
+    }
+
+    /// Invalidates `key` in the set chosen by `index` for `asid` (or a global entry).
+    pub fn invalidate(&mut self, index: u64, key: u64, asid: u16) -> bool {
+        arr!(self, a => a.invalidate(index, key, asid))
+    }
+
+    pub fn valid_entries(&self) -> usize {
+        arr!(self, a => a.valid_entries())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -321,33 +398,66 @@ mod tests {
         }
     }
 
-    /// The order and list representations of true LRU hit, fill, evict and invalidate
-    /// like the stamp one (ways may differ, keys may not).
+    /// Every representation of true LRU (fixed arrays with stamps or an order word,
+    /// dynamic ones with an order word or a list) hits, fills, evicts and invalidates
+    /// like the dynamic stamp one (ways may differ, keys may not), ASIDs and global
+    /// entries included.
     #[test]
-    fn order_lru_equals_stamp_lru() {
-        for (sets, ways) in [(1, 12), (4, 8), (2, 16), (8, 5), (1, 32), (2, 17), (1, 64)] {
-            let mut a = Assoc::with_repl(sets, ways, Repl::Lru(Lru::new(sets, ways, 0)));
+    fn every_lru_equals_stamp_lru() {
+        let shapes = [
+            (16, 4),
+            (1, 4),
+            (4, 2),
+            (4, 8),
+            (1, 12),
+            (2, 16),
+            (8, 5),
+            (8, 1),
+            (1, 32),
+            (2, 17),
+            (1, 64),
+        ];
+        for (sets, ways) in shapes {
+            let mut a = Dynamic::with_repl(sets, ways, Repl::Lru(Lru::new(sets, ways, 0)));
             let mut b = Assoc::new(Policy::Lru, sets, ways, 0);
-            assert!(!matches!(b.repl, Repl::Lru(_)), "{ways} ways use stamps");
+            let fixed = !matches!(b, Assoc::Dyn(_));
+            assert_eq!(fixed, [2, 4, 8, 12, 16].contains(&ways), "{ways} ways");
+            if let Assoc::Dyn(d) = &b {
+                assert_eq!(matches!(d.repl, Repl::Lru(_)), ways <= 4, "{ways} ways");
+            }
             let mut x = 7u64;
             for _ in 0..20_000 {
                 x ^= x << 13;
                 x ^= x >> 7;
                 x ^= x << 17;
                 let k = x % (sets * ways * 2) as u64;
+                // Global keys are global for every ASID (so no lookup ever has two
+                // entries to choose from, as the invariant requires).
+                let global = k % 5 == 0;
+                let asid = if global { 0 } else { (x >> 50 & 1) as u16 };
+                let mut sl = slot(k);
+                sl.asid = asid;
+                if global {
+                    sl.flags = GLOBAL;
+                }
                 if x >> 40 & 7 == 0 {
-                    assert_eq!(
-                        a.invalidate(k, slot(k).key, 0),
-                        b.invalidate(k, slot(k).key, 0)
-                    );
+                    assert_eq!(a.invalidate(k, sl.key, asid), b.invalidate(k, sl.key, asid));
                     continue;
                 }
-                let (ha, hb) = (a.lookup(k, slot(k).key, 0), b.lookup(k, slot(k).key, 0));
+                let (ha, hb) = (a.lookup(k, sl.key, asid), b.lookup(k, sl.key, asid));
                 assert_eq!(ha, hb);
                 if ha.is_none() {
-                    assert_eq!(a.fill(k, slot(k)), b.fill(k, slot(k)), "{sets}x{ways}");
+                    // A free way's tag is stale and meaningless (and ways may differ).
+                    let seen = |d: Displaced| (d.key, (d.key != 0).then(|| d.tag));
+                    assert_eq!(seen(a.fill(k, sl)), seen(b.fill(k, sl)), "{sets}x{ways}");
                 }
             }
+            assert_eq!(a.valid_entries(), b.valid_entries());
+            let drop_asid_1 = |s: &Slot| s.asid == 1 && s.flags & GLOBAL == 0;
+            assert_eq!(
+                a.invalidate_where(drop_asid_1),
+                b.invalidate_where(drop_asid_1)
+            );
             assert_eq!(a.valid_entries(), b.valid_entries());
         }
     }
