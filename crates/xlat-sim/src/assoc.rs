@@ -433,7 +433,7 @@ mod tests {
                 let k = x % (sets * ways * 2) as u64;
                 // Global keys are global for every ASID (so no lookup ever has two
                 // entries to choose from, as the invariant requires).
-                let global = k % 5 == 0;
+                let global = k.is_multiple_of(5);
                 let asid = if global { 0 } else { (x >> 50 & 1) as u16 };
                 let mut sl = slot(k);
                 sl.asid = asid;
@@ -448,7 +448,7 @@ mod tests {
                 assert_eq!(ha, hb);
                 if ha.is_none() {
                     // A free way's tag is stale and meaningless (and ways may differ).
-                    let seen = |d: Displaced| (d.key, (d.key != 0).then(|| d.tag));
+                    let seen = |d: Displaced| (d.key, (d.key != 0).then_some(d.tag));
                     assert_eq!(seen(a.fill(k, sl)), seen(b.fill(k, sl)), "{sets}x{ways}");
                 }
             }
