@@ -334,6 +334,26 @@ impl Assoc {
         arr!(self, a => a.peek(index, key, asid))
     }
 
+    /// `lookup`, then on a miss `fill` with `slot` (whose key is the one looked up);
+    /// returns whether it hit.
+    #[inline(always)]
+    pub fn lookup_or_fill(&mut self, index: u64, asid: u16, slot: Slot) -> bool {
+        match self {
+            Assoc::W2(a) => a.lookup_or_fill(index, asid, slot),
+            Assoc::W4(a) => a.lookup_or_fill(index, asid, slot),
+            Assoc::W8(a) => a.lookup_or_fill(index, asid, slot),
+            Assoc::W12(a) => a.lookup_or_fill(index, asid, slot),
+            Assoc::W16(a) => a.lookup_or_fill(index, asid, slot),
+            Assoc::Dyn(a) => {
+                let hit = a.lookup(index, slot.key, asid).is_some();
+                if !hit {
+                    a.fill(index, slot);
+                }
+                hit
+            }
+        }
+    }
+
     /// Inserts `slot` into the set chosen by `index`: an invalid way if any, otherwise
     /// the policy's victim. The caller guarantees the key is not already present.
     #[inline(always)]

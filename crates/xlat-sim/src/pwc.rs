@@ -32,6 +32,8 @@ pub struct Pwc {
     pub stats: Vec<PwcStats>,
     /// Walks that found no page-walk-cache entry.
     pub misses: u64,
+    /// One array per cached level.
+    split: bool,
 }
 
 impl Pwc {
@@ -56,6 +58,7 @@ impl Pwc {
         match c {
             PwcConfig::None => {}
             PwcConfig::Split { caches } => {
+                p.split = true;
                 for (i, cc) in caches.iter().enumerate() {
                     let (sets, ways) =
                         geometry(&format!("walker.pwc.caches[{i}]"), cc.entries, cc.ways)?;
@@ -111,6 +114,44 @@ impl Pwc {
         None
     }
 
+    /// [`Pwc::lookup`] and [`Pwc::fill`] for a walk whose pointer entries are at hardware
+    /// levels `..upto`, in one visit per cache: each level probed before the hit (the
+    /// deepest first) that the walk read a pointer at is filled as it misses. Split
+    /// caches only (`split()`): with one shared array, a fill before a later probe could
+    /// evict what that probe would have found.
+    #[inline]
+    pub fn lookup_filling(&mut self, va: u64, asid: u16, upto: usize) -> Option<usize> {
+        debug_assert!(self.split);
+        for (i, c) in self.cached.iter().enumerate() {
+            let k = Self::key(va, c);
+            let arr = &mut self.arrs[c.arr];
+            let hit = if c.hw_level < upto {
+                let slot = Slot {
+                    key: k,
+                    asid,
+                    flags: 0,
+                    data: 0,
+                };
+                arr.lookup_or_fill(va >> c.shift, asid, slot)
+            } else {
+                arr.lookup(va >> c.shift, k, asid).is_some()
+            };
+            if hit {
+                self.stats[i].hits += 1;
+                return Some(c.hw_level);
+            }
+        }
+        if !self.cached.is_empty() {
+            self.misses += 1;
+        }
+        None
+    }
+
+    /// Whether every level has its own array ([`Pwc::lookup_filling`] applies).
+    pub fn split(&self) -> bool {
+        self.split
+    }
+
     /// Caches the pointer entries a walk read at hardware levels in `from..upto`.
     /// Precondition: the walk's `lookup` just missed every one of those levels (it probes
     /// deepest first and `from` is one below its hit), so none is present: no probe needed.
@@ -139,5 +180,50 @@ impl Pwc {
         for a in &mut self.arrs {
             a.invalidate_where(|s| asid.is_none_or(|x| s.asid == x));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pagetable::Radix;
+    use crate::physmem::PhysMem;
+
+    /// One pass that probes and fills equals probing then filling, for walks of every
+    /// length (a 2 MiB leaf at PD reads no PD pointer) and across ASIDs.
+    #[test]
+    fn lookup_filling_equals_lookup_then_fill() {
+        let cfg = crate::presets::preset("skylake").expect("preset");
+        let mut mem = PhysMem::new(12);
+        let pt = Radix::empty(&cfg, &mut mem);
+        let mut a = Pwc::new(&cfg.walker.pwc, &pt).expect("pwc");
+        let mut b = a.clone();
+        assert!(a.split());
+        let mut x = 11u64;
+        for _ in 0..50_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // 64 GiB of address space: PDPT and PD entries both come and go.
+            let va = (x >> 20) & ((64 << 30) - 1);
+            let asid = (x & 1) as u16;
+            let n = if x >> 8 & 3 == 0 { 3 } else { 4 };
+            let ha = a.lookup(va, asid);
+            let start = ha.map_or(0, |h| (h + 1).min(n - 1));
+            a.fill(va, start, n - 1, asid);
+            assert_eq!(ha, b.lookup_filling(va, asid, n - 1));
+            if x >> 16 & 1023 == 0 {
+                a.flush(Some(asid));
+                b.flush(Some(asid));
+            }
+        }
+        assert_eq!(a.misses, b.misses);
+        let hits = |p: &Pwc| p.stats.iter().map(|s| s.hits).collect::<Vec<_>>();
+        assert_eq!(hits(&a), hits(&b));
+        assert!(
+            hits(&a).iter().all(|&h| h > 0),
+            "every level hits: {:?}",
+            hits(&a)
+        );
     }
 }

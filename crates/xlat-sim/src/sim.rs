@@ -433,17 +433,23 @@ impl<P: PageTable> Sim<P> {
         if self.cfg.walker.kind == WalkerKind::Software {
             self.c.traps += 1;
             self.c.cyc.trap += self.cfg.walker.trap_cycles + self.cfg.walker.handler_cycles;
+        } else if self.pwc.split() {
+            // Probes and fills in one pass (the same result as `lookup` then `fill`).
+            if let Some(h) = self.pwc.lookup_filling(va, self.asid, w.n - 1) {
+                start = (h + 1).min(w.n - 1);
+                self.c.cyc.walk += self.cfg.walker.pwc_hit_cycles;
+            }
         } else if !self.pwc.is_empty() {
             if let Some(h) = self.pwc.lookup(va, self.asid) {
                 start = (h + 1).min(w.n - 1);
                 self.c.cyc.walk += self.cfg.walker.pwc_hit_cycles;
             }
+            if w.n > 1 {
+                self.pwc.fill(va, start, w.n - 1, self.asid);
+            }
         }
         self.c.cyc.walk += self.caches.access_walk(&w.refs[start..w.n]);
         self.c.walk_spans[start][w.n] += 1;
-        if !self.pwc.is_empty() && w.n > 1 {
-            self.pwc.fill(va, start, w.n - 1, self.asid);
-        }
         Ok(())
     }
 

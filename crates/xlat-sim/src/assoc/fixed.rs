@@ -156,6 +156,26 @@ impl<const W: usize, R: Recency<W>> Fixed<W, R> {
         Some(Self::slot(s, w))
     }
 
+    /// [`Fixed::lookup`] that fills `slot` (whose key is `key`) on a miss, in one visit
+    /// of the set; returns whether it hit.
+    #[inline(always)]
+    pub fn lookup_or_fill(&mut self, index: u64, asid: u16, slot: Slot) -> bool {
+        let (s, clock) = self.set(index);
+        match Self::find(s, slot.key, asid) {
+            Some(w) => {
+                s.rec.touch(clock, w);
+                true
+            }
+            None => {
+                let w = s.rec.take(clock) % W;
+                s.keys[w] = slot.key;
+                s.tags[w] = tag(slot.asid, slot.flags);
+                s.data[w] = slot.data;
+                false
+            }
+        }
+    }
+
     pub fn peek(&self, index: u64, key: u64, asid: u16) -> Option<Slot> {
         let s = &self.sets[(index & self.set_mask) as usize];
         Self::find(s, key, asid).map(|w| Self::slot(s, w))
