@@ -239,7 +239,7 @@ pub struct Radix {
     /// Path hints: per last-level table (direct-mapped by the virtual address bits above
     /// it), the path a walk to it takes. Written by [`PageTable::prefetch`] and by walks;
     /// a walk uses a hint only if it is of the current [`Radix::epoch`].
-    hints: Box<[Cell<Hint>]>,
+    hints: Box<[Cell<Hint>; HINTS]>,
     /// Bumped whenever a path to a last-level table can stop being one (a table is
     /// freed, a pointer cleared): older hints are ignored. Paths only ever appear
     /// otherwise (a new pointer fills an empty entry; a dense table stays where it is
@@ -247,6 +247,8 @@ pub struct Radix {
     epoch: u64,
     /// All ones at the last level's index of a [`Hint::refs`], zero elsewhere.
     last_mask: [u64; HINT_REFS],
+    /// Address bits below a last-level table's span (what selects its hint).
+    hint_shift: u32,
 }
 
 /// A [`Radix::hints`] slot: the last-level table's address bits + 1 (0 = empty), the
@@ -261,6 +263,26 @@ struct Hint {
     epoch: u64,
     chunk: u32,
     refs: [u64; HINT_REFS],
+}
+
+/// Every hint slot empty.
+fn no_hints() -> Box<[Cell<Hint>; HINTS]> {
+    vec![Cell::new(Hint::default()); HINTS]
+        .into_boxed_slice()
+        .try_into()
+        .expect("HINTS slots")
+}
+
+/// The hint in `slot`, borrowed in place. `Cell::get` would copy the whole line with
+/// loads wider than the stores [`Radix::remember`] wrote, which cannot be
+/// store-forwarded.
+///
+/// # Safety
+/// The slot must not be set while the borrow is used.
+#[inline(always)]
+unsafe fn peek_hint(slot: &Cell<Hint>) -> &Hint {
+    // SAFETY: `Cell<Hint>` has `Hint`'s layout; the caller keeps writes away.
+    unsafe { &*slot.as_ptr() }
 }
 
 /// Hardware levels a [`Hint`] covers: deeper trees walk without hints.
@@ -325,14 +347,17 @@ impl Radix {
             base_shift: base_page.shift(),
             folded_top,
             root,
-            hints: vec![Cell::new(Hint::default()); HINTS].into_boxed_slice(),
+            hints: no_hints(),
             epoch: 0,
             last_mask: [0; HINT_REFS],
+            hint_shift: 0,
         }
         .with_last_mask()
     }
 
     fn with_last_mask(mut self) -> Self {
+        let lvl = &self.levels[self.levels.len() - 1];
+        self.hint_shift = lvl.shift + lvl.bits;
         let last = self.levels.len() - 1;
         self.last_mask = std::array::from_fn(|i| if i == last { u64::MAX } else { 0 });
         self
@@ -376,8 +401,7 @@ impl Radix {
     /// The hint slot for `va`'s last-level table and the key it must hold.
     #[inline(always)]
     fn hint_slot(&self, va: u64) -> (&Cell<Hint>, u64) {
-        let lvl = &self.levels[self.levels.len() - 1];
-        let key = (va >> (lvl.shift + lvl.bits)) + 1;
+        let key = (va >> self.hint_shift) + 1;
         (&self.hints[key as usize & (HINTS - 1)], key)
     }
 
@@ -562,7 +586,7 @@ impl Radix {
         Radix {
             levels,
             root: 0,
-            hints: vec![Cell::new(Hint::default()); HINTS].into_boxed_slice(),
+            hints: no_hints(),
             epoch: 0,
             ..*self
         }
@@ -576,7 +600,9 @@ impl PageTable for Radix {
     fn walk_into(&self, va: VirtAddr, out: &mut Walk) {
         let last = self.levels.len() - 1;
         let (slot, key) = self.hint_slot(va.0);
-        let hint = slot.get();
+        // SAFETY: nothing sets a hint while `hint` is used (`walk_slow`, which may,
+        // runs after its last use).
+        let hint = unsafe { peek_hint(slot) };
         if hint.key != key || hint.epoch != self.epoch || last >= HINT_REFS {
             *out = self.walk_slow(va);
             return;
@@ -614,7 +640,9 @@ impl PageTable for Radix {
         let lvl = &self.levels[last];
         let (slot, key) = self.hint_slot(va.0);
         let idx = lvl.index(va.0) as usize;
-        let hint = slot.get();
+        // SAFETY: nothing sets a hint while `hint` is used (`remember` runs after its
+        // last use).
+        let hint = unsafe { peek_hint(slot) };
         if hint.key == key && hint.epoch == self.epoch {
             if let Some(e) = lvl.slab.get(hint.chunk as usize * lvl.fanout + idx) {
                 crate::hugepage::prefetch(e);
