@@ -9,7 +9,7 @@ mod fixed;
 
 use crate::replacement::{Fifo, Lru, LruList, LruOrder, Policy, Random, Replacement, TreePlru};
 use crate::sets::Sets;
-use fixed::{Fixed, Order, Stamps};
+use fixed::{Fixed, List, Order, Stamps};
 
 /// Bit OR-ed into every stored key so that 0 never matches.
 pub const VALID: u64 = 1 << 63;
@@ -283,7 +283,7 @@ impl Dynamic {
     }
 }
 
-/// A set-associative array: true LRU with 2, 4, 8, 12 or 16 ways (the common TLB
+/// A set-associative array: true LRU with 2, 4, 8, 12, 16 or 32 ways (the common TLB
 /// and walk-cache shapes) as a [`Fixed`] array, unrolled, a set's state in one block;
 /// any other shape or policy as a [`Dynamic`] one. Both behave the same.
 #[derive(Debug, Clone)]
@@ -293,6 +293,7 @@ pub enum Assoc {
     W8(Fixed<8, Order>),
     W12(Fixed<12, Order>),
     W16(Fixed<16, Order>),
+    W32(Fixed<32, List>),
     Dyn(Dynamic),
 }
 
@@ -304,6 +305,7 @@ macro_rules! arr {
             Assoc::W8($a) => $e,
             Assoc::W12($a) => $e,
             Assoc::W16($a) => $e,
+            Assoc::W32($a) => $e,
             Assoc::Dyn($a) => $e,
         }
     };
@@ -318,6 +320,7 @@ impl Assoc {
             (Policy::Lru, 8) => Assoc::W8(Fixed::new(sets)),
             (Policy::Lru, 12) => Assoc::W12(Fixed::new(sets)),
             (Policy::Lru, 16) => Assoc::W16(Fixed::new(sets)),
+            (Policy::Lru, 32) => Assoc::W32(Fixed::new(sets)),
             _ => Assoc::Dyn(Dynamic::new(policy, sets, ways, seed)),
         }
     }
@@ -344,6 +347,7 @@ impl Assoc {
             Assoc::W8(a) => a.lookup_or_fill(index, asid, slot),
             Assoc::W12(a) => a.lookup_or_fill(index, asid, slot),
             Assoc::W16(a) => a.lookup_or_fill(index, asid, slot),
+            Assoc::W32(a) => a.lookup_or_fill(index, asid, slot),
             Assoc::Dyn(a) => {
                 let hit = a.lookup(index, slot.key, asid).is_some();
                 if !hit {
@@ -441,7 +445,7 @@ mod tests {
             let mut a = Dynamic::with_repl(sets, ways, Repl::Lru(Lru::new(sets, ways, 0)));
             let mut b = Assoc::new(Policy::Lru, sets, ways, 0);
             let fixed = !matches!(b, Assoc::Dyn(_));
-            assert_eq!(fixed, [2, 4, 8, 12, 16].contains(&ways), "{ways} ways");
+            assert_eq!(fixed, [2, 4, 8, 12, 16, 32].contains(&ways), "{ways} ways");
             if let Assoc::Dyn(d) = &b {
                 assert_eq!(matches!(d.repl, Repl::Lru(_)), ways <= 4, "{ways} ways");
             }

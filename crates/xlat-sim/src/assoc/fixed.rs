@@ -74,6 +74,68 @@ impl<const W: usize> Recency<W> for Order {
     }
 }
 
+/// The ways as a circular doubly linked list through a sentinel (index 63), most
+/// recent first: no scan for a victim, for wide sets (up to 63 ways).
+#[derive(Clone, Copy, Debug)]
+pub struct List {
+    next: [u8; 64],
+    prev: [u8; 64],
+}
+
+/// [`List`]'s sentinel.
+const HEAD: usize = 63;
+
+impl List {
+    /// Moves `w` to the front (after the sentinel) or the back (before it).
+    #[inline(always)]
+    fn relink(&mut self, w: usize, front: bool) {
+        let (p, n) = (self.prev[w] as usize & 63, self.next[w] as usize & 63);
+        self.next[p] = n as u8;
+        self.prev[n] = p as u8;
+        let (before, after) = if front {
+            (HEAD, self.next[HEAD] as usize & 63)
+        } else {
+            (self.prev[HEAD] as usize & 63, HEAD)
+        };
+        self.next[before] = w as u8;
+        self.prev[after] = w as u8;
+        self.prev[w] = before as u8;
+        self.next[w] = after as u8;
+    }
+}
+
+impl<const W: usize> Recency<W> for List {
+    fn new() -> Self {
+        assert!(W < HEAD);
+        // Front to back: W - 1, ..., 1, 0 (way 0 is the first victim).
+        let order: Vec<usize> = std::iter::once(HEAD).chain((0..W).rev()).collect();
+        let mut l = List {
+            next: [0; 64],
+            prev: [0; 64],
+        };
+        for (i, &x) in order.iter().enumerate() {
+            let y = order[(i + 1) % order.len()];
+            l.next[x] = y as u8;
+            l.prev[y] = x as u8;
+        }
+        l
+    }
+    #[inline(always)]
+    fn touch(&mut self, _: &mut u64, w: usize) {
+        self.relink(w, true);
+    }
+    #[inline(always)]
+    fn take(&mut self, _: &mut u64) -> usize {
+        let w = self.prev[HEAD] as usize & 63;
+        self.relink(w, true);
+        w
+    }
+    #[inline(always)]
+    fn demote(&mut self, w: usize) {
+        self.relink(w, false);
+    }
+}
+
 /// One set: keys (0 = invalid), payloads, tags ([`tag`]) and recency.
 #[derive(Clone, Copy, Debug)]
 #[repr(C)]
@@ -96,7 +158,7 @@ pub struct Fixed<const W: usize, R> {
 impl<const W: usize, R: Recency<W>> Fixed<W, R> {
     /// `sets` must be a power of two.
     pub fn new(sets: usize) -> Self {
-        assert!((1..=16).contains(&W) && sets.is_power_of_two());
+        assert!((1..=32).contains(&W) && sets.is_power_of_two());
         let empty = Set {
             keys: [0; W],
             data: [0; W],
