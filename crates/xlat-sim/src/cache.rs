@@ -114,10 +114,10 @@ impl Level {
         // One fixed-width body per set width (a shared loop would mispredict its exit
         // when levels of different widths alternate).
         match self.body {
-            1 => self.access_n::<1>(set, lo),
-            2 => self.access_n::<2>(set, lo),
-            3 => self.access_n::<3>(set, lo),
-            4 => self.access_n::<4>(set, lo),
+            1 => self.access_n::<1, 6>(set, lo),
+            2 => self.access_n::<2, 10>(set, lo),
+            3 => self.access_n::<3, 14>(set, lo),
+            4 => self.access_n::<4, 18>(set, lo),
             0 => self.access_wide(set, lo),
             _ => self.access_high(set, lo, hi),
         }
@@ -135,21 +135,13 @@ impl Level {
         )
     }
 
-    /// [`Level::access`] for sets of `4 * C` lanes (up to 16 ways: order LRU) while
-    /// every high half is 0.
+    /// [`Level::access`] for sets of `4 * C` tag lanes and the two order lanes (`S` in
+    /// all; up to 16 ways: order LRU) while every high half is 0.
     #[inline(always)]
-    fn access_n<const C: usize>(&mut self, set: usize, lo: u32) -> bool {
+    fn access_n<const C: usize, const S: usize>(&mut self, set: usize, lo: u32) -> bool {
+        const { assert!(S == 4 * C + 2) };
         let s = 4 * C;
-        let all = self.lanes.set_mut(set);
-        // Bodies `1..=4` are the order-LRU ones: a set is its `stride == s` tag lanes and
-        // the two order lanes.
-        debug_assert_eq!(all.len(), s + 2);
-        // SAFETY: `all.len() == s + 2` (above): the tags, then exactly two order lanes
-        // (a slice of known length 2, so the checks in `get_order`/`set_order` fold).
-        let (lanes, ord) = unsafe {
-            let (lanes, ord) = all.split_at_mut_unchecked(s);
-            (lanes, std::slice::from_raw_parts_mut(ord.as_mut_ptr(), 2))
-        };
+        let (lanes, ord) = self.lanes.set_array_mut::<S>(set).split_at_mut(s);
         // A mask, not an early-exit search: which way hits is unpredictable, and a
         // mispredicted loop exit costs more than comparing every way. Tags are unique
         // in a set, so at most one way matches.

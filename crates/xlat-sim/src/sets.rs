@@ -57,6 +57,16 @@ impl<T> Sets<T> {
         unsafe { self.data.get_unchecked_mut(start..start + self.ways) }
     }
 
+    /// [`Sets::set_mut`] as an array, for callers that know the width `S` at compile
+    /// time (then the set's address is a constant multiple of its index).
+    #[inline(always)]
+    pub fn set_array_mut<const S: usize>(&mut self, set: usize) -> &mut [T; S] {
+        assert_eq!(S, self.ways, "a {S}-wide view of {}-wide sets", self.ways);
+        let start = (set & self.set_mask) * S;
+        // SAFETY: as in `set`, and `S == ways`: the set is `S` elements from `start`.
+        unsafe { &mut *(self.data.as_mut_ptr().add(start) as *mut [T; S]) }
+    }
+
     /// Way 0 of set `set & (sets - 1)` (for state kept once per set).
     #[inline(always)]
     pub fn first(&self, set: usize) -> &T {
