@@ -105,8 +105,10 @@ impl Level {
     }
 
     /// A hit refreshes the way; a miss replaces the LRU way. Returns whether it hit.
+    /// `SELECT`: compute both outcomes and pick one without a branch (for the last
+    /// level, whose hit or miss nothing else waits on: a branch on it mispredicts).
     #[inline(always)]
-    fn access(&mut self, pa: u64) -> bool {
+    fn access<const SELECT: bool>(&mut self, pa: u64) -> bool {
         let (set, lo, hi) = self.locate(pa);
         if hi != 0 {
             return self.access_high(set, lo, hi);
@@ -114,10 +116,10 @@ impl Level {
         // One fixed-width body per set width (a shared loop would mispredict its exit
         // when levels of different widths alternate).
         match self.body {
-            1 => self.access_n::<1, 6>(set, lo),
-            2 => self.access_n::<2, 10>(set, lo),
-            3 => self.access_n::<3, 14>(set, lo),
-            4 => self.access_n::<4, 18>(set, lo),
+            1 => self.access_n::<1, 6, SELECT>(set, lo),
+            2 => self.access_n::<2, 10, SELECT>(set, lo),
+            3 => self.access_n::<3, 14, SELECT>(set, lo),
+            4 => self.access_n::<4, 18, SELECT>(set, lo),
             0 => self.access_wide(set, lo),
             _ => self.access_high(set, lo, hi),
         }
@@ -138,7 +140,11 @@ impl Level {
     /// [`Level::access`] for sets of `4 * C` tag lanes and the two order lanes (`S` in
     /// all; up to 16 ways: order LRU) while every high half is 0.
     #[inline(always)]
-    fn access_n<const C: usize, const S: usize>(&mut self, set: usize, lo: u32) -> bool {
+    fn access_n<const C: usize, const S: usize, const SELECT: bool>(
+        &mut self,
+        set: usize,
+        lo: u32,
+    ) -> bool {
         const { assert!(S == 4 * C + 2) };
         let s = 4 * C;
         let (lanes, ord) = self.lanes.set_array_mut::<S>(set).split_at_mut(s);
@@ -148,6 +154,14 @@ impl Level {
         let m = crate::simd::eq_mask32(lanes, lo) & self.way_mask;
         let o = get_order(ord);
         let hit = m != 0;
+        if SELECT {
+            let w = (m.trailing_zeros() as usize).min(s - 1);
+            let touched = order::touch(o, w as u64);
+            let (v, taken) = order::take_victim(o, self.nways);
+            set_order(ord, std::hint::select_unpredictable(hit, touched, taken));
+            lanes[std::hint::select_unpredictable(hit, w, v).min(s - 1)] = lo;
+            return hit;
+        }
         let way = if hit {
             let w = (m.trailing_zeros() as usize).min(s - 1);
             set_order(ord, order::touch(o, w as u64));
@@ -299,14 +313,20 @@ impl Caches {
     #[inline]
     pub fn access(&mut self, pa: u64, walk: bool) -> u64 {
         let k = !walk as usize;
-        for l in self.levels.iter_mut() {
-            if l.access(pa) {
+        let Some((last, upper)) = self.levels.split_last_mut() else {
+            self.memory_refs[k] += 1;
+            return self.memory_cycles;
+        };
+        for l in upper {
+            if l.access::<false>(pa) {
                 l.hits[k] += 1;
                 return l.hit_cycles;
             }
         }
-        self.memory_refs[k] += 1;
-        self.memory_cycles
+        let hit = last.access::<true>(pa);
+        last.hits[k] += hit as u64;
+        self.memory_refs[k] += !hit as u64;
+        std::hint::select_unpredictable(hit, last.hit_cycles, self.memory_cycles)
     }
 
     /// Per level: name, hit cycles, walk and data references served.
