@@ -395,12 +395,15 @@ mod tests {
     }
 
     /// A level equals a plain per-set LRU list of full tags, for every width path
-    /// (fixed 4/8/12/16, wide order, wide stamps) and across the switch to compared
+    /// (fixed 4/8/12/16, branchy or selecting, wide order, wide stamps) and across the switch to compared
     /// high halves (physical addresses far above 2^38), including tags that differ only
     /// in their high halves.
     #[test]
     fn level_equals_a_list_model_with_any_addresses() {
-        for ways in [1, 2, 3, 4, 5, 8, 12, 16, 20, 32] {
+        for (ways, select) in [1, 2, 3, 4, 5, 8, 12, 16, 20, 32]
+            .into_iter()
+            .flat_map(|w| [(w, false), (w, true)])
+        {
             let sets = 4;
             let mut level = Level::new(sets, ways, 6, 1);
             let mut model: Vec<Vec<u64>> = vec![Vec::new(); sets];
@@ -434,7 +437,12 @@ mod tests {
                     }
                 };
                 lru.insert(0, line);
-                assert_eq!(level.access(pa), hit, "{ways} ways, reference {i}");
+                let got = if select {
+                    level.access::<true>(pa)
+                } else {
+                    level.access::<false>(pa)
+                };
+                assert_eq!(got, hit, "{ways} ways, select {select}, reference {i}");
             }
             assert!(!level.his.is_empty(), "the high halves came into use");
         }
