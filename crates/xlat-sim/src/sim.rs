@@ -397,7 +397,7 @@ impl<P: PageTable> Sim<P> {
     /// translation is faulted in first and a store to a read-only page takes its write
     /// fault first, so the walk counted is the one that completes (one per miss).
     /// The walk is left in `w`, its leaf present.
-    #[inline]
+    #[inline(always)]
     fn walk(
         &mut self,
         cur: usize,
