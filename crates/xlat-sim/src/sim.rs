@@ -375,12 +375,18 @@ impl<P: PageTable> Sim<P> {
         Ok(self.tlb.entry_shift(side, leaf.shift) as u32)
     }
 
-    #[inline]
+    #[inline(always)]
     fn data_ref(&mut self, e: &Entry, va: u64) {
         if self.data_refs {
-            let pa = (e.pfn << self.base_shift) + (va & ((1u64 << e.shift) - 1));
-            self.caches.access(pa, false);
+            self.data_ref_cached(e, va);
         }
+    }
+
+    /// A data reference through the cache model (`cache.data_refs`).
+    #[inline(never)]
+    fn data_ref_cached(&mut self, e: &Entry, va: u64) {
+        let pa = (e.pfn << self.base_shift) + (va & ((1u64 << e.shift) - 1));
+        self.caches.access(pa, false);
     }
 
     fn multi_fill(&mut self, cur: usize, va: u64) {
