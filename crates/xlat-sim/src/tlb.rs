@@ -588,6 +588,7 @@ impl Tlbs {
 
     /// Fills levels `0..upto` on `side` with the translation `leaf` (whose page starts
     /// at `leaf_va`) for the access at `va`.
+    #[inline(always)]
     pub fn fill(
         &mut self,
         upto: usize,
