@@ -155,7 +155,9 @@ impl Level {
         let o = get_order(ord);
         let hit = m != 0;
         if SELECT {
-            let w = (m.trailing_zeros() as usize).min(s - 1);
+            // On a miss `w` is not a hit way but must still name a real way: the unused
+            // `touch` below is only defined for ways present in the order word.
+            let w = (m.trailing_zeros() as usize).min(self.nways - 1);
             let touched = order::touch(o, w as u64);
             let (v, taken) = order::take_victim(o, self.nways);
             set_order(ord, std::hint::select_unpredictable(hit, touched, taken));
