@@ -231,6 +231,16 @@ struct Step {
     locked: bool,
 }
 
+/// A two-level hierarchy's fill of a translation of size `shift` when nothing but the
+/// two array fills and their counters can happen: both levels store that size as it is
+/// (no splintering) in structure `si[level]`, both already hold entries of that size (no
+/// lookup plan changes) and no level is inclusive (no back-invalidation).
+#[derive(Clone, Copy, Debug)]
+struct FastFill {
+    shift: u8,
+    si: [u16; 2],
+}
+
 /// The whole hierarchy.
 #[derive(Clone, Debug)]
 pub struct Tlbs {
@@ -254,6 +264,9 @@ pub struct Tlbs {
     single: Vec<[Option<Step>; 2]>,
     /// `single[0]`.
     l1_single: [Option<Step>; 2],
+    /// Per side, when a walk's fill of two levels needs no more than two array fills:
+    /// ([`FastFill`]; kept in step with the structures' size bits like `single`).
+    fast_fill: [Option<FastFill>; 2],
     l1_hits: [u64; 2],
     l1_misses: [u64; 2],
     prefetch: Vec<(u64, u16, Entry)>,
@@ -355,6 +368,7 @@ impl Tlbs {
             l1_live: [0; 2],
             single: Vec::new(),
             l1_single: [None; 2],
+            fast_fill: [None; 2],
             l1_hits: [0; 2],
             l1_misses: [0; 2],
             prefetch: Vec::new(),
@@ -462,6 +476,21 @@ impl Tlbs {
             })
             .collect();
         self.l1_single = self.single.first().copied().unwrap_or([None; 2]);
+        self.fast_fill = [0, 1].map(|side| {
+            if self.levels.len() != 2 || self.inclusion == Inclusion::Inclusive {
+                return None;
+            }
+            let shift = self.single[1][side]?.shift;
+            let target = |li: usize| {
+                let (si, s) = self.levels[li].fill_to[side][shift as usize & 63]?;
+                let held = self.structs[si as usize].present >> (s & 63) & 1 != 0;
+                (s == shift && held).then_some(si)
+            };
+            Some(FastFill {
+                shift,
+                si: [target(0)?, target(1)?],
+            })
+        });
     }
 
     /// Hit and miss counts per level and side.
@@ -604,6 +633,26 @@ impl Tlbs {
         }
         if leaf.flags & WRITABLE != 0 {
             flags |= W;
+        }
+        if upto == 2 {
+            if let Some(f) = self.fast_fill[side & 1].filter(|f| f.shift == leaf.shift) {
+                let s = f.shift;
+                let slot = Slot {
+                    key: key(va, s as u32),
+                    asid,
+                    flags,
+                    data: leaf.pfn,
+                };
+                for si in [f.si[1], f.si[0]] {
+                    let st = &mut self.structs[si as usize];
+                    st.stats.fills += 1;
+                    let old = st.arr.fill(va >> s, slot);
+                    st.stats.evictions += (old.key != 0) as u64;
+                }
+                self.memo[side & self.memo_mask & 1] =
+                    Memo::new(va, s, leaf.pfn, flags, asid, f.si[0] as usize, false);
+                return;
+            }
         }
         let offset = va & ((1u64 << leaf.shift) - 1);
         for li in (0..upto).rev() {
