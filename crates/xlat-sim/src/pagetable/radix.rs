@@ -262,6 +262,8 @@ struct Hint {
     key: u64,
     epoch: u64,
     chunk: u32,
+    /// The table's node (what a fault's [`PageTable::map`] updates).
+    node: u32,
     refs: [u64; HINT_REFS],
 }
 
@@ -388,7 +390,7 @@ impl Radix {
                 w.leaf = (e != 0).then(|| dec_leaf(e, lvl.shift));
                 if h == last && node.base != SPARSE && last < HINT_REFS {
                     let upper = std::array::from_fn(|i| if i < last { w.refs[i] } else { 0 });
-                    self.remember(va, node, upper);
+                    self.remember(va, n, node, upper);
                 }
                 return w;
             }
@@ -405,15 +407,17 @@ impl Radix {
         (&self.hints[key as usize & (HINTS - 1)], key)
     }
 
-    /// Records the path to `node`, the dense last-level table covering `va`; `upper`
-    /// holds the addresses of the entries pointing down to it (0 from the last level on).
-    fn remember(&self, va: VirtAddr, node: &Node, upper: [u64; HINT_REFS]) {
+    /// Records the path to `node` (number `n`), the dense last-level table covering
+    /// `va`; `upper` holds the addresses of the entries pointing down to it (0 from the
+    /// last level on).
+    fn remember(&self, va: VirtAddr, n: u32, node: &Node, upper: [u64; HINT_REFS]) {
         let fanout = self.levels[self.levels.len() - 1].fanout;
         let (slot, key) = self.hint_slot(va.0);
         slot.set(Hint {
             key,
             epoch: self.epoch,
             chunk: (node.base / fanout) as u32,
+            node: n,
             refs: std::array::from_fn(|i| upper[i] | (node.pa & self.last_mask[i])),
         });
     }
@@ -665,7 +669,7 @@ impl PageTable for Radix {
         }
         let node = &lvl.nodes[n as usize];
         if node.base != SPARSE && last < HINT_REFS {
-            self.remember(va, node, upper);
+            self.remember(va, n, node, upper);
             crate::hugepage::prefetch(&lvl.slab[node.base + idx]);
         }
         None
@@ -681,6 +685,20 @@ impl PageTable for Radix {
             .depth_for_shift(leaf.shift as u32)
             .expect("caller maps only supported leaf sizes");
         let mut sw = SoftWalk::default();
+        let last = self.levels.len() - 1;
+        if depth == last {
+            // A demand fault on a page whose table exists: its hint names the table.
+            let (slot, key) = self.hint_slot(va.0);
+            let hint = slot.get();
+            if hint.key == key && hint.epoch == self.epoch && last < HINT_REFS {
+                let lvl = &mut self.levels[last];
+                let idx = lvl.index(va.0);
+                debug_assert_eq!(lvl.get(hint.node, idx), 0, "slot already mapped");
+                lvl.set(hint.node, idx, enc_leaf(leaf));
+                sw.entries += 1;
+                return sw;
+            }
+        }
         let mut n = self.root;
         for h in 0..depth {
             let idx = self.levels[h].index(va.0);
@@ -915,7 +933,12 @@ mod tests {
         let after = pt.walk(VirtAddr(a + 4096));
         assert_eq!(after, pt.walk_slow(VirtAddr(a + 4096)));
         assert_eq!((after.n, after.leaf), (1, None));
-        // Random maps, unmaps, prefetches and walks over a few tables' worth of pages.
+        // Random maps (which use hints when they are current), unmaps, prefetches and
+        // walks over a few tables' worth of pages, against a model of what is mapped.
+        let mut model = std::collections::HashMap::new();
+        for i in 0..8 {
+            model.insert(b + i * 4096, leaf(200 + i));
+        }
         let mut x = 0x2545_f491_4f6c_dd1du64;
         for step in 0..20_000u64 {
             x ^= x << 13;
@@ -927,16 +950,22 @@ mod tests {
                 0 => {
                     if pt.walk_slow(va).leaf.is_none() {
                         pt.map(va, leaf(step), &mut mem);
+                        model.insert(va.0, leaf(step));
                     }
                 }
                 1 => {
                     let n = 1 + (x >> 20) % 600;
                     pt.unmap(va.0, va.0 + n * 4096, &mut mem, &mut |_, _, _| {});
+                    model.retain(|&v, _| v < va.0 || v >= va.0 + n * 4096);
                 }
                 2 => {
                     pt.prefetch(va);
                 }
-                _ => assert_eq!(pt.walk(va), pt.walk_slow(va), "step {step}"),
+                _ => {
+                    let w = pt.walk(va);
+                    assert_eq!(w, pt.walk_slow(va), "step {step}");
+                    assert_eq!(w.leaf, model.get(&va.0).copied(), "step {step}");
+                }
             }
         }
     }
