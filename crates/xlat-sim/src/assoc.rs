@@ -286,7 +286,11 @@ impl Dynamic {
 /// A set-associative array: true LRU with 2, 4, 8, 12, 16 or 32 ways (the common TLB
 /// and walk-cache shapes) as a [`Fixed`] array, unrolled, a set's state in one block;
 /// any other shape or policy as a [`Dynamic`] one. Both behave the same.
+///
+/// `repr(u8)`: an explicit tag byte, so a call dispatches on it directly (a tag folded
+/// into a niche of `Dynamic` took a decode before every dispatch).
 #[derive(Debug, Clone)]
+#[repr(u8)]
 pub enum Assoc {
     W2(Fixed<2, Stamps<2>>),
     W4(Fixed<4, Stamps<4>>),
