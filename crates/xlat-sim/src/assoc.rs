@@ -464,6 +464,9 @@ mod tests {
                 let global = k.is_multiple_of(5);
                 let asid = if global { 0 } else { (x >> 50 & 1) as u16 };
                 let mut sl = slot(k);
+                // Keys that differ only in their high halves (what `Fixed` filters on
+                // is the low half).
+                sl.key |= (x >> 30 & 1) << 40;
                 sl.asid = asid;
                 if global {
                     sl.flags = GLOBAL;

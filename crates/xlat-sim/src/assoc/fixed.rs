@@ -136,10 +136,14 @@ impl<const W: usize> Recency<W> for List {
     }
 }
 
-/// One set: keys (0 = invalid), payloads, tags ([`tag`]) and recency.
+/// One set: the keys' low halves (a filter for wide sets: compared four per SSE2
+/// instruction, inline, where whole keys would need AVX2 and a call), keys (0 =
+/// invalid), payloads, tags ([`tag`]) and recency. A valid way's `lo` is always its
+/// key's low half; an invalid way's may be stale (its key of 0 never matches).
 #[derive(Clone, Copy, Debug)]
 #[repr(C)]
 struct Set<const W: usize, R> {
+    lo: [u32; W],
     keys: [u64; W],
     data: [u64; W],
     tags: [u64; W],
@@ -160,6 +164,7 @@ impl<const W: usize, R: Recency<W>> Fixed<W, R> {
     pub fn new(sets: usize) -> Self {
         assert!((1..=32).contains(&W) && sets.is_power_of_two());
         let empty = Set {
+            lo: [0; W],
             keys: [0; W],
             data: [0; W],
             tags: [0; W],
@@ -188,10 +193,10 @@ impl<const W: usize, R: Recency<W>> Fixed<W, R> {
         if W <= 4 {
             return (0..W).find(|&w| s.keys[w] == key && serves(s.tags[w], asid));
         }
-        let mut m = crate::simd::eq_mask(&s.keys, key);
+        let mut m = crate::simd::eq_mask32(&s.lo, key as u32);
         while m != 0 {
             let w = m.trailing_zeros() as usize;
-            if serves(s.tags[w], asid) {
+            if s.keys[w] == key && serves(s.tags[w], asid) {
                 return Some(w);
             }
             m &= m - 1;
@@ -231,6 +236,7 @@ impl<const W: usize, R: Recency<W>> Fixed<W, R> {
             None => {
                 let w = s.rec.take(clock) % W;
                 s.keys[w] = slot.key;
+                s.lo[w] = slot.key as u32;
                 s.tags[w] = tag(slot.asid, slot.flags);
                 s.data[w] = slot.data;
                 false
@@ -251,6 +257,7 @@ impl<const W: usize, R: Recency<W>> Fixed<W, R> {
             key: std::mem::replace(&mut s.keys[w], slot.key),
             tag: std::mem::replace(&mut s.tags[w], tag(slot.asid, slot.flags)),
         };
+        s.lo[w] = slot.key as u32;
         s.data[w] = slot.data;
         old
     }
