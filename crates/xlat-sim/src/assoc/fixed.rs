@@ -185,12 +185,12 @@ impl<const W: usize, R: Recency<W>> Fixed<W, R> {
         (unsafe { self.sets.get_unchecked_mut(i) }, &mut self.clock)
     }
 
-    /// The way of `s` holding `key` for `asid`. Narrow sets compare way by way: a
-    /// vector load over keys a recent fill stored one by one cannot be store-forwarded
-    /// (a one-set walk cache is looked up again right after its fill).
+    /// The way of `s` holding `key` for `asid`: from four ways on, a mask of the ways
+    /// whose low half matches, then whole-key checks (which way hits is often random,
+    /// and a way-by-way search mispredicts its exit); two ways compare one by one.
     #[inline(always)]
     fn find(s: &Set<W, R>, key: u64, asid: u16) -> Option<usize> {
-        if W <= 4 {
+        if W < 4 {
             return (0..W).find(|&w| s.keys[w] == key && serves(s.tags[w], asid));
         }
         let mut m = crate::simd::eq_mask32(&s.lo, key as u32);
