@@ -175,18 +175,9 @@ impl<P: PageTable> Sim<P> {
         let prefetching = self.c.walks - self.walks_at_batch > (events.len() / 32) as u64;
         let early = prefetching && self.current_pt().is_some_and(|p| p.wants_early_prefetch());
         self.walks_at_batch = self.c.walks;
-        let first = self.event;
-        for ev in events {
+        for (i, ev) in events.iter().enumerate() {
             if prefetching {
-                // The index of `ev` in `events` (`self.event` counts the events done).
-                let i = (self.event - first) as usize;
-                if let Some(Event::Access(a)) = events.get(i + PREFETCH_DISTANCE) {
-                    self.prefetch(a.addr.0);
-                }
-                let ahead = events.get(i + 2 * PREFETCH_DISTANCE).filter(|_| early);
-                if let Some(Event::Access(a)) = ahead {
-                    self.prefetch_early(a.addr.0);
-                }
+                self.prefetch_ahead(events, i, early);
             }
             match *ev {
                 Event::Access(a) => self.access(a.kind, a.addr.0, a.size)?,
@@ -202,22 +193,23 @@ impl<P: PageTable> Sim<P> {
         Ok(())
     }
 
-    /// Host-side prefetch for an access a few events ahead: its leaf page-table entry
-    /// (the cache model's sets stay in the host's caches: prefetching them cost more
-    /// than it saved). Changes no simulated state.
-    #[inline]
-    fn prefetch(&self, va: u64) {
-        if let Some(pa) = self.current_pt().and_then(|pt| pt.prefetch(VirtAddr(va))) {
-            self.caches.prefetch(pa);
+    /// Host-side prefetches while replaying `events[i]`: for the access
+    /// [`PREFETCH_DISTANCE`] events ahead, its leaf page-table entry and the cache
+    /// model's sets for it (in the levels too large for the host's caches); with
+    /// `early`, for the access twice as far ahead, what that prefetch will read (the
+    /// page table's hint). Changes no simulated state.
+    #[inline(always)]
+    fn prefetch_ahead(&self, events: &[Event], i: usize, early: bool) {
+        let Some(pt) = self.current_pt() else {
+            return;
+        };
+        if let Some(Event::Access(a)) = events.get(i + PREFETCH_DISTANCE) {
+            if let Some(pa) = pt.prefetch(VirtAddr(a.addr.0)) {
+                self.caches.prefetch(pa);
+            }
         }
-    }
-
-    /// The host prefetch before [`Sim::prefetch`] (what that one will read: the page
-    /// table's hint for `va`, twice as far ahead). Changes no simulated state.
-    #[inline]
-    fn prefetch_early(&self, va: u64) {
-        if let Some(pt) = self.current_pt() {
-            pt.prefetch_early(VirtAddr(va));
+        if let Some(Event::Access(a)) = events.get(i + 2 * PREFETCH_DISTANCE).filter(|_| early) {
+            pt.prefetch_early(VirtAddr(a.addr.0));
         }
     }
 
