@@ -16,6 +16,7 @@ pub fn eq_mask32(xs: &[u32], x: u32) -> u64 {
         2 => eq_mask32_n::<2>(xs, x),
         3 => eq_mask32_n::<3>(xs, x),
         4 => eq_mask32_n::<4>(xs, x),
+        8 => eq_mask32_n::<8>(xs, x),
         _ => {
             let mut m = 0;
             for (i, c) in xs.chunks_exact(4).enumerate() {
@@ -37,11 +38,22 @@ fn eq_mask32_n<const C: usize>(xs: &[u32], x: u32) -> u64 {
         // inside `xs` (its length is 4 * C, checked by the slice above).
         unsafe {
             let k = _mm_set1_epi32(x as i32);
+            let eq = |i: usize| {
+                _mm_cmpeq_epi32(_mm_loadu_si128(xs.as_ptr().add(4 * i) as *const __m128i), k)
+            };
             let mut m = 0u64;
-            for i in 0..C {
-                let v = _mm_loadu_si128(xs.as_ptr().add(4 * i) as *const __m128i);
-                let e = _mm_castsi128_ps(_mm_cmpeq_epi32(v, k));
-                m |= (_mm_movemask_ps(e) as u64) << (4 * i);
+            let mut i = 0;
+            // Sixteen lanes per mask extraction: the four compares narrowed to bytes
+            // (saturating packs keep 0 and -1).
+            while i + 4 <= C {
+                let lo = _mm_packs_epi32(eq(i), eq(i + 1));
+                let hi = _mm_packs_epi32(eq(i + 2), eq(i + 3));
+                m |= (_mm_movemask_epi8(_mm_packs_epi16(lo, hi)) as u32 as u64) << (4 * i);
+                i += 4;
+            }
+            while i < C {
+                m |= (_mm_movemask_ps(_mm_castsi128_ps(eq(i))) as u64) << (4 * i);
+                i += 1;
             }
             m
         }
