@@ -136,8 +136,8 @@ impl<const W: usize> Recency<W> for List {
     }
 }
 
-/// One set: the keys' low halves (a filter for wide sets: compared four per SSE2
-/// instruction, inline, where whole keys would need AVX2 and a call), keys (0 =
+/// One set: the keys' low halves (the filter of sets of four ways and more: compared
+/// four per SSE2 instruction, inline, where whole keys would need AVX2 and a call), keys (0 =
 /// invalid), payloads, tags ([`tag`]) and recency. A valid way's `lo` is always its
 /// key's low half; an invalid way's may be stale (its key of 0 never matches).
 #[derive(Clone, Copy, Debug)]
