@@ -5,7 +5,7 @@
 use crate::run::drive;
 use anyhow::{ensure, Result};
 use std::time::Instant;
-use xlat_sim::{presets, Radix, Report, Sim};
+use xlat_sim::{presets, Report};
 
 /// FNV-1a over the main counters.
 fn checksum(r: &Report) -> u64 {
@@ -45,7 +45,7 @@ fn line(name: &str, refs: u64, secs: f64, sum: u64) {
 
 fn sim_case(name: &str, spec: &str, check: impl Fn(&Report) -> Result<()>) -> Result<()> {
     let cfg = presets::preset(presets::DEFAULT)?;
-    let mut sim: Sim<Radix> = Sim::new(&cfg)?;
+    let mut sim = crate::run::new_sim(&cfg)?;
     let mut w = xlat_workloads::parse(spec)?;
     let t = Instant::now();
     drive(&mut w, &mut sim)?;
@@ -58,8 +58,9 @@ fn sim_case(name: &str, spec: &str, check: impl Fn(&Report) -> Result<()>) -> Re
 
 pub fn run(filter: Option<&str>) -> Result<()> {
     let want = |n: &str| filter.is_none_or(|f| n.contains(f));
+    let hot = crate::run::new_sim(&presets::preset(presets::DEFAULT)?)?.hot_path();
     println!(
-        "xlat bench: machine {}, one core, release build expected (numbers are wall-clock)",
+        "xlat bench: machine {}, one core, {hot} hot path, release build expected (numbers are wall-clock)",
         presets::DEFAULT
     );
     if want("l1-resident") {

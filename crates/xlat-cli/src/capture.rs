@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::process::ExitStatus;
 use std::time::Instant;
 use xlat_capture::{Capture, Options};
-use xlat_sim::{presets, Radix, Sim};
+use xlat_sim::presets;
 use xlat_trace::{Header, TraceWriter};
 use xlat_types::{Event, EventSource, PageSize};
 
@@ -134,7 +134,7 @@ fn label(program: &[OsString]) -> String {
 /// `xlat run`: simulate while the program runs. Returns the program's exit code.
 pub fn run(a: RunArgs) -> Result<i32> {
     let cfg = presets::load(&a.machine)?;
-    let mut sim: Sim<Radix> = Sim::new(&cfg)?;
+    let mut sim = crate::run::new_sim(&cfg)?;
     let t = Instant::now();
     let mut cap = Capture::start(&a.program[0], &a.program[1..], &a.capture.options())?;
     leave_interrupts_to_the_program();

@@ -24,6 +24,10 @@ use std::path::PathBuf;
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
+    /// Simulate with the portable hot path even where this CPU runs the x86-64-v3 one
+    /// (the counts are the same; for speed comparisons).
+    #[arg(long, global = true)]
+    portable: bool,
 }
 
 #[derive(Subcommand)]
@@ -95,6 +99,7 @@ fn main() {
     // SAFETY: called before any thread exists; SIG_DFL is a valid disposition.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let cli = Cli::parse();
+    run::PORTABLE.store(cli.portable, std::sync::atomic::Ordering::Relaxed);
     let r: Result<()> = match cli.cmd {
         // These pass the traced program's exit status through.
         Cmd::Run(a) => capture::run(a).map(|c| std::process::exit(c)),

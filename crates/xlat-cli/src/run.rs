@@ -5,6 +5,7 @@ use crate::SimArgs;
 use anyhow::{bail, Context, Result};
 use rayon::prelude::*;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 use xlat_sim::{presets, MachineConfig, Radix, Report, Sim};
 use xlat_types::{Event, EventSource};
@@ -37,6 +38,16 @@ pub struct Outcome {
     pub warnings: Vec<String>,
 }
 
+/// `--portable`: every simulator [`new_sim`] makes runs the portable hot path.
+pub static PORTABLE: AtomicBool = AtomicBool::new(false);
+
+/// A simulator for `cfg`, honouring `--portable`.
+pub fn new_sim(cfg: &MachineConfig) -> Result<Sim<Radix>> {
+    let mut sim: Sim<Radix> = Sim::new(cfg)?;
+    sim.set_portable(PORTABLE.load(Ordering::Relaxed));
+    Ok(sim)
+}
+
 /// Feeds `src` to `sim` in batches; bounded memory whatever the stream length.
 pub fn drive<S: EventSource>(src: &mut S, sim: &mut Sim<Radix>) -> Result<()> {
     let mut buf: Vec<Event> = Vec::with_capacity(BATCH);
@@ -65,7 +76,7 @@ pub fn drive_progress<S: EventSource>(
 
 /// Runs `input` on machine `cfg`.
 pub fn run_one(cfg: &MachineConfig, input: &Input, strict: bool) -> Result<Outcome> {
-    let mut sim: Sim<Radix> = Sim::new(cfg)?;
+    let mut sim = new_sim(cfg)?;
     let mut warnings = Vec::new();
     let t = Instant::now();
     match input {

@@ -200,7 +200,7 @@ pub fn bench_cases(
         );
     }
     if want("trace-replay") {
-        let mut sim: Sim<Radix> = Sim::new(&presets::preset(presets::DEFAULT)?)?;
+        let mut sim = crate::run::new_sim(&presets::preset(presets::DEFAULT)?)?;
         let mut r = TraceReader::new(std::io::Cursor::new(&bytes))?;
         let t = Instant::now();
         drive(&mut r, &mut sim)?;

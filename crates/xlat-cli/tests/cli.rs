@@ -66,6 +66,44 @@ fn sim_json_has_the_documented_schema_and_exact_counts() {
         .contains("approximate"));
 }
 
+/// `--portable` runs the same simulation with the portable code: the same reports.
+#[test]
+fn portable_flag_changes_no_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let reports: Vec<serde_json::Value> = [false, true]
+        .iter()
+        .map(|&portable| {
+            let json = dir.path().join(format!("{portable}.json"));
+            let mut args = vec![
+                "sim",
+                "-w",
+                "gups:footprint=256MiB,refs=200K",
+                "-w",
+                "forkexit:footprint=1MiB,iterations=2",
+                "--json",
+                json.to_str().unwrap(),
+            ];
+            if portable {
+                args.push("--portable");
+            }
+            let (ok, _, err) = xlat(&args);
+            assert!(ok, "{err}");
+            let v: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+            serde_json::Value::Array(
+                v["runs"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|r| r["report"].clone())
+                    .collect(),
+            )
+        })
+        .collect();
+    assert_eq!(reports[0].as_array().unwrap().len(), 2);
+    assert_eq!(reports[0], reports[1]);
+}
+
 #[test]
 fn sweep_writes_csv() {
     let dir = tempfile::tempdir().unwrap();

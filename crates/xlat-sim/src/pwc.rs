@@ -97,7 +97,7 @@ impl Pwc {
     }
 
     /// The deepest hardware level whose entry is cached for `va`, if any.
-    #[inline]
+    #[inline(always)]
     pub fn lookup(&mut self, va: u64, asid: u16) -> Option<usize> {
         for (i, c) in self.cached.iter().enumerate() {
             if self.arrs[c.arr]
@@ -119,7 +119,7 @@ impl Pwc {
     /// deepest first) that the walk read a pointer at is filled as it misses. Split
     /// caches only (`split()`): with one shared array, a fill before a later probe could
     /// evict what that probe would have found.
-    #[inline]
+    #[inline(always)]
     pub fn lookup_filling(&mut self, va: u64, asid: u16, upto: usize) -> Option<usize> {
         debug_assert!(self.split);
         for (i, c) in self.cached.iter().enumerate() {

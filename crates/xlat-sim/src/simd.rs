@@ -6,6 +6,18 @@
 //! different trip counts (a 12-way TLB, a 16-way cache, a 32-entry walk cache, one after
 //! the other) mispredicts its exit on almost every call.
 
+/// Whether the CPU has the x86-64-v3 features the simulator's hot path can be compiled
+/// for (AVX2, BMI1, BMI2, LZCNT, POPCNT). Detected once, then a cached load.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+pub fn has_v3() -> bool {
+    std::is_x86_feature_detected!("avx2")
+        && std::is_x86_feature_detected!("bmi1")
+        && std::is_x86_feature_detected!("bmi2")
+        && std::is_x86_feature_detected!("lzcnt")
+        && std::is_x86_feature_detected!("popcnt")
+}
+
 /// Bit `i` set where `xs[i] == x`, for `xs.len()` a multiple of four up to 64.
 /// SSE2 (part of the x86-64 baseline, so it inlines anywhere): four lanes per compare.
 #[inline(always)]

@@ -642,3 +642,41 @@ fn more_than_64_structure_sizes_on_a_level_is_a_config_error() {
     let e = Sim::<Radix>::new(&cfg).err().expect("65 pairs are refused");
     assert!(e.to_string().contains("tlb.levels[0]"), "{e}");
 }
+
+/// The x86-64-v3 hot path (where this CPU has it) and the portable one are the same
+/// code compiled twice: every preset and workload must give identical reports.
+#[test]
+fn both_hot_paths_give_identical_reports() {
+    use xlat_types::EventSource;
+    let specs = [
+        "stride:footprint=1MiB,refs=200K",
+        "gups:footprint=64MiB,refs=200K",
+        "chase:footprint=16MiB,refs=100K",
+        "sparse:region=1GiB,step=64KiB,base=0x10000000",
+        "forkexit:footprint=4MiB,iterations=3,child_touch=16",
+        "mixed:footprint=8MiB,refs=100K",
+    ];
+    for (name, _) in xlat_sim::presets::PRESETS {
+        let cfg = xlat_sim::presets::preset(name).unwrap();
+        for spec in specs {
+            let mut events = Vec::new();
+            let mut w = xlat_workloads::parse(spec).unwrap();
+            let mut buf = Vec::new();
+            while w.fill(&mut buf, 1 << 14).unwrap() {
+                events.extend_from_slice(&buf);
+            }
+            let reports = [false, true].map(|portable| {
+                let mut sim: Sim<Radix> = Sim::new(&cfg).unwrap();
+                sim.set_portable(portable);
+                if portable {
+                    assert_eq!(sim.hot_path(), "portable");
+                }
+                for batch in events.chunks(4096) {
+                    sim.run(batch).unwrap();
+                }
+                serde_json::to_string(&sim.report()).unwrap()
+            });
+            assert_eq!(reports[0], reports[1], "{name} × {spec}");
+        }
+    }
+}

@@ -600,7 +600,7 @@ impl Radix {
 impl PageTable for Radix {
     /// With a current hint for `va`'s last-level table, only the leaf entry is read
     /// (the result is the same as walking from the root).
-    #[inline]
+    #[inline(always)]
     fn walk_into(&self, va: VirtAddr, out: &mut Walk) {
         let last = self.levels.len() - 1;
         let (slot, key) = self.hint_slot(va.0);
@@ -635,7 +635,7 @@ impl PageTable for Radix {
         self.levels[self.levels.len() - 1].live_tables >= EARLY_PREFETCH_TABLES
     }
 
-    #[inline]
+    #[inline(always)]
     fn prefetch(&self, va: VirtAddr) -> Option<u64> {
         // The last level's entry and node are what miss in the host's caches. A hint
         // finds them in a few instructions; without one, walk the (hot) upper
