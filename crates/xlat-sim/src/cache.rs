@@ -107,10 +107,12 @@ impl Level {
     /// A hit refreshes the way; a miss replaces the LRU way. Returns whether it hit.
     /// `SELECT`: compute both outcomes and pick one without a branch (for the last
     /// level, whose hit or miss nothing else waits on: a branch on it mispredicts).
+    /// `LOW`: the caller knows that `pa`'s tag has a zero high half (no check here).
     #[inline(always)]
-    fn access<const SELECT: bool>(&mut self, pa: u64) -> bool {
+    fn access<const SELECT: bool, const LOW: bool>(&mut self, pa: u64) -> bool {
         let (set, lo, hi) = self.locate(pa);
-        if hi != 0 {
+        debug_assert!(!LOW || hi == 0, "a low address with a high tag half");
+        if !LOW && hi != 0 {
             return self.access_high(set, lo, hi);
         }
         // One fixed-width body per set width (a shared loop would mispredict its exit
@@ -147,7 +149,9 @@ impl Level {
     ) -> bool {
         const { assert!(S == 4 * C + 2) };
         let s = 4 * C;
-        let (lanes, ord) = self.lanes.set_array_mut::<S>(set).split_at_mut(s);
+        // SAFETY: `body` is `C` only if the sets are `4 * C + 2 == S` lanes wide (`new`;
+        // `lanes` never changes shape).
+        let (lanes, ord) = unsafe { self.lanes.set_array_unchecked_mut::<S>(set) }.split_at_mut(s);
         // A mask, not an early-exit search: which way hits is unpredictable, and a
         // mispredicted loop exit costs more than comparing every way. Tags are unique
         // in a set, so at most one way matches.
@@ -268,6 +272,9 @@ pub struct Caches {
     pub memory_cycles: u64,
     /// References served by memory: walk (0) and data (1).
     memory_refs: [u64; 2],
+    /// Below `2^low_bits` a physical address has a tag with a zero high half in every
+    /// level ([`Level::locate`]): the common case, checked once per reference.
+    low_bits: u32,
 }
 
 impl Caches {
@@ -286,7 +293,15 @@ impl Caches {
         let big = (0..levels.len())
             .filter(|&i| levels[i].host_bytes() > 64 << 10)
             .collect();
+        // A tag's high half is zero while `line >> set_bits` (plus one) stays below 2^32.
+        let low_bits = levels
+            .iter()
+            .map(|l| l.line_shift + l.set_bits + 31)
+            .min()
+            .unwrap_or(63)
+            .min(63);
         Ok(Caches {
+            low_bits,
             big,
             levels,
             names: c.levels.iter().map(|l| l.name.clone()).collect(),
@@ -319,18 +334,34 @@ impl Caches {
     /// in order; each level that misses is filled.
     #[inline(always)]
     pub fn access(&mut self, pa: u64, walk: bool) -> u64 {
+        if pa >> self.low_bits != 0 {
+            return self.access_any(pa, walk);
+        }
+        self.access_in::<true>(pa, walk)
+    }
+
+    /// [`Caches::access`] for any address (tags' high halves checked per level).
+    #[cold]
+    #[inline(never)]
+    fn access_any(&mut self, pa: u64, walk: bool) -> u64 {
+        self.access_in::<false>(pa, walk)
+    }
+
+    /// [`Caches::access`]; `LOW`: `pa` is below `2^low_bits`.
+    #[inline(always)]
+    fn access_in<const LOW: bool>(&mut self, pa: u64, walk: bool) -> u64 {
         let k = !walk as usize;
         let Some((last, upper)) = self.levels.split_last_mut() else {
             self.memory_refs[k] += 1;
             return self.memory_cycles;
         };
         for l in upper {
-            if l.access::<false>(pa) {
+            if l.access::<false, LOW>(pa) {
                 l.hits[k] += 1;
                 return l.hit_cycles;
             }
         }
-        let hit = last.access::<true>(pa);
+        let hit = last.access::<true, LOW>(pa);
         last.hits[k] += hit as u64;
         self.memory_refs[k] += !hit as u64;
         std::hint::select_unpredictable(hit, last.hit_cycles, self.memory_cycles)
@@ -401,6 +432,43 @@ mod tests {
         assert_eq!(c.memory_walk_refs(), 3);
     }
 
+    /// The whole hierarchy equals per-level LRU lists, for addresses below and far
+    /// above `low_bits` (the per-reference check that picks the path without high
+    /// halves), including lines that differ only above bit 38 + set bits.
+    #[test]
+    fn hierarchy_equals_a_list_model_below_and_above_the_low_bound() {
+        let mut c = two_level();
+        assert_eq!(c.low_bits, 6 + 1 + 31, "L1's 2 sets of 64-byte lines");
+        let geo = [(2u64, 2usize, 4u64), (4, 4, 12)]; // sets, ways, hit cycles per level
+        let mut model: Vec<Vec<Vec<u64>>> =
+            geo.iter().map(|g| vec![Vec::new(); g.0 as usize]).collect();
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for i in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let mut line = x % 40;
+            if i >= 5_000 && x >> 33 & 1 == 1 {
+                line += 1 << (c.low_bits - 6 + (x >> 40 & 3) as u32);
+            }
+            let mut want = 100;
+            for (l, &(sets, ways, hit)) in geo.iter().enumerate() {
+                let lru = &mut model[l][(line % sets) as usize];
+                if let Some(p) = lru.iter().position(|&t| t == line) {
+                    lru.remove(p);
+                    lru.insert(0, line);
+                    want = hit;
+                    break;
+                }
+                if lru.len() == ways {
+                    lru.pop();
+                }
+                lru.insert(0, line);
+            }
+            assert_eq!(c.access(line << 6 | (x >> 58), true), want, "reference {i}");
+        }
+    }
+
     /// A level equals a plain per-set LRU list of full tags, for every width path
     /// (fixed 4/8/12/16, branchy or selecting, wide order, wide stamps) and across the switch to compared
     /// high halves (physical addresses far above 2^38), including tags that differ only
@@ -445,9 +513,9 @@ mod tests {
                 };
                 lru.insert(0, line);
                 let got = if select {
-                    level.access::<true>(pa)
+                    level.access::<true, false>(pa)
                 } else {
-                    level.access::<false>(pa)
+                    level.access::<false, false>(pa)
                 };
                 assert_eq!(got, hit, "{ways} ways, select {select}, reference {i}");
             }

@@ -59,11 +59,16 @@ impl<T> Sets<T> {
 
     /// [`Sets::set_mut`] as an array, for callers that know the width `S` at compile
     /// time (then the set's address is a constant multiple of its index).
+    ///
+    /// # Safety
+    /// `S` must be the width the storage was made with (checked in debug builds only:
+    /// this is on the cache model's hottest path).
     #[inline(always)]
-    pub fn set_array_mut<const S: usize>(&mut self, set: usize) -> &mut [T; S] {
-        assert_eq!(S, self.ways, "a {S}-wide view of {}-wide sets", self.ways);
+    pub unsafe fn set_array_unchecked_mut<const S: usize>(&mut self, set: usize) -> &mut [T; S] {
+        debug_assert_eq!(S, self.ways, "a {S}-wide view of {}-wide sets", self.ways);
         let start = (set & self.set_mask) * S;
-        // SAFETY: as in `set`, and `S == ways`: the set is `S` elements from `start`.
+        // SAFETY: as in `set`, and `S == ways` (the caller's promise): the set is `S`
+        // elements from `start`.
         unsafe { &mut *(self.data.as_mut_ptr().add(start) as *mut [T; S]) }
     }
 
