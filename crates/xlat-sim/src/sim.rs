@@ -175,11 +175,20 @@ impl<P: PageTable> Sim<P> {
     /// Replays a batch of events. On error, `events_done()` says how far it got.
     pub fn run(&mut self, events: &[Event]) -> Result<(), SimError> {
         #[cfg(target_arch = "x86_64")]
-        if !self.portable && crate::simd::has_v3() {
-            // SAFETY: `has_v3` found every feature `run_v3` is compiled with.
+        if self.runs_v3() {
+            // SAFETY: `runs_v3` found every feature `run_v3` is compiled with.
             return unsafe { self.run_v3(events) };
         }
         self.run_in::<false>(events)
+    }
+
+    /// Whether `run` takes the x86-64-v3 copy: not portable, and the CPU has the
+    /// features (`simd::has_v3`).
+    fn runs_v3(&self) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        return !self.portable && crate::simd::has_v3();
+        #[cfg(not(target_arch = "x86_64"))]
+        return false;
     }
 
     /// [`Sim::run_in`] compiled for x86-64-v3, with the out-of-line part of a
@@ -220,11 +229,11 @@ impl<P: PageTable> Sim<P> {
     /// `"x86-64-v3"` (AVX2, BMI1/2, LZCNT, POPCNT: ~6% fewer instructions) where the CPU
     /// has it, else `"portable"`. Both compute the same counts.
     pub fn hot_path(&self) -> &'static str {
-        #[cfg(target_arch = "x86_64")]
-        if !self.portable && crate::simd::has_v3() {
-            return "x86-64-v3";
+        if self.runs_v3() {
+            "x86-64-v3"
+        } else {
+            "portable"
         }
-        "portable"
     }
 
     /// Runs the portable code even where [`Sim::hot_path`] could be `x86-64-v3` (for
