@@ -48,8 +48,14 @@ impl AccessKind {
     }
 }
 
-/// One memory reference of `size` bytes (at least 1) starting at `addr`. An access that
-/// crosses a page boundary is translated once per page it touches.
+/// The largest access or block, in bytes, that readers and the simulator accept: 8× the
+/// largest block QEMU translates (two 4 KiB pages) and far above any single instruction's
+/// access (an XSAVE area is under 3 KiB, an AMX tile 1 KiB). Larger sizes are corrupt or
+/// crafted input, refused with an error rather than translated page by page.
+pub const MAX_ACCESS_BYTES: u32 = 1 << 16;
+
+/// One memory reference of `size` bytes (1..=[`MAX_ACCESS_BYTES`]) starting at `addr`. An
+/// access that crosses a page boundary is translated once per page it touches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Access {
     pub addr: VirtAddr,
@@ -78,7 +84,7 @@ impl Access {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Block {
     pub addr: VirtAddr,
-    /// Bytes, at least 1.
+    /// Bytes, 1..=[`MAX_ACCESS_BYTES`].
     pub len: u32,
     pub insns: u32,
     pub tid: Tid,

@@ -10,6 +10,9 @@ mod source;
 mod units;
 
 pub use addr::{Asid, Cycles, PageSize, Pfn, PhysAddr, VirtAddr, Vpn};
-pub use event::{Access, AccessKind, Advice, Block, Event, FlushScope, MapFlags, Pid, Prot, Tid};
+pub use event::{
+    Access, AccessKind, Advice, Block, Event, FlushScope, MapFlags, Pid, Prot, Tid,
+    MAX_ACCESS_BYTES,
+};
 pub use source::{EventSource, VecSource};
 pub use units::{format_bytes, parse_bytes, parse_count, UnitError};

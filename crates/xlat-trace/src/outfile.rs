@@ -1,0 +1,152 @@
+//! [`OutFile`]: an output file that appears complete or not at all.
+//!
+//! Data goes to a temporary file beside the destination (same directory, so the final
+//! `rename` is atomic); [`OutFile::commit`] flushes, syncs and renames it over the
+//! destination. Until then an existing destination is untouched, so a command that fails
+//! (or two commands writing one path at once) never leaves a stub or a mix: the last
+//! commit wins, whole. Dropped without a commit, the temporary file is removed, unless
+//! [`OutFile::keep_partial`] asked to keep it (a capture killed outright leaves what it had
+//! written under [`OutFile::partial_path`]).
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Distinguishes the temporary files of one process.
+static SERIAL: AtomicU64 = AtomicU64::new(0);
+
+/// A buffered file written under a temporary name and renamed over its destination by
+/// [`commit`](OutFile::commit).
+#[derive(Debug)]
+pub struct OutFile {
+    w: Option<BufWriter<File>>,
+    tmp: PathBuf,
+    dest: PathBuf,
+    keep: bool,
+}
+
+impl OutFile {
+    /// Creates the temporary file for `dest` (which is not touched).
+    pub fn create(dest: impl AsRef<Path>) -> io::Result<Self> {
+        let dest = dest.as_ref().to_path_buf();
+        let name = dest
+            .file_name()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "not a file name"))?;
+        let dir = match dest.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let tmp = dir.join(format!(
+            ".{}.{}-{}.partial",
+            name.to_string_lossy(),
+            std::process::id(),
+            SERIAL.fetch_add(1, Ordering::Relaxed)
+        ));
+        let f = File::options().write(true).create_new(true).open(&tmp)?;
+        Ok(OutFile {
+            w: Some(BufWriter::with_capacity(1 << 20, f)),
+            tmp,
+            dest,
+            keep: false,
+        })
+    }
+
+    /// The destination.
+    pub fn path(&self) -> &Path {
+        &self.dest
+    }
+
+    /// Where the data is until the commit.
+    pub fn partial_path(&self) -> &Path {
+        &self.tmp
+    }
+
+    /// Keeps the temporary file if this is dropped without a commit.
+    pub fn keep_partial(&mut self, keep: bool) {
+        self.keep = keep;
+    }
+
+    /// Flushes, syncs and renames the file over its destination.
+    pub fn commit(mut self) -> io::Result<()> {
+        let w = self.w.take().expect("an OutFile is committed once");
+        let f = w.into_inner().map_err(|e| e.into_error())?;
+        f.sync_all()?;
+        drop(f);
+        std::fs::rename(&self.tmp, &self.dest)?;
+        // Nothing left to remove.
+        self.keep = true;
+        Ok(())
+    }
+
+    fn w(&mut self) -> &mut BufWriter<File> {
+        self.w.as_mut().expect("not committed")
+    }
+}
+
+impl Write for OutFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.w().write(buf)
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        self.w().write_all(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.w().flush()
+    }
+}
+
+impl Drop for OutFile {
+    fn drop(&mut self) {
+        if let Some(w) = self.w.take() {
+            if self.keep {
+                let _ = w.into_inner();
+            } else {
+                drop(w);
+                let _ = std::fs::remove_file(&self.tmp);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_destination_changes_only_on_commit() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("out.txt");
+        std::fs::write(&p, b"precious").unwrap();
+        let mut f = OutFile::create(&p).unwrap();
+        f.write_all(b"new").unwrap();
+        f.flush().unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"precious");
+        drop(f);
+        assert_eq!(std::fs::read(&p).unwrap(), b"precious");
+        assert_eq!(
+            std::fs::read_dir(d.path()).unwrap().count(),
+            1,
+            "temp removed"
+        );
+        let mut f = OutFile::create(&p).unwrap();
+        f.write_all(b"new").unwrap();
+        f.commit().unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"new");
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_kept_partial_file_stays() {
+        let d = tempfile::tempdir().unwrap();
+        let mut f = OutFile::create(d.path().join("t.xlt")).unwrap();
+        f.write_all(b"abc").unwrap();
+        f.keep_partial(true);
+        let tmp = f.partial_path().to_path_buf();
+        drop(f);
+        assert_eq!(std::fs::read(tmp).unwrap(), b"abc");
+        assert!(!d.path().join("t.xlt").exists());
+    }
+}
