@@ -385,11 +385,59 @@ impl Default for CostConfig {
     }
 }
 
+/// Most entries of one TLB or page-walk-cache structure: ~1000× the largest real ones
+/// (Zen 4's L2 DTLB has 3072), ~32 MiB of host memory.
+pub const MAX_ENTRIES: u32 = 1 << 20;
+/// Most ways of a set (a lookup compares them all): 2048.
+pub const MAX_WAYS: u32 = 1 << 11;
+/// Largest cache level: 4 GiB (the largest real last-level caches hold ~1 GiB).
+pub const MAX_CACHE_BYTES: u64 = 4 << 30;
+/// Largest cycle count of any one cost or latency field (one second at 1 GHz): sums of
+/// them cannot wrap in any run that fits in memory (and saturate if they would).
+pub const MAX_CYCLES: u64 = 1_000_000_000;
+/// Largest `os.flush_ceiling`: 2^24 base pages (a range flushed page by page costs that
+/// many invalidations; Linux x86 uses 33).
+pub const MAX_FLUSH_CEILING: u64 = 1 << 24;
+/// Most lockdown slots per structure, and most prefetch-buffer entries.
+pub const MAX_SLOTS: u32 = 4096;
+
+fn at_most(field: impl Into<String>, v: u64, max: u64) -> Result<(), ConfigError> {
+    if v > max {
+        return Err(invalid(field, format!("{v} is too large: at most {max}")));
+    }
+    Ok(())
+}
+
+/// Fails if `names` repeats one (report rows and references by name would be ambiguous).
+fn unique<'a>(field: &str, names: impl IntoIterator<Item = &'a str>) -> Result<(), ConfigError> {
+    let mut seen = std::collections::HashSet::new();
+    for n in names {
+        if !seen.insert(n) {
+            return Err(invalid(
+                field,
+                format!("`{n}` appears twice; names must be unique"),
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn ways_of(field: &str, entries: u32, ways: Option<u32>) -> Result<(usize, usize), ConfigError> {
     if entries == 0 {
         return Err(invalid(format!("{field}.entries"), "must be at least 1"));
     }
+    at_most(
+        format!("{field}.entries"),
+        entries as u64,
+        MAX_ENTRIES as u64,
+    )?;
     let w = ways.unwrap_or(entries);
+    if w > MAX_WAYS {
+        return Err(invalid(
+            format!("{field}.ways"),
+            format!("{w} ways (fully associative when absent): at most {MAX_WAYS}; use sets"),
+        ));
+    }
     if w == 0 || !entries.is_multiple_of(w) {
         return Err(invalid(
             format!("{field}.ways"),
@@ -484,6 +532,20 @@ impl MachineConfig {
             ));
         }
         let names: Vec<&str> = levels.iter().map(|l| l.name.as_str()).collect();
+        unique("page_table.levels", names.iter().copied())?;
+        unique(
+            "tlb.levels",
+            self.tlb.levels.iter().map(|l| l.name.as_str()),
+        )?;
+        unique(
+            "cache.levels",
+            self.cache.levels.iter().map(|l| l.name.as_str()),
+        )?;
+        at_most(
+            "tlb.prefetch_buffer",
+            self.tlb.prefetch_buffer as u64,
+            MAX_SLOTS as u64,
+        )?;
         if self.tlb.levels.is_empty() {
             return Err(invalid("tlb.levels", "needs at least one TLB level"));
         }
@@ -495,6 +557,7 @@ impl MachineConfig {
         }
         for (li, lvl) in self.tlb.levels.iter().enumerate() {
             let f = format!("tlb.levels[{li}]");
+            at_most(format!("{f}.hit_cycles"), lvl.hit_cycles, MAX_CYCLES)?;
             let split = !lvl.i.is_empty() || !lvl.d.is_empty();
             if split != lvl.unified.is_empty() {
                 return Err(invalid(
@@ -512,6 +575,19 @@ impl MachineConfig {
                             "needs at least one page size, e.g. [\"4KiB\"]",
                         ));
                     }
+                    for (k, z) in s.sizes.iter().enumerate() {
+                        if s.sizes[..k].contains(z) {
+                            return Err(invalid(
+                                format!("{sf}.sizes"),
+                                format!("{z} appears twice"),
+                            ));
+                        }
+                    }
+                    at_most(
+                        format!("{sf}.lockdown"),
+                        s.lockdown as u64,
+                        MAX_SLOTS as u64,
+                    )?;
                     if s.replacement == Policy::TreePlru && (!ways.is_power_of_two() || ways > 64) {
                         return Err(invalid(
                             format!("{sf}.replacement"),
@@ -555,6 +631,7 @@ impl MachineConfig {
         match &self.walker.pwc {
             PwcConfig::None => {}
             PwcConfig::Split { caches } => {
+                unique("walker.pwc.caches", caches.iter().map(|c| c.level.as_str()))?;
                 for (ci, c) in caches.iter().enumerate() {
                     let f = format!("walker.pwc.caches[{ci}]");
                     check_pwc_level(&f, &c.level, levels, &names)?;
@@ -567,6 +644,7 @@ impl MachineConfig {
                 levels: lv,
             } => {
                 ways_of("walker.pwc", *entries, *ways)?;
+                unique("walker.pwc.levels", lv.iter().map(|n| n.as_str()))?;
                 for (i, n) in lv.iter().enumerate() {
                     check_pwc_level(&format!("walker.pwc.levels[{i}]"), n, levels, &names)?;
                 }
@@ -589,10 +667,97 @@ impl MachineConfig {
                     "must be a multiple of the line size",
                 ));
             }
+            at_most(format!("{f}.hit_cycles"), c.hit_cycles, MAX_CYCLES)?;
+            if c.size.0 == 0 || c.size.0 > MAX_CACHE_BYTES {
+                return Err(invalid(
+                    format!("{f}.size"),
+                    format!(
+                        "{} bytes: allowed 1 line to {MAX_CACHE_BYTES} (4 GiB)",
+                        c.size.0
+                    ),
+                ));
+            }
             let lines = c.size.0 / c.line as u64;
-            ways_of(&f, lines as u32, Some(c.ways))?;
+            if c.ways == 0 || c.ways > MAX_WAYS || !lines.is_multiple_of(c.ways as u64) {
+                return Err(invalid(
+                    format!("{f}.ways"),
+                    format!(
+                        "{}: must be between 1 and {MAX_WAYS} and divide the {lines} lines",
+                        c.ways
+                    ),
+                ));
+            }
+            if !(lines / c.ways as u64).is_power_of_two() {
+                return Err(invalid(
+                    format!("{f}.size"),
+                    format!(
+                        "{lines} lines / {} ways = {} sets; the number of sets must be a power of two",
+                        c.ways,
+                        lines / c.ways as u64
+                    ),
+                ));
+            }
         }
+        at_most("cache.memory_cycles", self.cache.memory_cycles, MAX_CYCLES)?;
+        let w = &self.walker;
+        for (f, v) in [
+            ("walker.trap_cycles", w.trap_cycles),
+            ("walker.handler_cycles", w.handler_cycles),
+            ("walker.pwc_hit_cycles", w.pwc_hit_cycles),
+            ("cost.fault_cycles", self.cost.fault_cycles),
+            ("cost.copy_page_cycles", self.cost.copy_page_cycles),
+            ("cost.pte_cycles", self.cost.pte_cycles),
+            ("cost.table_visit_cycles", self.cost.table_visit_cycles),
+            ("cost.flush_page_cycles", self.cost.flush_page_cycles),
+            ("cost.flush_all_cycles", self.cost.flush_all_cycles),
+        ] {
+            at_most(f, v, MAX_CYCLES)?;
+        }
+        at_most("os.flush_ceiling", self.os.flush_ceiling, MAX_FLUSH_CEILING)?;
         Ok(())
+    }
+
+    /// Host bytes this machine's fixed structures need, estimated (~32 per TLB or
+    /// page-walk-cache entry, ~16 per cache line), and the field of the largest one.
+    pub fn host_bytes(&self) -> (u64, String) {
+        let mut parts: Vec<(u64, String)> = Vec::new();
+        for (li, l) in self.tlb.levels.iter().enumerate() {
+            for (side, list) in [("i", &l.i), ("d", &l.d), ("unified", &l.unified)] {
+                for (si, st) in list.iter().enumerate() {
+                    let n = st.entries as u64 + st.lockdown as u64;
+                    parts.push((32 * n, format!("tlb.levels[{li}].{side}[{si}].entries")));
+                }
+            }
+        }
+        parts.push((
+            32 * self.tlb.prefetch_buffer as u64,
+            "tlb.prefetch_buffer".into(),
+        ));
+        match &self.walker.pwc {
+            PwcConfig::None => {}
+            PwcConfig::Split { caches } => {
+                for (ci, c) in caches.iter().enumerate() {
+                    parts.push((
+                        32 * c.entries as u64,
+                        format!("walker.pwc.caches[{ci}].entries"),
+                    ));
+                }
+            }
+            PwcConfig::Unified { entries, .. } => {
+                parts.push((32 * *entries as u64, "walker.pwc.entries".into()))
+            }
+        }
+        for (ci, c) in self.cache.levels.iter().enumerate() {
+            let lines = c.size.0 / c.line.max(1) as u64;
+            parts.push((16 * lines, format!("cache.levels[{ci}].size")));
+        }
+        let total = parts.iter().map(|p| p.0).sum();
+        let field = parts
+            .into_iter()
+            .max_by_key(|p| p.0)
+            .map(|p| p.1)
+            .unwrap_or_default();
+        (total, field)
     }
 
     /// Number of virtual-address bits the page table translates.

@@ -34,4 +34,35 @@ pub enum SimError {
         "event {event}: {what} has a zero size or a range that wraps around the address space"
     )]
     BadRange { event: u64, what: &'static str },
+    #[error("event {event}: {what} of {size} bytes is larger than any real access ({max} bytes at most)")]
+    TooLarge {
+        event: u64,
+        what: &'static str,
+        size: u64,
+        max: u64,
+    },
+    #[error("event {event}: {what} at {addr:#x} changes a global (kernel) mapping; global mappings are part of every address space and last for the whole run")]
+    GlobalArea {
+        event: u64,
+        what: &'static str,
+        addr: u64,
+    },
+    #[error("event {event}: the global (kernel) mapping at {addr:#x} overlaps an existing mapping of process {pid}")]
+    GlobalOverlap { event: u64, addr: u64, pid: u32 },
+    #[error("event {event}: {what} would take the simulator's host memory to ~{need_mib} MiB, over the limit of {limit_mib} MiB ({why}); raise it with --max-memory if the host has the memory")]
+    HostMemory {
+        event: u64,
+        what: &'static str,
+        need_mib: u64,
+        limit_mib: u64,
+        why: String,
+    },
+    #[error(
+        "event {event}: {what} needs more simulated physical memory than the model has ({why})"
+    )]
+    PhysicalMemory {
+        event: u64,
+        what: &'static str,
+        why: &'static str,
+    },
 }

@@ -28,9 +28,10 @@ mod simd;
 pub mod stats;
 pub mod tlb;
 pub mod vma;
+mod zeroed;
 
 pub use config::{ConfigError, MachineConfig};
 pub use error::SimError;
 pub use pagetable::{PageTable, Radix};
-pub use sim::Sim;
+pub use sim::{MemoryProbe, Sim, DEFAULT_MEMORY_LIMIT};
 pub use stats::Report;

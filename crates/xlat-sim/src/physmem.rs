@@ -62,6 +62,12 @@ impl PhysMem {
         p
     }
 
+    /// Whether data frames have grown into the page-table pool's addresses (1 TiB of
+    /// data): the model's physical memory is full.
+    pub fn data_exhausted(&self) -> bool {
+        self.next_frame > TABLE_BASE >> self.base_shift
+    }
+
     /// Marks `n` frames from `pfn` as referenced once more (fork sharing).
     pub fn share(&mut self, pfn: u64, n: u64) {
         for f in pfn..pfn + n {

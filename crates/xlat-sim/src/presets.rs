@@ -39,9 +39,9 @@ pub fn load(name_or_path: &str) -> Result<MachineConfig, ConfigError> {
     }
     let path = std::path::Path::new(name_or_path);
     if path.extension().is_some_and(|e| e == "toml") || path.exists() {
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Parse {
+        let text = read_bounded(path).map_err(|msg| ConfigError::Parse {
             source_name: name_or_path.to_string(),
-            msg: e.to_string(),
+            msg,
         })?;
         return MachineConfig::from_toml(&text, name_or_path);
     }
@@ -49,4 +49,24 @@ pub fn load(name_or_path: &str) -> Result<MachineConfig, ConfigError> {
         name_or_path.to_string(),
         names(),
     ))
+}
+
+/// Largest machine file read (the presets are ~2 KiB).
+pub const MAX_MACHINE_FILE: u64 = 1 << 20;
+
+/// The file's text, refusing files over [`MAX_MACHINE_FILE`] (`/dev/zero` included)
+/// without reading them whole.
+fn read_bounded(path: &std::path::Path) -> Result<String, String> {
+    use std::io::Read;
+    let f = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let mut buf = Vec::new();
+    f.take(MAX_MACHINE_FILE + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| e.to_string())?;
+    if buf.len() as u64 > MAX_MACHINE_FILE {
+        return Err(format!(
+            "larger than {MAX_MACHINE_FILE} bytes: not a machine description"
+        ));
+    }
+    String::from_utf8(buf).map_err(|e| format!("not UTF-8 text: {e}"))
 }

@@ -28,7 +28,9 @@ use crate::stats::*;
 use crate::tlb::{Entry, Tlbs};
 use crate::vma::{Vma, Vmas};
 use rustc_hash::FxHashMap;
-use xlat_types::{AccessKind, Advice, Event, FlushScope, MapFlags, Pid, Prot, VirtAddr};
+use xlat_types::{
+    AccessKind, Advice, Event, FlushScope, MapFlags, Pid, Prot, VirtAddr, MAX_ACCESS_BYTES,
+};
 
 struct Process<P> {
     pid: u32,
@@ -74,6 +76,11 @@ pub struct Sim<P: PageTable> {
     caches: Caches,
     mem: PhysMem,
     slots: Vec<Option<Process<P>>>,
+    /// Global (kernel) areas: part of every address space (inserted into each process's
+    /// areas), never changed once made. Pinned regions are among them.
+    kernel: Vmas,
+    /// The frame of each global page touched so far (by its virtual base).
+    kernel_pages: FxHashMap<u64, u64>,
     pid_slot: FxHashMap<u32, usize>,
     cur: Option<usize>,
     asid: u16,
@@ -87,7 +94,23 @@ pub struct Sim<P: PageTable> {
     walks_at_batch: u64,
     /// Never run the x86-64-v3 code ([`Sim::set_portable`]).
     portable: bool,
+    /// Host memory the simulator may use ([`Sim::with_memory_limit`]).
+    mem_limit: u64,
+    mem_probe: Option<MemoryProbe>,
 }
+
+/// The default of [`Sim::with_memory_limit`]: 1 GiB of host memory.
+pub const DEFAULT_MEMORY_LIMIT: u64 = 1 << 30;
+
+/// Host bytes in use now (the caller's whole heap, say), for [`Sim::with_memory_limit`].
+pub type MemoryProbe = fn() -> u64;
+
+/// Host bytes a populated base page costs, at most (its entry in a dense table, the
+/// table's share of its node, frame bookkeeping).
+const HOST_BYTES_PER_PAGE: u64 = 16;
+
+/// Pages a populate maps between two host-memory checks.
+const PAGES_PER_CHECK: u64 = 1 << 16;
 
 /// How many events ahead `run` prefetches host memory for. A walking event takes
 /// ~500 host cycles, so two events ahead covers a DRAM access; farther ahead measured
@@ -98,8 +121,33 @@ const PREFETCH_DISTANCE: usize = 2;
 const MAX_ATTEMPTS: usize = 4;
 
 impl<P: PageTable> Sim<P> {
+    /// A simulator within [`DEFAULT_MEMORY_LIMIT`] (checked by estimates only).
     pub fn new(cfg: &MachineConfig) -> Result<Self, ConfigError> {
+        Self::with_memory_limit(cfg, DEFAULT_MEMORY_LIMIT, None)
+    }
+
+    /// A simulator that keeps the host memory in use within `limit` bytes: the
+    /// machine's structures are estimated first (a configuration over the limit is an
+    /// error naming its largest field); events that would need more (a populate, a
+    /// fork) are refused before the work; and with a `probe`, the memory in use is
+    /// checked before each batch and while populating (the error names the event).
+    pub fn with_memory_limit(
+        cfg: &MachineConfig,
+        limit: u64,
+        probe: Option<MemoryProbe>,
+    ) -> Result<Self, ConfigError> {
         cfg.validate()?;
+        let (need, field) = cfg.host_bytes();
+        if need > limit {
+            return Err(ConfigError::Invalid {
+                field,
+                msg: format!(
+                    "this machine's structures need ~{} MiB of host memory, over the limit of {} MiB (--max-memory)",
+                    need >> 20,
+                    limit >> 20
+                ),
+            });
+        }
         let crate::config::PageTableConfig::Radix { base_page, .. } = &cfg.page_table;
         let base_shift = base_page.shift();
         let mut mem = PhysMem::new(base_shift);
@@ -128,6 +176,7 @@ impl<P: PageTable> Sim<P> {
         for (s, v) in &pinned {
             vmas.insert(*s, *v);
         }
+        let kernel = vmas.clone();
         let mut sim = Sim {
             base_shift,
             va_bits: cfg.va_bits(),
@@ -149,6 +198,8 @@ impl<P: PageTable> Sim<P> {
                 asid: 0,
                 asid_gen: 0,
             })],
+            kernel,
+            kernel_pages: FxHashMap::default(),
             pid_slot: FxHashMap::default(),
             cur: Some(0),
             asid: 0,
@@ -161,6 +212,8 @@ impl<P: PageTable> Sim<P> {
             scratch: Vec::new(),
             walks_at_batch: 0,
             portable: false,
+            mem_limit: limit,
+            mem_probe: probe,
             cfg: cfg.clone(),
         };
         sim.pid_slot.insert(Pid::INIT.0, 0);
@@ -174,6 +227,9 @@ impl<P: PageTable> Sim<P> {
 
     /// Replays a batch of events. On error, `events_done()` says how far it got.
     pub fn run(&mut self, events: &[Event]) -> Result<(), SimError> {
+        if self.mem_probe.is_some() {
+            self.host_check("the events so far", 0, "the host memory in use")?;
+        }
         #[cfg(target_arch = "x86_64")]
         if self.runs_v3() {
             // SAFETY: `runs_v3` found every feature `run_v3` is compiled with.
@@ -283,12 +339,8 @@ impl<P: PageTable> Sim<P> {
         // Per-kind counts; the total is their sum (computed by the report).
         self.c.by_kind[kind as usize] += 1;
         let last = va.wrapping_add(size.max(1) as u64 - 1);
-        if last < va {
-            self.c.rejected += 1;
-            return Err(SimError::BadRange {
-                event: self.event,
-                what: kind.name(),
-            });
+        if last < va || size > MAX_ACCESS_BYTES {
+            return Err(self.reject(kind, size));
         }
         if last & self.va_high != 0 {
             self.c.rejected += 1;
@@ -311,6 +363,24 @@ impl<P: PageTable> Sim<P> {
             }
             self.c.extra_pages += 1;
             cur = next;
+        }
+    }
+
+    /// The error for an access that wraps around the address space or is too large.
+    #[cold]
+    fn reject(&mut self, kind: AccessKind, size: u32) -> SimError {
+        self.c.rejected += 1;
+        if size > MAX_ACCESS_BYTES {
+            return SimError::TooLarge {
+                event: self.event,
+                what: kind.name(),
+                size: size as u64,
+                max: MAX_ACCESS_BYTES as u64,
+            };
+        }
+        SimError::BadRange {
+            event: self.event,
+            what: kind.name(),
         }
     }
 
@@ -412,7 +482,7 @@ impl<P: PageTable> Sim<P> {
             Some((li, e)) if !store || e.writable => {
                 debug_assert!(li > 0);
                 if li < nl {
-                    self.c.cyc.tlb_hit += self.tlb.hit_cycles(li);
+                    sat(&mut self.c.cyc.tlb_hit, self.tlb.hit_cycles(li));
                 }
                 self.tlb
                     .fill(li, side, va, &entry_leaf(&e), self.base_shift, asid);
@@ -424,7 +494,7 @@ impl<P: PageTable> Sim<P> {
             Some(_) => self.write_fault(cur, va, kind)?,
             None => {
                 if nl > 1 {
-                    self.c.cyc.tlb_hit += self.tlb.hit_cycles(nl - 1);
+                    sat(&mut self.c.cyc.tlb_hit, self.tlb.hit_cycles(nl - 1));
                 }
             }
         }
@@ -508,23 +578,29 @@ impl<P: PageTable> Sim<P> {
         let mut start = 0;
         if self.cfg.walker.kind == WalkerKind::Software {
             self.c.traps += 1;
-            self.c.cyc.trap += self.cfg.walker.trap_cycles + self.cfg.walker.handler_cycles;
+            sat(
+                &mut self.c.cyc.trap,
+                self.cfg.walker.trap_cycles + self.cfg.walker.handler_cycles,
+            );
         } else if self.pwc.split() {
             // Probes and fills in one pass (the same result as `lookup` then `fill`).
             if let Some(h) = self.pwc.lookup_filling(va, self.asid, w.n - 1) {
                 start = (h + 1).min(w.n - 1);
-                self.c.cyc.walk += self.cfg.walker.pwc_hit_cycles;
+                sat(&mut self.c.cyc.walk, self.cfg.walker.pwc_hit_cycles);
             }
         } else if !self.pwc.is_empty() {
             if let Some(h) = self.pwc.lookup(va, self.asid) {
                 start = (h + 1).min(w.n - 1);
-                self.c.cyc.walk += self.cfg.walker.pwc_hit_cycles;
+                sat(&mut self.c.cyc.walk, self.cfg.walker.pwc_hit_cycles);
             }
             if w.n > 1 {
                 self.pwc.fill(va, start, w.n - 1, self.asid);
             }
         }
-        self.c.cyc.walk += self.caches.access_walk(&w.refs[start..w.n]);
+        sat(
+            &mut self.c.cyc.walk,
+            self.caches.access_walk(&w.refs[start..w.n]),
+        );
         self.c.walk_spans[start][w.n] += 1;
         Ok(())
     }
@@ -554,6 +630,17 @@ impl<P: PageTable> Sim<P> {
                     });
                 }
                 self.c.faults.outside_mappings += 1;
+                // The page gets an area of its own, so that every present translation
+                // lies in an area (what later mmaps, munmaps and forks rely on).
+                let page = va & !((1u64 << bs) - 1);
+                let vma = Vma {
+                    end: page + (1u64 << bs),
+                    prot: Prot::RWX,
+                    flags: MapFlags(MapFlags::ANON),
+                    thp: None,
+                    phys: None,
+                };
+                p.vmas.insert(page, vma);
                 (bs, self.mem.alloc_frames(0), WRITABLE)
             }
             Some((start, v)) => {
@@ -576,6 +663,7 @@ impl<P: PageTable> Sim<P> {
                     if want
                         && v.flags.has(MapFlags::ANON)
                         && v.phys.is_none()
+                        && !v.flags.has(MapFlags::GLOBAL)
                         && b >= start
                         && b + size <= v.end
                         && p.pt.slot_free(VirtAddr(b), ts)
@@ -596,6 +684,16 @@ impl<P: PageTable> Sim<P> {
                         flags |= FIXED;
                         (ph + (base - start)) >> bs
                     }
+                    // A global page has one frame for every address space (base pages
+                    // only), kept for the whole run: global areas are never unmapped.
+                    None if v.flags.has(MapFlags::GLOBAL) => {
+                        flags |= FIXED;
+                        let mem = &mut self.mem;
+                        *self
+                            .kernel_pages
+                            .entry(base)
+                            .or_insert_with(|| mem.alloc_frames(0))
+                    }
                     None => self.mem.alloc_frames(shift - bs),
                 };
                 if populate {
@@ -609,18 +707,33 @@ impl<P: PageTable> Sim<P> {
             }
         };
         if !populate {
-            self.c.cyc.fault += self.cfg.cost.fault_cycles;
+            sat(&mut self.c.cyc.fault, self.cfg.cost.fault_cycles);
+        }
+        if self.mem.data_exhausted() {
+            return Err(SimError::PhysicalMemory {
+                event: self.event,
+                what,
+                why: "1 TiB of data frames, below the page-table pool",
+            });
         }
         let base = va & !((1u64 << shift) - 1);
-        p.pt.map(
-            VirtAddr(base),
-            Leaf {
-                pfn,
-                shift: shift as u8,
-                flags,
-            },
-            &mut self.mem,
-        );
+        let leaf = Leaf {
+            pfn,
+            shift: shift as u8,
+            flags,
+        };
+        p.pt.map(VirtAddr(base), leaf, &mut self.mem);
+        if flags & GLOBAL_PAGE != 0 && leaf.flags & FIXED != 0 {
+            // Kernel page tables are shared by every address space (Linux copies the
+            // kernel's top-level entries into each new one): a global page appears in
+            // all of them at once, so no TLB ever holds it where a table lacks it.
+            // (Here each process gets its own tables for it: their counts include them.)
+            for p in self.slots.iter_mut().flatten() {
+                if p.pt.lookup(VirtAddr(base)).is_none() {
+                    p.pt.map(VirtAddr(base), leaf, &mut self.mem);
+                }
+            }
+        }
         Ok(())
     }
 
@@ -642,7 +755,7 @@ impl<P: PageTable> Sim<P> {
             unreachable!("read-only translation without a page-table entry at {va:#x}");
         };
         let n = 1u64 << (leaf.shift as u32 - bs);
-        self.c.cyc.fault += self.cfg.cost.fault_cycles;
+        sat(&mut self.c.cyc.fault, self.cfg.cost.fault_cycles);
         if leaf.flags & FIXED == 0 && self.mem.is_shared(leaf.pfn, n) {
             let new = self.mem.alloc_frames(leaf.shift as u32 - bs);
             self.mem.release(leaf.pfn, n);
@@ -655,7 +768,10 @@ impl<P: PageTable> Sim<P> {
                 },
             );
             self.c.faults.cow_copies += 1;
-            self.c.cyc.fault += self.cfg.cost.copy_page_cycles * n;
+            sat(
+                &mut self.c.cyc.fault,
+                self.cfg.cost.copy_page_cycles.saturating_mul(n),
+            );
         } else {
             p.pt.set_flags(base, leaf.flags | WRITABLE);
             self.c.faults.write_protect += 1;
@@ -664,12 +780,22 @@ impl<P: PageTable> Sim<P> {
         Ok(())
     }
 
+    /// The cycles of an OS software walk (fork, exit, unmap).
+    fn os_cycles(&mut self, sw: &crate::pagetable::SoftWalk) {
+        let cost = &self.cfg.cost;
+        let c = sw
+            .entries
+            .saturating_mul(cost.pte_cycles)
+            .saturating_add(sw.visits.saturating_mul(cost.table_visit_cycles));
+        sat(&mut self.c.cyc.os, c);
+    }
+
     fn flush_page(&mut self, base: u64, shift: u32) {
         let n = self.tlb.flush_page(base, shift, self.asid);
         self.pwc.flush(Some(self.asid));
         self.c.flushes.page += 1;
         self.c.flushes.entries_invalidated += n;
-        self.c.cyc.flush += self.cfg.cost.flush_page_cycles;
+        sat(&mut self.c.cyc.flush, self.cfg.cost.flush_page_cycles);
     }
 
     fn flush_space(&mut self) {
@@ -682,7 +808,7 @@ impl<P: PageTable> Sim<P> {
         self.pwc.flush(tag);
         self.c.flushes.asid += 1;
         self.c.flushes.entries_invalidated += n;
-        self.c.cyc.flush += self.cfg.cost.flush_all_cycles;
+        sat(&mut self.c.cyc.flush, self.cfg.cost.flush_all_cycles);
     }
 
     /// Flushes the leaves an operation removed or changed: page by page up to the
@@ -721,8 +847,7 @@ impl<P: PageTable> Sim<P> {
         self.c.os.unmap_entries += sw.entries;
         self.c.os.unmap_tables += sw.tables;
         self.c.os.table_visits += sw.visits;
-        self.c.cyc.os +=
-            sw.entries * self.cfg.cost.pte_cycles + sw.visits * self.cfg.cost.table_visit_cycles;
+        self.os_cycles(&sw);
         self.flush_leaves(&leaves, pages);
     }
 
@@ -740,7 +865,7 @@ impl<P: PageTable> Sim<P> {
                 self.pwc.flush(None);
                 self.c.flushes.all += 1;
                 self.c.flushes.entries_invalidated += n;
-                self.c.cyc.flush += self.cfg.cost.flush_all_cycles;
+                sat(&mut self.c.cyc.flush, self.cfg.cost.flush_all_cycles);
                 self.c.os.asid_rollovers += 1;
                 self.asid_gen += 1;
                 self.next_asid = 1;
@@ -775,6 +900,70 @@ impl<P: PageTable> Sim<P> {
         Ok((start, end))
     }
 
+    /// Fails if the host memory in use (by the probe, if any) plus `extra` bytes would
+    /// exceed the limit.
+    fn host_check(&self, what: &'static str, extra: u64, why: &str) -> Result<(), SimError> {
+        let used = self.mem_probe.map_or(0, |p| p());
+        let need = used.saturating_add(extra);
+        if need > self.mem_limit {
+            return Err(SimError::HostMemory {
+                event: self.event,
+                what,
+                need_mib: need >> 20,
+                limit_mib: self.mem_limit >> 20,
+                why: why.to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Fails if `[start, end)` overlaps a global (kernel) area.
+    fn outside_kernel(&self, start: u64, end: u64, what: &'static str) -> Result<(), SimError> {
+        match self.kernel.within(start, end).first() {
+            None => Ok(()),
+            Some(&(addr, _)) => Err(SimError::GlobalArea {
+                event: self.event,
+                what,
+                addr,
+            }),
+        }
+    }
+
+    /// A global mapping of `[start, end)`: it becomes part of every address space, so
+    /// it may not overlap any process's mappings.
+    fn add_global(
+        &mut self,
+        start: u64,
+        end: u64,
+        prot: Prot,
+        flags: MapFlags,
+    ) -> Result<(), SimError> {
+        if let Some(p) = self
+            .slots
+            .iter()
+            .flatten()
+            .find(|p| p.vmas.overlaps(start, end))
+        {
+            return Err(SimError::GlobalOverlap {
+                event: self.event,
+                addr: start,
+                pid: p.pid,
+            });
+        }
+        let vma = Vma {
+            end,
+            prot,
+            flags,
+            thp: None,
+            phys: None,
+        };
+        self.kernel.insert(start, vma);
+        for p in self.slots.iter_mut().flatten() {
+            p.vmas.insert(start, vma);
+        }
+        Ok(())
+    }
+
     fn current(&self, what: &'static str) -> Result<usize, SimError> {
         self.cur.ok_or(SimError::NoProcess {
             event: self.event,
@@ -798,34 +987,49 @@ impl<P: PageTable> Sim<P> {
                 if start == end {
                     return Ok(());
                 }
-                if self.slots[cur]
-                    .as_ref()
-                    .expect("cur")
-                    .vmas
-                    .overlaps(start, end)
-                {
-                    self.slots[cur]
-                        .as_mut()
-                        .expect("cur")
-                        .vmas
-                        .remove(start, end);
-                    self.unmap_pages(cur, start, end);
+                self.outside_kernel(start, end, what)?;
+                if flags.has(MapFlags::GLOBAL) {
+                    self.add_global(start, end, prot, flags)?;
+                } else {
+                    let vmas = &mut self.slots[cur].as_mut().expect("cur").vmas;
+                    if vmas.remove(start, end) {
+                        self.unmap_pages(cur, start, end);
+                    }
+                    let vma = Vma {
+                        end,
+                        prot,
+                        flags,
+                        thp: None,
+                        phys: None,
+                    };
+                    let vmas = &mut self.slots[cur].as_mut().expect("cur").vmas;
+                    vmas.insert(start, vma);
                 }
-                let vma = Vma {
-                    end,
-                    prot,
-                    flags,
-                    thp: None,
-                    phys: None,
-                };
-                self.slots[cur]
-                    .as_mut()
-                    .expect("cur")
-                    .vmas
-                    .insert(start, vma);
-                if flags.has(MapFlags::POPULATE) {
+                // Linux populates only accessible areas (`populate_vma_page_range`, mm/gup.c:
+                // a PROT_NONE area is left unpopulated, and the mmap still succeeds).
+                if flags.has(MapFlags::POPULATE) && prot != Prot::NONE {
+                    let mut pages = (end - start) >> self.base_shift;
+                    if let Some(ts) = self.thp_shift.filter(|_| {
+                        self.cfg.os.thp == Thp::Always
+                            && flags.has(MapFlags::ANON)
+                            && !flags.has(MapFlags::GLOBAL)
+                    }) {
+                        // Huge pages, plus base pages at the unaligned ends.
+                        let per = ts as u32 - self.base_shift;
+                        pages = (pages >> per) + (2 << per);
+                    }
+                    self.host_check(
+                        what,
+                        pages.saturating_mul(HOST_BYTES_PER_PAGE),
+                        &format!("populating {pages} pages"),
+                    )?;
                     let mut va = start;
+                    let mut n = 0u64;
                     while va < end {
+                        n += 1;
+                        if n.is_multiple_of(PAGES_PER_CHECK) {
+                            self.host_check(what, 0, "populating")?;
+                        }
                         let mapped = self.slots[cur]
                             .as_ref()
                             .expect("cur")
@@ -844,6 +1048,7 @@ impl<P: PageTable> Sim<P> {
                 let cur = self.current(what)?;
                 self.c.os.munmaps += 1;
                 let (start, end) = self.range(addr.0, len, what)?;
+                self.outside_kernel(start, end, what)?;
                 self.slots[cur]
                     .as_mut()
                     .expect("cur")
@@ -855,6 +1060,7 @@ impl<P: PageTable> Sim<P> {
                 let cur = self.current(what)?;
                 self.c.os.mprotects += 1;
                 let (start, end) = self.range(addr.0, len, what)?;
+                self.outside_kernel(start, end, what)?;
                 let bs = self.base_shift;
                 let p = self.slots[cur].as_mut().expect("cur");
                 p.vmas.modify(start, end, |v| v.prot = prot);
@@ -879,6 +1085,7 @@ impl<P: PageTable> Sim<P> {
                 let cur = self.current(what)?;
                 self.c.os.madvises += 1;
                 let (start, end) = self.range(addr.0, len, what)?;
+                self.outside_kernel(start, end, what)?;
                 match advice {
                     Advice::DontNeed => self.unmap_pages(cur, start, end),
                     Advice::HugePage | Advice::NoHugePage => {
@@ -901,9 +1108,20 @@ impl<P: PageTable> Sim<P> {
             Event::Brk { addr } => {
                 let cur = self.current(what)?;
                 self.c.os.brks += 1;
-                let (a, _) = self.range(addr.0, 0, what)?;
-                let mask = (1u64 << self.base_shift) - 1;
-                let a = (a + if addr.0 & mask != 0 { mask + 1 } else { 0 }) & !mask;
+                // The new break, rounded up to a page; like mmap's, inside the address space.
+                let (_, a) = self.range(addr.0, 0, what)?;
+                if self.va_bits < 64 && a > 1u64 << self.va_bits {
+                    return Err(SimError::OutOfRange {
+                        event: self.event,
+                        what,
+                        addr: addr.0,
+                        bits: self.va_bits,
+                    });
+                }
+                let p = self.slots[cur].as_ref().expect("cur");
+                if let Some((_, c)) = p.heap {
+                    self.outside_kernel(a.min(c), a.max(c), what)?;
+                }
                 let p = self.slots[cur].as_mut().expect("cur");
                 match p.heap {
                     None => p.heap = Some((a, a)),
@@ -946,7 +1164,7 @@ impl<P: PageTable> Sim<P> {
                     self.pwc.flush(None);
                     self.c.flushes.switch += 1;
                     self.c.flushes.entries_invalidated += n;
-                    self.c.cyc.flush += self.cfg.cost.flush_all_cycles;
+                    sat(&mut self.c.cyc.flush, self.cfg.cost.flush_all_cycles);
                 }
                 self.loaded_pid = Some(pid.0);
                 self.cur = Some(slot);
@@ -959,14 +1177,13 @@ impl<P: PageTable> Sim<P> {
                     FlushScope::Range { start, len } => {
                         let (s, e) = self.range(start.0, len, what)?;
                         let pages = (e - s) >> self.base_shift;
-                        let leaves: Vec<(u64, u8)> = if pages <= self.cfg.os.flush_ceiling {
-                            (0..pages)
-                                .map(|i| (s + (i << self.base_shift), self.base_shift as u8))
-                                .collect()
+                        if pages > self.cfg.os.flush_ceiling {
+                            self.flush_space();
                         } else {
-                            Vec::new()
-                        };
-                        self.flush_leaves(&leaves, pages);
+                            for i in 0..pages {
+                                self.flush_page(s + (i << self.base_shift), self.base_shift);
+                            }
+                        }
                     }
                     FlushScope::Asid => self.flush_space(),
                     FlushScope::All => {
@@ -974,7 +1191,7 @@ impl<P: PageTable> Sim<P> {
                         self.pwc.flush(None);
                         self.c.flushes.all += 1;
                         self.c.flushes.entries_invalidated += n;
-                        self.c.cyc.flush += self.cfg.cost.flush_all_cycles;
+                        sat(&mut self.c.cyc.flush, self.cfg.cost.flush_all_cycles);
                     }
                 }
             }
@@ -996,6 +1213,15 @@ impl<P: PageTable> Sim<P> {
         self.c.os.mremaps += 1;
         let (os, oe) = self.range(old, old_len, what)?;
         let (ns, ne) = self.range(new, new_len, what)?;
+        // Linux: EINVAL for a new length of 0 (an empty area cannot exist).
+        if ns == ne {
+            return Err(SimError::BadRange {
+                event: self.event,
+                what,
+            });
+        }
+        self.outside_kernel(os, oe, what)?;
+        self.outside_kernel(ns, ne, what)?;
         let bs = self.base_shift;
         let p = self.slots[cur].as_mut().expect("cur");
         let attrs = p.vmas.find(os).map(|(_, v)| *v).unwrap_or(Vma {
@@ -1062,6 +1288,13 @@ impl<P: PageTable> Sim<P> {
         }
         let bs = self.base_shift;
         let p = self.slots[cur].as_mut().expect("cur");
+        // The child's tables cost what the parent's do.
+        let (bytes, tables) =
+            p.pt.table_usage()
+                .iter()
+                .fold((0u64, 0u64), |a, u| (a.0 + u.0, a.1 + u.1));
+        self.host_check(what, bytes + 64 * tables, "copying the page tables")?;
+        let p = self.slots[cur].as_mut().expect("cur");
         let Process { pt, vmas, heap, .. } = p;
         let (cpt, sw) = pt.fork(&mut self.mem, &mut |va, leaf, mem| {
             if leaf.flags & FIXED != 0 {
@@ -1087,8 +1320,7 @@ impl<P: PageTable> Sim<P> {
         self.c.os.fork_entries += sw.entries;
         self.c.os.fork_tables += sw.tables;
         self.c.os.table_visits += sw.visits;
-        self.c.cyc.os +=
-            sw.entries * self.cfg.cost.pte_cycles + sw.visits * self.cfg.cost.table_visit_cycles;
+        self.os_cycles(&sw);
         // The parent's writable entries became read-only: flush its address space.
         self.flush_space();
         let slot = match self.slots.iter().position(|s| s.is_none()) {
@@ -1118,8 +1350,7 @@ impl<P: PageTable> Sim<P> {
         self.c.os.exit_entries += sw.entries;
         self.c.os.exit_tables += sw.tables;
         self.c.os.table_visits += sw.visits;
-        self.c.cyc.os +=
-            sw.entries * self.cfg.cost.pte_cycles + sw.visits * self.cfg.cost.table_visit_cycles;
+        self.os_cycles(&sw);
         self.cur = None;
     }
 
@@ -1186,7 +1417,10 @@ impl<P: PageTable> Sim<P> {
         let m = &self.mem.counters;
         let mut cyc = c.cyc.clone();
         cyc.model = "latency sum without overlap (approximate)";
-        cyc.total = cyc.tlb_hit + cyc.walk + cyc.trap + cyc.fault + cyc.os + cyc.flush;
+        cyc.total = [cyc.walk, cyc.trap, cyc.fault, cyc.os, cyc.flush]
+            .iter()
+            .fold(cyc.tlb_hit, |a, &b| a.saturating_add(b));
+        cyc.saturated = cyc.total == u64::MAX;
         cyc.per_ref = cyc.total as f64 / total;
         let mut os = c.os.clone();
         os.processes_live = self.slots.iter().flatten().count() as u64;
@@ -1246,6 +1480,12 @@ impl<P: PageTable> Sim<P> {
             cycles: cyc,
         }
     }
+}
+
+/// Adds cycles, saturating at `u64::MAX` (the report then says `saturated`).
+#[inline(always)]
+fn sat(sum: &mut u64, cycles: u64) {
+    *sum = sum.saturating_add(cycles);
 }
 
 fn entry_leaf(e: &Entry) -> Leaf {

@@ -159,8 +159,10 @@ pub struct CycleEstimate {
     /// Fork/exit/unmap software walks.
     pub os: u64,
     pub flush: u64,
+    /// Sums saturate at `u64::MAX` instead of wrapping; `saturated` says one did.
     pub total: u64,
     pub per_ref: f64,
+    pub saturated: bool,
 }
 
 #[derive(Clone, Debug, Serialize)]

@@ -51,7 +51,11 @@ impl Vmas {
         }
     }
 
+    /// Inserts `[start, vma.end)` over whatever was there; an empty range is nothing.
     pub fn insert(&mut self, start: u64, vma: Vma) {
+        if start >= vma.end {
+            return;
+        }
         self.remove(start, vma.end);
         self.map.insert(start, vma);
     }

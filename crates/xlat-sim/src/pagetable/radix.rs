@@ -10,6 +10,7 @@
 use super::{Leaf, PageTable, SoftWalk, Walk, MAX_LEVELS};
 use crate::config::LevelConfig;
 use crate::physmem::PhysMem;
+use crate::zeroed::Zeroed;
 use std::cell::Cell;
 use xlat_types::{PageSize, VirtAddr};
 
@@ -239,7 +240,7 @@ pub struct Radix {
     /// Path hints: per last-level table (direct-mapped by the virtual address bits above
     /// it), the path a walk to it takes. Written by [`PageTable::prefetch`] and by walks;
     /// a walk uses a hint only if it is of the current [`Radix::epoch`].
-    hints: Box<[Cell<Hint>; HINTS]>,
+    hints: Hints,
     /// Bumped whenever a path to a last-level table can stop being one (a table is
     /// freed, a pointer cleared): older hints are ignored. Paths only ever appear
     /// otherwise (a new pointer fills an empty entry; a dense table stays where it is
@@ -267,12 +268,36 @@ struct Hint {
     refs: [u64; HINT_REFS],
 }
 
-/// Every hint slot empty.
-fn no_hints() -> Box<[Cell<Hint>; HINTS]> {
-    vec![Cell::new(Hint::default()); HINTS]
-        .into_boxed_slice()
-        .try_into()
-        .expect("HINTS slots")
+/// The hint slots of one table: zero-filled memory (an all-zero `Hint` is empty), so
+/// the host backs only the slots a process touches. A copy starts empty: hints are
+/// only hints (a walk checks a hint's epoch and key before trusting it).
+struct Hints(Zeroed<[Cell<Hint>; HINTS]>);
+
+impl Hints {
+    fn new() -> Self {
+        // SAFETY: `Hint` holds integers only (all zero = empty) and `Cell` has its
+        // content's layout.
+        Hints(unsafe { Zeroed::new() })
+    }
+}
+
+impl Clone for Hints {
+    fn clone(&self) -> Self {
+        Hints::new()
+    }
+}
+
+impl std::fmt::Debug for Hints {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Hints")
+    }
+}
+
+impl std::ops::Deref for Hints {
+    type Target = [Cell<Hint>; HINTS];
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
 }
 
 /// The hint in `slot`, borrowed in place. `Cell::get` would copy the whole line with
@@ -349,7 +374,7 @@ impl Radix {
             base_shift: base_page.shift(),
             folded_top,
             root,
-            hints: no_hints(),
+            hints: Hints::new(),
             epoch: 0,
             last_mask: [0; HINT_REFS],
             hint_shift: 0,
@@ -590,7 +615,7 @@ impl Radix {
         Radix {
             levels,
             root: 0,
-            hints: no_hints(),
+            hints: Hints::new(),
             epoch: 0,
             ..*self
         }
@@ -693,7 +718,7 @@ impl PageTable for Radix {
             if hint.key == key && hint.epoch == self.epoch && last < HINT_REFS {
                 let lvl = &mut self.levels[last];
                 let idx = lvl.index(va.0);
-                debug_assert_eq!(lvl.get(hint.node, idx), 0, "slot already mapped");
+                assert_eq!(lvl.get(hint.node, idx), 0, "slot already mapped");
                 lvl.set(hint.node, idx, enc_leaf(leaf));
                 sw.entries += 1;
                 return sw;
@@ -710,12 +735,13 @@ impl PageTable for Radix {
                 sw.entries += 1;
                 c
             } else {
-                debug_assert!(!is_leaf(e), "mapping under an existing large page");
+                // A release build would otherwise follow a leaf as a pointer.
+                assert!(!is_leaf(e), "mapping under an existing large page");
                 child(e)
             };
         }
         let idx = self.levels[depth].index(va.0);
-        debug_assert_eq!(self.levels[depth].get(n, idx), 0, "slot already mapped");
+        assert_eq!(self.levels[depth].get(n, idx), 0, "slot already mapped");
         self.levels[depth].set(n, idx, enc_leaf(leaf));
         sw.entries += 1;
         sw
