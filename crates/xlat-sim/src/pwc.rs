@@ -96,6 +96,20 @@ impl Pwc {
         ((va >> c.shift) << 4) | c.hw_level as u64 | VALID
     }
 
+    /// Every hardware level whose entry is cached for `va` under `asid`, without
+    /// changing any state (invariant checks).
+    pub fn peek_levels(&self, va: u64, asid: u16) -> Vec<usize> {
+        self.cached
+            .iter()
+            .filter(|c| {
+                self.arrs[c.arr]
+                    .peek(va >> c.shift, Self::key(va, c), asid)
+                    .is_some()
+            })
+            .map(|c| c.hw_level)
+            .collect()
+    }
+
     /// The deepest hardware level whose entry is cached for `va`, if any.
     #[inline(always)]
     pub fn lookup(&mut self, va: u64, asid: u16) -> Option<usize> {

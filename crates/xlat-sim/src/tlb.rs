@@ -610,6 +610,48 @@ impl Tlbs {
         None
     }
 
+    /// Every translation the hierarchy holds for `va` under `asid` (global ones too):
+    /// each structure's array at each of its sizes, the prefetch buffer and the memos,
+    /// named; lockdown slots (pinned at boot by design) excepted. Changes nothing: for
+    /// invariant checks ([`crate::Sim::check_invariants`]).
+    pub fn peek_all(&self, va: u64, asid: u16) -> Vec<(String, Entry)> {
+        let mut out = Vec::new();
+        for st in &self.structs {
+            for &s in &st.shifts {
+                if let Some(sl) = st.arr.peek(va >> s, key(va, s as u32), asid) {
+                    let e = Entry {
+                        shift: s,
+                        pfn: sl.data,
+                        writable: sl.flags & W != 0,
+                        global: sl.flags & GLOBAL != 0,
+                    };
+                    out.push((st.stats.name.clone(), e));
+                }
+            }
+        }
+        for (k, a, e) in &self.prefetch {
+            if *k == va >> e.shift && (*a == asid || e.global) {
+                out.push(("prefetch buffer".into(), *e));
+            }
+        }
+        for m in &self.memo {
+            if m.bits & M_VALID != 0
+                && m.bits & M_LOCKED == 0
+                && va >> m.shift == m.vpn
+                && (m.asid == asid || m.bits & M_GLOBAL != 0)
+            {
+                let e = Entry {
+                    shift: m.shift,
+                    pfn: m.pfn,
+                    writable: m.bits & M_WRITABLE != 0,
+                    global: m.bits & M_GLOBAL != 0,
+                };
+                out.push(("first-level memo".into(), e));
+            }
+        }
+        out
+    }
+
     fn forget(&mut self) {
         self.memo[0].bits = 0;
         self.memo[1].bits = 0;

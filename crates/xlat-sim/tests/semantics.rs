@@ -1,0 +1,309 @@
+//! The semantic property test (issue 14): random OS and access event sequences — mmap
+//! with every flag, mremap edge cases, fork/exit/exec/switch, flushes, global mappings,
+//! loads, stores and fetches of any size — on every preset, each also run on the same
+//! machine with a folded level added. Checked after events:
+//! - no panic (a `SimError` is a legal outcome: the sequence goes on);
+//! - both organizations give the same translations, errors and counts;
+//! - no TLB structure, prefetch buffer, memo or page-walk cache holds a translation the
+//!   current tables lack ([`Sim::check_invariants`]);
+//! - counters add up: each TLB level is looked up once per miss of the level above (once
+//!   per translation for the first), walks are last-level misses not served by the
+//!   prefetch buffer (plus re-walks after a write fault on a TLB hit), and once every
+//!   process has exited only the global pages' frames are left.
+//!
+//! Bounded for CI: `PROPTEST_CASES` (default 24 per preset) sequences of up to 120
+//! events.
+
+use proptest::prelude::*;
+use xlat_sim::config::{LevelConfig, PageTableConfig, Thp};
+use xlat_sim::{presets, MachineConfig, Radix, Report, Sim};
+use xlat_types::{
+    Access, AccessKind, Advice, Block, Event, FlushScope, MapFlags, Pid, Prot, Tid, VirtAddr,
+};
+
+/// The region the sequences work in, and where global mappings go.
+const A: u64 = 0x4000_0000;
+const G: u64 = 0x7000_0000;
+const PAGES: u64 = 96;
+
+/// One generated operation: (kind, page, pages, variant).
+type Op = (u8, u64, u64, u8);
+
+fn ops() -> impl Strategy<Value = Vec<Op>> {
+    prop::collection::vec((0u8..20, 0..PAGES, 0u64..40, any::<u8>()), 1..120)
+}
+
+fn prot(v: u8) -> Prot {
+    [Prot::RW, Prot(Prot::READ), Prot::NONE, Prot::RWX][(v & 3) as usize]
+}
+
+/// Turns `ops` into events for a machine with `page`-byte base pages, keeping track of
+/// the live processes so that switches name one.
+fn events(ops: &[Op], page: u64) -> Vec<Event> {
+    let mut ev = vec![Event::Mmap {
+        addr: VirtAddr(A),
+        len: PAGES * page,
+        prot: Prot::RW,
+        flags: MapFlags(MapFlags::ANON),
+    }];
+    let mut live = vec![1u32];
+    let mut cur = Some(1u32);
+    let mut next = 2u32;
+    for &(k, pg, n, v) in ops {
+        let va = A + pg * page;
+        let len = n * page;
+        let size = [1u32, 8, 16, 64, 4096, 9000][(v % 6) as usize];
+        let off = (v as u64 * 37) % page;
+        let e = match k {
+            0..=2 => Event::Access(Access::new(AccessKind::Load, va + off, size)),
+            3..=5 => Event::Access(Access::new(AccessKind::Store, va + off, size)),
+            6 => Event::Block(Block {
+                addr: VirtAddr(va + off),
+                len: size,
+                insns: 3,
+                tid: Tid(0),
+            }),
+            7 => Event::Mmap {
+                addr: VirtAddr(va),
+                len,
+                prot: prot(v),
+                flags: MapFlags(v >> 2 & 7),
+            },
+            8 => Event::Munmap {
+                addr: VirtAddr(va),
+                len,
+            },
+            9 => Event::Mprotect {
+                addr: VirtAddr(va),
+                len,
+                prot: prot(v),
+            },
+            10 => Event::Madvise {
+                addr: VirtAddr(va),
+                len,
+                advice: [
+                    Advice::DontNeed,
+                    Advice::HugePage,
+                    Advice::NoHugePage,
+                    Advice::Other,
+                ][(v & 3) as usize],
+            },
+            11 => Event::Mremap {
+                old: VirtAddr(va),
+                old_len: len,
+                new: VirtAddr(A + ((pg * 7 + v as u64) % PAGES) * page),
+                new_len: (v as u64 % 5) * page,
+            },
+            12 => Event::Brk {
+                addr: VirtAddr(A + PAGES * page + (v as u64 % 8) * page / 2),
+            },
+            13 => {
+                let child = next;
+                next += 1;
+                if cur.is_some() {
+                    live.push(child);
+                }
+                Event::Fork { child: Pid(child) }
+            }
+            14 | 15 if live.len() > 1 || k == 14 => {
+                // Exit (or exec) the current process, then switch to another if any.
+                if let Some(c) = cur.take() {
+                    live.retain(|&p| p != c);
+                }
+                if k == 14 {
+                    Event::Exit
+                } else {
+                    Event::Exec
+                }
+            }
+            16 => Event::Flush(match v & 3 {
+                0 => FlushScope::Page(VirtAddr(va)),
+                1 => FlushScope::Range {
+                    start: VirtAddr(va),
+                    len,
+                },
+                2 => FlushScope::Asid,
+                _ => FlushScope::All,
+            }),
+            17 => Event::Mmap {
+                addr: VirtAddr(G + (pg % 8) * page),
+                len: (n % 4) * page,
+                prot: prot(v),
+                flags: MapFlags(MapFlags::GLOBAL | (v >> 2 & 7)),
+            },
+            18 => Event::Access(Access::new(
+                [AccessKind::Load, AccessKind::Store, AccessKind::Fetch][(v % 3) as usize],
+                G + (pg % 12) * page + off,
+                size,
+            )),
+            _ => match live.get(v as usize % live.len().max(1)) {
+                Some(&p) => {
+                    cur = Some(p);
+                    Event::Switch { pid: Pid(p) }
+                }
+                None => continue,
+            },
+        };
+        ev.push(e);
+        if cur.is_none() {
+            if let Some(&p) = live.first() {
+                cur = Some(p);
+                ev.push(Event::Switch { pid: Pid(p) });
+            }
+        }
+    }
+    // Every process exits at the end.
+    if let Some(c) = cur {
+        live.retain(|&p| p != c);
+        live.insert(0, c);
+        ev.push(Event::Switch { pid: Pid(c) });
+    }
+    for &p in &live {
+        ev.push(Event::Switch { pid: Pid(p) });
+        ev.push(Event::Exit);
+    }
+    ev
+}
+
+/// `cfg` with a folded level below the root: the same translations, another tree.
+fn folded(cfg: &MachineConfig) -> MachineConfig {
+    let mut c = cfg.clone();
+    let PageTableConfig::Radix { levels, .. } = &mut c.page_table;
+    levels.insert(
+        1,
+        LevelConfig {
+            name: "folded".into(),
+            bits: 0,
+            leaf: false,
+            folded: true,
+        },
+    );
+    c
+}
+
+/// Per TLB level (by name), its lookups and misses over both sides.
+fn level_totals(r: &Report, levels: &[String]) -> Vec<(u64, u64)> {
+    levels
+        .iter()
+        .map(|n| {
+            r.tlb_levels
+                .iter()
+                .filter(|l| &l.name == n)
+                .fold((0, 0), |a, l| (a.0 + l.hits + l.misses, a.1 + l.misses))
+        })
+        .collect()
+}
+
+fn check_counts(r: &Report, names: &[String]) -> Result<(), TestCaseError> {
+    let levels = names.len();
+    let t = level_totals(r, names);
+    prop_assert_eq!(t[0].0, r.refs.translations, "first-level lookups");
+    for li in 1..levels {
+        prop_assert_eq!(t[li].0, t[li - 1].1, "level {} lookups", li);
+    }
+    let unserved = t[levels - 1].1 - r.prefetch.hits;
+    let write_faults = r.faults.cow_copies + r.faults.write_protect;
+    prop_assert!(
+        r.walks.walks >= unserved && r.walks.walks <= unserved + write_faults,
+        "walks {} vs last-level misses not served by the prefetch buffer {} (+{} write faults)",
+        r.walks.walks,
+        unserved,
+        write_faults
+    );
+    prop_assert!(r.memory.frames_live <= r.memory.frames_allocated);
+    Ok(())
+}
+
+fn run_preset(name: &str, ops: &[Op], thp: bool) -> Result<(), TestCaseError> {
+    let mut cfg = presets::preset(name).unwrap();
+    if thp {
+        cfg.os.thp = Thp::Always;
+    }
+    let page = match &cfg.page_table {
+        PageTableConfig::Radix { base_page, .. } => base_page.bytes(),
+    };
+    let levels: Vec<String> = cfg.tlb.levels.iter().map(|l| l.name.clone()).collect();
+    let mut a: Sim<Radix> = Sim::new(&cfg).unwrap();
+    let mut b: Sim<Radix> = Sim::new(&folded(&cfg)).unwrap();
+    let ev = events(ops, page);
+    let probe: Vec<u64> = (0..PAGES + 8)
+        .map(|p| A + p * page)
+        .chain((0..12).map(|p| G + p * page))
+        .collect();
+    for (i, e) in ev.iter().enumerate() {
+        let ra = a.run(std::slice::from_ref(e));
+        let rb = b.run(std::slice::from_ref(e));
+        prop_assert_eq!(
+            ra.as_ref().map_err(|e| e.to_string()),
+            rb.as_ref().map_err(|e| e.to_string()),
+            "{}: event {} {:?}",
+            name,
+            i,
+            e
+        );
+        if i % 8 == 0 || i + 1 == ev.len() {
+            a.check_invariants(probe.iter().copied())
+                .map_err(|m| TestCaseError::fail(format!("{name}: {m}")))?;
+            for &va in probe.iter().step_by(5) {
+                prop_assert_eq!(a.resolve(va + 3), b.resolve(va + 3), "{} {:#x}", name, va);
+            }
+        }
+    }
+    let (ra, rb) = (a.report(), b.report());
+    check_counts(&ra, &levels)?;
+    prop_assert_eq!(ra.refs.translations, rb.refs.translations);
+    prop_assert_eq!(ra.walks.walks, rb.walks.walks);
+    prop_assert_eq!(&ra.faults.demand, &rb.faults.demand);
+    prop_assert_eq!(ra.memory.frames_live, rb.memory.frames_live);
+    prop_assert_eq!(level_totals(&ra, &levels), level_totals(&rb, &levels));
+    // Everyone has exited (unless an error stopped an exit): only global frames remain.
+    if ra.os.processes_live == 0 {
+        prop_assert_eq!(ra.memory.frames_live, a.kernel_frames(), "{}", name);
+        prop_assert_eq!(ra.page_tables.tables_live, 0);
+    }
+    Ok(())
+}
+
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(24)
+}
+
+macro_rules! preset_test {
+    ($name:ident, $preset:literal) => {
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(cases()))]
+            #[test]
+            fn $name(ops in ops(), thp in any::<bool>()) {
+                run_preset($preset, &ops, thp)?;
+            }
+        }
+    };
+}
+
+preset_test!(skylake, "skylake");
+preset_test!(zen4, "zen4");
+preset_test!(icelake_la57, "icelake-la57");
+preset_test!(i386, "i386");
+preset_test!(mpc855t, "mpc855t");
+preset_test!(arm926ejs, "arm926ejs");
+
+#[test]
+fn every_preset_is_covered() {
+    let tested = [
+        "skylake",
+        "zen4",
+        "icelake-la57",
+        "i386",
+        "mpc855t",
+        "arm926ejs",
+    ];
+    for (name, _) in presets::PRESETS {
+        assert!(
+            tested.contains(name),
+            "add {name} to the semantic property test"
+        );
+    }
+}
