@@ -5,6 +5,7 @@
 mod bench;
 mod capture;
 mod fold;
+mod memory;
 mod output;
 mod pipeline;
 mod progress;
@@ -14,6 +15,9 @@ mod traces;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
+
+#[global_allocator]
+static ALLOC: memory::Counting = memory::Counting;
 
 #[derive(Parser)]
 #[command(
@@ -28,6 +32,14 @@ struct Cli {
     /// (the counts are the same; for speed comparisons).
     #[arg(long, global = true)]
     portable: bool,
+    /// Host memory (heap) the simulation may use, e.g. `4GiB`: a run that would need
+    /// more stops with an error naming the event.
+    #[arg(long, global = true, default_value = "1GiB", value_parser = parse_bytes)]
+    max_memory: u64,
+}
+
+fn parse_bytes(s: &str) -> Result<u64, String> {
+    xlat_types::parse_bytes(s).map_err(|e| e.to_string())
 }
 
 #[derive(Subcommand)]
@@ -100,6 +112,7 @@ fn main() {
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let cli = Cli::parse();
     run::PORTABLE.store(cli.portable, std::sync::atomic::Ordering::Relaxed);
+    memory::set_limit(cli.max_memory);
     let r: Result<()> = match cli.cmd {
         // These pass the traced program's exit status through.
         Cmd::Run(a) => capture::run(a).map(|c| std::process::exit(c)),

@@ -41,9 +41,11 @@ pub struct Outcome {
 /// `--portable`: every simulator [`new_sim`] makes runs the portable hot path.
 pub static PORTABLE: AtomicBool = AtomicBool::new(false);
 
-/// A simulator for `cfg`, honouring `--portable`.
+/// A simulator for `cfg`, honouring `--portable` and `--max-memory` (the heap in use,
+/// counted by [`crate::memory`], checked before each batch).
 pub fn new_sim(cfg: &MachineConfig) -> Result<Sim<Radix>> {
-    let mut sim: Sim<Radix> = Sim::new(cfg)?;
+    let mut sim: Sim<Radix> =
+        Sim::with_memory_limit(cfg, crate::memory::limit(), Some(crate::memory::in_use))?;
     sim.set_portable(PORTABLE.load(Ordering::Relaxed));
     Ok(sim)
 }

@@ -1,0 +1,73 @@
+//! Issue 14 at the command line: memory limits, bounded machine files, narrow machines.
+
+use std::process::Command;
+
+fn xlat(args: &[&str]) -> (bool, String, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_xlat"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        o.status.success(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// A run that outgrows `--max-memory` stops with an error naming the event and the flag.
+#[test]
+fn a_run_over_the_memory_limit_stops_with_an_error() {
+    let (ok, _, err) = xlat(&[
+        "--max-memory",
+        "48MiB",
+        "sim",
+        "-w",
+        "gups:footprint=64GiB,refs=2M",
+    ]);
+    assert!(!ok);
+    assert!(
+        err.contains("event ") && err.contains("--max-memory"),
+        "{err}"
+    );
+    let (ok, _, err) = xlat(&["sim", "-w", "gups:footprint=64GiB,refs=200K"]);
+    assert!(ok, "{err}");
+}
+
+/// `-m /dev/zero` is refused without reading it whole.
+#[test]
+fn an_endless_machine_file_is_refused() {
+    let (ok, _, err) = xlat(&["sim", "-m", "/dev/zero", "-w", "stride"]);
+    assert!(!ok);
+    assert!(err.contains("not a machine description"), "{err}");
+}
+
+/// A machine narrower than 24 address bits folds traces too (it asserted).
+#[test]
+fn a_machine_narrower_than_24_bits_replays_a_trace() {
+    let d = tempfile::tempdir().unwrap();
+    let m = d.path().join("tiny.toml");
+    let mut text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../xlat-sim/machines/i386.toml"),
+    )
+    .unwrap();
+    // 12 + 4 + 6 = 22 bits.
+    text = text
+        .replacen("bits = 10", "bits = 4", 1)
+        .replacen("bits = 10", "bits = 6", 1);
+    std::fs::write(&m, text).unwrap();
+    let lackey = d.path().join("t.lackey");
+    std::fs::write(
+        &lackey,
+        "I  4000000100,3\n L 4000001000,8\n S 4000002008,4\n",
+    )
+    .unwrap();
+    let (ok, out, err) = xlat(&[
+        "sim",
+        "-m",
+        m.to_str().unwrap(),
+        "-t",
+        lackey.to_str().unwrap(),
+    ]);
+    assert!(ok, "{err}");
+    assert!(out.contains("refs"), "{out}");
+}
