@@ -20,6 +20,11 @@ pub enum WorkloadError {
         workload: &'static str,
         item: String,
     },
+    #[error("workload {workload}: parameter {key} is given twice")]
+    Duplicate {
+        workload: &'static str,
+        key: &'static str,
+    },
     #[error("workload {workload}: parameter {key} = `{value}`: {expected}")]
     BadValue {
         workload: &'static str,
@@ -175,7 +180,12 @@ impl Params {
                         .collect::<Vec<_>>()
                         .join(", "),
                 })?;
-            given.retain(|(n, _)| *n != pi.name);
+            if given.iter().any(|(n, _)| *n == pi.name) {
+                return Err(WorkloadError::Duplicate {
+                    workload: info.name,
+                    key: pi.name,
+                });
+            }
             given.push((pi.name, v.trim().to_string()));
         }
         Ok(Params { info, given })

@@ -404,7 +404,14 @@ fn errors_list_valid_choices() {
     assert!(parse("stride:footprint=0").is_err());
     assert!(parse("gups:base=0xfffffffffffff000").is_err());
     assert!(parse("sparse:passes=0").is_err());
-    // Whitespace and a trailing comma are tolerated; later keys win.
-    let w = parse(" gups : refs=5 , refs=6, ").unwrap();
-    assert_eq!(w.expected_refs(), Some(6));
+    // Whitespace and a trailing comma are tolerated (a repeated key is not: below).
+    let w = parse(" gups : refs=5 , seed=6, ").unwrap();
+    assert_eq!(w.expected_refs(), Some(5));
+}
+
+/// Issue 14: a key given twice is an error (the last one silently won).
+#[test]
+fn a_parameter_given_twice_is_an_error() {
+    let e = crate::parse("gups:refs=10,refs=20").unwrap_err().to_string();
+    assert!(e.contains("refs is given twice"), "{e}");
 }
