@@ -96,19 +96,26 @@ impl OutFile {
         self.keep = keep;
     }
 
-    /// Flushes, syncs and renames the file over its destination.
+    /// Flushes, syncs and renames the file over its destination. On an error (a full
+    /// disk) the temporary file is removed like on a drop, and the destination is
+    /// untouched.
     pub fn commit(mut self) -> io::Result<()> {
         let w = self.w.take().expect("an OutFile is committed once");
-        let f = w.into_inner().map_err(|e| e.into_error())?;
-        if self.direct {
-            return Ok(());
+        let r = w.into_inner().map_err(|e| e.into_error()).and_then(|f| {
+            if self.direct {
+                return Ok(());
+            }
+            f.sync_all()?;
+            drop(f);
+            std::fs::rename(&self.tmp, &self.dest)
+        });
+        if r.is_ok() || self.keep {
+            // Nothing left to remove.
+            self.keep = true;
+        } else {
+            let _ = std::fs::remove_file(&self.tmp);
         }
-        f.sync_all()?;
-        drop(f);
-        std::fs::rename(&self.tmp, &self.dest)?;
-        // Nothing left to remove.
-        self.keep = true;
-        Ok(())
+        r
     }
 
     fn w(&mut self) -> &mut BufWriter<File> {
@@ -180,6 +187,20 @@ mod tests {
         drop(f);
         assert_eq!(std::fs::read(tmp).unwrap(), b"abc");
         assert!(!d.path().join("t.xlt").exists());
+    }
+
+    /// issue 14: a commit that fails (here the rename: a directory took the name; on a
+    /// full disk, the flush) leaves no temporary file behind.
+    #[test]
+    fn a_failed_commit_removes_the_temporary_file() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("out.json");
+        let mut f = OutFile::create(&p).unwrap();
+        f.write_all(b"data").unwrap();
+        std::fs::create_dir(&p).unwrap();
+        std::fs::write(p.join("inside"), b"x").unwrap();
+        assert!(f.commit().is_err());
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1, "temp left");
     }
 
     /// issue 14: a FIFO (like `/dev/stdout` or `/dev/null`) is written, never replaced by

@@ -328,9 +328,8 @@ impl<R: Read> TraceReader<R> {
                 return Err(self.corrupt(
                     start + 1,
                     format!(
-                        "end block length {len} does not match its body: the {} bytes that \
-                         follow are a complete end block of {} bytes",
-                        n,
+                        "end block length {len} is damaged: the {n} bytes after it are a \
+                         complete {}-byte body and its checksum",
                         n - 4
                     ),
                 ));
