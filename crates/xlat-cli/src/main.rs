@@ -129,7 +129,8 @@ fn main() {
         } => traces::convert(input.as_deref(), workload.as_deref(), &output),
     };
     if let Err(e) = r {
-        eprintln!("xlat: error: {e:#}");
+        // Messages quote input files and names: no raw control bytes to the terminal.
+        eprintln!("xlat: error: {}", xlat_trace::escape(&format!("{e:#}")));
         std::process::exit(1);
     }
 }

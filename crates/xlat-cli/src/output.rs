@@ -2,15 +2,28 @@
 //!
 //! # JSON format (schema 1)
 //! `{"schema": 1, "runs": [{"machine": NAME, "input": LABEL, "seconds": F,
-//! "warnings": [..], "report": REPORT}]}` where REPORT is `xlat_sim::Report` (see its
-//! rustdoc): the fully resolved machine, every counter and the cycle estimate.
+//! "warnings": [..], "report": REPORT}], "failures": [{"machine": NAME, "input": LABEL,
+//! "error": TEXT}]}` where REPORT is `xlat_sim::Report` (see its rustdoc): the fully
+//! resolved machine, every counter and the cycle estimate. `failures` lists the runs of
+//! a sweep that failed (empty when none did; the command then exits non-zero).
+//!
+//! JSON and CSV files are written through [`OutFile`]: complete, or the command fails
+//! and an existing file is left as it was. Text for the terminal passes names through
+//! [`shown`]/[`escape`] (no raw control bytes from input files).
 
-use crate::run::Outcome;
+use crate::run::{Failure, Outcome};
 use anyhow::{Context, Result};
 use serde::Serialize;
 use std::fmt::Write as _;
+use std::io::Write as _;
 use std::path::Path;
+use xlat_trace::{escape, OutFile};
 use xlat_types::format_bytes;
+
+/// A path as text for a message, control characters escaped.
+pub fn shown(p: &Path) -> String {
+    escape(&p.display().to_string()).into_owned()
+}
 
 /// `1234567` → `1,234,567`.
 pub fn n(v: u64) -> String {
@@ -41,8 +54,27 @@ fn rate(refs: u64, secs: f64) -> f64 {
     refs as f64 / secs.max(1e-9) / 1e6
 }
 
+/// `s` with control characters other than line breaks escaped: names in reports come
+/// from input files (machine TOML, trace paths).
+fn terminal_safe(s: String) -> String {
+    if !s
+        .split('\n')
+        .any(|l| matches!(escape(l), std::borrow::Cow::Owned(_)))
+    {
+        return s;
+    }
+    s.split('\n')
+        .map(|l| escape(l))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// The full report of one run.
 pub fn detailed(o: &Outcome) -> String {
+    terminal_safe(detailed_raw(o))
+}
+
+fn detailed_raw(o: &Outcome) -> String {
     let r = &o.report;
     let mut s = String::new();
     let _ = writeln!(
@@ -315,6 +347,10 @@ fn row(o: &Outcome) -> Row {
 
 /// One line per run.
 pub fn summary_table(outcomes: &[Outcome]) -> String {
+    terminal_safe(summary_table_raw(outcomes))
+}
+
+fn summary_table_raw(outcomes: &[Outcome]) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -334,8 +370,9 @@ pub fn summary_table(outcomes: &[Outcome]) -> String {
     for o in outcomes {
         let r = row(o);
         let mut input = r.input.clone();
-        if input.len() > 28 {
-            input = format!("…{}", &input[input.len() - 27..]);
+        let chars = input.chars().count();
+        if chars > 28 {
+            input = format!("…{}", input.chars().skip(chars - 27).collect::<String>());
         }
         let _ = writeln!(
             s,
@@ -371,12 +408,39 @@ struct JsonRun<'a> {
 }
 
 #[derive(Serialize)]
+struct JsonFailure {
+    machine: String,
+    input: String,
+    error: String,
+}
+
+#[derive(Serialize)]
 struct JsonOut<'a> {
     schema: u32,
     runs: Vec<JsonRun<'a>>,
+    failures: Vec<JsonFailure>,
+}
+
+/// Writes `path` through an [`OutFile`] with `body`, committing it; any error (a full
+/// disk) is the command's.
+fn write_file(path: &Path, body: impl FnOnce(&mut OutFile) -> std::io::Result<()>) -> Result<()> {
+    let name = shown(path);
+    let mut f = OutFile::create(path).with_context(|| format!("cannot create {name}"))?;
+    body(&mut f)
+        .and_then(|()| f.commit())
+        .with_context(|| format!("cannot write {name}"))
 }
 
 pub fn write_json(path: &Path, outcomes: &[Outcome]) -> Result<()> {
+    write_json_with_failures(path, outcomes, &[])
+}
+
+/// The JSON report of a sweep, with its failed runs.
+pub fn write_json_with_failures(
+    path: &Path,
+    outcomes: &[Outcome],
+    failures: &[Failure],
+) -> Result<()> {
     let out = JsonOut {
         schema: 1,
         runs: outcomes
@@ -389,11 +453,19 @@ pub fn write_json(path: &Path, outcomes: &[Outcome]) -> Result<()> {
                 report: &o.report,
             })
             .collect(),
+        failures: failures
+            .iter()
+            .map(|f| JsonFailure {
+                machine: f.machine.clone(),
+                input: f.input.clone(),
+                error: format!("{:#}", f.error),
+            })
+            .collect(),
     };
-    let f =
-        std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
-    serde_json::to_writer_pretty(std::io::BufWriter::new(f), &out)?;
-    Ok(())
+    write_file(path, |f| {
+        serde_json::to_writer_pretty(&mut *f, &out)?;
+        f.write_all(b"\n")
+    })
 }
 
 pub fn write_csv(path: &Path, outcomes: &[Outcome]) -> Result<()> {
@@ -418,5 +490,5 @@ pub fn write_csv(path: &Path, outcomes: &[Outcome]) -> Result<()> {
             o.seconds
         );
     }
-    std::fs::write(path, s).with_context(|| format!("cannot write {}", path.display()))
+    write_file(path, |f| f.write_all(s.as_bytes()))
 }

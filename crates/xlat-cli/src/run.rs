@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 use xlat_sim::{presets, MachineConfig, Radix, Report, Sim};
+use xlat_trace::escape;
 use xlat_types::{Event, EventSource};
 
 /// Events per batch handed from a source to the simulator.
@@ -97,16 +98,40 @@ pub fn run_one(cfg: &MachineConfig, input: &Input, strict: bool) -> Result<Outco
     })
 }
 
+/// A run of a sweep that produced no report.
+pub struct Failure {
+    pub machine: String,
+    pub input: String,
+    pub error: anyhow::Error,
+}
+
+/// Checks an input before any run: a workload spec parses, a trace opens and is of a
+/// known format.
+fn check(input: &Input) -> Result<()> {
+    match input {
+        Input::Workload(s) => xlat_workloads::parse(s).map(drop).map_err(Into::into),
+        Input::Trace(p) => {
+            let m = std::fs::metadata(p)
+                .with_context(|| format!("trace {} does not exist", output::shown(p)))?;
+            // Not a pipe: its first bytes would be gone for the run.
+            if m.is_file() {
+                crate::traces::open(p, false)?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// `xlat sim`: every machine × input. Machines and inputs are checked before any run;
+/// one that fails is reported and the rest still run. Every run that succeeded is
+/// printed and written (JSON, CSV); if any failed, each is reported as `machine ×
+/// input: error` and the command fails naming them.
 pub fn sim(a: SimArgs) -> Result<()> {
     let names = if a.machines.is_empty() {
         vec![presets::DEFAULT.to_string()]
     } else {
         a.machines.clone()
     };
-    let machines: Vec<MachineConfig> = names
-        .iter()
-        .map(|m| presets::load(m).map_err(anyhow::Error::from))
-        .collect::<Result<_>>()?;
     let mut inputs: Vec<Input> = a.workloads.iter().cloned().map(Input::Workload).collect();
     inputs.extend(a.traces.iter().cloned().map(Input::Trace));
     if inputs.is_empty() {
@@ -115,48 +140,89 @@ pub fn sim(a: SimArgs) -> Result<()> {
             .map(|w| Input::Workload(w.name.to_string()))
             .collect();
     }
-    // Reject bad workload specs before any work starts.
-    for i in &inputs {
-        match i {
-            Input::Workload(s) => {
-                xlat_workloads::parse(s)?;
-            }
-            Input::Trace(p) => {
-                if !p.exists() {
-                    bail!("trace {} does not exist", p.display());
-                }
-            }
+    let total = names.len() * inputs.len();
+    let mut failures = Vec::new();
+    let mut machines = Vec::new();
+    for n in &names {
+        match presets::load(n) {
+            Ok(m) => machines.push(m),
+            Err(e) => failures.push(Failure {
+                machine: n.clone(),
+                input: "(every input)".into(),
+                error: e.into(),
+            }),
+        }
+    }
+    let mut good = Vec::new();
+    for i in inputs {
+        match check(&i) {
+            Ok(()) => good.push(i),
+            Err(error) => failures.push(Failure {
+                machine: "(every machine)".into(),
+                input: i.label(),
+                error,
+            }),
         }
     }
     let jobs: Vec<(&MachineConfig, &Input)> = machines
         .iter()
-        .flat_map(|m| inputs.iter().map(move |i| (m, i)))
+        .flat_map(|m| good.iter().map(move |i| (m, i)))
         .collect();
     let results: Vec<Result<Outcome>> = jobs
         .par_iter()
         .map(|(m, i)| run_one(m, i, a.strict))
         .collect();
     let mut outcomes = Vec::new();
-    for r in results {
-        outcomes.push(r?);
+    for (r, (m, i)) in results.into_iter().zip(&jobs) {
+        match r {
+            Ok(o) => outcomes.push(o),
+            Err(error) => failures.push(Failure {
+                machine: m.name.clone(),
+                input: i.label(),
+                error,
+            }),
+        }
+    }
+    if total == 1 {
+        if let Some(f) = failures.pop() {
+            return Err(f.error);
+        }
     }
     for o in &outcomes {
         for w in &o.warnings {
-            eprintln!("xlat: warning: {w}");
+            eprintln!("xlat: warning: {}", escape(w));
         }
     }
-    if outcomes.len() == 1 {
-        print!("{}", output::detailed(&outcomes[0]));
-    } else {
-        print!("{}", output::summary_table(&outcomes));
+    if !outcomes.is_empty() {
+        if total == 1 {
+            print!("{}", output::detailed(&outcomes[0]));
+        } else {
+            print!("{}", output::summary_table(&outcomes));
+        }
+        if let Some(p) = &a.json {
+            output::write_json_with_failures(p, &outcomes, &failures)?;
+        }
+        if let Some(p) = &a.csv {
+            output::write_csv(p, &outcomes)?;
+        }
     }
-    if let Some(p) = &a.json {
-        output::write_json(p, &outcomes)?;
+    if failures.is_empty() {
+        return Ok(());
     }
-    if let Some(p) = &a.csv {
-        output::write_csv(p, &outcomes)?;
+    let failed = total - outcomes.len();
+    for f in &failures {
+        eprintln!(
+            "xlat: error: {} × {}: {}",
+            escape(&f.machine),
+            escape(&f.input),
+            escape(&format!("{:#}", f.error))
+        );
     }
-    Ok(())
+    let list: Vec<String> = failures
+        .iter()
+        .map(|f| format!("{} × {}", escape(&f.machine), escape(&f.input)))
+        .collect();
+    bail!("{failed} of {total} runs failed: {}", list.join(", "))
 }
 
 pub fn machines(name: Option<String>) -> Result<()> {

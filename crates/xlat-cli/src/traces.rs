@@ -2,57 +2,66 @@
 //! of `bench`.
 
 use crate::fold::{Fold, USER_BITS};
+use crate::output::shown;
 use crate::pipeline::Pipelined;
 use crate::run::{drive, drive_progress, BATCH};
 use anyhow::{ensure, Context, Result};
+use std::fs::File;
+use std::io::{BufReader, Write};
 use std::path::Path;
 use std::time::Instant;
 use xlat_sim::{presets, Radix, Sim};
-use xlat_trace::{Header, LackeyReader, TraceReader, TraceWriter};
+use xlat_trace::{Format, Header, LackeyReader, Rewound, TraceReader, TraceWriter};
 use xlat_types::{Event, EventSource, PageSize};
 
-/// Whether `path` starts with the `.xlt` magic (otherwise it is read as lackey text).
-pub fn is_xlt(path: &Path) -> Result<bool> {
-    use std::io::Read;
-    let mut f = std::fs::File::open(path)
-        .with_context(|| format!("cannot open trace {}", path.display()))?;
-    let mut magic = [0u8; 8];
-    let mut n = 0;
-    while n < magic.len() {
-        let k = f.read(&mut magic[n..])?;
-        if k == 0 {
-            break;
-        }
-        n += k;
-    }
-    Ok(n == magic.len() && magic == xlat_trace::MAGIC)
+type Input = BufReader<Rewound<File>>;
+
+/// A trace file with the reader its content calls for.
+pub enum TraceInput {
+    Xlt(Box<TraceReader<Input>>),
+    Lackey(LackeyReader<Input>),
 }
 
-fn lackey(path: &Path) -> Result<LackeyReader<std::io::BufReader<std::fs::File>>> {
-    let f = std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    Ok(LackeyReader::new(std::io::BufReader::with_capacity(
-        1 << 20,
-        f,
-    )))
+/// Opens the trace at `path` and picks its reader from its first bytes
+/// ([`xlat_trace::detect`]): an empty, cut, damaged or unrecognized file is an error
+/// naming it. With `strict`, a cut-off trace is an error at its end.
+pub fn open(path: &Path, strict: bool) -> Result<TraceInput> {
+    let name = shown(path);
+    let f = File::open(path).with_context(|| format!("cannot open trace {name}"))?;
+    let (format, r) = xlat_trace::detect(f).with_context(|| format!("trace {name}"))?;
+    let r = BufReader::with_capacity(1 << 20, r);
+    Ok(match format {
+        Format::Xlt => TraceInput::Xlt(Box::new(
+            TraceReader::new(r)
+                .with_context(|| format!("trace {name}"))?
+                .strict(strict),
+        )),
+        Format::Lackey => TraceInput::Lackey(LackeyReader::new(r).strict(strict)),
+    })
 }
 
-/// Replays a trace file into `sim`; a cut-off `.xlt` adds a warning (or fails if `strict`).
+/// Replays a trace file into `sim`; a cut-off trace adds a warning (or fails if `strict`).
 pub fn replay(
     path: &Path,
     strict: bool,
     sim: &mut Sim<Radix>,
     warnings: &mut Vec<String>,
 ) -> Result<()> {
-    let what = path.display().to_string();
-    if is_xlt(path)? {
-        let r = TraceReader::open(path)?.strict(strict);
-        let r = feed(r, sim, &what, warnings).with_context(|| format!("trace {what}"))?;
-        if let Some(t) = r.truncation() {
-            warnings.push(format!("{what}: {t}"));
+    let what = shown(path);
+    match open(path, strict)? {
+        TraceInput::Xlt(r) => {
+            let r = feed(*r, sim, &what, warnings).with_context(|| format!("trace {what}"))?;
+            if let Some(t) = r.truncation() {
+                warnings.push(format!("{what}: {t}"));
+            }
         }
-    } else {
-        feed(lackey(path)?, sim, &what, warnings)
-            .with_context(|| format!("lackey trace {what}"))?;
+        TraceInput::Lackey(r) => {
+            let r =
+                feed(r, sim, &what, warnings).with_context(|| format!("lackey trace {what}"))?;
+            if let Some(t) = r.truncation() {
+                warnings.push(format!("{what}: {t}"));
+            }
+        }
     }
     Ok(())
 }
@@ -94,10 +103,7 @@ fn feed<S: EventSource + Send + 'static>(
     Ok(f.into_inner().into_inner())
 }
 
-fn copy<S: EventSource>(
-    src: &mut S,
-    w: &mut TraceWriter<std::io::BufWriter<std::fs::File>>,
-) -> Result<u64> {
+fn copy<S: EventSource, W: Write>(src: &mut S, w: &mut TraceWriter<W>) -> Result<u64> {
     let mut buf: Vec<Event> = Vec::with_capacity(BATCH);
     let mut n = 0;
     while src.fill(&mut buf, BATCH)? {
@@ -107,32 +113,54 @@ fn copy<S: EventSource>(
     Ok(n)
 }
 
-/// `xlat convert`: a lackey trace or a built-in workload to `.xlt`.
+/// `xlat convert`: a lackey trace, an `.xlt` trace (re-encoded: the complete blocks of a
+/// cut-off one) or a built-in workload to `.xlt`. The output appears complete or not at
+/// all ([`TraceWriter::create`]): an existing file there survives a failed conversion.
 pub fn convert(input: Option<&Path>, workload: Option<&str>, out: &Path) -> Result<()> {
     let header = Header::new("x86_64", PageSize::K4);
-    let mut w;
-    let n = match (input, workload) {
+    let dest = shown(out);
+    let create =
+        |h: Header| TraceWriter::create(out, h).with_context(|| format!("cannot create {dest}"));
+    let mut warning = None;
+    let (w, n) = match (input, workload) {
         (Some(p), None) => {
-            w = TraceWriter::create(
-                out,
-                header.with_meta("source", format!("lackey:{}", p.display())),
-            )?;
-            copy(&mut lackey(p)?, &mut w)?
+            let name = shown(p);
+            match open(p, false)? {
+                TraceInput::Lackey(mut r) => {
+                    let mut w = create(header.with_meta("source", format!("lackey:{name}")))?;
+                    let n = copy(&mut r, &mut w).with_context(|| format!("lackey trace {name}"))?;
+                    warning = r.truncation().map(|t| format!("{name}: {t}"));
+                    (w, n)
+                }
+                TraceInput::Xlt(mut r) => {
+                    let mut w = create(r.header().clone())?;
+                    let n = copy(&mut *r, &mut w).with_context(|| format!("trace {name}"))?;
+                    warning = r.truncation().map(|t| format!("{name}: {t}"));
+                    (w, n)
+                }
+            }
         }
         (None, Some(spec)) => {
-            w = TraceWriter::create(out, header.with_meta("source", format!("workload:{spec}")))?;
-            copy(&mut xlat_workloads::parse(spec)?, &mut w)?
+            let mut src = xlat_workloads::parse(spec)?;
+            let mut w = create(header.with_meta("source", format!("workload:{spec}")))?;
+            let n = copy(&mut src, &mut w)?;
+            (w, n)
         }
         _ => anyhow::bail!("give either an input file or --workload, not both"),
     };
-    let s = w.finish()?;
-    let bytes = std::fs::metadata(out)?.len();
+    let meta = warning.iter().map(|t| ("warning".to_string(), t.clone()));
+    let s = w
+        .finish_with_meta(meta.collect())
+        .with_context(|| format!("writing {dest}"))?;
+    if let Some(t) = &warning {
+        eprintln!("xlat: warning: {t}");
+    }
+    let bytes = std::fs::metadata(out).map(|m| m.len()).unwrap_or(0);
     let refs = s.accesses().max(1);
     println!(
-        "wrote {} events ({} references) to {}: {bytes} bytes, {:.3} bytes/reference",
+        "wrote {} events ({} references) to {dest}: {bytes} bytes, {:.3} bytes/reference",
         n,
         s.accesses(),
-        out.display(),
         bytes as f64 / refs as f64
     );
     Ok(())

@@ -254,3 +254,276 @@ fn closed_stdout_is_a_quiet_sigpipe() {
     assert!(!err.contains("panicked"), "{err}");
     assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{err}");
 }
+
+/// issue 14: an empty, cut or damaged file is never read as an empty lackey trace (0
+/// references, exit 0); endless input fails at once.
+#[test]
+fn trace_format_is_detected_not_guessed() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("good.xlt");
+    let (ok, _, err) = xlat(&[
+        "convert",
+        "-w",
+        "stride:refs=100",
+        "-o",
+        good.to_str().unwrap(),
+    ]);
+    assert!(ok, "{err}");
+    let bytes = std::fs::read(&good).unwrap();
+    let mut flipped = bytes.clone();
+    flipped[3] ^= 0x20;
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("empty", vec![], "empty trace"),
+        ("cut1", bytes[..1].to_vec(), "truncated .xlt"),
+        ("cut7", bytes[..7].to_vec(), "truncated .xlt"),
+        ("flipped", flipped, "damaged .xlt magic"),
+        (
+            "text",
+            b"hello world\n".to_vec(),
+            "unrecognized trace format",
+        ),
+        ("blank", b"\n\n".to_vec(), "unrecognized trace format"),
+        (
+            "nothing",
+            b"==5== Lackey, an example Valgrind tool\n==5== \n".to_vec(),
+            "no memory references",
+        ),
+    ];
+    for (name, data, want) in cases {
+        let p = dir.path().join(name);
+        std::fs::write(&p, data).unwrap();
+        let (ok, out, err) = xlat(&["sim", "-t", p.to_str().unwrap()]);
+        assert!(!ok, "{name}: {out}");
+        assert!(err.contains(want) && err.contains(name), "{name}: {err}");
+    }
+    for args in [
+        vec!["sim", "-t", "/dev/zero"],
+        vec!["convert", "/dev/zero", "-o"],
+    ] {
+        let mut args = args;
+        let out = dir.path().join("zero.xlt");
+        if args[0] == "convert" {
+            args.push(out.to_str().unwrap());
+        }
+        let t = std::time::Instant::now();
+        let (ok, _, err) = xlat(&args);
+        assert!(!ok && err.contains("/dev/zero"), "{err}");
+        assert!(
+            t.elapsed().as_secs() < 20,
+            "{args:?} took {:?}",
+            t.elapsed()
+        );
+        assert!(!out.exists());
+    }
+}
+
+/// issue 14: a lackey log whose closing summary is missing is a warning (an error with
+/// --strict), like a cut `.xlt`.
+#[test]
+fn truncated_lackey_warns_or_fails_when_strict() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("cut.lackey");
+    std::fs::write(&p, "==9== Lackey\n==9== \nI  04010173,3\n L 04222cac,8\n").unwrap();
+    let (ok, _, err) = xlat(&["sim", "-t", p.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    assert!(
+        err.contains("warning") && err.contains("closing summary"),
+        "{err}"
+    );
+    let (ok, _, err) = xlat(&["sim", "--strict", "-t", p.to_str().unwrap()]);
+    assert!(!ok && err.contains("lackey trace truncated"), "{err}");
+    let complete = dir.path().join("ok.lackey");
+    std::fs::write(
+        &complete,
+        "==9== Lackey\n==9== \nI  04010173,3\n L 04222cac,8\n==9== \n==9== Counted 0 calls to main()\n",
+    )
+    .unwrap();
+    let (ok, _, err) = xlat(&["sim", "--strict", "-t", complete.to_str().unwrap()]);
+    assert!(ok && !err.contains("warning"), "{err}");
+}
+
+/// issue 14: `convert` writes its output complete or not at all: a failed conversion
+/// leaves an existing file untouched, and concurrent conversions to one path leave one
+/// complete trace.
+#[test]
+fn convert_never_destroys_or_mixes_its_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let precious = dir.path().join("precious.xlt");
+    std::fs::write(&precious, b"precious").unwrap();
+    let p = precious.to_str().unwrap();
+    let (ok, _, err) = xlat(&["convert", "-w", "nosuch", "-o", p]);
+    assert!(!ok && err.contains("nosuch"), "{err}");
+    let lk = dir.path().join("bad.lackey");
+    std::fs::write(&lk, "I  0401,3\nI  0401,3\ngarbage\n").unwrap();
+    let (ok, _, err) = xlat(&["convert", lk.to_str().unwrap(), "-o", p]);
+    assert!(!ok && err.contains("line 3"), "{err}");
+    assert_eq!(std::fs::read(&precious).unwrap(), b"precious");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        2,
+        "temp left"
+    );
+
+    let kids: Vec<_> = (0..4)
+        .map(|i| {
+            Command::new(env!("CARGO_BIN_EXE_xlat"))
+                .args([
+                    "convert",
+                    "-w",
+                    &format!("gups:refs=200K,seed={i}"),
+                    "-o",
+                    p,
+                ])
+                .output_async()
+        })
+        .collect();
+    for k in kids {
+        let out = k.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let (ok, out, err) = xlat(&["trace", "--info", p]);
+    assert!(ok, "{err}");
+    assert!(out.contains("integrity   complete"), "{out}");
+    assert!(out.contains("store        200000"), "{out}");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        2,
+        "temp left"
+    );
+}
+
+trait OutputAsync {
+    fn output_async(&mut self) -> std::process::Child;
+}
+
+impl OutputAsync for Command {
+    fn output_async(&mut self) -> std::process::Child {
+        use std::process::Stdio;
+        self.stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run xlat")
+    }
+}
+
+/// issue 14: a full disk while writing --json or --csv fails the command (it used to
+/// exit 0 with a truncated file). `/dev/full` through a symlink: a device is written in
+/// place, never renamed over.
+#[test]
+fn full_disk_fails_json_and_csv() {
+    if !std::path::Path::new("/dev/full").exists() {
+        return; // not Linux
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for flag in ["--json", "--csv"] {
+        let link = dir.path().join(format!("out{flag}"));
+        std::os::unix::fs::symlink("/dev/full", &link).unwrap();
+        let (ok, _, err) = xlat(&[
+            "sim",
+            "-w",
+            "stride:refs=1000",
+            flag,
+            link.to_str().unwrap(),
+        ]);
+        assert!(!ok, "{flag}: a full disk must fail the command");
+        assert!(err.contains("No space left"), "{err}");
+        let m = std::fs::metadata("/dev/full").unwrap();
+        assert!(!m.is_file(), "/dev/full was replaced by a file");
+    }
+}
+
+/// issue 14: one failed run of a sweep no longer discards the others: the table, JSON
+/// and CSV hold every successful run, each failure is named, and the exit is non-zero.
+#[test]
+fn sweep_keeps_successful_runs_and_names_failures() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("out.json");
+    let csv = dir.path().join("out.csv");
+    let cut = dir.path().join("cut.lackey");
+    std::fs::write(&cut, "==9== Lackey\nI  04010173,3\n").unwrap();
+    let (ok, out, err) = xlat(&[
+        "sim",
+        "-m",
+        "skylake",
+        "-m",
+        "i386",
+        "-m",
+        "nosuchmachine",
+        "-w",
+        "stride:refs=1000",
+        // Too large for i386's 32-bit address space: fails on i386 only.
+        "-w",
+        "gups:footprint=8GiB,refs=10",
+        "-w",
+        "gupz",
+        "-t",
+        cut.to_str().unwrap(),
+        "--strict",
+        "--json",
+        json.to_str().unwrap(),
+        "--csv",
+        csv.to_str().unwrap(),
+    ]);
+    assert!(!ok, "{out}");
+    // 3 machines x 4 inputs: skylake x stride and gups, i386 x stride succeed.
+    let rows = out
+        .lines()
+        .filter(|l| l.starts_with("skylake") || l.starts_with("i386"))
+        .count();
+    assert_eq!(rows, 3, "{out}");
+    for name in [
+        "nosuchmachine × (every input)",
+        "(every machine) × gupz",
+        "i386 × gups:footprint=8GiB,refs=10",
+        "skylake × ",
+    ] {
+        assert!(err.contains(name), "{name}: {err}");
+    }
+    assert!(err.contains("9 of 12 runs failed"), "{err}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["runs"].as_array().unwrap().len(), 3);
+    assert_eq!(v["failures"].as_array().unwrap().len(), 5, "{v}");
+    assert_eq!(std::fs::read_to_string(&csv).unwrap().lines().count(), 4);
+}
+
+/// issue 14: control bytes from input files (a lackey line, `.xlt` metadata, a file
+/// name) are escaped in errors and `--info`, never sent raw to the terminal.
+#[test]
+fn control_bytes_from_inputs_are_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let lk = dir.path().join("esc\x1b[31m.lackey");
+    std::fs::write(&lk, "I  0401,3\n L 04\x1b]0;pwned\x07,8\n").unwrap();
+    let (ok, _, err) = xlat(&["sim", "-t", lk.to_str().unwrap()]);
+    assert!(!ok);
+    assert!(!err.contains('\x1b') && !err.contains('\x07'), "{err:?}");
+    assert!(
+        err.contains("esc\\x1b[31m.lackey") && err.contains("04\\x1b]0;pwned\\x07,8"),
+        "{err}"
+    );
+
+    let xlt = dir.path().join("meta.xlt");
+    let header = xlat_trace::Header::new("x86\x1b[2J", xlat_types::PageSize::K4)
+        .with_meta("command", "evil \x1b[31mred\x1b[0m");
+    let mut w = xlat_trace::TraceWriter::create(&xlt, header).unwrap();
+    w.write(&xlat_types::Event::Access(xlat_types::Access::new(
+        xlat_types::AccessKind::Load,
+        0x1000,
+        8,
+    )))
+    .unwrap();
+    w.finish_with_meta(vec![("warning".into(), "\x1b[5mblink".into())])
+        .unwrap();
+    let (ok, out, err) = xlat(&["trace", "--info", xlt.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    assert!(!out.contains('\x1b'), "{out:?}");
+    assert!(out.contains("evil \\x1b[31mred\\x1b[0m"), "{out}");
+    assert!(
+        out.contains("x86\\x1b[2J") && out.contains("\\x1b[5mblink"),
+        "{out}"
+    );
+}

@@ -27,6 +27,13 @@ pub enum TraceError {
     /// The first 8 bytes are not [`MAGIC`](crate::MAGIC).
     #[error("not an xlat trace (bad magic)")]
     BadMagic,
+    /// The input holds no bytes at all (what a writer killed before its first write
+    /// leaves).
+    #[error("empty trace (0 bytes)")]
+    Empty,
+    /// Neither an `.xlt` trace nor valgrind lackey text (see [`detect`](crate::detect)).
+    #[error("unrecognized trace format: {0}")]
+    Unrecognized(String),
     /// The file is an xlat trace of a version this build does not read.
     #[error("unsupported xlat trace version {found} (this build reads version {supported})")]
     UnsupportedVersion { found: u16, supported: u16 },
@@ -59,9 +66,19 @@ pub enum TraceError {
     #[error("lackey trace line {line}: {reason}: `{text}`")]
     Lackey {
         line: u64,
+        /// The line (at most 200 bytes), control characters escaped.
         text: String,
         reason: &'static str,
     },
+    /// A lackey trace without a single memory reference.
+    #[error(
+        "lackey trace holds no memory references ({lines} lines; was valgrind run with \
+         `--tool=lackey --trace-mem=yes`?)"
+    )]
+    LackeyEmpty { lines: u64 },
+    /// The lackey trace ends early and the reader is strict.
+    #[error("{0}")]
+    LackeyTruncated(LackeyTruncation),
     /// A read error in a lackey trace.
     #[error("lackey trace line {line}")]
     LackeyIo {
@@ -100,6 +117,31 @@ impl fmt::Display for Truncation {
             if self.blocks == 1 { "" } else { "s" },
             self.events,
             if self.events == 1 { "" } else { "s" },
+        )
+    }
+}
+
+/// How a lackey trace was found cut off (see [`LackeyReader`](crate::LackeyReader)).
+/// `Display` reads as a warning.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LackeyTruncation {
+    /// Lines read.
+    pub lines: u64,
+    /// References read (a last line without its newline is not among them).
+    pub references: u64,
+    /// What shows the cut.
+    pub reason: String,
+}
+
+impl fmt::Display for LackeyTruncation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "lackey trace truncated after line {} ({}): read {} reference{}",
+            self.lines,
+            self.reason,
+            self.references,
+            if self.references == 1 { "" } else { "s" },
         )
     }
 }

@@ -281,9 +281,10 @@ pub struct Summary {
 }
 
 impl Summary {
-    /// All events.
+    /// All events (saturating: a decoded end block's counts never overflow, see
+    /// `decode_end`).
     pub fn events(&self) -> u64 {
-        self.by_kind.iter().sum()
+        self.by_kind.iter().fold(0u64, |a, &c| a.saturating_add(c))
     }
     /// Events of one kind.
     pub fn count(&self, kind: EventKind) -> u64 {
@@ -291,11 +292,15 @@ impl Summary {
     }
     /// Fetches + loads + stores (block records not included).
     pub fn accesses(&self) -> u64 {
-        self.by_kind[..3].iter().sum()
+        self.by_kind[..3]
+            .iter()
+            .fold(0u64, |a, &c| a.saturating_add(c))
     }
     /// References as valgrind lackey counts them: instructions + loads + stores.
     pub fn references(&self) -> u64 {
-        self.instructions + self.count(EventKind::Load) + self.count(EventKind::Store)
+        self.instructions
+            .saturating_add(self.count(EventKind::Load))
+            .saturating_add(self.count(EventKind::Store))
     }
 
     /// The end-block body; `Err` if it would exceed [`MAX_END_BYTES`].
@@ -355,10 +360,17 @@ impl Summary {
                 ),
             ));
         }
+        let at = pos;
         for c in s.by_kind.iter_mut() {
             *c = next(&mut pos)?;
         }
         s.instructions = next(&mut pos)?;
+        // Totals a real file can hold: no sum of them overflows.
+        let events = s.by_kind.iter().try_fold(0u64, |a, &c| a.checked_add(c));
+        let refs = s.instructions.checked_add(s.by_kind[1]);
+        if events.is_none() || refs.and_then(|r| r.checked_add(s.by_kind[2])).is_none() {
+            return Err((at, "event counts overflow 64 bits".to_string()));
+        }
         let at = pos;
         let n = next(&mut pos)?;
         if n > MAX_END_BYTES as u64 {

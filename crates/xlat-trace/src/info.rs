@@ -1,7 +1,8 @@
-//! [`summarize`] and [`verify`]: what a trace holds, for `xlat trace info`.
+//! [`summarize`] and [`verify`]: what a trace holds, for `xlat trace --info`.
 
 use crate::error::{TraceError, Truncation};
-use crate::format::{Header, Summary, Tally};
+use crate::escape::escape;
+use crate::format::{EventKind, Header, Summary, Tally};
 use crate::reader::TraceReader;
 use std::fmt;
 use std::io::Read;
@@ -38,25 +39,16 @@ impl Info {
     }
 }
 
-/// Reads the header and totals of the trace at `path`. A complete trace is summarized
-/// from its frame headers and end block without decompressing (block payloads are not
-/// checked: use [`verify`] for that); a truncated one is decoded in full.
+/// Reads the header and totals of the trace at `path`: the same as [`verify`]. Every
+/// total printed is one the reader counted, never one taken on trust from the end block
+/// (a corrupted block or a crafted end block is an error, not a healthy summary).
 pub fn summarize(path: impl AsRef<Path>) -> Result<Info, TraceError> {
-    let path = path.as_ref();
-    let file_bytes = file_len(path)?;
-    let mut r = TraceReader::open(path)?;
-    match r.skim()? {
-        Some(summary) => Ok(Info {
-            header: r.header().clone(),
-            file_bytes,
-            summary,
-            truncation: None,
-        }),
-        None => verify(path),
-    }
+    verify(path)
 }
 
-/// Decodes the whole trace at `path`, checking every block, and returns its totals.
+/// Decodes the whole trace at `path`, checking every block's checksums and records,
+/// and returns its totals; the end block's totals must equal them (all of them: events
+/// per kind, instructions, threads, processes, blocks and bytes).
 pub fn verify(path: impl AsRef<Path>) -> Result<Info, TraceError> {
     let path = path.as_ref();
     let file_bytes = file_len(path)?;
@@ -87,36 +79,49 @@ pub(crate) fn scan<R: Read>(r: &mut TraceReader<R>) -> Result<Summary, TraceErro
         buf.iter().for_each(|e| t.add(e));
     }
     let s = t.summary();
-    match r.end_summary() {
-        Some(end) => {
-            s.blocks = end.blocks;
-            s.raw_bytes = end.raw_bytes;
-            s.stored_bytes = end.stored_bytes;
-            s.end_meta = end.end_meta.clone();
-            if end != s {
-                return Err(TraceError::Corrupt {
-                    offset: r.position(),
-                    reason: "end block totals do not match the events".into(),
-                });
-            }
-        }
-        None => {
-            s.blocks = r.blocks_read();
-            (s.raw_bytes, s.stored_bytes) = r.block_bytes();
+    s.blocks = r.blocks_read();
+    (s.raw_bytes, s.stored_bytes) = r.block_bytes();
+    if let Some(end) = r.end_summary() {
+        s.end_meta = end.end_meta.clone();
+        if end != s {
+            return Err(TraceError::Corrupt {
+                offset: r.end_offset().unwrap_or(r.position()),
+                reason: format!("end block totals do not match the file: {}", diff(end, s)),
+            });
         }
     }
     Ok(s.clone())
 }
 
+/// The first total where the end block (`end`) and the file (`got`) disagree.
+fn diff(end: &Summary, got: &Summary) -> String {
+    let mut fields = vec![
+        ("blocks", end.blocks, got.blocks),
+        ("raw bytes", end.raw_bytes, got.raw_bytes),
+        ("stored bytes", end.stored_bytes, got.stored_bytes),
+        ("threads", end.threads, got.threads),
+        ("processes", end.pids, got.pids),
+        ("instructions", end.instructions, got.instructions),
+    ];
+    for k in EventKind::ALL {
+        fields.push((k.name(), end.count(k), got.count(k)));
+    }
+    fields
+        .into_iter()
+        .find(|(_, a, b)| a != b)
+        .map(|(what, a, b)| format!("it says {a} {what}, the file holds {b}"))
+        .unwrap_or_default()
+}
+
 impl fmt::Display for Info {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "arch        {}", self.header.arch)?;
+        writeln!(f, "arch        {}", escape(&self.header.arch))?;
         writeln!(f, "page size   {}", self.header.page_size)?;
         for (k, v) in &self.header.metadata {
-            writeln!(f, "meta        {k} = {v}")?;
+            writeln!(f, "meta        {} = {}", escape(k), escape(v))?;
         }
         for (k, v) in &self.summary.end_meta {
-            writeln!(f, "end meta    {k} = {v}")?;
+            writeln!(f, "end meta    {} = {}", escape(k), escape(v))?;
         }
         writeln!(f, "file bytes  {}", self.file_bytes)?;
         writeln!(f, "{}", self.summary)?;
@@ -126,9 +131,18 @@ impl fmt::Display for Info {
             "references  {} (instructions + loads + stores)",
             self.summary.references()
         )?;
-        write!(f, "bytes/reference {:.3}", self.bytes_per_reference())?;
-        if let Some(t) = &self.truncation {
-            write!(f, "\nwarning: {t}")?;
+        writeln!(f, "bytes/reference {:.3}", self.bytes_per_reference())?;
+        match &self.truncation {
+            None => write!(
+                f,
+                "integrity   complete: every block's checksums and records checked, the end \
+                 block's totals match"
+            )?,
+            Some(t) => write!(
+                f,
+                "integrity   truncated: the totals cover the complete blocks, all checked\n\
+                 warning: {t}"
+            )?,
         }
         Ok(())
     }

@@ -70,8 +70,9 @@
 //! **Access records** (tag byte `t < 0xc0`), bits `kk sss mm i`:
 //!
 //! - `kk` (bits 7..6): kind, 0 fetch, 1 load, 2 store.
-//! - `sss` (bits 5..3): size class; 0 means a varint size (at least 1) follows, `c` in
-//!   1..=7 means size `1 << (c - 1)` (1, 2, 4, 8, 16, 32, 64 bytes).
+//! - `sss` (bits 5..3): size class; 0 means a varint size follows (1..=65536, the
+//!   largest access readers accept, `MAX_ACCESS_BYTES`), `c` in 1..=7 means size
+//!   `1 << (c - 1)` (1, 2, 4, 8, 16, 32, 64 bytes).
 //! - `mm` (bits 2..1): address mode, see below.
 //! - `i` (bit 0): a varint thread id follows (the thread changed).
 //!
@@ -107,7 +108,7 @@
 //! 0xcc flush all
 //! 0xcd thread start v tid (< 2^32)
 //! 0xce thread exit  v tid (< 2^32)
-//! 0xcf block        z addr, v len (1..2^32), v insns (< 2^32)
+//! 0xcf block        z addr, v len (1..=65536), v insns (< 2^32)
 //! 0xd0 block        z addr, v len, v insns, v tid (the thread changed)
 //! 0xd1 exec         (the process replaced its program with an untraced one)
 //! 0xd2..=0xff       reserved (invalid)
@@ -118,7 +119,9 @@
 //! prev[0] + psize[0] + unzigzag(z)` (0 for a fall-through block), then the state
 //! advances as for a fetch of size `len`.
 
+mod detect;
 mod error;
+mod escape;
 mod format;
 mod info;
 mod lackey;
@@ -128,7 +131,9 @@ mod record;
 mod varint;
 mod writer;
 
-pub use error::{TraceError, Truncation};
+pub use detect::{classify, detect, Format, Rewound, DETECT_BYTES};
+pub use error::{LackeyTruncation, TraceError, Truncation};
+pub use escape::{escape, escape_bytes};
 pub use format::{EventKind, Header, Summary, MAGIC, MAX_RAW_BLOCK, VERSION};
 pub use info::{summarize, verify, Info};
 pub use lackey::LackeyReader;

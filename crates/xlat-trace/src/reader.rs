@@ -7,7 +7,7 @@ use crate::format::{
 };
 use crate::record::Decoder;
 use std::fs::File;
-use std::io::{self, BufReader, Read, Seek, SeekFrom};
+use std::io::{self, BufReader, Read};
 use std::path::Path;
 use xlat_types::{Event, EventSource};
 
@@ -37,6 +37,8 @@ pub struct TraceReader<R: Read> {
     done: bool,
     truncation: Option<Truncation>,
     summary: Option<Summary>,
+    /// File offset of the end block, once read.
+    end_offset: Option<u64>,
 }
 
 impl<R: Read> std::fmt::Debug for TraceReader<R> {
@@ -83,7 +85,11 @@ impl<R: Read> TraceReader<R> {
         let mut pre = [0u8; PREAMBLE_LEN];
         let n = read_full(&mut r, &mut pre).map_err(io(0))?;
         if n < MAGIC.len() || pre[..8] != MAGIC {
-            return Err(TraceError::BadMagic);
+            // An empty file or a cut magic is what a killed writer leaves: say so.
+            return Err(match crate::detect::classify(&pre[..n]) {
+                Err(e @ (TraceError::Empty | TraceError::Corrupt { .. })) => e,
+                _ => TraceError::BadMagic,
+            });
         }
         if n < PREAMBLE_LEN {
             return Err(TraceError::Corrupt {
@@ -151,6 +157,7 @@ impl<R: Read> TraceReader<R> {
             done: false,
             truncation: None,
             summary: None,
+            end_offset: None,
         })
     }
 
@@ -183,6 +190,11 @@ impl<R: Read> TraceReader<R> {
     /// Complete data blocks read so far.
     pub fn blocks_read(&self) -> u64 {
         self.blocks_read
+    }
+
+    /// File offset of the end block, once the reader has reached it.
+    pub(crate) fn end_offset(&self) -> Option<u64> {
+        self.end_offset
     }
 
     /// Raw and stored bytes of the blocks loaded so far.
@@ -308,7 +320,20 @@ impl<R: Read> TraceReader<R> {
             ));
         }
         let mut body = vec![0u8; len as usize + 4];
-        if self.read_at(&mut body)? < body.len() {
+        let n = self.read_at(&mut body)?;
+        if n < body.len() {
+            // A complete end block of another length is a damaged length field, not a
+            // cut (the chance that cut bytes end in their own crc32 is 2^-32).
+            if n >= 4 && crc32fast::hash(&body[..n - 4]).to_le_bytes() == body[n - 4..n] {
+                return Err(self.corrupt(
+                    start + 1,
+                    format!(
+                        "end block length {len} is damaged: the {n} bytes after it are a \
+                         complete {}-byte body and its checksum",
+                        n - 4
+                    ),
+                ));
+            }
             return self.truncated(start, "the file ends inside the end block");
         }
         let (body, crc) = body.split_at(len as usize);
@@ -343,6 +368,7 @@ impl<R: Read> TraceReader<R> {
             return Err(self.corrupt(end, "unexpected bytes after the end block"));
         }
         self.summary = Some(s);
+        self.end_offset = Some(start);
         self.done = true;
         Ok(())
     }
@@ -403,61 +429,6 @@ impl<R: Read> TraceReader<R> {
             block: self.block,
             record_offset: at,
             reason,
-        }
-    }
-}
-
-impl<R: Read + Seek> TraceReader<R> {
-    /// Walks the frame headers without decompressing, up to the end block, and returns
-    /// its totals; `Ok(None)` if the trace is truncated (see `truncation`). Block
-    /// payloads are not checked. Only valid on a fresh reader.
-    pub(crate) fn skim(&mut self) -> Result<Option<Summary>, TraceError> {
-        let io = |offset| move |source| TraceError::Io { offset, source };
-        let here = self.pos;
-        let len = self.r.seek(SeekFrom::End(0)).map_err(io(here))?;
-        self.r.seek(SeekFrom::Start(here)).map_err(io(here))?;
-        let mut stored = 0;
-        let mut raw = 0;
-        loop {
-            let start = self.pos;
-            let mut h = [0u8; BLOCK_HEADER_LEN];
-            if self.read_at(&mut h[..1])? == 0 {
-                self.truncated(start, "the end block is missing")?;
-                return Ok(None);
-            }
-            match h[0] {
-                TAG_BLOCK => {}
-                TAG_END => {
-                    self.end_block(start)?;
-                    if let Some(s) = &self.summary {
-                        if s.raw_bytes != raw || s.stored_bytes != stored {
-                            return Err(
-                                self.corrupt(start, "end block sizes do not match the blocks")
-                            );
-                        }
-                    }
-                    return Ok(self.summary.clone());
-                }
-                t => return Err(self.corrupt(start, format!("unknown block tag {t:#04x}"))),
-            }
-            if self.read_at(&mut h[1..])? < BLOCK_HEADER_LEN - 1 {
-                self.truncated(start, "the file ends inside a block header")?;
-                return Ok(None);
-            }
-            let bh = BlockHeader::decode(&h).map_err(|r| self.corrupt(start, r))?;
-            let next = self.pos + bh.comp_len as u64;
-            if next > len {
-                self.pos = len;
-                self.truncated(start, "the file ends inside a block")?;
-                return Ok(None);
-            }
-            self.r.seek(SeekFrom::Start(next)).map_err(io(self.pos))?;
-            self.pos = next;
-            self.blocks_read += 1;
-            self.block += 1;
-            self.events_read += bh.records as u64;
-            raw += bh.raw_len as u64;
-            stored += (BLOCK_HEADER_LEN + bh.comp_len as usize) as u64;
         }
     }
 }

@@ -4,6 +4,7 @@ use crate::format::tag;
 use crate::varint::{self, VarintError};
 use xlat_types::{
     Access, AccessKind, Advice, Block, Event, FlushScope, MapFlags, Pid, Prot, Tid, VirtAddr,
+    MAX_ACCESS_BYTES,
 };
 
 /// Access tag bits: `kk sss mm t` (kind, size class, address mode, tid follows).
@@ -142,6 +143,9 @@ impl Encoder {
         if a.size == 0 {
             return Err("access of size 0");
         }
+        if a.size > MAX_ACCESS_BYTES {
+            return Err("access larger than 65536 bytes (MAX_ACCESS_BYTES)");
+        }
         let st = &mut self.st;
         let k = a.kind as usize;
         let addr = a.addr.0;
@@ -184,6 +188,9 @@ impl Encoder {
         if b.len == 0 {
             return Err("block of length 0");
         }
+        if b.len > MAX_ACCESS_BYTES {
+            return Err("block longer than 65536 bytes (MAX_ACCESS_BYTES)");
+        }
         let st = &mut self.st;
         let z = varint::zigzag(b.addr.0.wrapping_sub(st.prev[0].wrapping_add(st.psize[0])) as i64);
         let tid_changed = b.tid.0 != st.tid;
@@ -212,6 +219,7 @@ pub(crate) type RecordError = (usize, String);
 enum Bad {
     Varint(VarintError),
     SizeZero,
+    TooLarge(&'static str, u32),
     Wide(&'static str, u64),
     Tag(u8),
     Advice(u8),
@@ -230,6 +238,9 @@ impl Bad {
         match self {
             Bad::Varint(e) => e.message().to_string(),
             Bad::SizeZero => "access or block of size 0".to_string(),
+            Bad::TooLarge(what, v) => {
+                format!("{what} {v} exceeds {MAX_ACCESS_BYTES} bytes (MAX_ACCESS_BYTES)")
+            }
             Bad::Wide(what, v) => format!("{what} {v} exceeds 32 bits"),
             Bad::Tag(t) => format!("unknown record tag {t:#04x}"),
             Bad::Advice(b) => format!("unknown madvise advice {b}"),
@@ -324,6 +335,9 @@ impl Decoder {
             if s == 0 {
                 return Err(Bad::SizeZero);
             }
+            if s > MAX_ACCESS_BYTES {
+                return Err(Bad::TooLarge("access size", s));
+            }
             s
         } else {
             1u32 << (class - 1)
@@ -364,6 +378,9 @@ impl Decoder {
         let len = u32_field(raw, p, "block length")?;
         if len == 0 {
             return Err(Bad::SizeZero);
+        }
+        if len > MAX_ACCESS_BYTES {
+            return Err(Bad::TooLarge("block length", len));
         }
         let insns = u32_field(raw, p, "instruction count")?;
         if t == tag::BLOCK_TID {

@@ -4,9 +4,9 @@ use crate::error::TraceError;
 use crate::format::{
     BlockHeader, Header, Summary, Tally, MAGIC, MAX_RAW_BLOCK, MAX_RECORD_LEN, TAG_END, VERSION,
 };
+use crate::outfile::OutFile;
 use crate::record::Encoder;
-use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::{self, Write};
 use std::path::Path;
 use xlat_types::Event;
 
@@ -14,7 +14,10 @@ use xlat_types::Event;
 pub const DEFAULT_LEVEL: i32 = 3;
 
 /// Writes a `.xlt` trace. Call [`finish`](TraceWriter::finish) at the end: a writer
-/// dropped without it leaves a file that readers report as truncated.
+/// dropped without it leaves a file that readers report as truncated (or, made by
+/// [`create`](TraceWriter::create), no file). The header and each block are flushed to
+/// `W` as soon as they are complete, so a writer killed outright leaves its header and
+/// finished blocks readable.
 pub struct TraceWriter<W: Write> {
     w: Option<W>,
     enc: Encoder,
@@ -25,6 +28,8 @@ pub struct TraceWriter<W: Write> {
     offset: u64,
     tally: Tally,
     failed: bool,
+    /// What `finish` does with the writer at the end (commits a `create`d file).
+    on_finish: Option<fn(W) -> io::Result<()>>,
 }
 
 impl<W: Write> std::fmt::Debug for TraceWriter<W> {
@@ -36,15 +41,21 @@ impl<W: Write> std::fmt::Debug for TraceWriter<W> {
     }
 }
 
-impl TraceWriter<BufWriter<File>> {
-    /// Creates (or truncates) the file at `path` and writes the header.
+impl TraceWriter<OutFile> {
+    /// Writes the trace for `path` through an [`OutFile`] and writes the header.
+    /// [`finish`](TraceWriter::finish) renames it over `path`: until then an existing
+    /// file there is untouched, and a writer dropped without `finish` leaves nothing.
+    /// ([`finish_into_inner`](TraceWriter::finish_into_inner) returns the `OutFile`
+    /// uncommitted.)
     pub fn create(path: impl AsRef<Path>, header: Header) -> Result<Self, TraceError> {
         let path = path.as_ref();
-        let f = File::create(path).map_err(|source| TraceError::Open {
+        let f = OutFile::create(path).map_err(|source| TraceError::Open {
             path: path.to_path_buf(),
             source,
         })?;
-        TraceWriter::new(BufWriter::with_capacity(1 << 20, f), header)
+        let mut w = TraceWriter::new(f, header)?;
+        w.on_finish = Some(OutFile::commit);
+        Ok(w)
     }
 }
 
@@ -70,6 +81,7 @@ impl<W: Write> TraceWriter<W> {
             offset: 0,
             tally: Tally::default(),
             failed: false,
+            on_finish: None,
         };
         let mut pre = Vec::with_capacity(body.len() + 18);
         pre.extend_from_slice(&MAGIC);
@@ -78,6 +90,7 @@ impl<W: Write> TraceWriter<W> {
         pre.extend_from_slice(&body);
         pre.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
         tw.put(&pre)?;
+        tw.flush_writer()?;
         Ok(tw)
     }
 
@@ -114,20 +127,34 @@ impl<W: Write> TraceWriter<W> {
         self.tally.add(e);
     }
 
-    /// Writes the pending block and the end block, flushes, and returns the totals.
+    /// Writes the pending block and the end block, flushes (and for
+    /// [`create`](TraceWriter::create) renames the file into place), and returns the
+    /// totals.
     pub fn finish(self) -> Result<Summary, TraceError> {
-        self.finish_into_inner().map(|(_, s)| s)
+        let on_finish = self.on_finish;
+        let (w, s, offset) = self.end()?;
+        if let Some(f) = on_finish {
+            f(w).map_err(|source| TraceError::Io { offset, source })?;
+        }
+        Ok(s)
     }
 
     /// Like [`finish`](TraceWriter::finish), recording `meta` (known only at the end, such
     /// as a capture's duration) in the end block.
     pub fn finish_with_meta(mut self, meta: Vec<(String, String)>) -> Result<Summary, TraceError> {
         self.tally.summary.end_meta = meta;
-        self.finish_into_inner().map(|(_, s)| s)
+        self.finish()
     }
 
-    /// Like [`finish`](TraceWriter::finish), also returning the underlying writer.
-    pub fn finish_into_inner(mut self) -> Result<(W, Summary), TraceError> {
+    /// Like [`finish`](TraceWriter::finish), also returning the underlying writer
+    /// (flushed; an [`OutFile`] is not committed).
+    pub fn finish_into_inner(self) -> Result<(W, Summary), TraceError> {
+        self.end().map(|(w, s, _)| (w, s))
+    }
+
+    /// Writes the pending block and the end block and flushes; returns the writer, the
+    /// totals and the file size.
+    fn end(mut self) -> Result<(W, Summary, u64), TraceError> {
         if self.failed {
             return Err(TraceError::Poisoned);
         }
@@ -149,7 +176,7 @@ impl<W: Write> TraceWriter<W> {
         let mut w = self.w.take().ok_or(TraceError::Poisoned)?;
         w.flush()
             .map_err(|source| TraceError::Io { offset, source })?;
-        Ok((w, std::mem::take(self.tally.summary())))
+        Ok((w, std::mem::take(self.tally.summary()), offset))
     }
 
     fn flush_block(&mut self) -> Result<(), TraceError> {
@@ -173,6 +200,7 @@ impl<W: Write> TraceWriter<W> {
         let r = self.put(&comp);
         self.comp = comp;
         r?;
+        self.flush_writer()?;
         let s = &mut self.tally.summary;
         s.blocks += 1;
         s.raw_bytes += self.raw.len() as u64;
@@ -180,6 +208,17 @@ impl<W: Write> TraceWriter<W> {
         self.raw.clear();
         self.records = 0;
         self.enc.reset();
+        Ok(())
+    }
+
+    /// Hands what was written to the file (one `write` per block through a buffer).
+    fn flush_writer(&mut self) -> Result<(), TraceError> {
+        let offset = self.offset;
+        let w = self.w.as_mut().ok_or(TraceError::Poisoned)?;
+        if let Err(source) = w.flush() {
+            self.failed = true;
+            return Err(TraceError::Io { offset, source });
+        }
         Ok(())
     }
 

@@ -160,6 +160,189 @@ fn long_lines() {
     let mut text = b" L 0402,8\n L 0402,".to_vec();
     text.extend_from_slice(&[b'1'; 100_000]);
     let e = drain(&text, 10).unwrap_err().to_string();
-    assert!(e.contains("line 2: line too long"), "{e}");
+    assert!(e.contains("line 2: line longer than 4096 bytes"), "{e}");
     assert!(e.len() < 400, "{e}");
+}
+
+/// The events read and the reader (for its truncation notice).
+type Drained<'a> = (Vec<Event>, LackeyReader<BufReader<&'a [u8]>>);
+
+/// Reads everything.
+fn drain_reader(text: &[u8], strict: bool) -> Result<Drained<'_>, TraceError> {
+    let mut r = LackeyReader::new(BufReader::with_capacity(64, text)).strict(strict);
+    let mut out = Vec::new();
+    let mut buf = Vec::new();
+    while r.fill(&mut buf, 7)? {
+        out.extend_from_slice(&buf);
+    }
+    Ok((out, r))
+}
+
+/// A reader that counts the bytes taken from it.
+struct Counted<R> {
+    inner: R,
+    taken: std::rc::Rc<std::cell::Cell<u64>>,
+}
+
+impl<R: std::io::Read> std::io::Read for Counted<R> {
+    fn read(&mut self, b: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(b)?;
+        self.taken.set(self.taken.get() + n as u64);
+        Ok(n)
+    }
+}
+
+/// issue 14: endless input without a line break (`/dev/zero`) fails at once, having
+/// read little more than the line limit, instead of reading forever.
+#[test]
+fn endless_lines_fail_fast() {
+    use std::io::Read;
+    for (byte, limit) in [(0u8, "longer than 4096 bytes"), (b'=', "longer than 1 MiB")] {
+        let taken = std::rc::Rc::new(std::cell::Cell::new(0));
+        let src = Counted {
+            inner: std::io::repeat(byte).take(64 << 20),
+            taken: taken.clone(),
+        };
+        let mut r = LackeyReader::new(BufReader::new(src));
+        let mut buf = Vec::new();
+        let e = r.fill(&mut buf, 10).unwrap_err().to_string();
+        assert!(e.contains("line 1: line ") && e.contains(limit), "{e}");
+        assert!(
+            taken.get() < (1 << 20) + (64 << 10),
+            "read {} bytes",
+            taken.get()
+        );
+        assert!(e.len() < 400, "{e}");
+    }
+}
+
+/// issue 14: sizes of 0, above `MAX_ACCESS_BYTES` or beyond u64 are errors naming the
+/// line, never an overflow or an hours-long access.
+#[test]
+fn absurd_sizes_name_the_line() {
+    for size in [
+        "0",
+        "65537",
+        "4294967295",
+        "18446744073709551615",
+        "1".repeat(300).as_str(),
+    ] {
+        let text = format!("I  0401,3\n L 0402,{size}\n");
+        let e = drain(text.as_bytes(), 10).unwrap_err().to_string();
+        assert!(e.starts_with("lackey trace line 2: "), "{e}");
+    }
+    assert_eq!(drain(b" L 0402,65536\n", 10).unwrap().len(), 1);
+}
+
+/// issue 14: an input without a single reference (valgrind run without
+/// `--trace-mem=yes`, or an empty file) is an error, not a 0-reference result.
+#[test]
+fn no_references_is_an_error() {
+    let summary_only =
+        "==1== Lackey, an example Valgrind tool\n==1== \n==1== Counted 0 calls to main()\n";
+    for text in ["", "\n\n", summary_only] {
+        let e = drain(text.as_bytes(), 10).unwrap_err();
+        assert!(matches!(e, TraceError::LackeyEmpty { .. }), "{e}");
+        assert!(e.to_string().contains("--trace-mem=yes"), "{e}");
+    }
+}
+
+/// issue 14: control bytes of a bad line are escaped in the error, never printed raw.
+#[test]
+fn errors_escape_control_bytes() {
+    let e = drain(b"I  0401,3\n L 04\x1b[2J02,8\xff\n", 10)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("` L 04\\x1b[2J02,8\\xff`"), "{e}");
+    assert!(!e.contains('\x1b'), "{e}");
+}
+
+const OPEN: &str = "==7== Lackey, an example Valgrind tool\n==7== Command: ./a.out\n==7== \n";
+const CLOSE: &str = "==7== \n==7== Counted 0 calls to main()\n==7== \n==7== Executed:\n==7==   SBs entered:   1\n==7==   guest instrs:  2\n==7== \n==7== Exit code:       0\n";
+
+/// issue 14: truncation of a lackey log: a missing closing summary (when the log opens
+/// with valgrind's lines), a last line without its newline (dropped: `,16` cut to `,1`
+/// is a wrong size), and an instruction count that disagrees with the summary. A warning,
+/// or an error when strict.
+#[test]
+fn truncation_is_detected() {
+    let records = "I  0401,3\n L 0402,8\nI  0404,2\n S 0405,16\n";
+    let full = format!("{OPEN}{records}{CLOSE}");
+    let (ev, r) = drain_reader(full.as_bytes(), true).unwrap();
+    assert_eq!(ev.len(), 4);
+    assert!(r.truncation().is_none());
+    // Records without valgrind's lines: no evidence either way.
+    let (_, r) = drain_reader(records.as_bytes(), true).unwrap();
+    assert!(r.truncation().is_none());
+    // A forked child's summary (another pid) does not close the parent's log.
+    let child = CLOSE.replace("==7==", "==8==");
+    let cases = [
+        (format!("{OPEN}{records}"), 4, "closing summary"),
+        (format!("{OPEN}{records}{child}"), 4, "closing summary"),
+        (
+            format!("{OPEN}{}", &records[..records.len() - 2]),
+            3,
+            "no newline",
+        ),
+        (records[..records.len() - 1].to_string(), 3, "no newline"),
+        (
+            format!("{OPEN}{}{CLOSE}", &records[10..]),
+            3,
+            "counts 2 guest instructions",
+        ),
+    ];
+    for (text, refs, why) in cases {
+        let (ev, r) = drain_reader(text.as_bytes(), false).unwrap();
+        assert_eq!(ev.len(), refs, "{text}");
+        let t = r
+            .truncation()
+            .unwrap_or_else(|| panic!("not truncated: {text}"));
+        assert_eq!(t.references, refs as u64);
+        let msg = t.to_string();
+        assert!(
+            msg.contains(why) && msg.starts_with("lackey trace truncated"),
+            "{msg}"
+        );
+        let e = drain_reader(text.as_bytes(), true).expect_err("strict");
+        assert!(matches!(e, TraceError::LackeyTruncated(_)), "{e}");
+    }
+    // The cut last line's value is never used: `,16` cut to `,1`.
+    let (ev, _) = drain_reader(format!("{OPEN}I  0401,3\n S 0405,1").as_bytes(), false).unwrap();
+    assert_eq!(
+        ev,
+        vec![Event::Access(Access::new(AccessKind::Fetch, 0x401, 3))]
+    );
+}
+
+/// The same checks on real valgrind output: complete, without its summary, without its
+/// last newline.
+#[test]
+fn real_valgrind_log_truncations() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("true.txt");
+    let vg = Command::new("valgrind")
+        .arg("--tool=lackey")
+        .arg("--trace-mem=yes")
+        .arg(format!("--log-file={}", log.display()))
+        .arg("/bin/true")
+        .status()
+        .unwrap_or_else(|e| panic!("cannot run `valgrind` ({e}): install it"));
+    assert!(vg.success());
+    let text = std::fs::read(&log).unwrap();
+    let (ev, r) = drain_reader(&text, true).unwrap();
+    assert!(ev.len() > 1000 && r.truncation().is_none());
+    let last_record = text
+        .windows(3)
+        .rposition(|w| w[0] == b'\n' && (w[1] == b'I' || w[1] == b' '))
+        .unwrap();
+    let end = last_record
+        + 1
+        + text[last_record + 1..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .unwrap();
+    for cut in [end + 1, end] {
+        let (_, r) = drain_reader(&text[..cut], false).unwrap();
+        assert!(r.truncation().is_some(), "cut at {cut} of {}", text.len());
+    }
 }

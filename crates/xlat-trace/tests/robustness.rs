@@ -142,10 +142,12 @@ fn bad_magic_and_version() {
     let bytes = write(&sample_events(10));
     let e = TraceReader::new(&b"hello world, this is not a trace"[..]).unwrap_err();
     assert_eq!(e.to_string(), "not an xlat trace (bad magic)");
-    assert!(matches!(
-        TraceReader::new(&b""[..]),
-        Err(TraceError::BadMagic)
-    ));
+    // issue 14: an empty file and a cut magic say what they are.
+    assert!(matches!(TraceReader::new(&b""[..]), Err(TraceError::Empty)));
+    for n in 1..8 {
+        let e = TraceReader::new(&MAGIC[..n]).unwrap_err().to_string();
+        assert!(e.contains("truncated .xlt trace"), "{e}");
+    }
     let mut v = bytes.clone();
     v[8] = 9;
     let e = TraceReader::new(&v[..]).unwrap_err();
@@ -227,11 +229,23 @@ fn dev_full_is_an_error() {
     if !std::path::Path::new("/dev/full").exists() {
         return; // not Linux
     }
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let r = TraceWriter::new(io::BufWriter::new(f), common::header()).and_then(|mut w| {
+        w.write_all(&sample_events(1000))?;
+        w.finish()
+    });
+    assert!(r.is_err());
+    // `create` on a device writes it directly (it must never rename over /dev/full).
     let r = TraceWriter::create("/dev/full", common::header()).and_then(|mut w| {
         w.write_all(&sample_events(1000))?;
         w.finish()
     });
     assert!(r.is_err());
+    let m = std::fs::metadata("/dev/full").unwrap();
+    assert!(!m.is_file(), "/dev/full was replaced by a file");
 }
 
 #[test]
@@ -262,7 +276,8 @@ fn dropped_writer_reads_as_truncated() {
     let path = dir.path().join("t.xlt");
     let events = multi_block().0;
     {
-        let mut w = TraceWriter::create(&path, Header::new("riscv64", PageSize::K4)).unwrap();
+        let f = std::fs::File::create(&path).unwrap();
+        let mut w = TraceWriter::new(f, Header::new("riscv64", PageSize::K4)).unwrap();
         w.write_all(&events).unwrap();
         // dropped without finish
     }
@@ -372,4 +387,212 @@ mod arbitrary_bytes {
             while let Ok(true) = r.fill(&mut buf, 3) {}
         }
     }
+}
+
+/// issue 14: `create` writes through an `OutFile`: an existing file is replaced only by a
+/// finished trace, and a writer dropped before `finish` leaves it untouched.
+#[test]
+fn created_trace_appears_only_when_finished() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("precious.xlt");
+    std::fs::write(&path, b"precious").unwrap();
+    {
+        let mut w = TraceWriter::create(&path, common::header()).unwrap();
+        w.write_all(&multi_block().0).unwrap();
+    }
+    assert_eq!(std::fs::read(&path).unwrap(), b"precious");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        1,
+        "temp left"
+    );
+    let events = sample_events(100);
+    let mut w = TraceWriter::create(&path, common::header()).unwrap();
+    w.write_all(&events).unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), b"precious");
+    w.finish().unwrap();
+    let written = std::fs::read(&path).unwrap();
+    let (back, r) = read_all(&written, 100).unwrap();
+    assert!(back == events && r.truncation().is_none());
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+}
+
+/// issue 14: the header and every finished block reach the file at once, so a writer
+/// killed outright (SIGKILL: no drop, no flush) leaves a readable truncated trace. The
+/// writer is alive (unflushed buffers and all) while the file is read.
+#[test]
+fn header_and_finished_blocks_are_on_disk_before_finish() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("live.xlt");
+    let f = io::BufWriter::with_capacity(8 << 20, std::fs::File::create(&path).unwrap());
+    let mut w = TraceWriter::new(f, common::header()).unwrap();
+    let on_disk = std::fs::read(&path).unwrap();
+    let r = TraceReader::new(&on_disk[..]).expect("the header is on disk");
+    assert_eq!(r.header(), &common::header());
+    let events = multi_block().0;
+    w.write_all(&events).unwrap();
+    assert!(w.summary().blocks >= 1);
+    let on_disk = std::fs::read(&path).unwrap();
+    let (back, r) = read_all(&on_disk, 10_000).unwrap();
+    let t = r.truncation().expect("no end block yet");
+    assert_eq!(t.blocks, w.summary().blocks);
+    assert!(!back.is_empty() && back[..] == events[..back.len()]);
+    w.finish().unwrap();
+}
+
+/// A trace of `events` with its end block's body replaced by `body` (valid crc).
+fn with_end_body(events: &[Event], edit: impl Fn(&mut Vec<u8>)) -> Vec<u8> {
+    let mut bytes = write(events);
+    // The end block is the last: tag, u32 length, body, crc.
+    let mut at = TraceReader::new(&bytes[..]).unwrap().position() as usize;
+    while bytes[at] == b'B' {
+        at += 21 + u32::from_le_bytes(bytes[at + 1..at + 5].try_into().unwrap()) as usize;
+    }
+    let len = u32::from_le_bytes(bytes[at + 1..at + 5].try_into().unwrap()) as usize;
+    let mut body = bytes[at + 5..at + 5 + len].to_vec();
+    edit(&mut body);
+    bytes.truncate(at);
+    bytes.push(b'E');
+    bytes.extend_from_slice(&(body.len() as u32).to_le_bytes());
+    bytes.extend_from_slice(&body);
+    bytes.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
+    bytes
+}
+
+fn varint(v: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut v = v;
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+    out
+}
+
+/// issue 14: end-block counts that wrap to the right total are refused, and `--info`
+/// (`summarize`) checks every total against the file, never printing a crafted count.
+#[test]
+fn crafted_end_block_counts_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("crafted.xlt");
+    // No events: the counts must sum to 0; u64::MAX + 1 wraps to 0.
+    let bytes = with_end_body(&[], |b| {
+        let mut v = Vec::new();
+        for x in [0u64, 0, 0, 0, 1, 17, u64::MAX, 1] {
+            v.extend(varint(x));
+        }
+        v.extend(std::iter::repeat_n(0, 15));
+        v.extend([0, 0]); // instructions, end metadata
+        *b = v;
+    });
+    let e = read_all(&bytes, 100).unwrap_err().to_string();
+    assert!(e.contains("overflow"), "{e}");
+    std::fs::write(&path, &bytes).unwrap();
+    let e = xlat_trace::summarize(&path).unwrap_err().to_string();
+    assert!(!e.contains("18446744073709551615"), "{e}");
+    // Swapped per-kind counts keep the total: plain reading accepts them, `summarize`
+    // does not.
+    let events = vec![Event::Access(Access::new(AccessKind::Load, 0x1000, 8)); 5];
+    let bytes = with_end_body(&events, |b| {
+        // blocks, raw, stored, threads, pids, K=17, fetch, load...
+        let mut p = 0;
+        for _ in 0..6 {
+            while b[p] & 0x80 != 0 {
+                p += 1;
+            }
+            p += 1;
+        }
+        assert_eq!((b[p], b[p + 1]), (0, 5));
+        b.swap(p, p + 1);
+    });
+    assert_eq!(read_all(&bytes, 100).unwrap().0, events);
+    std::fs::write(&path, &bytes).unwrap();
+    let e = xlat_trace::summarize(&path).unwrap_err().to_string();
+    assert!(
+        e.contains("end block totals do not match") && e.contains("5 fetch"),
+        "{e}"
+    );
+}
+
+/// issue 14: a payload with a bad checksum is damage in `--info` (`summarize`), which
+/// used to read only the frame headers and call the file healthy.
+#[test]
+fn summarize_checks_every_block() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("damaged.xlt");
+    let mut bytes = write(&sample_events(500));
+    let block = TraceReader::new(&bytes[..]).unwrap().position() as usize;
+    let last = bytes.len() - 60; // inside the only block's payload
+    bytes[last] ^= 0x40;
+    std::fs::write(&path, &bytes).unwrap();
+    let e = xlat_trace::summarize(&path).unwrap_err().to_string();
+    assert!(
+        e.contains(&format!("corrupt trace at byte {}", block + 21)),
+        "{e}"
+    );
+    // Intact: every total checked, and said so.
+    let good = write(&sample_events(500));
+    std::fs::write(&path, &good).unwrap();
+    let info = xlat_trace::summarize(&path).unwrap();
+    assert!(info.to_string().contains("integrity   complete"), "{info}");
+}
+
+/// issue 14: a damaged end-block length is corruption, not a truncation warning.
+#[test]
+fn damaged_end_block_length_is_corruption() {
+    let bytes = write(&sample_events(50));
+    let mut at = TraceReader::new(&bytes[..]).unwrap().position() as usize;
+    while bytes[at] == b'B' {
+        at += 21 + u32::from_le_bytes(bytes[at + 1..at + 5].try_into().unwrap()) as usize;
+    }
+    let len = u32::from_le_bytes(bytes[at + 1..at + 5].try_into().unwrap());
+    for bad in [len + 1, len + 100, 60_000] {
+        let mut b = bytes.clone();
+        b[at + 1..at + 5].copy_from_slice(&bad.to_le_bytes());
+        let e = read_all(&b, 100).unwrap_err().to_string();
+        assert!(e.contains(&format!("end block length {bad}")), "{e}");
+        assert!(e.contains(&format!("at byte {}", at + 1)), "{e}");
+    }
+    // A real cut inside the end block is still a truncation.
+    let (_, r) = read_all(&bytes[..bytes.len() - 2], 100).unwrap();
+    assert!(r.truncation().is_some());
+}
+
+/// issue 14: sizes above `MAX_ACCESS_BYTES` (2^32 - 1 took hours to simulate) are record
+/// errors naming the block's file offset, and the writer refuses to write them.
+#[test]
+fn absurd_access_and_block_sizes_are_errors() {
+    // A load with an explicit size varint (class 0, mode 0): tag 0x40, size, delta.
+    for (size, ok) in [(65536u64, true), (65537, false), (u32::MAX as u64, false)] {
+        let mut raw = vec![0x40];
+        raw.extend(varint(size));
+        raw.push(0);
+        let (bytes, block) = with_raw_block(&raw, 1);
+        match read_all(&bytes, 100) {
+            Ok((ev, _)) => assert!(ok && ev.len() == 1, "{size}"),
+            Err(e) => {
+                let e = e.to_string();
+                assert!(!ok, "{size}: {e}");
+                assert!(
+                    e.starts_with(&format!(
+                        "corrupt trace at byte {block} (block 0, record byte 0)"
+                    )) && e.contains(&format!("access size {size} exceeds 65536")),
+                    "{e}"
+                );
+            }
+        }
+    }
+    // A block record: tag 0xcf, zigzag address, length, instructions.
+    let mut raw = vec![0xcf, 0];
+    raw.extend(varint(u32::MAX as u64));
+    raw.push(1);
+    let (bytes, _) = with_raw_block(&raw, 1);
+    let e = read_all(&bytes, 100).unwrap_err().to_string();
+    assert!(e.contains("block length 4294967295 exceeds 65536"), "{e}");
+    let mut w = TraceWriter::new(Vec::new(), common::header()).unwrap();
+    let e = w
+        .write(&Event::Access(Access::new(AccessKind::Load, 0, 65537)))
+        .unwrap_err();
+    assert!(e.to_string().contains("larger than 65536"), "{e}");
 }

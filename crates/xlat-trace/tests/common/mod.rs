@@ -56,7 +56,11 @@ fn access() -> impl Strategy<Value = Access> {
             Just(AccessKind::Store)
         ],
         addr(),
-        prop_oneof![(0u32..7).prop_map(|s| 1 << s), 1u32..200, 1u32..=u32::MAX],
+        prop_oneof![
+            (0u32..7).prop_map(|s| 1 << s),
+            1u32..200,
+            1u32..=xlat_types::MAX_ACCESS_BYTES
+        ],
         prop_oneof![3 => Just(0u32), 1 => 0u32..4, 1 => any::<u32>()],
     )
         .prop_map(|(kind, addr, size, tid)| Access {
