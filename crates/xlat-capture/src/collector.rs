@@ -9,11 +9,24 @@
 //! fatal signal, whose last unsent chunks are lost), or an `Exec` when it replaced its
 //! program.
 //!
-//! Ending: the capture is over when the program has exited, no connection is open, and
-//! every process still expected (a forked child not yet connected, a process between two
-//! connections) is gone. A process may have connected just before it died, so the last
-//! word belongs to the accept thread: asked with a sequence number, it answers `Quiet(n)`
-//! only after finding the listen queue empty, behind every `Connected` it sent before.
+//! Ending: the capture is over when the program has exited, no connection is open or
+//! being checked, and every process still expected (a forked child not yet connected, a
+//! process between two connections) is gone. A process may have connected just before
+//! it died, so the last word belongs to the accept thread: asked with a sequence number,
+//! it answers `Quiet(n)` only after finding the listen queue empty, behind the `Pending`
+//! of every connection it accepted before.
+//!
+//! Who may connect: the socket's name is visible to every local process
+//! (`/proc/net/unix`), so each connection is checked before anything it sends is read
+//! into the stream. Its peer credentials (`SO_PEERCRED`, set by the kernel at `connect`)
+//! must show this user and a process of the traced tree: QEMU's, a pid a fork record
+//! announced or that connected before, or a descendant of QEMU's; the hello must name
+//! that pid, and a parent that is traced. A forked child whose parent died before it
+//! connected (it was reparented) is not a descendant any more: it is accepted if the
+//! parent it names is traced and dead. Anything else is closed at once with a warning;
+//! a peer's hello is awaited for at most `HELLO_TIMEOUT`, and at most `MAX_CHECKING`
+//! connections are checked at a time, so neither a silent peer nor a flood of
+//! connections can hold the capture or its memory.
 
 use crate::decode::{decode, Control};
 use crate::launch::{self, Options};
@@ -23,8 +36,9 @@ use std::collections::{HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::raw::c_int;
+use std::os::unix::process::CommandExt;
 use std::process::ExitStatus;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::SeqCst};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
@@ -34,11 +48,28 @@ use xlat_types::{Event, EventSource, Pid, Tid};
 const MAX_MSG: usize = (wire::MAX_CHUNK_WORDS as usize + 1) * 8;
 /// Decoded batches in flight between readers and the consumer.
 const QUEUE: usize = 8;
+/// How long a connection may take to send its hello (the plugin sends it right after
+/// `connect`).
+const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
+/// Connections checked at once (each has a thread until its hello is in); more are
+/// refused.
+const MAX_CHECKING: usize = 64;
+/// Refused connections named one by one in the warnings (the rest are counted).
+const REFUSALS_SHOWN: u64 = 8;
 
 enum Msg {
+    /// A connection from the traced tree is being checked (its hello is awaited).
+    Pending,
+    /// A connection was accepted (`pending`: it was announced by `Pending`).
     Connected {
         pid: u32,
         continues: bool,
+        pending: bool,
+    },
+    /// A connection was refused (`pending`: it was announced by `Pending`).
+    Refused {
+        why: String,
+        pending: bool,
     },
     Events {
         pid: u32,
@@ -60,11 +91,16 @@ const ACCEPT_POLL_MS: c_int = 20;
 /// Shared between the consumer and the accept thread.
 struct Acceptor {
     listen: OwnedFd,
+    /// QEMU's pid (the root of the traced tree) and this process's effective uid.
+    root: u32,
+    uid: u32,
+    /// Connections whose hello is awaited.
+    checking: AtomicUsize,
     stop: AtomicBool,
     /// The latest quiet request's sequence number.
     quiet_request: AtomicU64,
-    /// Test aid (`XLAT_TEST_ACCEPT_DELAY_MS`): a pause before reading each hello, which
-    /// widens the window between a process's connect and its acceptance.
+    /// Test aid (`XLAT_TEST_ACCEPT_DELAY_MS`): a pause after accepting each connection,
+    /// which widens the window between a process's connect and its acceptance.
     delay: Duration,
 }
 
@@ -77,7 +113,8 @@ enum End {
     Bad(String),
 }
 
-/// Which host pids may send events (those whose `Fork` is in the stream) and which ended.
+/// Which host pids may send events (those whose `Fork` is in the stream), which
+/// connected, and which ended.
 #[derive(Default)]
 struct Registry {
     state: Mutex<Known>,
@@ -88,44 +125,82 @@ struct Registry {
 struct Known {
     /// Pids whose `Fork` is in the stream (and the root).
     may_send: HashSet<u32>,
+    /// Pids that had a connection accepted.
+    connected: HashSet<u32>,
     ended: HashSet<u32>,
     /// Connections that handed over, per pid.
     handed_over: HashMap<u32, u32>,
+    /// Connections open now, per pid.
+    open: HashMap<u32, u32>,
 }
 
 impl Registry {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Known> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
     fn register(&self, pid: u32) {
-        self.state.lock().unwrap().may_send.insert(pid);
+        self.lock().may_send.insert(pid);
         self.cv.notify_all();
     }
     fn ended(&self, pid: u32) {
-        self.state.lock().unwrap().ended.insert(pid);
+        self.lock().ended.insert(pid);
         self.cv.notify_all();
     }
-    fn handed_over(&self, pid: u32) {
-        *self
-            .state
-            .lock()
-            .unwrap()
-            .handed_over
-            .entry(pid)
-            .or_insert(0) += 1;
+    /// Whether `pid` is a traced process (announced by a fork record or connected).
+    fn known(&self, pid: u32) -> bool {
+        let g = self.lock();
+        g.may_send.contains(&pid) || g.connected.contains(&pid)
+    }
+    /// The accept thread took a connection from `pid` (its peer credentials): counted
+    /// before the next one is taken, so that a process's connections are counted in
+    /// the order it made them.
+    fn accepted(&self, pid: u32) {
+        *self.lock().open.entry(pid).or_insert(0) += 1;
+    }
+    /// A connection of `pid` passed its check (`first`: its first one; pids are reused,
+    /// so an earlier process's handovers are forgotten).
+    fn opened(&self, pid: u32, first: bool) {
+        let mut g = self.lock();
+        g.connected.insert(pid);
+        if first {
+            g.handed_over.remove(&pid);
+        }
+    }
+    /// A connection of `pid` ended (`handover`: with a HANDOVER record), or was refused.
+    fn closed(&self, pid: u32, handover: bool) {
+        let mut g = self.lock();
+        if handover {
+            *g.handed_over.entry(pid).or_insert(0) += 1;
+        }
+        if let Some(n) = g.open.get_mut(&pid) {
+            *n -= 1;
+            if *n == 0 {
+                g.open.remove(&pid);
+            }
+        }
+        drop(g);
         self.cv.notify_all();
     }
-    /// A process starts its first connection (pids are reused: forget an earlier one's).
-    fn first_connection(&self, pid: u32) {
-        self.state.lock().unwrap().handed_over.remove(&pid);
-    }
-    /// Waits until `pid`'s connections before number `n` have all handed over.
-    fn wait_handover(&self, pid: u32, n: u32) {
-        let mut g = self.state.lock().unwrap();
-        while g.handed_over.get(&pid).copied().unwrap_or(0) < n {
-            g = self.cv.wait(g).unwrap();
+    /// Waits until `pid`'s connections before number `n` have all handed over; false
+    /// when they cannot (too few of them are left open).
+    fn wait_handover(&self, pid: u32, n: u32) -> bool {
+        let mut g = self.lock();
+        loop {
+            let done = g.handed_over.get(&pid).copied().unwrap_or(0);
+            if done >= n {
+                return true;
+            }
+            // Open connections of `pid` other than the caller's.
+            let others = g.open.get(&pid).copied().unwrap_or(0).saturating_sub(1);
+            if done + others < n {
+                return false;
+            }
+            g = self.cv.wait(g).unwrap_or_else(|e| e.into_inner());
         }
     }
     /// Waits until `pid` may send; false if its parent ended without forking it.
     fn wait(&self, pid: u32, ppid: u32) -> bool {
-        let mut g = self.state.lock().unwrap();
+        let mut g = self.lock();
         loop {
             if g.may_send.contains(&pid) {
                 return true;
@@ -133,8 +208,39 @@ impl Registry {
             if g.ended.contains(&ppid) {
                 return false;
             }
-            g = self.cv.wait(g).unwrap();
+            g = self.cv.wait(g).unwrap_or_else(|e| e.into_inner());
         }
+    }
+    /// Traced processes not known to have ended.
+    fn running(&self) -> Vec<u32> {
+        let g = self.lock();
+        g.may_send
+            .iter()
+            .chain(g.connected.iter())
+            .filter(|p| !g.ended.contains(p))
+            .copied()
+            .collect::<HashSet<u32>>()
+            .into_iter()
+            .collect()
+    }
+}
+
+/// Sends signals to the traced processes of a [`Capture`] (from any thread).
+#[derive(Clone)]
+pub struct Signaller {
+    registry: Arc<Registry>,
+    root: u32,
+}
+
+impl Signaller {
+    /// Sends `sig` to every traced process still running (QEMU's first), e.g. to
+    /// forward a SIGTERM that this process received. Returns how many were signalled.
+    pub fn signal(&self, sig: i32) -> usize {
+        let mut pids = self.registry.running();
+        pids.sort_by_key(|&p| p != self.root);
+        pids.into_iter()
+            .filter(|&p| alive(p) && unsafe { libc::kill(p as libc::pid_t, sig) } == 0)
+            .count()
     }
 }
 
@@ -147,8 +253,10 @@ pub struct Stats {
     pub chunks: u64,
     /// Events delivered.
     pub events: u64,
-    /// Warnings for the user (lost data, killed processes, execs).
+    /// Warnings for the user (lost data, killed processes, execs, refused connections).
     pub warnings: Vec<String>,
+    /// Connections refused (not from the traced processes, or malformed).
+    pub refused: u64,
 }
 
 /// A running capture: an [`EventSource`] over every traced process's events.
@@ -162,6 +270,10 @@ pub struct Capture {
     quiet_asked: Option<u64>,
     quiet_answered: u64,
     root_pid: u32,
+    /// QEMU's start time (`/proc/PID/stat` field 22): an expected child starts later.
+    root_start: Option<u64>,
+    /// Connections from the traced tree accepted but not yet checked.
+    checking: u32,
     /// Trace pid currently running (`None` before the first event and after an exit).
     current: Option<u32>,
     pending: Vec<Event>,
@@ -175,6 +287,8 @@ pub struct Capture {
     exec_pending: HashSet<u32>,
     status: Option<std::io::Result<ExitStatus>>,
     stats: Stats,
+    /// The warnings end with the count of refused connections.
+    refusals_counted: bool,
     done: bool,
 }
 
@@ -188,7 +302,12 @@ fn name_for(pid: u32, root: u32) -> Pid {
 
 impl Capture {
     /// Starts `program args…` under QEMU with the plugin. The program's stdin, stdout and
-    /// stderr are this process's.
+    /// stderr are this process's. `program` is resolved as `execvp` and the kernel would
+    /// (`#!` scripts, `env COMMAND`: see the crate docs).
+    ///
+    /// QEMU is killed (SIGKILL) when the calling thread exits, so that the program never
+    /// runs on untraced after its collector is gone: call this from a thread that
+    /// outlives the capture, such as the main thread.
     pub fn start(
         program: &OsStr,
         args: &[OsString],
@@ -204,8 +323,35 @@ impl Capture {
                 .map(|d| d.as_nanos())
                 .unwrap_or(0)
         );
+        let launch = launch::resolve(program, args)?;
+        let listener = listen(&sock)?;
+        let mut cmd = launch::command(&qemu, &plugin, &sock, opts.per_insn, &launch)?;
+        let me = std::process::id();
+        // SAFETY: only async-signal-safe calls between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                // QEMU dies with the thread that started it (not the whole process:
+                // hence "a thread that outlives the capture").
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // That thread may have died before the prctl.
+                if libc::getppid() as u32 != me {
+                    libc::_exit(137);
+                }
+                Ok(())
+            });
+        }
+        let mut child = cmd.spawn().map_err(|e| CaptureError::Spawn {
+            qemu: qemu.display().to_string(),
+            source: e,
+        })?;
+        let root_pid = child.id();
         let acceptor = Arc::new(Acceptor {
-            listen: listen(&sock)?,
+            listen: listener,
+            root: root_pid,
+            uid: unsafe { libc::geteuid() },
+            checking: AtomicUsize::new(0),
             stop: AtomicBool::new(false),
             quiet_request: AtomicU64::new(0),
             delay: Duration::from_millis(
@@ -215,12 +361,6 @@ impl Capture {
                     .unwrap_or(0),
             ),
         });
-        let mut cmd = launch::command(&qemu, &plugin, &sock, opts.per_insn, program, args)?;
-        let mut child = cmd.spawn().map_err(|e| CaptureError::Spawn {
-            qemu: qemu.display().to_string(),
-            source: e,
-        })?;
-        let root_pid = child.id();
         let (tx, rx) = mpsc::sync_channel::<Msg>(QUEUE);
         let (free_tx, free_rx) = mpsc::sync_channel::<Vec<Event>>(QUEUE * 2);
         let registry = Arc::new(Registry::default());
@@ -234,7 +374,7 @@ impl Capture {
         }
         {
             let (registry, acceptor) = (registry.clone(), acceptor.clone());
-            std::thread::spawn(move || accept_loop(&acceptor, root_pid, tx, registry, free_rx));
+            std::thread::spawn(move || accept_loop(&acceptor, tx, registry, free_rx));
         }
         Ok(Capture {
             rx,
@@ -244,6 +384,8 @@ impl Capture {
             quiet_asked: None,
             quiet_answered: 0,
             root_pid,
+            root_start: start_time(root_pid),
+            checking: 0,
             current: Some(root_pid),
             pending: Vec::new(),
             pending_pos: 0,
@@ -252,9 +394,21 @@ impl Capture {
             reconnecting: HashMap::new(),
             exec_pending: HashSet::new(),
             status: None,
-            stats: Stats::default(),
+            stats: Stats {
+                warnings: launch.warnings,
+                ..Stats::default()
+            },
+            refusals_counted: false,
             done: false,
         })
+    }
+
+    /// A handle that signals the traced processes (see [`Signaller::signal`]).
+    pub fn signaller(&self) -> Signaller {
+        Signaller {
+            registry: self.registry.clone(),
+            root: self.root_pid,
+        }
     }
 
     /// Totals so far (complete once `fill` has returned `false`).
@@ -268,13 +422,16 @@ impl Capture {
     }
 
     fn finished(&mut self) -> bool {
-        if self.status.is_none() || !self.live.is_empty() {
+        if self.status.is_none() || !self.live.is_empty() || self.checking > 0 {
             self.quiet_asked = None;
             return false;
         }
         // Forked children that never connected, processes between two connections: wait
-        // while they exist.
-        self.expected.retain(|&p| alive(p));
+        // while they exist. (An expected child older than QEMU is no child of the traced
+        // tree, whatever a fork record said: never wait for it.)
+        let root_start = self.root_start;
+        self.expected
+            .retain(|&p| alive(p) && start_time(p).zip(root_start).is_none_or(|(c, r)| c >= r));
         self.reconnecting.retain(|&p, n| *n > 0 && alive(p));
         if !(self.expected.is_empty() && self.reconnecting.is_empty()) {
             self.quiet_asked = None;
@@ -304,7 +461,6 @@ impl Capture {
         if let End::Handover = how {
             // The process goes on over its next connection.
             *self.reconnecting.entry(pid).or_insert(0) += 1;
-            self.registry.handed_over(pid);
             return;
         }
         self.registry.ended(pid);
@@ -380,6 +536,14 @@ impl EventSource for Capture {
                 return Ok(true);
             }
             if self.done {
+                let n = self.stats.refused;
+                if n > REFUSALS_SHOWN && !self.refusals_counted {
+                    self.refusals_counted = true;
+                    self.stats.warnings.push(format!(
+                        "refused {n} connections in all ({} more than shown)",
+                        n - REFUSALS_SHOWN
+                    ));
+                }
                 return Ok(false);
             }
             let msg = match self.rx.recv_timeout(Duration::from_millis(100)) {
@@ -396,7 +560,29 @@ impl EventSource for Capture {
                 }
             };
             match msg {
-                Msg::Connected { pid, continues } => {
+                Msg::Pending => self.checking += 1,
+                Msg::Refused { why, pending } => {
+                    if pending {
+                        self.checking -= 1;
+                    }
+                    self.stats.refused += 1;
+                    if self.stats.refused <= REFUSALS_SHOWN {
+                        self.stats
+                            .warnings
+                            .push(format!("refused a connection: {why}"));
+                    }
+                    if self.finished() {
+                        self.done = true;
+                    }
+                }
+                Msg::Connected {
+                    pid,
+                    continues,
+                    pending,
+                } => {
+                    if pending {
+                        self.checking -= 1;
+                    }
                     self.expected.remove(&pid);
                     if continues {
                         *self.reconnecting.entry(pid).or_insert(0) -= 1;
@@ -472,16 +658,60 @@ impl Drop for Capture {
 
 /// Whether process `pid` exists and is not a zombie.
 fn alive(pid: u32) -> bool {
-    if unsafe { libc::kill(pid as libc::pid_t, 0) } != 0 {
+    if pid == 0 || unsafe { libc::kill(pid as libc::pid_t, 0) } != 0 {
         return false;
     }
-    // "pid (comm) S ...": the state follows the last ')'.
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(st) => {
-            !matches!(st.rsplit_once(')'), Some((_, rest)) if rest.trim_start().starts_with('Z'))
+    !matches!(stat_fields(pid), Some(f) if f.first() == Some(&"Z".to_string()))
+}
+
+/// The fields of `/proc/PID/stat` after the command name: state (field 3) first.
+fn stat_fields(pid: u32) -> Option<Vec<String>> {
+    let st = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // "pid (comm) S ppid ...": the command may hold anything but ends at the last ')'.
+    let (_, rest) = st.rsplit_once(')')?;
+    Some(rest.split_whitespace().map(str::to_string).collect())
+}
+
+/// The parent of `pid` (field 4 of `/proc/PID/stat`).
+fn parent_of(pid: u32) -> Option<u32> {
+    stat_fields(pid)?.get(1)?.parse().ok()
+}
+
+/// When `pid` started, in clock ticks after boot (field 22 of `/proc/PID/stat`).
+fn start_time(pid: u32) -> Option<u64> {
+    stat_fields(pid)?.get(19)?.parse().ok()
+}
+
+/// Whether `pid` is `root` or one of its descendants now.
+fn descends_from(pid: u32, root: u32) -> bool {
+    let mut p = pid;
+    // Bounded: a chain of parents is shorter than pid_max, and /proc may change under us.
+    for _ in 0..4096 {
+        if p == root {
+            return true;
         }
-        Err(_) => false,
+        match parent_of(p) {
+            Some(q) if q > 1 && q != p => p = q,
+            _ => return false,
+        }
     }
+    false
+}
+
+/// The peer's (pid, uid) as the kernel recorded them at `connect`.
+fn peer_cred(fd: c_int) -> Option<(u32, u32)> {
+    let mut cred: libc::ucred = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    let r = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            &mut cred as *mut _ as *mut libc::c_void,
+            &mut len,
+        )
+    };
+    (r == 0).then_some((cred.pid as u32, cred.uid))
 }
 
 fn sockaddr(name: &str) -> (libc::sockaddr_un, libc::socklen_t) {
@@ -518,8 +748,32 @@ fn listen(name: &str) -> Result<OwnedFd, CaptureError> {
     }
 }
 
+/// Runs `f` with receives on `fd` timing out after `t` (then `WouldBlock`).
+fn with_timeout<T>(fd: c_int, t: Duration, f: impl FnOnce() -> T) -> T {
+    let set = |t: Duration| {
+        let tv = libc::timeval {
+            tv_sec: t.as_secs() as libc::time_t,
+            tv_usec: t.subsec_micros() as libc::suseconds_t,
+        };
+        // SAFETY: a valid option and size for a socket.
+        unsafe {
+            libc::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_RCVTIMEO,
+                &tv as *const _ as *const libc::c_void,
+                std::mem::size_of::<libc::timeval>() as libc::socklen_t,
+            )
+        };
+    };
+    set(t);
+    let r = f();
+    set(Duration::ZERO);
+    r
+}
+
 /// Receives one message into `buf`; `Ok(0)` at end of stream.
-fn recv(fd: c_int, buf: &mut [u64]) -> Result<usize, String> {
+fn recv(fd: c_int, buf: &mut [u64]) -> std::io::Result<usize> {
     loop {
         let n = unsafe {
             libc::recv(
@@ -534,24 +788,25 @@ fn recv(fd: c_int, buf: &mut [u64]) -> Result<usize, String> {
             if e.kind() == std::io::ErrorKind::Interrupted {
                 continue;
             }
-            return Err(e.to_string());
+            return Err(e);
         }
         let n = n as usize;
         if n > buf.len() * 8 {
-            return Err(format!(
+            return Err(std::io::Error::other(format!(
                 "message of {n} bytes exceeds {} bytes",
                 buf.len() * 8
-            ));
+            )));
         }
         return Ok(n);
     }
 }
 
 /// Accepts connections until the capture is dropped, and answers quiet requests once
-/// the listen queue is empty.
+/// the listen queue is empty. Each connection's peer is checked (see the module docs):
+/// one that is not of this user is refused here, the others' hellos are awaited on a
+/// thread of their own.
 fn accept_loop(
-    acceptor: &Acceptor,
-    root: u32,
+    acceptor: &Arc<Acceptor>,
     tx: SyncSender<Msg>,
     registry: Arc<Registry>,
     free: Arc<Mutex<Receiver<Vec<Event>>>>,
@@ -577,6 +832,13 @@ fn accept_loop(
         if fd < 0 {
             match std::io::Error::last_os_error().raw_os_error() {
                 Some(libc::EINTR) | Some(libc::ECONNABORTED) => continue,
+                // Out of descriptors or memory (a flood of connections): let the
+                // connections that hold them end, then go on.
+                Some(libc::EMFILE) | Some(libc::ENFILE) | Some(libc::ENOBUFS)
+                | Some(libc::ENOMEM) => {
+                    std::thread::sleep(Duration::from_millis(ACCEPT_POLL_MS as u64));
+                    continue;
+                }
                 Some(libc::EAGAIN) => {}
                 _ => return, // the listener was shut down
             }
@@ -594,39 +856,160 @@ fn accept_loop(
             unsafe { libc::poll(&mut p, 1, ACCEPT_POLL_MS) };
             continue;
         }
+        // SAFETY: accept4 returned a new descriptor that nothing else owns.
+        let conn = unsafe { OwnedFd::from_raw_fd(fd) };
         if !acceptor.delay.is_zero() {
             std::thread::sleep(acceptor.delay);
         }
-        let mut hello = [0u64; 3];
-        let ok = matches!(recv(fd, &mut hello), Ok(wire::HELLO_BYTES));
-        let h = [
-            hello[0] as u32,
-            (hello[0] >> 32) as u32,
-            hello[1] as u32,
-            (hello[1] >> 32) as u32,
-            hello[2] as u32,
-        ];
-        if !ok || h[0] != wire::HELLO_MAGIC || h[1] != wire::VERSION {
-            unsafe { libc::close(fd) };
+        let refuse = |why: String| {
+            tx.send(Msg::Refused {
+                why,
+                pending: false,
+            })
+            .is_ok()
+        };
+        let Some((pid, uid)) = peer_cred(fd) else {
+            if !refuse("no peer credentials".into()) {
+                return;
+            }
+            continue;
+        };
+        if uid != acceptor.uid {
+            if !refuse(format!(
+                "process {pid} runs as uid {uid}, not {}",
+                acceptor.uid
+            )) {
+                return;
+            }
             continue;
         }
-        let (pid, ppid) = (h[2], h[3]);
-        let continues = h[4] & wire::HELLO_CONTINUES != 0;
-        let number = (hello[2] >> 32) as u32;
-        if !continues {
-            registry.first_connection(pid);
+        // Of the traced tree now (the usual case), or perhaps a child orphaned before it
+        // connected (its hello decides).
+        let in_tree =
+            pid == acceptor.root || registry.known(pid) || descends_from(pid, acceptor.root);
+        if acceptor.checking.fetch_add(1, SeqCst) >= MAX_CHECKING {
+            acceptor.checking.fetch_sub(1, SeqCst);
+            if !refuse(format!(
+                "process {pid}: more than {MAX_CHECKING} connections waiting to be checked"
+            )) {
+                return;
+            }
+            continue;
         }
-        if tx.send(Msg::Connected { pid, continues }).is_err() {
+        // Only connections from the tree can hold the capture's end while they are
+        // checked: an orphaned child is expected (its fork record is in the stream, or
+        // its parent's connection is still open) until it connects.
+        if in_tree && tx.send(Msg::Pending).is_err() {
             return;
         }
-        let (tx, registry, free) = (tx.clone(), registry.clone(), free.clone());
+        registry.accepted(pid);
+        let (tx, registry, free, acceptor) =
+            (tx.clone(), registry.clone(), free.clone(), acceptor.clone());
         std::thread::spawn(move || {
-            let after = continues.then_some(number);
-            let how = read_process(fd, pid, ppid, after, root, &tx, &registry, &free);
-            unsafe { libc::close(fd) };
+            let checked = check(&conn, pid, in_tree, &acceptor, &registry);
+            acceptor.checking.fetch_sub(1, SeqCst);
+            let hello = match checked {
+                Ok(h) => h,
+                Err(why) => {
+                    registry.closed(pid, false);
+                    let why = format!("process {pid}: {why}");
+                    let _ = tx.send(Msg::Refused {
+                        why,
+                        pending: in_tree,
+                    });
+                    return;
+                }
+            };
+            registry.opened(pid, !hello.continues);
+            if tx
+                .send(Msg::Connected {
+                    pid,
+                    continues: hello.continues,
+                    pending: in_tree,
+                })
+                .is_err()
+            {
+                registry.closed(pid, false);
+                return;
+            }
+            let after = hello.continues.then_some(hello.number);
+            let how = read_process(
+                conn.as_raw_fd(),
+                pid,
+                hello.ppid,
+                after,
+                acceptor.root,
+                &tx,
+                &registry,
+                &free,
+            );
+            drop(conn);
+            registry.closed(pid, matches!(how, End::Handover));
             let _ = tx.send(Msg::End { pid, how });
         });
     }
+}
+
+/// A connection's hello.
+struct Hello {
+    ppid: u32,
+    continues: bool,
+    number: u32,
+}
+
+/// Reads and checks the hello of a connection from `pid` (its peer credentials;
+/// `in_tree`: QEMU's pid, a known one or a descendant of QEMU's).
+fn check(
+    conn: &OwnedFd,
+    pid: u32,
+    in_tree: bool,
+    acceptor: &Acceptor,
+    registry: &Registry,
+) -> Result<Hello, String> {
+    let fd = conn.as_raw_fd();
+    let mut hello = [0u64; 3];
+    let got = with_timeout(fd, HELLO_TIMEOUT, || recv(fd, &mut hello));
+    match got {
+        Ok(wire::HELLO_BYTES) => {}
+        Ok(0) => return Err("closed without a hello".into()),
+        Ok(n) => return Err(format!("a first message of {n} bytes is no hello")),
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+            return Err(format!("no hello within {} s", HELLO_TIMEOUT.as_secs()))
+        }
+        Err(e) => return Err(e.to_string()),
+    }
+    let h = [
+        hello[0] as u32,
+        (hello[0] >> 32) as u32,
+        hello[1] as u32,
+        (hello[1] >> 32) as u32,
+        hello[2] as u32,
+    ];
+    if h[0] != wire::HELLO_MAGIC || h[1] != wire::VERSION {
+        return Err("not an xlat plugin's hello (or another protocol version)".into());
+    }
+    if h[2] != pid {
+        return Err(format!("its hello claims to be process {}", h[2]));
+    }
+    let hello = Hello {
+        ppid: h[3],
+        continues: h[4] & wire::HELLO_CONTINUES != 0,
+        number: (hello[2] >> 32) as u32,
+    };
+    if hello.continues {
+        if !registry.lock().connected.contains(&pid) {
+            return Err("continues a connection it never had".into());
+        }
+    } else if pid != acceptor.root {
+        if hello.ppid == pid || !(hello.ppid == acceptor.root || registry.known(hello.ppid)) {
+            return Err(format!("its parent {} is not traced", hello.ppid));
+        }
+        // Outside the tree: only a child whose parent died (and was reparented).
+        if !in_tree && alive(hello.ppid) {
+            return Err("not of the traced process tree".into());
+        }
+    }
+    Ok(hello)
 }
 
 /// Reads one process's chunks until its connection ends.
@@ -644,10 +1027,13 @@ fn read_process(
     let mut buf = vec![0u64; MAX_MSG / 8];
     if let Some(n) = after {
         // Records continue from this process's previous connections: wait for them.
-        registry.wait_handover(pid, n);
+        if !registry.wait_handover(pid, n) {
+            return End::Bad(format!(
+                "connection {n} continues connections that did not hand over"
+            ));
+        }
     } else if !registry.wait(pid, ppid) {
-        // Drain so the child does not block, then report.
-        while matches!(recv(fd, &mut buf), Ok(n) if n > 0) {}
+        // Its records are dropped; closing the connection tells the plugin so.
         return End::Orphan;
     }
     let mut exited = false;
@@ -655,7 +1041,7 @@ fn read_process(
         let n = match recv(fd, &mut buf) {
             Ok(0) => break,
             Ok(n) => n,
-            Err(e) => return End::Bad(e),
+            Err(e) => return End::Bad(e.to_string()),
         };
         if n % 8 != 0 || n < 16 {
             return End::Bad(format!("message of {n} bytes is not a chunk"));

@@ -16,7 +16,7 @@ mod decode;
 mod launch;
 
 #[cfg(feature = "collector")]
-pub use collector::{Capture, Stats};
+pub use collector::{Capture, Signaller, Stats};
 #[cfg(feature = "collector")]
 pub use decode::{decode, Control, Decoded};
 #[cfg(feature = "collector")]
@@ -37,6 +37,9 @@ pub enum CaptureError {
         qemu: String,
         source: std::io::Error,
     },
+    /// The program cannot run (Linux's `execve` would fail, or refuse its `#!` line).
+    #[error("cannot run {program}: {reason}")]
+    Exec { program: String, reason: String },
     #[error("collector socket: {0}")]
     Socket(String),
 }

@@ -5,13 +5,19 @@ use crate::output;
 use crate::run::{drive_progress, Outcome};
 use anyhow::{bail, Context, Result};
 use indicatif::ProgressBar;
+use std::cell::RefCell;
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::os::raw::c_int;
+use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicI32, Ordering::SeqCst};
 use std::time::Instant;
-use xlat_capture::{Capture, Options};
+use xlat_capture::{Capture, Options, Signaller};
 use xlat_sim::presets;
-use xlat_trace::{Header, TraceWriter};
+use xlat_trace::{Header, OutFile, TraceWriter};
 use xlat_types::{Event, EventSource, PageSize};
 
 #[derive(clap::Args)]
@@ -91,6 +97,144 @@ fn leave_interrupts_to_the_program() {
     }
 }
 
+/// The first SIGTERM or SIGHUP xlat received while capturing (0: none).
+static STOP_SIGNAL: AtomicI32 = AtomicI32::new(0);
+/// The write end of the pipe that wakes the forwarding thread (-1: none yet).
+static WAKE_FD: AtomicI32 = AtomicI32::new(-1);
+
+extern "C" fn on_stop_signal(sig: c_int) {
+    // Async-signal-safe: an atomic and a non-blocking write.
+    let _ = STOP_SIGNAL.compare_exchange(0, sig, SeqCst, SeqCst);
+    let fd = WAKE_FD.load(SeqCst);
+    if fd >= 0 {
+        let b = sig as u8;
+        // SAFETY: writes one byte from a valid buffer.
+        unsafe { libc::write(fd, &b as *const u8 as *const libc::c_void, 1) };
+    }
+}
+
+/// SIGTERM and SIGHUP stop the program, and xlat finishes as when it ends by itself: the
+/// first one is forwarded to every traced process, a second one kills them (SIGKILL).
+/// xlat then exits with 128 + the signal's number (see [`stopped`]).
+fn forward_stop_signals(signaller: Signaller) {
+    let mut fds = [0 as c_int; 2];
+    // SAFETY: pipe2 fills `fds`; fcntl and sigaction get valid arguments.
+    unsafe {
+        if libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
+            return; // the default action (xlat dies, QEMU with it) stays
+        }
+        // A signal handler must never block on a full pipe.
+        libc::fcntl(fds[1], libc::F_SETFL, libc::O_NONBLOCK);
+    }
+    WAKE_FD.store(fds[1], SeqCst);
+    std::thread::spawn(move || {
+        let mut received = 0;
+        loop {
+            let mut b = 0u8;
+            // SAFETY: reads one byte into a valid buffer.
+            let n = unsafe { libc::read(fds[0], &mut b as *mut u8 as *mut libc::c_void, 1) };
+            if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            if n <= 0 {
+                return;
+            }
+            received += 1;
+            let sig = if received == 1 {
+                b as c_int
+            } else {
+                libc::SIGKILL
+            };
+            signaller.signal(sig);
+        }
+    });
+    // SAFETY: a handler that only touches atomics and write(2).
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_stop_signal as *const () as usize;
+        sa.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut sa.sa_mask);
+        for sig in [libc::SIGTERM, libc::SIGHUP] {
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
+}
+
+/// After the capture: if xlat was asked to stop, says so and gives its exit code
+/// (128 + the signal's number).
+fn stopped() -> Option<i32> {
+    let sig = STOP_SIGNAL.load(SeqCst);
+    (sig != 0).then(|| {
+        eprintln!(
+            "xlat: stopped by {} (forwarded to the program): the capture holds what the \
+             program did until it ended",
+            signal_name(sig)
+        );
+        128 + sig
+    })
+}
+
+fn signal_name(sig: c_int) -> String {
+    match sig {
+        libc::SIGTERM => "SIGTERM".into(),
+        libc::SIGHUP => "SIGHUP".into(),
+        n => format!("signal {n}"),
+    }
+}
+
+/// Where `xlat trace` writes. A regular file (or a new one) is written under a temporary
+/// name and renamed over the destination once complete ([`OutFile`]): a run that fails
+/// leaves an existing file as it was, and a killed one leaves what it had written in the
+/// temporary `.NAME.PID-N.partial` file. Anything else (`/dev/null`, a FIFO, a device)
+/// is written directly.
+enum Dest {
+    Atomic(OutFile),
+    Direct(BufWriter<File>),
+}
+
+impl Dest {
+    fn create(path: &Path) -> std::io::Result<Dest> {
+        match std::fs::metadata(path) {
+            Ok(m) if !m.is_file() => Ok(Dest::Direct(BufWriter::with_capacity(
+                1 << 20,
+                File::options().write(true).open(path)?,
+            ))),
+            // Through a symbolic link: replace the file it names, not the link.
+            Ok(_) if path.is_symlink() => {
+                OutFile::create(std::fs::canonicalize(path)?).map(Dest::Atomic)
+            }
+            _ => OutFile::create(path).map(Dest::Atomic),
+        }
+    }
+
+    fn commit(self) -> std::io::Result<()> {
+        match self {
+            Dest::Atomic(f) => f.commit(),
+            Dest::Direct(mut w) => w.flush(),
+        }
+    }
+}
+
+/// A [`Dest`] that outlives the [`TraceWriter`] writing it (which drops its writer when
+/// it finishes), so that it can be flushed meanwhile and committed after.
+#[derive(Clone)]
+struct Shared(Rc<RefCell<Dest>>);
+
+impl Write for Shared {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match &mut *self.0.borrow_mut() {
+            Dest::Atomic(f) => f.write(buf),
+            Dest::Direct(w) => w.write(buf),
+        }
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        match &mut *self.0.borrow_mut() {
+            Dest::Atomic(f) => f.flush(),
+            Dest::Direct(w) => w.flush(),
+        }
+    }
+}
+
 fn progress(what: &'static str) -> ProgressBar {
     crate::progress::bar(what.to_string())
 }
@@ -138,6 +282,7 @@ pub fn run(a: RunArgs) -> Result<i32> {
     let t = Instant::now();
     let mut cap = Capture::start(&a.program[0], &a.program[1..], &a.capture.options())?;
     leave_interrupts_to_the_program();
+    forward_stop_signals(cap.signaller());
     let bits = cfg.va_bits();
     let msg = || "events simulated".to_string();
     let simulated = if bits >= USER_BITS {
@@ -179,7 +324,7 @@ pub fn run(a: RunArgs) -> Result<i32> {
     if let Some(p) = &a.json {
         output::write_json(p, std::slice::from_ref(&o))?;
     }
-    Ok(code)
+    Ok(stopped().unwrap_or(code))
 }
 
 /// `xlat trace`: capture to a file, or `--info` on an existing one.
@@ -193,6 +338,7 @@ pub fn trace(a: TraceArgs) -> Result<i32> {
     if a.null {
         let t = Instant::now();
         let mut cap = Capture::start(&a.program[0], &a.program[1..], &a.capture.options())?;
+        forward_stop_signals(cap.signaller());
         let mut buf: Vec<Event> = Vec::with_capacity(BATCH);
         let mut n = 0u64;
         while cap.fill(&mut buf, BATCH)? {
@@ -203,7 +349,7 @@ pub fn trace(a: TraceArgs) -> Result<i32> {
             "xlat: {n} events in {:.2} s (discarded)",
             t.elapsed().as_secs_f64()
         );
-        return Ok(code);
+        return Ok(stopped().unwrap_or(code));
     }
     let out = a.output.as_ref().expect("clap requires --output");
     let header = Header::new("x86_64", PageSize::K4)
@@ -217,29 +363,30 @@ pub fn trace(a: TraceArgs) -> Result<i32> {
                 "per basic block"
             },
         );
-    let f =
-        std::fs::File::create(out).with_context(|| format!("cannot create {}", out.display()))?;
-    let mut w = TraceWriter::with_level(
-        std::io::BufWriter::with_capacity(1 << 20, f),
-        header,
-        a.level,
-    )?;
+    let dest = Shared(Rc::new(RefCell::new(
+        Dest::create(out).with_context(|| format!("cannot create {}", out.display()))?,
+    )));
+    let mut w = TraceWriter::with_level(dest.clone(), header, a.level)?;
+    let mut sink = dest.clone();
+    let written = |e| anyhow::Error::new(e).context(format!("writing {}", out.display()));
+    // The header is on disk at once, and each block as it is complete: a capture that is
+    // killed leaves a readable (truncated) file.
+    sink.flush().map_err(written)?;
     let t = Instant::now();
-    let mut cap = match Capture::start(&a.program[0], &a.program[1..], &a.capture.options()) {
-        Ok(c) => c,
-        Err(e) => {
-            // Leave no stub file behind when nothing could be traced.
-            drop(w);
-            let _ = std::fs::remove_file(out);
-            return Err(e.into());
-        }
-    };
+    // Nothing is written to `out` if this fails (the temporary file goes with `w`).
+    let mut cap = Capture::start(&a.program[0], &a.program[1..], &a.capture.options())?;
     leave_interrupts_to_the_program();
+    forward_stop_signals(cap.signaller());
     let pb = progress("events captured");
     let mut buf: Vec<Event> = Vec::with_capacity(BATCH);
+    let mut blocks = 0;
     while cap.fill(&mut buf, BATCH)? {
         w.write_all(&buf)
             .with_context(|| format!("writing {}", out.display()))?;
+        if w.summary().blocks != blocks {
+            blocks = w.summary().blocks;
+            sink.flush().map_err(written)?;
+        }
         pb.inc(buf.len() as u64);
     }
     pb.finish_and_clear();
@@ -252,13 +399,24 @@ pub fn trace(a: TraceArgs) -> Result<i32> {
         ("processes".to_string(), cap.stats().processes.to_string()),
         ("exit".to_string(), describe(&status)),
     ];
+    let sig = STOP_SIGNAL.load(SeqCst);
+    if sig != 0 {
+        meta.push(("stopped_by".to_string(), signal_name(sig)));
+    }
     for w in &cap.stats().warnings {
         meta.push(("warning".to_string(), w.clone()));
     }
+    // Nothing traced (QEMU failed): an error, and `out` stays as it was.
+    let code = exit_code(status, cap.stats().processes)?;
     let s = w
         .finish_with_meta(meta)
         .with_context(|| format!("finishing {}", out.display()))?;
-    let code = exit_code(status, cap.stats().processes)?;
+    drop(sink);
+    let dest = Rc::try_unwrap(dest.0)
+        .map_err(|_| anyhow::anyhow!("the trace writer still holds {}", out.display()))?
+        .into_inner();
+    dest.commit()
+        .with_context(|| format!("finishing {}", out.display()))?;
     for w in &cap.stats().warnings {
         eprintln!("xlat: warning: {w}");
     }
@@ -276,5 +434,5 @@ pub fn trace(a: TraceArgs) -> Result<i32> {
         bytes,
         bytes as f64 / s.references().max(1) as f64
     );
-    Ok(code)
+    Ok(stopped().unwrap_or(code))
 }

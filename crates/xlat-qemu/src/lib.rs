@@ -17,7 +17,9 @@
 //! handshake. The wait is bounded (`SYNC_WAIT`); a thread that cannot be reached in time
 //! keeps the old, possibly late order. A forked child
 //! (QEMU keeps running it) discards the parent's buffered words and opens its own
-//! connection. GPL-2.0-or-later because it links `qemu-plugin-sys`.
+//! connection. When the collector dies (xlat was killed), the process stops at its next
+//! send (SIGKILL to itself) rather than go on untraced. GPL-2.0-or-later because it links
+//! `qemu-plugin-sys`.
 
 #![allow(clippy::missing_safety_doc)]
 
@@ -116,6 +118,12 @@ impl Drop for SendLock {
         SEND_LOCK.store(false, Release);
     }
 }
+/// The collector's pid (its socket's peer credentials), to tell a collector that died
+/// from one that closed our connection.
+static COLLECTOR: AtomicI32 = AtomicI32::new(0);
+/// The process is exiting (the exit callback runs): a lost collector changes nothing.
+static EXITING: AtomicBool = AtomicBool::new(false);
+
 /// This process's connections so far (the hello numbers them).
 static CONNECTIONS: AtomicU32 = AtomicU32::new(0);
 static EXIT_STATUS: AtomicU64 = AtomicU64::new(0);
@@ -150,7 +158,23 @@ fn connect(name: &[u8], continues: bool) -> Result<c_int, String> {
         if libc::connect(fd, &sa as *const _ as *const libc::sockaddr, len as u32) != 0 {
             let e = std::io::Error::last_os_error();
             libc::close(fd);
+            if e.raw_os_error() == Some(libc::ECONNREFUSED) && COLLECTOR.load(Relaxed) != 0 {
+                // Nothing listens on the name any more: the collector is gone.
+                collector_gone();
+            }
             return Err(format!("connect to the xlat collector: {e}"));
+        }
+        let mut cred: libc::ucred = std::mem::zeroed();
+        let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+        if libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            &mut cred as *mut _ as *mut c_void,
+            &mut len,
+        ) == 0
+        {
+            COLLECTOR.store(cred.pid, Relaxed);
         }
         let fd = match libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, HIGH_FD) {
             high if high >= 0 => {
@@ -175,6 +199,31 @@ fn connect(name: &[u8], continues: bool) -> Result<c_int, String> {
         }
         Ok(fd)
     }
+}
+
+/// Whether process `pid` exists and is not a zombie (unknown: assumed alive).
+fn alive(pid: i32) -> bool {
+    if pid <= 0 {
+        return true;
+    }
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(st) => {
+            !matches!(st.rsplit_once(')'), Some((_, rest)) if rest.trim_start().starts_with('Z'))
+        }
+        Err(_) => false,
+    }
+}
+
+/// The collector died (xlat was killed): the program must not go on untraced, so this
+/// process stops (QEMU's own process, the first one, got SIGKILL from the kernel already
+/// through its parent-death signal; forked children notice here, at their next send).
+#[cold]
+fn collector_gone() {
+    if EXITING.load(Relaxed) {
+        return;
+    }
+    say("the xlat collector is gone: stopping the program");
+    unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
 }
 
 impl Buf {
@@ -231,6 +280,9 @@ impl Buf {
             };
             if n != bytes as isize {
                 let e = std::io::Error::last_os_error();
+                if !alive(COLLECTOR.load(Relaxed)) {
+                    collector_gone();
+                }
                 if FD.swap(-1, Relaxed) >= 0 {
                     say(&format!(
                         "lost the collector ({e}); the program goes on untraced"
@@ -730,6 +782,7 @@ fn in_child(vcpu: c_uint) {
 }
 
 unsafe extern "C" fn at_exit(_id: qemu_plugin_id_t, _: *mut c_void) {
+    EXITING.store(true, Relaxed);
     // QEMU has stopped the other vCPUs and removed our callbacks; a thread inside a
     // syscall may still be sending another's buffer (`send_others`): take each in turn.
     let mut last = None;
