@@ -366,7 +366,8 @@ pub fn trace(a: TraceArgs) -> Result<i32> {
     let dest = Shared(Rc::new(RefCell::new(
         Dest::create(out).with_context(|| format!("cannot create {}", out.display()))?,
     )));
-    let mut w = TraceWriter::with_level(dest.clone(), header, a.level)?;
+    let mut w = TraceWriter::with_level(dest.clone(), header, a.level)
+        .with_context(|| format!("writing {}", out.display()))?;
     let mut sink = dest.clone();
     let written = |e| anyhow::Error::new(e).context(format!("writing {}", out.display()));
     // The header is on disk at once, and each block as it is complete: a capture that is
