@@ -412,6 +412,8 @@ fn errors_list_valid_choices() {
 /// Issue 14: a key given twice is an error (the last one silently won).
 #[test]
 fn a_parameter_given_twice_is_an_error() {
-    let e = crate::parse("gups:refs=10,refs=20").unwrap_err().to_string();
+    let e = crate::parse("gups:refs=10,refs=20")
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("refs is given twice"), "{e}");
 }
