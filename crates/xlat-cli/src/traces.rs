@@ -103,11 +103,21 @@ fn feed<S: EventSource + Send + 'static>(
     Ok(f.into_inner().into_inner())
 }
 
-fn copy<S: EventSource, W: Write>(src: &mut S, w: &mut TraceWriter<W>) -> Result<u64> {
+/// Copies every event of `src` (named `what` in its errors) into `w` (writing `dest`).
+fn copy<S: EventSource, W: Write>(
+    src: &mut S,
+    w: &mut TraceWriter<W>,
+    what: &str,
+    dest: &str,
+) -> Result<u64> {
     let mut buf: Vec<Event> = Vec::with_capacity(BATCH);
     let mut n = 0;
-    while src.fill(&mut buf, BATCH)? {
-        w.write_all(&buf)?;
+    while src
+        .fill(&mut buf, BATCH)
+        .with_context(|| what.to_string())?
+    {
+        w.write_all(&buf)
+            .with_context(|| format!("writing {dest}"))?;
         n += buf.len() as u64;
     }
     Ok(n)
@@ -128,13 +138,13 @@ pub fn convert(input: Option<&Path>, workload: Option<&str>, out: &Path) -> Resu
             match open(p, false)? {
                 TraceInput::Lackey(mut r) => {
                     let mut w = create(header.with_meta("source", format!("lackey:{name}")))?;
-                    let n = copy(&mut r, &mut w).with_context(|| format!("lackey trace {name}"))?;
+                    let n = copy(&mut r, &mut w, &format!("lackey trace {name}"), &dest)?;
                     warning = r.truncation().map(|t| format!("{name}: {t}"));
                     (w, n)
                 }
                 TraceInput::Xlt(mut r) => {
                     let mut w = create(r.header().clone())?;
-                    let n = copy(&mut *r, &mut w).with_context(|| format!("trace {name}"))?;
+                    let n = copy(&mut *r, &mut w, &format!("trace {name}"), &dest)?;
                     warning = r.truncation().map(|t| format!("{name}: {t}"));
                     (w, n)
                 }
@@ -143,7 +153,7 @@ pub fn convert(input: Option<&Path>, workload: Option<&str>, out: &Path) -> Resu
         (None, Some(spec)) => {
             let mut src = xlat_workloads::parse(spec)?;
             let mut w = create(header.with_meta("source", format!("workload:{spec}")))?;
-            let n = copy(&mut src, &mut w)?;
+            let n = copy(&mut src, &mut w, &format!("workload {spec}"), &dest)?;
             (w, n)
         }
         _ => anyhow::bail!("give either an input file or --workload, not both"),

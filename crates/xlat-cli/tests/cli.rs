@@ -434,6 +434,16 @@ fn full_disk_fails_json_and_csv() {
         let m = std::fs::metadata("/dev/full").unwrap();
         assert!(!m.is_file(), "/dev/full was replaced by a file");
     }
+    let link = dir.path().join("out.xlt");
+    std::os::unix::fs::symlink("/dev/full", &link).unwrap();
+    let (ok, _, err) = xlat(&[
+        "convert",
+        "-w",
+        "stride:refs=1000",
+        "-o",
+        link.to_str().unwrap(),
+    ]);
+    assert!(!ok && err.contains("No space left"), "{err}");
 }
 
 /// issue 14: one failed run of a sweep no longer discards the others: the table, JSON
