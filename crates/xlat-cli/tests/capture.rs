@@ -1053,7 +1053,8 @@ fn send_signal(t: &Traced, sig: i32) {
 }
 
 /// issue 14: `xlat trace` stopped by SIGTERM or SIGHUP forwards it to the program (every
-/// traced process), finishes a complete trace and exits with 128 + N.
+/// traced process), finishes a complete trace and exits with 128 + N. A program that
+/// ignores it is killed by a second one.
 #[test]
 fn termination_signals_stop_the_program_and_finish_the_trace() {
     let d = Dir::new();
@@ -1063,11 +1064,17 @@ fn termination_signals_stop_the_program_and_finish_the_trace() {
         (libc::SIGTERM, "SIGTERM", "", 1),
         (libc::SIGHUP, "SIGHUP", "catch", 1),
         (libc::SIGTERM, "SIGTERM", "fork", 2),
+        (libc::SIGTERM, "SIGTERM", "ignore", 1),
     ] {
         let (mut x, t) = spawn_trace(&d, &format!("sig{sig}{mode}"), &[p, "120", mode]);
         let (pids, lines) = pids(&mut x, procs);
         std::thread::sleep(std::time::Duration::from_millis(1500));
         send_signal(&x, sig);
+        if mode == "ignore" {
+            std::thread::sleep(std::time::Duration::from_millis(1000));
+            assert!(!gone(pids[0]), "the program ignores SIGTERM");
+            send_signal(&x, sig);
+        }
         let o = wait_within(&mut x, 30, name);
         let err = stderr(&o);
         no_panic(&o);
@@ -1382,4 +1389,31 @@ fn prot_none_populate_mappings_are_captured() {
     let stores = accesses_in(&ev, AccessKind::Store, base, base + len);
     assert_eq!(stores.len(), 16);
     assert!(mmap < mprotect && mprotect < stores[0].0 && stores[15].0 < munmap);
+}
+
+/// issue 14: a program that writes garbage into the plugin's socket (a short message, an
+/// unknown record tag, a chunk header that lies about its length): a warning, the rest
+/// of its records dropped, the program runs to its end and the trace is complete.
+#[test]
+fn malformed_plugin_data_is_a_warning() {
+    let d = Dir::new();
+    let prog = d.compile("garbage");
+    for (mode, needle) in [
+        ("short", "message of 3 bytes is not a chunk"),
+        ("tag", "unknown record tag 6"),
+        ("count", "chunk header says 1000 words"),
+    ] {
+        let start = std::time::Instant::now();
+        let (o, t) = d.trace(mode, &[], &[prog.to_str().unwrap(), mode]);
+        no_panic(&o);
+        assert_eq!(code(&o), 0, "{mode}: {}", stderr(&o));
+        assert!(start.elapsed().as_secs() < 30, "{mode}");
+        assert_eq!(stdout(&o), "wrote to 1 sockets\n", "{mode}");
+        let err = stderr(&o);
+        assert!(
+            err.contains("malformed data") && err.contains(needle),
+            "{mode}: {err}"
+        );
+        assert!(matches!(events(&t).last(), Some(Event::Exit)), "{mode}");
+    }
 }

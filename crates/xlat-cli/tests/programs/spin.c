@@ -1,6 +1,6 @@
 /* issue 14 (signals, death): stores to a 1 MiB region for argv[1] seconds (default 60).
    argv[2]: "fork" (a forked child spins too), "catch" (SIGTERM/SIGHUP print "caught N"
-   and exit 3). Each process prints "pid N" first. */
+   and exit 3), "ignore" (SIGTERM is ignored). Each process prints "pid N" first. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +22,7 @@ int main(int argc, char **argv) {
         signal(SIGTERM, caught);
         signal(SIGHUP, caught);
     }
+    if (strcmp(mode, "ignore") == 0) signal(SIGTERM, SIG_IGN);
     if (strcmp(mode, "fork") == 0) fork();
     char *p = mmap(0, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     printf("pid %d\n", (int)getpid());
