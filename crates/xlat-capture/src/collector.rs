@@ -139,7 +139,11 @@ impl Registry {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
     fn register(&self, pid: u32) {
-        self.lock().may_send.insert(pid);
+        let mut g = self.lock();
+        g.may_send.insert(pid);
+        // A reused pid: an earlier process's end is not this one's.
+        g.ended.remove(&pid);
+        drop(g);
         self.cv.notify_all();
     }
     fn ended(&self, pid: u32) {
@@ -230,16 +234,27 @@ impl Registry {
 pub struct Signaller {
     registry: Arc<Registry>,
     root: u32,
+    root_start: Option<u64>,
 }
 
 impl Signaller {
     /// Sends `sig` to every traced process still running (QEMU's first), e.g. to
     /// forward a SIGTERM that this process received. Returns how many were signalled.
+    /// A pid that a fork record named but that started before QEMU is never signalled
+    /// (the program can write to the plugin's socket: records are not proof).
     pub fn signal(&self, sig: i32) -> usize {
         let mut pids = self.registry.running();
         pids.sort_by_key(|&p| p != self.root);
+        let me = std::process::id();
         pids.into_iter()
-            .filter(|&p| alive(p) && unsafe { libc::kill(p as libc::pid_t, sig) } == 0)
+            .filter(|&p| p > 1 && p != me && alive(p))
+            .filter(|&p| {
+                p == self.root
+                    || start_time(p)
+                        .zip(self.root_start)
+                        .is_some_and(|(s, r)| s >= r)
+            })
+            .filter(|&p| unsafe { libc::kill(p as libc::pid_t, sig) } == 0)
             .count()
     }
 }
@@ -408,6 +423,7 @@ impl Capture {
         Signaller {
             registry: self.registry.clone(),
             root: self.root_pid,
+            root_start: self.root_start,
         }
     }
 

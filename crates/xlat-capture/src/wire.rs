@@ -6,7 +6,8 @@
 //! host).
 //!
 //! ```text
-//! hello   u32 HELLO_MAGIC, u32 version (= VERSION), u32 pid, u32 parent pid,
+//! hello   u32 HELLO_MAGIC, u32 version (= VERSION), u32 pid, u32 parent pid (the process
+//!         that forked it, even if that one has died since; QEMU's parent for the first),
 //!         u32 flags (HELLO_CONTINUES: this process's records continue from its previous
 //!         connection, which ended with HANDOVER), u32 connection number of this process
 //!         (0 for its first connection, then 1, 2, ...)

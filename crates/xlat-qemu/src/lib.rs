@@ -124,6 +124,12 @@ static COLLECTOR: AtomicI32 = AtomicI32::new(0);
 /// The process is exiting (the exit callback runs): a lost collector changes nothing.
 static EXITING: AtomicBool = AtomicBool::new(false);
 
+/// The process that forked this one (QEMU's parent for the first process): the hello
+/// names it even after this process was reparented.
+static PARENT: AtomicU32 = AtomicU32::new(0);
+/// This process's pid (read in a fork child before it changes: its parent's).
+static MY_PID: AtomicU32 = AtomicU32::new(0);
+
 /// This process's connections so far (the hello numbers them).
 static CONNECTIONS: AtomicU32 = AtomicU32::new(0);
 static EXIT_STATUS: AtomicU64 = AtomicU64::new(0);
@@ -187,7 +193,7 @@ fn connect(name: &[u8], continues: bool) -> Result<c_int, String> {
             wire::HELLO_MAGIC,
             wire::VERSION,
             libc::getpid() as u32,
-            libc::getppid() as u32,
+            PARENT.load(Relaxed),
             if continues { wire::HELLO_CONTINUES } else { 0 },
             CONNECTIONS.fetch_add(1, Relaxed),
         ];
@@ -212,6 +218,19 @@ fn alive(pid: i32) -> bool {
         }
         Err(_) => false,
     }
+}
+
+/// Whether the collector died (rather than closed our connection): it may be exiting
+/// still (its descriptors are closed before it is a zombie), so wait a little.
+fn collector_died() -> bool {
+    let pid = COLLECTOR.load(Relaxed);
+    for _ in 0..100 {
+        if !alive(pid) {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    false
 }
 
 /// The collector died (xlat was killed): the program must not go on untraced, so this
@@ -280,7 +299,7 @@ impl Buf {
             };
             if n != bytes as isize {
                 let e = std::io::Error::last_os_error();
-                if !alive(COLLECTOR.load(Relaxed)) {
+                if collector_died() {
                     collector_gone();
                 }
                 if FD.swap(-1, Relaxed) >= 0 {
@@ -766,6 +785,8 @@ fn in_child(vcpu: c_uint) {
         }
     }
     let old = FD.swap(-1, Relaxed);
+    PARENT.store(MY_PID.load(Relaxed), Relaxed);
+    MY_PID.store(unsafe { libc::getpid() } as u32, Relaxed);
     CONNECTIONS.store(0, Relaxed);
     SEND_LOCK.store(false, Release);
     HANDOVER_VCPU.store(u32::MAX, Release);
@@ -856,6 +877,8 @@ pub unsafe extern "C" fn qemu_plugin_install(
         say("this QEMU encodes memory-access info differently from 7.2: unsupported");
         return -1;
     }
+    PARENT.store(libc::getppid() as u32, Relaxed);
+    MY_PID.store(libc::getpid() as u32, Relaxed);
     match connect(&sock, false) {
         Ok(fd) => FD.store(fd, Relaxed),
         Err(e) => {
