@@ -176,7 +176,8 @@ impl<R: BufRead> LackeyReader<R> {
 
     /// Notes what a valgrind message line says about the trace's completeness.
     fn message(&mut self, l: &[u8]) {
-        let Some((pid, text)) = message_pid(l) else {
+        // `--PID--` (`-v` diagnostics) says nothing about the opening or the summary.
+        let Some((pid, text)) = message_pid(l).filter(|_| l.starts_with(b"==")) else {
             return;
         };
         if self.references == 0 && self.header_pid.is_none() && !self.other_pids {

@@ -28,6 +28,9 @@ pub struct TraceWriter<W: Write> {
     offset: u64,
     tally: Tally,
     failed: bool,
+    /// The header flush's error in the constructor, reported by the next call (as a
+    /// buffered writer reports errors late), so callers name the file in its context.
+    deferred: Option<TraceError>,
     /// What `finish` does with the writer at the end (commits a `create`d file).
     on_finish: Option<fn(W) -> io::Result<()>>,
 }
@@ -54,13 +57,17 @@ impl TraceWriter<OutFile> {
             source,
         })?;
         let mut w = TraceWriter::new(f, header)?;
+        if let Some(e) = w.deferred.take() {
+            return Err(e);
+        }
         w.on_finish = Some(OutFile::commit);
         Ok(w)
     }
 }
 
 impl<W: Write> TraceWriter<W> {
-    /// Writes the magic, version and header to `w`.
+    /// Writes the magic, version and header to `w` and flushes it (an error of that flush
+    /// is returned by the next [`write`](TraceWriter::write) or `finish`).
     pub fn new(w: W, header: Header) -> Result<Self, TraceError> {
         Self::with_level(w, header, DEFAULT_LEVEL)
     }
@@ -81,6 +88,7 @@ impl<W: Write> TraceWriter<W> {
             offset: 0,
             tally: Tally::default(),
             failed: false,
+            deferred: None,
             on_finish: None,
         };
         let mut pre = Vec::with_capacity(body.len() + 18);
@@ -90,7 +98,9 @@ impl<W: Write> TraceWriter<W> {
         pre.extend_from_slice(&body);
         pre.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
         tw.put(&pre)?;
-        tw.flush_writer()?;
+        if let Err(e) = tw.flush_writer() {
+            tw.deferred = Some(e);
+        }
         Ok(tw)
     }
 
@@ -99,7 +109,7 @@ impl<W: Write> TraceWriter<W> {
     #[inline]
     pub fn write(&mut self, e: &Event) -> Result<(), TraceError> {
         if self.failed {
-            return Err(TraceError::Poisoned);
+            return Err(self.deferred.take().unwrap_or(TraceError::Poisoned));
         }
         if self.raw.len() + MAX_RECORD_LEN > MAX_RAW_BLOCK as usize {
             self.flush_block()?;
@@ -156,7 +166,7 @@ impl<W: Write> TraceWriter<W> {
     /// totals and the file size.
     fn end(mut self) -> Result<(W, Summary, u64), TraceError> {
         if self.failed {
-            return Err(TraceError::Poisoned);
+            return Err(self.deferred.take().unwrap_or(TraceError::Poisoned));
         }
         if self.records > 0 {
             self.flush_block()?;

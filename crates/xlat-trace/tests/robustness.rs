@@ -389,6 +389,30 @@ mod arbitrary_bytes {
     }
 }
 
+/// A sink whose writes succeed and whose flush fails (a full disk under a buffer).
+struct FlushFails;
+
+impl Write for FlushFails {
+    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Err(io::Error::new(io::ErrorKind::StorageFull, "no space left"))
+    }
+}
+
+/// The header is flushed by the constructor; its error comes with the next call (where
+/// callers name the file), then the writer is poisoned.
+#[test]
+fn header_flush_error_is_reported_by_the_next_call() {
+    let mut w = TraceWriter::new(FlushFails, common::header()).unwrap();
+    let e = w.write(&Event::Exit).unwrap_err();
+    assert!(matches!(e, TraceError::Io { .. }), "{e}");
+    assert!(matches!(w.write(&Event::Exit), Err(TraceError::Poisoned)));
+    let w = TraceWriter::new(FlushFails, common::header()).unwrap();
+    assert!(matches!(w.finish(), Err(TraceError::Io { .. })));
+}
+
 /// issue 14: `create` writes through an `OutFile`: an existing file is replaced only by a
 /// finished trace, and a writer dropped before `finish` leaves it untouched.
 #[test]
