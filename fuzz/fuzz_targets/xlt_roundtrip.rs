@@ -242,29 +242,6 @@ fn bounded(e: &Event) -> Event {
     }
 }
 
-/// Found by this target (issue 14), left to the simulator's owners: a range event with
-/// address 0 and length 0, or `brk(0)`, underflows `end - 1` in `Sim::range` (sim.rs:767;
-/// a panic with overflow checks, silently accepted in release builds). Skipped so the
-/// fuzzer gets past it; the inputs are kept in `corpus/xlt_roundtrip/crash-range-0-0-*`.
-/// Remove once fixed.
-fn zero_range_at_zero(e: &Event) -> bool {
-    match *e {
-        Event::Mmap { addr, len, .. }
-        | Event::Munmap { addr, len }
-        | Event::Mprotect { addr, len, .. }
-        | Event::Madvise { addr, len, .. }
-        | Event::Flush(FlushScope::Range { start: addr, len }) => addr.0 == 0 && len == 0,
-        Event::Mremap {
-            old,
-            old_len,
-            new,
-            new_len,
-        } => (old.0 == 0 && old_len == 0) || (new.0 == 0 && new_len == 0),
-        Event::Brk { addr } => addr.0 == 0,
-        _ => false,
-    }
-}
-
 fuzz_target!(|input: Input| {
     let header = Header::new("x86_64", PageSize::K4).with_meta("fuzz", "xlt_roundtrip");
     let level = 1 + (input.level % 5) as i32;
@@ -296,7 +273,6 @@ fuzz_target!(|input: Input| {
     let events: Vec<Event> = written
         .iter()
         .take(2000)
-        .filter(|e| !zero_range_at_zero(e))
         .map(bounded)
         .collect();
     let forks = events

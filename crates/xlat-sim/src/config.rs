@@ -576,6 +576,12 @@ impl MachineConfig {
                         ));
                     }
                     for (k, z) in s.sizes.iter().enumerate() {
+                        if z.shift() < base_page.shift() {
+                            return Err(invalid(
+                                format!("{sf}.sizes"),
+                                format!("{z} is smaller than the base page ({base_page})"),
+                            ));
+                        }
                         if s.sizes[..k].contains(z) {
                             return Err(invalid(
                                 format!("{sf}.sizes"),

@@ -897,7 +897,8 @@ impl<P: PageTable> Sim<P> {
                 event: self.event,
                 what,
             })?;
-        if self.va_bits < 64 && (end - 1) >> self.va_bits != 0 && end > start {
+        // An empty range (at 0, say) has no last byte to check.
+        if end > start && self.va_bits < 64 && (end - 1) >> self.va_bits != 0 {
             return Err(SimError::OutOfRange {
                 event: self.event,
                 what,
