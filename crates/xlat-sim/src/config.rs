@@ -392,9 +392,13 @@ pub const MAX_ENTRIES: u32 = 1 << 20;
 pub const MAX_WAYS: u32 = 1 << 11;
 /// Largest cache level: 4 GiB (the largest real last-level caches hold ~1 GiB).
 pub const MAX_CACHE_BYTES: u64 = 4 << 30;
-/// Largest cycle count of any one cost or latency field (one second at 1 GHz): sums of
-/// them cannot wrap in any run that fits in memory (and saturate if they would).
+/// Largest cycle count of a cost field (faults, page copies, OS work, flushes: one second
+/// at 1 GHz); their sums saturate.
 pub const MAX_CYCLES: u64 = 1_000_000_000;
+/// Largest latency of a field paid per translation or walk (TLB, cache, memory,
+/// page-walk-cache hits, traps; 10 µs at 1 GHz): a walk then adds under 10^6 cycles, so
+/// those sums (plain adds on the hot path) cannot wrap within 10^13 walks.
+pub const MAX_LATENCY: u64 = 10_000;
 /// Largest `os.flush_ceiling`: 2^24 base pages (a range flushed page by page costs that
 /// many invalidations; Linux x86 uses 33).
 pub const MAX_FLUSH_CEILING: u64 = 1 << 24;
@@ -557,7 +561,7 @@ impl MachineConfig {
         }
         for (li, lvl) in self.tlb.levels.iter().enumerate() {
             let f = format!("tlb.levels[{li}]");
-            at_most(format!("{f}.hit_cycles"), lvl.hit_cycles, MAX_CYCLES)?;
+            at_most(format!("{f}.hit_cycles"), lvl.hit_cycles, MAX_LATENCY)?;
             let split = !lvl.i.is_empty() || !lvl.d.is_empty();
             if split != lvl.unified.is_empty() {
                 return Err(invalid(
@@ -673,7 +677,7 @@ impl MachineConfig {
                     "must be a multiple of the line size",
                 ));
             }
-            at_most(format!("{f}.hit_cycles"), c.hit_cycles, MAX_CYCLES)?;
+            at_most(format!("{f}.hit_cycles"), c.hit_cycles, MAX_LATENCY)?;
             if c.size.0 == 0 || c.size.0 > MAX_CACHE_BYTES {
                 return Err(invalid(
                     format!("{f}.size"),
@@ -704,12 +708,16 @@ impl MachineConfig {
                 ));
             }
         }
-        at_most("cache.memory_cycles", self.cache.memory_cycles, MAX_CYCLES)?;
         let w = &self.walker;
         for (f, v) in [
+            ("cache.memory_cycles", self.cache.memory_cycles),
             ("walker.trap_cycles", w.trap_cycles),
             ("walker.handler_cycles", w.handler_cycles),
             ("walker.pwc_hit_cycles", w.pwc_hit_cycles),
+        ] {
+            at_most(f, v, MAX_LATENCY)?;
+        }
+        for (f, v) in [
             ("cost.fault_cycles", self.cost.fault_cycles),
             ("cost.copy_page_cycles", self.cost.copy_page_cycles),
             ("cost.pte_cycles", self.cost.pte_cycles),

@@ -27,6 +27,8 @@ pub struct MemCounters {
 pub struct PhysMem {
     base_shift: u32,
     next_frame: u64,
+    /// The first frame of the page-table pool ([`PhysMem::data_exhausted`]).
+    data_limit: u64,
     /// Free blocks by order (block = 2^order base frames).
     free: Vec<Vec<u64>>,
     /// Extra references of frames shared copy-on-write (absent = one reference).
@@ -41,6 +43,7 @@ impl PhysMem {
         PhysMem {
             base_shift,
             next_frame: DATA_BASE >> base_shift,
+            data_limit: TABLE_BASE >> base_shift,
             free: vec![Vec::new(); 64],
             extra_refs: FxHashMap::default(),
             next_table: TABLE_BASE,
@@ -64,8 +67,9 @@ impl PhysMem {
 
     /// Whether data frames have grown into the page-table pool's addresses (1 TiB of
     /// data): the model's physical memory is full.
+    #[inline]
     pub fn data_exhausted(&self) -> bool {
-        self.next_frame > TABLE_BASE >> self.base_shift
+        self.next_frame > self.data_limit
     }
 
     /// Marks `n` frames from `pfn` as referenced once more (fork sharing).

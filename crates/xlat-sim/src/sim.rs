@@ -339,8 +339,12 @@ impl<P: PageTable> Sim<P> {
         // Per-kind counts; the total is their sum (computed by the report).
         self.c.by_kind[kind as usize] += 1;
         let last = va.wrapping_add(size.max(1) as u64 - 1);
-        if last < va || size > MAX_ACCESS_BYTES {
-            return Err(self.reject(kind, size));
+        if last < va {
+            self.c.rejected += 1;
+            return Err(SimError::BadRange {
+                event: self.event,
+                what: kind.name(),
+            });
         }
         if last & self.va_high != 0 {
             self.c.rejected += 1;
@@ -359,6 +363,11 @@ impl<P: PageTable> Sim<P> {
             }
             let next = ((cur >> shift) + 1) << shift;
             if cur == va {
+                // Checked only here, off the common path: an access larger than any real
+                // one crosses pages (its first page counts as translated).
+                if size > MAX_ACCESS_BYTES {
+                    return Err(self.too_large(kind, size));
+                }
                 self.c.refs.page_crossings += 1;
             }
             self.c.extra_pages += 1;
@@ -366,32 +375,14 @@ impl<P: PageTable> Sim<P> {
         }
     }
 
-    /// The error for an access that wraps around the address space or is too large.
+    /// The error for an access larger than [`MAX_ACCESS_BYTES`].
     #[cold]
-    fn reject(&mut self, kind: AccessKind, size: u32) -> SimError {
-        self.c.rejected += 1;
-        if size > MAX_ACCESS_BYTES {
-            return SimError::TooLarge {
-                event: self.event,
-                what: kind.name(),
-                size: size as u64,
-                max: MAX_ACCESS_BYTES as u64,
-            };
-        }
-        SimError::BadRange {
+    fn too_large(&self, kind: AccessKind, size: u32) -> SimError {
+        SimError::TooLarge {
             event: self.event,
             what: kind.name(),
-        }
-    }
-
-    /// The error for an access with no process to translate it (never translated: it
-    /// counts as rejected).
-    #[cold]
-    fn no_process(&mut self, kind: AccessKind) -> SimError {
-        self.c.rejected += 1;
-        SimError::NoProcess {
-            event: self.event,
-            what: kind.name(),
+            size: size as u64,
+            max: MAX_ACCESS_BYTES as u64,
         }
     }
 
@@ -403,7 +394,12 @@ impl<P: PageTable> Sim<P> {
         let store = kind == AccessKind::Store;
         // One translation (the report derives `refs.translations`; see `Counters`).
         if self.cur.is_none() {
-            return Err(self.no_process(kind));
+            // Never translated: it counts as rejected.
+            self.c.rejected += 1;
+            return Err(SimError::NoProcess {
+                event: self.event,
+                what: kind.name(),
+            });
         }
         let asid = self.asid;
         if let Some(e) = self.tlb.memo_hit(side, va, asid, store) {
@@ -490,7 +486,7 @@ impl<P: PageTable> Sim<P> {
             Some((li, e)) if !store || e.writable => {
                 debug_assert!(li > 0);
                 if li < nl {
-                    sat(&mut self.c.cyc.tlb_hit, self.tlb.hit_cycles(li));
+                    self.c.cyc.tlb_hit += self.tlb.hit_cycles(li);
                 }
                 self.tlb
                     .fill(li, side, va, &entry_leaf(&e), self.base_shift, asid);
@@ -502,7 +498,7 @@ impl<P: PageTable> Sim<P> {
             Some(_) => self.write_fault(cur, va, kind)?,
             None => {
                 if nl > 1 {
-                    sat(&mut self.c.cyc.tlb_hit, self.tlb.hit_cycles(nl - 1));
+                    self.c.cyc.tlb_hit += self.tlb.hit_cycles(nl - 1);
                 }
             }
         }
@@ -586,29 +582,25 @@ impl<P: PageTable> Sim<P> {
         let mut start = 0;
         if self.cfg.walker.kind == WalkerKind::Software {
             self.c.traps += 1;
-            sat(
-                &mut self.c.cyc.trap,
-                self.cfg.walker.trap_cycles + self.cfg.walker.handler_cycles,
-            );
+            self.c.cyc.trap += self.cfg.walker.trap_cycles + self.cfg.walker.handler_cycles;
         } else if self.pwc.split() {
             // Probes and fills in one pass (the same result as `lookup` then `fill`).
             if let Some(h) = self.pwc.lookup_filling(va, self.asid, w.n - 1) {
                 start = (h + 1).min(w.n - 1);
-                sat(&mut self.c.cyc.walk, self.cfg.walker.pwc_hit_cycles);
+                self.c.cyc.walk += self.cfg.walker.pwc_hit_cycles;
             }
         } else if !self.pwc.is_empty() {
             if let Some(h) = self.pwc.lookup(va, self.asid) {
                 start = (h + 1).min(w.n - 1);
-                sat(&mut self.c.cyc.walk, self.cfg.walker.pwc_hit_cycles);
+                self.c.cyc.walk += self.cfg.walker.pwc_hit_cycles;
             }
             if w.n > 1 {
                 self.pwc.fill(va, start, w.n - 1, self.asid);
             }
         }
-        sat(
-            &mut self.c.cyc.walk,
-            self.caches.access_walk(&w.refs[start..w.n]),
-        );
+        // Plain adds on the hot path: latencies are capped (`config::MAX_LATENCY`), so
+        // these sums cannot wrap in any feasible run; the cold costs saturate (`sat`).
+        self.c.cyc.walk += self.caches.access_walk(&w.refs[start..w.n]);
         self.c.walk_spans[start][w.n] += 1;
         Ok(())
     }
@@ -696,11 +688,7 @@ impl<P: PageTable> Sim<P> {
                     // only), kept for the whole run: global areas are never unmapped.
                     None if v.flags.has(MapFlags::GLOBAL) => {
                         flags |= FIXED;
-                        let mem = &mut self.mem;
-                        *self
-                            .kernel_pages
-                            .entry(base)
-                            .or_insert_with(|| mem.alloc_frames(0))
+                        Self::kernel_frame(&mut self.kernel_pages, &mut self.mem, base)
                     }
                     None => self.mem.alloc_frames(shift - bs),
                 };
@@ -732,17 +720,32 @@ impl<P: PageTable> Sim<P> {
         };
         p.pt.map(VirtAddr(base), leaf, &mut self.mem);
         if flags & GLOBAL_PAGE != 0 && leaf.flags & FIXED != 0 {
-            // Kernel page tables are shared by every address space (Linux copies the
-            // kernel's top-level entries into each new one): a global page appears in
-            // all of them at once, so no TLB ever holds it where a table lacks it.
-            // (Here each process gets its own tables for it: their counts include them.)
-            for p in self.slots.iter_mut().flatten() {
-                if p.pt.lookup(VirtAddr(base)).is_none() {
-                    p.pt.map(VirtAddr(base), leaf, &mut self.mem);
-                }
-            }
+            self.map_everywhere(base, leaf);
         }
         Ok(())
+    }
+
+    /// The frame of the global page at `base`, allocated on first use and kept for the
+    /// run (out of line: the demand-fault path stays small).
+    #[cold]
+    #[inline(never)]
+    fn kernel_frame(pages: &mut FxHashMap<u64, u64>, mem: &mut PhysMem, base: u64) -> u64 {
+        *pages.entry(base).or_insert_with(|| mem.alloc_frames(0))
+    }
+
+    /// Maps the global `leaf` at `base` into every live process's tables that lack it.
+    /// Kernel page tables are shared by every address space (Linux copies the kernel's
+    /// top-level entries into each new one): a global page appears in all of them at
+    /// once, so no TLB ever holds it where a table lacks it. (Here each process gets its
+    /// own tables for it: their counts include them.)
+    #[cold]
+    #[inline(never)]
+    fn map_everywhere(&mut self, base: u64, leaf: Leaf) {
+        for p in self.slots.iter_mut().flatten() {
+            if p.pt.lookup(VirtAddr(base)).is_none() {
+                p.pt.map(VirtAddr(base), leaf, &mut self.mem);
+            }
+        }
     }
 
     fn write_fault(&mut self, cur: usize, va: u64, kind: AccessKind) -> Result<(), SimError> {

@@ -22,6 +22,7 @@ pub struct Vmas {
 
 impl Vmas {
     /// The area containing `va` and its start.
+    #[inline]
     pub fn find(&self, va: u64) -> Option<(u64, &Vma)> {
         let (&s, v) = self.map.range(..=va).next_back()?;
         (va < v.end).then_some((s, v))

@@ -718,7 +718,7 @@ impl PageTable for Radix {
             if hint.key == key && hint.epoch == self.epoch && last < HINT_REFS {
                 let lvl = &mut self.levels[last];
                 let idx = lvl.index(va.0);
-                assert_eq!(lvl.get(hint.node, idx), 0, "slot already mapped");
+                debug_assert_eq!(lvl.get(hint.node, idx), 0, "slot already mapped");
                 lvl.set(hint.node, idx, enc_leaf(leaf));
                 sw.entries += 1;
                 return sw;
@@ -741,7 +741,7 @@ impl PageTable for Radix {
             };
         }
         let idx = self.levels[depth].index(va.0);
-        assert_eq!(self.levels[depth].get(n, idx), 0, "slot already mapped");
+        debug_assert_eq!(self.levels[depth].get(n, idx), 0, "slot already mapped");
         self.levels[depth].set(n, idx, enc_leaf(leaf));
         sw.entries += 1;
         sw
