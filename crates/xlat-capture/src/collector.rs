@@ -29,6 +29,7 @@
 //! connections can hold the capture or its memory.
 
 use crate::decode::{decode, Control};
+use crate::exec;
 use crate::launch::{self, Options};
 use crate::wire;
 use crate::CaptureError;
@@ -338,7 +339,7 @@ impl Capture {
                 .map(|d| d.as_nanos())
                 .unwrap_or(0)
         );
-        let launch = launch::resolve(program, args)?;
+        let launch = exec::resolve(program, args)?;
         let listener = listen(&sock)?;
         let mut cmd = launch::command(&qemu, &plugin, &sock, opts.per_insn, &launch)?;
         let me = std::process::id();

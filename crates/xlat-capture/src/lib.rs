@@ -13,6 +13,8 @@ mod collector;
 #[cfg(feature = "collector")]
 mod decode;
 #[cfg(feature = "collector")]
+mod exec;
+#[cfg(feature = "collector")]
 mod launch;
 
 #[cfg(feature = "collector")]

@@ -941,20 +941,14 @@ impl<P: PageTable> Sim<P> {
         }
     }
 
-    /// A global mapping of `[start, end)`: it becomes part of every address space, so
+    /// A global mapping of `[start, vma.end)`: it becomes part of every address space, so
     /// it may not overlap any process's mappings.
-    fn add_global(
-        &mut self,
-        start: u64,
-        end: u64,
-        prot: Prot,
-        flags: MapFlags,
-    ) -> Result<(), SimError> {
+    fn add_global(&mut self, start: u64, vma: Vma) -> Result<(), SimError> {
         if let Some(p) = self
             .slots
             .iter()
             .flatten()
-            .find(|p| p.vmas.overlaps(start, end))
+            .find(|p| p.vmas.overlaps(start, vma.end))
         {
             return Err(SimError::GlobalOverlap {
                 event: self.event,
@@ -962,13 +956,6 @@ impl<P: PageTable> Sim<P> {
                 pid: p.pid,
             });
         }
-        let vma = Vma {
-            end,
-            prot,
-            flags,
-            thp: None,
-            phys: None,
-        };
         self.kernel.insert(start, vma);
         for p in self.slots.iter_mut().flatten() {
             p.vmas.insert(start, vma);
@@ -1000,20 +987,20 @@ impl<P: PageTable> Sim<P> {
                     return Ok(());
                 }
                 self.outside_kernel(start, end, what)?;
+                let vma = Vma {
+                    end,
+                    prot,
+                    flags,
+                    thp: None,
+                    phys: None,
+                };
                 if flags.has(MapFlags::GLOBAL) {
-                    self.add_global(start, end, prot, flags)?;
+                    self.add_global(start, vma)?;
                 } else {
                     let vmas = &mut self.slots[cur].as_mut().expect("cur").vmas;
                     if vmas.remove(start, end) {
                         self.unmap_pages(cur, start, end);
                     }
-                    let vma = Vma {
-                        end,
-                        prot,
-                        flags,
-                        thp: None,
-                        phys: None,
-                    };
                     let vmas = &mut self.slots[cur].as_mut().expect("cur").vmas;
                     vmas.insert(start, vma);
                 }
