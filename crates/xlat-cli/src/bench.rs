@@ -3,7 +3,7 @@
 //! different machines or builds can be compared.
 
 use crate::run::drive;
-use anyhow::{ensure, Result};
+use anyhow::{ensure, Context, Result};
 use std::time::Instant;
 use xlat_sim::{presets, Report};
 
@@ -44,7 +44,16 @@ fn line(name: &str, refs: u64, secs: f64, sum: u64) {
 }
 
 fn sim_case(name: &str, spec: &str, check: impl Fn(&Report) -> Result<()>) -> Result<()> {
-    let cfg = presets::preset(presets::DEFAULT)?;
+    machine_case(presets::DEFAULT, name, spec, check)
+}
+
+fn machine_case(
+    machine: &str,
+    name: &str,
+    spec: &str,
+    check: impl Fn(&Report) -> Result<()>,
+) -> Result<()> {
+    let cfg = presets::preset(machine)?;
     let mut sim = crate::run::new_sim(&cfg)?;
     let mut w = xlat_workloads::parse(spec)?;
     let t = Instant::now();
@@ -126,6 +135,47 @@ pub fn run(filter: Option<&str>) -> Result<()> {
                     r.faults.demand == (1u64 << 30) >> 12,
                     "faults {}",
                     r.faults.demand
+                );
+                Ok(())
+            },
+        )?;
+    }
+    if want("ppc604-gups") {
+        // Issue 15: the hashed MMU's miss path. 1 GiB of random updates on ppc604: its
+        // 256 TLB entries reach 1 MiB and its 128 KiB HTAB 64 MiB, so every update
+        // misses the TLB and almost every one misses the HTAB.
+        let refs = 10_000_000u64;
+        machine_case(
+            "ppc604",
+            "ppc604-gups",
+            &format!("gups:footprint=1GiB,refs={refs}"),
+            |r| {
+                let h = r.hash.as_ref().context("a hashed report")?;
+                let l1 = &r.tlb_levels[1];
+                ensure!(r.refs.total == refs, "refs");
+                ensure!(
+                    l1.misses == r.walks.walks,
+                    "TLB misses {} != walks {}",
+                    l1.misses,
+                    r.walks.walks
+                );
+                ensure!(
+                    h.reloads == r.walks.walks,
+                    "reloads {} != walks {}",
+                    h.reloads,
+                    r.walks.walks
+                );
+                ensure!(r.walks.walks > refs * 99 / 100, "walks {}", r.walks.walks);
+                ensure!(
+                    h.reload_hits * 10 < h.reloads,
+                    "hash hits {} of {}",
+                    h.reload_hits,
+                    h.reloads
+                );
+                ensure!(
+                    h.inserts == h.reloads - h.reload_hits,
+                    "inserts {}",
+                    h.inserts
                 );
                 Ok(())
             },

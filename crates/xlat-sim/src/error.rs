@@ -57,6 +57,13 @@ pub enum SimError {
         limit_mib: u64,
         why: String,
     },
+    #[error("event {event}: {what} at {addr:#x} is in a kernel segment (from {base:#x}), whose VSIDs every process shares: only global (kernel) mappings may be there")]
+    KernelSegment {
+        event: u64,
+        what: &'static str,
+        addr: u64,
+        base: u64,
+    },
     #[error(
         "event {event}: {what} needs more simulated physical memory than the model has ({why})"
     )]

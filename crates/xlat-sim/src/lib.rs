@@ -16,6 +16,7 @@ pub mod assoc;
 pub mod cache;
 pub mod config;
 mod error;
+pub mod hashed;
 mod hugepage;
 pub mod pagetable;
 pub mod physmem;

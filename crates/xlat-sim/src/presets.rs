@@ -13,6 +13,8 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("i386", include_str!("../machines/i386.toml")),
     ("arm926ejs", include_str!("../machines/arm926ejs.toml")),
     ("mpc855t", include_str!("../machines/mpc855t.toml")),
+    ("ppc603", include_str!("../machines/ppc603.toml")),
+    ("ppc604", include_str!("../machines/ppc604.toml")),
 ];
 
 /// The machine `sim` uses when none is named.

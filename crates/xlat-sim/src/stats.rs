@@ -129,6 +129,8 @@ pub struct Os {
     pub asid_rollovers: u64,
     pub threads_started: u64,
     pub processes_live: u64,
+    /// Idle time given by `idle` events (not in the cycle estimate).
+    pub idle_cycles: u64,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -180,4 +182,7 @@ pub struct Report {
     pub os: Os,
     pub flushes: Flushes,
     pub cycles: CycleEstimate,
+    /// The hashed MMU's counters (hashed machines only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hash: Option<crate::hashed::HashStats>,
 }

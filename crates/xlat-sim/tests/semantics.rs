@@ -30,7 +30,7 @@ const PAGES: u64 = 96;
 type Op = (u8, u64, u64, u8);
 
 fn ops() -> impl Strategy<Value = Vec<Op>> {
-    prop::collection::vec((0u8..20, 0..PAGES, 0u64..40, any::<u8>()), 1..120)
+    prop::collection::vec((0u8..21, 0..PAGES, 0u64..40, any::<u8>()), 1..120)
 }
 
 fn prot(v: u8) -> Prot {
@@ -136,6 +136,9 @@ fn events(ops: &[Op], page: u64) -> Vec<Event> {
                 G + (pg % 12) * page + off,
                 size,
             )),
+            20 => Event::Idle {
+                cycles: v as u64 * 50,
+            },
             _ => match live.get(v as usize % live.len().max(1)) {
                 Some(&p) => {
                     cur = Some(p);
@@ -168,7 +171,7 @@ fn events(ops: &[Op], page: u64) -> Vec<Event> {
 /// `cfg` with a folded level below the root: the same translations, another tree.
 fn folded(cfg: &MachineConfig) -> MachineConfig {
     let mut c = cfg.clone();
-    let PageTableConfig::Radix { levels, .. } = &mut c.page_table;
+    let levels = c.page_table.levels_mut();
     levels.insert(
         1,
         LevelConfig {
@@ -216,12 +219,10 @@ fn check_counts(r: &Report, names: &[String]) -> Result<(), TestCaseError> {
 
 fn run_preset(name: &str, ops: &[Op], thp: bool) -> Result<(), TestCaseError> {
     let mut cfg = presets::preset(name).unwrap();
-    if thp {
+    if thp && cfg.page_table.hash().is_none() {
         cfg.os.thp = Thp::Always;
     }
-    let page = match &cfg.page_table {
-        PageTableConfig::Radix { base_page, .. } => base_page.bytes(),
-    };
+    let page = cfg.page_table.base_page().bytes();
     let levels: Vec<String> = cfg.tlb.levels.iter().map(|l| l.name.clone()).collect();
     let mut a: Sim<Radix> = Sim::new(&cfg).unwrap();
     let mut b: Sim<Radix> = Sim::new(&folded(&cfg)).unwrap();
@@ -289,6 +290,8 @@ preset_test!(icelake_la57, "icelake-la57");
 preset_test!(i386, "i386");
 preset_test!(mpc855t, "mpc855t");
 preset_test!(arm926ejs, "arm926ejs");
+preset_test!(ppc603, "ppc603");
+preset_test!(ppc604, "ppc604");
 
 #[test]
 fn every_preset_is_covered() {
@@ -299,11 +302,107 @@ fn every_preset_is_covered() {
         "i386",
         "mpc855t",
         "arm926ejs",
+        "ppc603",
+        "ppc604",
     ];
     for (name, _) in presets::PRESETS {
         assert!(
             tested.contains(name),
             "add {name} to the semantic property test"
         );
+    }
+}
+
+/// Variants of the hashed organization: the 604's hardware search, the 603's software
+/// search and tree handlers, eager and lazy context flushes, a small HTAB that evicts,
+/// random victims, no idle reclaim.
+fn hashed_variants() -> Vec<(String, MachineConfig)> {
+    use xlat_sim::config::{ContextFlush, Handler, HashVictim, WalkerKind};
+    let base = presets::preset("ppc604").unwrap();
+    let mut out = vec![("ppc604".to_string(), base.clone())];
+    let edit = |name: &str, f: &dyn Fn(&mut MachineConfig)| {
+        let mut c = base.clone();
+        f(&mut c);
+        c.validate().unwrap();
+        (name.to_string(), c)
+    };
+    out.push(edit("search-hash", &|c| {
+        c.walker.kind = WalkerKind::Software;
+        c.walker.handler = Some(Handler::SearchHash);
+        c.walker.trap_cycles = 32;
+    }));
+    out.push(edit("tree", &|c| {
+        c.walker.kind = WalkerKind::Software;
+        c.walker.handler = Some(Handler::Tree);
+    }));
+    out.push(edit("eager", &|c| c.os.context_flush = ContextFlush::Eager));
+    out.push(edit("small-random", &|c| {
+        if let PageTableConfig::Hashed { hash, .. } = &mut c.page_table {
+            hash.htab = xlat_sim::config::Bytes(64 << 10);
+            hash.victim = HashVictim::Random;
+            hash.last_context = Some(5);
+        }
+        c.os.idle_reclaim = false;
+    }));
+    out.push(edit("eager-small", &|c| {
+        c.os.context_flush = ContextFlush::Eager;
+        if let PageTableConfig::Hashed { hash, .. } = &mut c.page_table {
+            hash.htab = xlat_sim::config::Bytes(64 << 10);
+            hash.last_context = Some(3);
+        }
+    }));
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(cases()))]
+    /// Issue 15: every hashed organization gives the same translations, faults and
+    /// errors as the others, and keeps its invariants: TLBs and the current context's
+    /// HTAB entries hold only the tree's translations, and an HTAB entry's tree PTE is
+    /// marked hashed.
+    #[test]
+    fn hashed_organizations_agree(ops in ops()) {
+        let variants = hashed_variants();
+        let mut sims: Vec<Sim<Radix>> =
+            variants.iter().map(|(_, c)| Sim::new(c).unwrap()).collect();
+        let ev = events(&ops, 4096);
+        let probe: Vec<u64> = (0..PAGES + 8)
+            .map(|p| A + p * 4096)
+            .chain((0..12).map(|p| G + p * 4096))
+            .collect();
+        for (i, e) in ev.iter().enumerate() {
+            let results: Vec<Result<(), String>> = sims
+                .iter_mut()
+                .map(|s| s.run(std::slice::from_ref(e)).map_err(|e| e.to_string()))
+                .collect();
+            for (k, r) in results.iter().enumerate().skip(1) {
+                prop_assert_eq!(r, &results[0], "{} vs ppc604: event {} {:?}", variants[k].0, i, e);
+            }
+            if i % 8 == 0 || i + 1 == ev.len() {
+                for (k, s) in sims.iter().enumerate() {
+                    s.check_invariants(probe.iter().copied())
+                        .map_err(|m| TestCaseError::fail(format!("{}: {m}", variants[k].0)))?;
+                }
+                for &va in probe.iter().step_by(3) {
+                    let want = sims[0].resolve(va + 5);
+                    for (k, s) in sims.iter().enumerate().skip(1) {
+                        prop_assert_eq!(s.resolve(va + 5), want, "{} {:#x}", variants[k].0, va);
+                    }
+                }
+            }
+        }
+        let reports: Vec<Report> = sims.iter().map(|s| s.report()).collect();
+        for (k, r) in reports.iter().enumerate() {
+            prop_assert_eq!(r.faults.demand, reports[0].faults.demand, "{}", variants[k].0);
+            prop_assert_eq!(r.memory.frames_live, reports[0].memory.frames_live);
+            let h = r.hash.as_ref().unwrap();
+            prop_assert!(h.live + h.zombies <= h.slots);
+            if variants[k].0 == "tree" {
+                prop_assert_eq!(h.searches + h.inserts + h.flush_searches, 0, "tree never touches the HTAB");
+            }
+            if variants[k].0.starts_with("eager") {
+                prop_assert_eq!(h.lazy_flushes, 0);
+            }
+        }
     }
 }

@@ -122,6 +122,9 @@ mod tests {
         assert_eq!(ok(b"\nI  0401,3\n"), Format::Lackey);
         assert_eq!(ok(b" L 0401,8"), Format::Lackey);
         assert_eq!(ok(b"--12-- verbose\n"), Format::Lackey);
+        // Lackey's shape with a bad size is lackey: its reader names the line.
+        assert_eq!(ok(b" L 0,18446744073709551615\n"), Format::Lackey);
+        assert_eq!(ok(b"S zz,8\n"), Format::Lackey);
         assert_eq!(err(b""), "empty trace (0 bytes)");
         for n in 1..8 {
             let e = err(&MAGIC[..n]);

@@ -51,6 +51,7 @@ pub mod tag {
     pub const BLOCK: u8 = 0xcf;
     pub const BLOCK_TID: u8 = 0xd0;
     pub const EXEC: u8 = 0xd1;
+    pub const IDLE: u8 = 0xd2;
 }
 
 /// The trace header: where the trace came from.
@@ -185,10 +186,13 @@ pub enum EventKind {
     ThreadExit,
     Block,
     Exec,
+    Idle,
 }
 
 impl EventKind {
-    pub const COUNT: usize = 17;
+    pub const COUNT: usize = 18;
+    /// Event kinds in end blocks written before `idle` existed (read as 0 idle events).
+    pub const COUNT_BEFORE_IDLE: usize = 17;
     pub const ALL: [EventKind; EventKind::COUNT] = [
         EventKind::Fetch,
         EventKind::Load,
@@ -207,6 +211,7 @@ impl EventKind {
         EventKind::ThreadExit,
         EventKind::Block,
         EventKind::Exec,
+        EventKind::Idle,
     ];
 
     #[inline]
@@ -231,6 +236,7 @@ impl EventKind {
             Event::ThreadExit { .. } => EventKind::ThreadExit,
             Event::Block(_) => EventKind::Block,
             Event::Exec => EventKind::Exec,
+            Event::Idle { .. } => EventKind::Idle,
         }
     }
 
@@ -254,6 +260,7 @@ impl EventKind {
             EventKind::ThreadExit => "thread-exit",
             EventKind::Block => "block",
             EventKind::Exec => "exec",
+            EventKind::Idle => "idle",
         }
     }
 }
@@ -351,7 +358,7 @@ impl Summary {
         };
         let at = pos;
         let n = next(&mut pos)?;
-        if n != EventKind::COUNT as u64 {
+        if n != EventKind::COUNT as u64 && n != EventKind::COUNT_BEFORE_IDLE as u64 {
             return Err((
                 at,
                 format!(
@@ -361,7 +368,7 @@ impl Summary {
             ));
         }
         let at = pos;
-        for c in s.by_kind.iter_mut() {
+        for c in s.by_kind.iter_mut().take(n as usize) {
             *c = next(&mut pos)?;
         }
         s.instructions = next(&mut pos)?;

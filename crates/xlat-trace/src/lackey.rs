@@ -280,7 +280,14 @@ fn parse_grouped(s: &[u8]) -> Option<u64> {
 /// line or a reference. Used by [`detect`](crate::detect).
 pub(crate) fn looks_like_lackey(line: &[u8]) -> bool {
     let l = trim_eol(line);
-    message_pid(l).is_some() || l.starts_with(b"SB ") || matches!(parse(l), Ok(Some(_)))
+    // A line with lackey's shape whose address or size is bad is still lackey: the
+    // reader then names the line and the reason.
+    message_pid(l).is_some()
+        || l.starts_with(b"SB ")
+        || match parse(l) {
+            Ok(a) => a.is_some(),
+            Err(e) => e != EXPECTED,
+        }
 }
 
 /// Parses one line; `Ok(None)` for a line to skip, `Err` is the reason.

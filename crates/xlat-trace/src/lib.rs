@@ -56,9 +56,10 @@
 //! **End block**: tag `'E'` (0x45), body length u32 (at most 64 KiB), body, crc32 of the
 //! body. The body is varints: data block count, total raw bytes, total stored bytes (frame
 //! headers + payloads), distinct thread ids, distinct pids (the initial pid 1, fork
-//! children and switch targets), the number of event kinds K (= 17), then K event counts
+//! children and switch targets), the number of event kinds K (= 18; files written before
+//! the idle record have 17, read with 0 idle events), then K event counts
 //! in the order fetch, load, store, mmap, munmap, mprotect, madvise, mremap, brk, fork,
-//! exit, switch, flush, thread-start, thread-exit, block, exec, then the instruction total
+//! exit, switch, flush, thread-start, thread-exit, block, exec, idle, then the instruction total
 //! (fetch records plus the instruction counts of block records), then end metadata: a
 //! varint count M and M x (string key, string value) known only at the end (a capture's
 //! duration, exit status, warnings). Readers check the
@@ -111,7 +112,8 @@
 //! 0xcf block        z addr, v len (1..=65536), v insns (< 2^32)
 //! 0xd0 block        z addr, v len, v insns, v tid (the thread changed)
 //! 0xd1 exec         (the process replaced its program with an untraced one)
-//! 0xd2..=0xff       reserved (invalid)
+//! 0xd2 idle         v cycles (the machine idles; the idle task may work)
+//! 0xd3..=0xff       reserved (invalid)
 //! ```
 //!
 //! A **block** record is a basic block's instruction fetches: `insns` instructions in

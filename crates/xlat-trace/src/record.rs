@@ -111,6 +111,10 @@ impl Encoder {
             }
             Event::Exit => out.push(tag::EXIT),
             Event::Exec => out.push(tag::EXEC),
+            Event::Idle { cycles } => {
+                out.push(tag::IDLE);
+                varint::put(out, cycles);
+            }
             Event::Switch { pid } => {
                 out.push(tag::SWITCH);
                 varint::put(out, pid.0 as u64);
@@ -440,6 +444,9 @@ impl Decoder {
             },
             tag::EXIT => Event::Exit,
             tag::EXEC => Event::Exec,
+            tag::IDLE => Event::Idle {
+                cycles: u64_field(raw, p)?,
+            },
             tag::SWITCH => Event::Switch {
                 pid: Pid(u32_field(raw, p, "pid")?),
             },

@@ -219,6 +219,11 @@ pub enum Event {
     ThreadExit {
         tid: Tid,
     },
+    /// The machine is idle for `cycles` (no process runs; the OS's idle task may work,
+    /// e.g. reclaim zombie hash-table entries). The current process stays current.
+    Idle {
+        cycles: u64,
+    },
 }
 
 impl Event {
@@ -240,6 +245,7 @@ impl Event {
             Event::Flush(_) => "flush",
             Event::ThreadStart { .. } => "thread-start",
             Event::ThreadExit { .. } => "thread-exit",
+            Event::Idle { .. } => "idle",
         }
     }
 }

@@ -706,12 +706,8 @@ impl PageTable for Radix {
     }
 
     fn empty(cfg: &crate::config::MachineConfig, mem: &mut PhysMem) -> Self {
-        let crate::config::PageTableConfig::Radix {
-            base_page,
-            entry_bytes,
-            levels,
-        } = &cfg.page_table;
-        Radix::new(*base_page, *entry_bytes, levels, mem)
+        let t = &cfg.page_table;
+        Radix::new(t.base_page(), t.entry_bytes(), t.levels(), mem)
     }
 
     fn slot_free(&self, va: VirtAddr, shift: u8) -> bool {

@@ -17,10 +17,16 @@
 //! - With `tlb.asid_bits = 0` a switch to another process flushes every non-global
 //!   entry; with ASIDs, processes get tags 1..2^bits-1 and running out flushes
 //!   everything and starts a new generation (Linux's ARM scheme).
+//! - A hashed machine (`page_table.kind = "hashed"`) takes its own translate and reload
+//!   path (`hashed.rs`, chosen once per batch): see [`crate::hashed`].
+
+mod hashed;
 
 use crate::cache::Caches;
+use crate::config::ContextFlush;
 use crate::config::{ConfigError, MachineConfig, Thp, Unmapped, WalkerKind};
 use crate::error::SimError;
+use crate::hashed::{HashMmu, HASHPTE};
 use crate::pagetable::{Leaf, PageTable, Walk, FIXED, GLOBAL_PAGE, MAX_LEVELS, WRITABLE};
 use crate::physmem::PhysMem;
 use crate::pwc::Pwc;
@@ -39,6 +45,8 @@ struct Process<P> {
     heap: Option<(u64, u64)>,
     asid: u16,
     asid_gen: u64,
+    /// Hashed machines: the context number (0 = none yet), valid in `asid_gen`.
+    ctx: u32,
 }
 
 #[derive(Default)]
@@ -97,6 +105,10 @@ pub struct Sim<P: PageTable> {
     /// Host memory the simulator may use ([`Sim::with_memory_limit`]).
     mem_limit: u64,
     mem_probe: Option<MemoryProbe>,
+    /// The hashed MMU, on a hashed machine.
+    hash: Option<Box<HashMmu>>,
+    /// Hashed machines: the current process's segment registers (VSIDs).
+    sr: [u64; 16],
 }
 
 /// The default of [`Sim::with_memory_limit`]: 1 GiB of host memory.
@@ -148,9 +160,13 @@ impl<P: PageTable> Sim<P> {
                 ),
             });
         }
-        let crate::config::PageTableConfig::Radix { base_page, .. } = &cfg.page_table;
-        let base_shift = base_page.shift();
+        let base_shift = cfg.page_table.base_page().shift();
         let mut mem = PhysMem::new(base_shift);
+        // The HTAB first: the page-table pool's first block, aligned to its size.
+        let hash = cfg
+            .page_table
+            .hash()
+            .map(|h| Box::new(HashMmu::new(cfg, h, &mut mem)));
         let pt = P::empty(cfg, &mut mem);
         let pwc = Pwc::new(&cfg.walker.pwc, &pt)?;
         let shifts = pt.leaf_shifts();
@@ -197,6 +213,7 @@ impl<P: PageTable> Sim<P> {
                 heap: None,
                 asid: 0,
                 asid_gen: 0,
+                ctx: 0,
             })],
             kernel,
             kernel_pages: FxHashMap::default(),
@@ -214,6 +231,8 @@ impl<P: PageTable> Sim<P> {
             portable: false,
             mem_limit: limit,
             mem_probe: probe,
+            hash,
+            sr: [0; 16],
             cfg: cfg.clone(),
         };
         sim.pid_slot.insert(Pid::INIT.0, 0);
@@ -235,7 +254,10 @@ impl<P: PageTable> Sim<P> {
             // SAFETY: `runs_v3` found every feature `run_v3` is compiled with.
             return unsafe { self.run_v3(events) };
         }
-        self.run_in::<false>(events)
+        if self.hash.is_some() {
+            return self.run_in::<false, true>(events);
+        }
+        self.run_in::<false, false>(events)
     }
 
     /// Whether `run` takes the x86-64-v3 copy: not portable, and the CPU has the
@@ -252,15 +274,18 @@ impl<P: PageTable> Sim<P> {
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
     fn run_v3(&mut self, events: &[Event]) -> Result<(), SimError> {
-        self.run_in::<true>(events)
+        if self.hash.is_some() {
+            return self.run_in::<true, true>(events);
+        }
+        self.run_in::<true, false>(events)
     }
 
     /// [`Sim::run`]'s body. `V3` only where the CPU has the x86-64-v3 features
-    /// (`run_v3`).
+    /// (`run_v3`); `H` on a hashed machine (its translate path).
     #[inline(always)]
-    fn run_in<const V3: bool>(&mut self, events: &[Event]) -> Result<(), SimError> {
+    fn run_in<const V3: bool, const H: bool>(&mut self, events: &[Event]) -> Result<(), SimError> {
         // Prefetch only while walks are frequent (they are what misses the host caches).
-        let prefetching = self.c.walks - self.walks_at_batch > (events.len() / 32) as u64;
+        let prefetching = !H && self.c.walks - self.walks_at_batch > (events.len() / 32) as u64;
         let early = prefetching && self.current_pt().is_some_and(|p| p.wants_early_prefetch());
         self.walks_at_batch = self.c.walks;
         for (i, ev) in events.iter().enumerate() {
@@ -268,11 +293,11 @@ impl<P: PageTable> Sim<P> {
                 self.prefetch_ahead(events, i, early);
             }
             match *ev {
-                Event::Access(a) => self.access::<V3>(a.kind, a.addr.0, a.size)?,
+                Event::Access(a) => self.access::<V3, H>(a.kind, a.addr.0, a.size)?,
                 Event::Block(b) => {
                     self.c.refs.blocks += 1;
                     self.c.refs.instructions += b.insns as u64;
-                    self.access::<V3>(AccessKind::Fetch, b.addr.0, b.len)?
+                    self.access::<V3, H>(AccessKind::Fetch, b.addr.0, b.len)?
                 }
                 _ => self.os_event(ev)?,
             }
@@ -330,7 +355,7 @@ impl<P: PageTable> Sim<P> {
     }
 
     #[inline(always)]
-    fn access<const V3: bool>(
+    fn access<const V3: bool, const H: bool>(
         &mut self,
         kind: AccessKind,
         va: u64,
@@ -357,7 +382,11 @@ impl<P: PageTable> Sim<P> {
         }
         let mut cur = va;
         loop {
-            let shift = self.translate::<V3>(kind, cur)?;
+            let shift = if H {
+                self.translate_hashed(kind, cur)?
+            } else {
+                self.translate::<V3>(kind, cur)?
+            };
             if (cur ^ last) >> shift == 0 {
                 return Ok(());
             }
@@ -802,6 +831,15 @@ impl<P: PageTable> Sim<P> {
     }
 
     fn flush_page(&mut self, base: u64, shift: u32) {
+        self.flush_page_flags(base, shift, None);
+    }
+
+    /// [`Sim::flush_page`] of a page whose leaf had `flags` (`None`: the leaf is still
+    /// in the tables, or there is none).
+    fn flush_page_flags(&mut self, base: u64, shift: u32, flags: Option<u8>) {
+        if self.hash.is_some() {
+            return self.flush_page_hashed(base, flags);
+        }
         let n = self.tlb.flush_page(base, shift, self.asid);
         self.pwc.flush(Some(self.asid));
         self.c.flushes.page += 1;
@@ -810,6 +848,9 @@ impl<P: PageTable> Sim<P> {
     }
 
     fn flush_space(&mut self) {
+        if self.hash.is_some() {
+            return self.flush_context();
+        }
         let tag = if self.cfg.tlb.asid_bits == 0 {
             None
         } else {
@@ -824,15 +865,33 @@ impl<P: PageTable> Sim<P> {
 
     /// Flushes the leaves an operation removed or changed: page by page up to the
     /// ceiling (in base pages), the whole address space beyond it.
-    fn flush_leaves(&mut self, leaves: &[(u64, u8)], pages: u64) {
+    /// `removed`: the leaves are gone from the tables (a hashed machine's eager flush
+    /// of the whole context cannot find them there, so their marked HTAB entries are
+    /// searched for one by one: Linux keeps `_PAGE_HASHPTE` in a cleared PTE for this).
+    fn flush_leaves(&mut self, leaves: &[(u64, u8, u8)], pages: u64, removed: bool) {
         if pages == 0 {
             return;
         }
         if pages > self.cfg.os.flush_ceiling {
             self.flush_space();
+            if removed
+                && self
+                    .hash
+                    .as_ref()
+                    .is_some_and(|h| h.flush == ContextFlush::Eager)
+            {
+                let hashed: Vec<u64> = leaves
+                    .iter()
+                    .filter(|l| l.2 & HASHPTE != 0 && l.2 & GLOBAL_PAGE == 0)
+                    .map(|l| l.0)
+                    .collect();
+                if !hashed.is_empty() {
+                    self.flush_hashed_pages(&hashed);
+                }
+            }
         } else {
-            for &(va, s) in leaves {
-                self.flush_page(va, s as u32);
+            for &(va, s, flags) in leaves {
+                self.flush_page_flags(va, s as u32, Some(flags));
             }
         }
     }
@@ -842,8 +901,9 @@ impl<P: PageTable> Sim<P> {
     fn unmap_pages(&mut self, cur: usize, start: u64, end: u64) {
         let bs = self.base_shift;
         let ceiling = self.cfg.os.flush_ceiling;
-        let mut leaves: Vec<(u64, u8)> = Vec::new();
+        let mut leaves: Vec<(u64, u8, u8)> = Vec::new();
         let mut pages = 0u64;
+        let hashed = self.hash.is_some();
         let p = self.slots[cur].as_mut().expect("current process");
         let sw = p.pt.unmap(start, end, &mut self.mem, &mut |va, leaf, mem| {
             let n = 1u64 << (leaf.shift as u32 - bs);
@@ -851,18 +911,21 @@ impl<P: PageTable> Sim<P> {
                 mem.release(leaf.pfn, n);
             }
             pages += n;
-            if pages <= ceiling {
-                leaves.push((va, leaf.shift));
+            if pages <= ceiling || (hashed && leaf.flags & HASHPTE != 0) {
+                leaves.push((va, leaf.shift, leaf.flags));
             }
         });
         self.c.os.unmap_entries += sw.entries;
         self.c.os.unmap_tables += sw.tables;
         self.c.os.table_visits += sw.visits;
         self.os_cycles(&sw);
-        self.flush_leaves(&leaves, pages);
+        self.flush_leaves(&leaves, pages, true);
     }
 
     fn assign_asid(&mut self, slot: usize) {
+        if self.hash.is_some() {
+            return self.assign_context(slot);
+        }
         if self.cfg.tlb.asid_bits == 0 {
             self.asid = 0;
             return;
@@ -1072,12 +1135,12 @@ impl<P: PageTable> Sim<P> {
                             leaf.flags &= !WRITABLE;
                             pages += 1u64 << (leaf.shift as u32 - bs);
                             if pages <= ceiling {
-                                leaves.push((va, leaf.shift));
+                                leaves.push((va, leaf.shift, leaf.flags));
                             }
                         }
                     });
                     self.c.os.table_visits += sw.visits;
-                    self.flush_leaves(&leaves, pages);
+                    self.flush_leaves(&leaves, pages, false);
                 }
             }
             Event::Madvise { addr, len, advice } => {
@@ -1158,7 +1221,10 @@ impl<P: PageTable> Sim<P> {
                     pid: pid.0,
                 })?;
                 self.c.os.context_switches += 1;
-                if self.cfg.tlb.asid_bits == 0 && self.loaded_pid != Some(pid.0) {
+                if self.cfg.tlb.asid_bits == 0
+                    && self.hash.is_none()
+                    && self.loaded_pid != Some(pid.0)
+                {
                     let n = self.tlb.flush_asid(None);
                     self.pwc.flush(None);
                     self.c.flushes.switch += 1;
@@ -1196,6 +1262,7 @@ impl<P: PageTable> Sim<P> {
             }
             Event::ThreadStart { .. } => self.c.os.threads_started += 1,
             Event::ThreadExit { .. } => {}
+            Event::Idle { cycles } => self.idle(cycles),
         }
         Ok(())
     }
@@ -1240,8 +1307,9 @@ impl<P: PageTable> Sim<P> {
         self.c.os.unmap_entries += sw.entries;
         self.c.os.unmap_tables += sw.tables;
         self.c.os.table_visits += sw.visits;
-        let leaves: Vec<(u64, u8)> = moved.iter().map(|(v, l)| (*v, l.shift)).collect();
-        self.flush_leaves(&leaves, pages);
+        let leaves: Vec<(u64, u8, u8)> =
+            moved.iter().map(|(v, l)| (*v, l.shift, l.flags)).collect();
+        self.flush_leaves(&leaves, pages, true);
         if self.slots[cur].as_ref().expect("cur").vmas.overlaps(ns, ne) {
             self.slots[cur].as_mut().expect("cur").vmas.remove(ns, ne);
             self.unmap_pages(cur, ns, ne);
@@ -1314,6 +1382,7 @@ impl<P: PageTable> Sim<P> {
             heap: *heap,
             asid: 0,
             asid_gen: 0,
+            ctx: 0,
         };
         self.c.os.forks += 1;
         self.c.os.fork_entries += sw.entries;
@@ -1339,11 +1408,18 @@ impl<P: PageTable> Sim<P> {
     fn exit(&mut self, cur: usize) {
         let bs = self.base_shift;
         let mut p = self.slots[cur].take().expect("cur");
-        let sw = p.pt.teardown(&mut self.mem, &mut |_, leaf, mem| {
+        let mut hashed: Vec<u64> = Vec::new();
+        let sw = p.pt.teardown(&mut self.mem, &mut |va, leaf, mem| {
             if leaf.flags & FIXED == 0 {
                 mem.release(leaf.pfn, 1u64 << (leaf.shift as u32 - bs));
             }
+            if leaf.flags & crate::hashed::HASHPTE != 0 && leaf.flags & GLOBAL_PAGE == 0 {
+                hashed.push(va);
+            }
         });
+        if self.hash.is_some() {
+            self.exit_context(p.ctx, p.asid_gen, &hashed);
+        }
         self.pid_slot.remove(&p.pid);
         self.c.os.exits += 1;
         self.c.os.exit_entries += sw.entries;
@@ -1371,6 +1447,10 @@ impl<P: PageTable> Sim<P> {
         };
         let bs = self.base_shift;
         for va in vas {
+            if self.hash.is_some() {
+                self.check_hashed(va)?;
+                continue;
+            }
             for (what, e) in self.tlb.peek_all(va, self.asid) {
                 let ebase = va & !((1u64 << e.shift) - 1);
                 let ok = match p.pt.lookup(VirtAddr(va)) {
@@ -1445,8 +1525,9 @@ impl<P: PageTable> Sim<P> {
             }
         }
         let names: Vec<String> = {
-            let crate::config::PageTableConfig::Radix { levels, .. } = &self.cfg.page_table;
-            levels
+            self.cfg
+                .page_table
+                .levels()
                 .iter()
                 .filter(|l| !l.folded)
                 .map(|l| l.name.clone())
@@ -1502,7 +1583,9 @@ impl<P: PageTable> Sim<P> {
             faults: c.faults.clone(),
             page_tables: PageTables {
                 tables_live: usage.iter().map(|u| u.1).sum(),
-                bytes_live: usage.iter().map(|u| u.0).sum(),
+                // The HTAB is page-table memory too.
+                bytes_live: usage.iter().map(|u| u.0).sum::<u64>()
+                    + self.hash.as_ref().map_or(0, |h| h.htab.bytes()),
                 bytes_peak: m.table_bytes_peak,
                 tables_allocated: m.tables_allocated,
                 tables_freed: m.tables_freed,
@@ -1524,6 +1607,7 @@ impl<P: PageTable> Sim<P> {
             os,
             flushes: c.flushes.clone(),
             cycles: cyc,
+            hash: self.hash_report(),
         }
     }
 }

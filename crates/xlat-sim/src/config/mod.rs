@@ -4,6 +4,12 @@
 //! the valid keys; enums list their valid values. [`MachineConfig::validate`] checks
 //! the cross-field rules and names the offending field and the allowed values.
 
+mod hashed;
+
+pub use hashed::{
+    BatConfig, ContextFlush, HashArch, HashConfig, HashVictim, VsidRule, BAT_MAX, BAT_MIN,
+};
+
 use crate::replacement::Policy;
 use serde::{Deserialize, Deserializer, Serialize};
 use thiserror::Error;
@@ -81,6 +87,54 @@ pub enum PageTableConfig {
         /// Levels from the root down to the leaf level.
         levels: Vec<LevelConfig>,
     },
+    /// A PowerPC hashed page table (HTAB) caching the OS's radix tree, as Linux/PPC keeps
+    /// it: `levels` are the tree's (10 + 10 bits on ppc32), `hash` the HTAB, VSIDs, BATs.
+    Hashed {
+        base_page: PageSize,
+        entry_bytes: u32,
+        levels: Vec<LevelConfig>,
+        hash: HashConfig,
+    },
+}
+
+impl PageTableConfig {
+    /// The smallest page.
+    pub fn base_page(&self) -> PageSize {
+        match self {
+            PageTableConfig::Radix { base_page, .. }
+            | PageTableConfig::Hashed { base_page, .. } => *base_page,
+        }
+    }
+    /// Bytes per entry of the (OS's) tree.
+    pub fn entry_bytes(&self) -> u32 {
+        match self {
+            PageTableConfig::Radix { entry_bytes, .. }
+            | PageTableConfig::Hashed { entry_bytes, .. } => *entry_bytes,
+        }
+    }
+    /// The tree's levels, root first.
+    pub fn levels(&self) -> &[LevelConfig] {
+        match self {
+            PageTableConfig::Radix { levels, .. } | PageTableConfig::Hashed { levels, .. } => {
+                levels
+            }
+        }
+    }
+    /// The tree's levels, root first (to edit a configuration).
+    pub fn levels_mut(&mut self) -> &mut Vec<LevelConfig> {
+        match self {
+            PageTableConfig::Radix { levels, .. } | PageTableConfig::Hashed { levels, .. } => {
+                levels
+            }
+        }
+    }
+    /// The hash table's configuration, on a hashed machine.
+    pub fn hash(&self) -> Option<&HashConfig> {
+        match self {
+            PageTableConfig::Hashed { hash, .. } => Some(hash),
+            PageTableConfig::Radix { .. } => None,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -210,6 +264,25 @@ pub struct WalkerConfig {
     /// Cycles for a page-walk-cache lookup that hits.
     #[serde(default)]
     pub pwc_hit_cycles: u64,
+    /// Software reload on a hashed machine: what the miss handler does.
+    #[serde(default)]
+    pub handler: Option<Handler>,
+    /// Hashed machines: the OS's hash-miss path (the exception into Linux's `hash_page`,
+    /// its instructions and return) besides its memory references, in cycles.
+    #[serde(default)]
+    pub hash_miss_cycles: u64,
+}
+
+/// A software TLB-miss handler on a hashed machine (the 603's three miss exceptions).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Handler {
+    /// Search the HTAB in software as a 604 does in hardware; on a hash miss, take the
+    /// OS's hash-miss path (tree walk and insert), then retry.
+    SearchHash,
+    /// Walk the OS's tree directly and load the TLB: the HTAB is never used (Dougan et
+    /// al., OSDI'99, §6).
+    Tree,
 }
 
 impl Default for WalkerConfig {
@@ -220,6 +293,8 @@ impl Default for WalkerConfig {
             handler_cycles: 0,
             pwc: PwcConfig::None,
             pwc_hit_cycles: 0,
+            handler: None,
+            hash_miss_cycles: 0,
         }
     }
 }
@@ -230,8 +305,12 @@ pub enum WalkerKind {
     /// A hardware page-table walker.
     #[default]
     Hardware,
-    /// The TLB miss traps and an OS handler walks the table.
+    /// The TLB miss traps and an OS handler walks the table (on a hashed machine: runs
+    /// `walker.handler`).
     Software,
+    /// A hashed machine's hardware reload (604): the MMU searches the HTAB's primary
+    /// and secondary groups; a miss raises the OS's hash-miss path.
+    HardwareHash,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -338,6 +417,13 @@ pub struct OsConfig {
     /// larger ranges flush the whole address space (Linux x86: 33).
     #[serde(default = "default_ceiling")]
     pub flush_ceiling: u64,
+    /// Hashed machines: how a whole context is flushed.
+    #[serde(default)]
+    pub context_flush: ContextFlush,
+    /// Hashed machines: the idle task scans the HTAB and invalidates zombie PTEs
+    /// (during `Idle` events).
+    #[serde(default)]
+    pub idle_reclaim: bool,
 }
 
 fn default_ceiling() -> u64 {
@@ -350,6 +436,8 @@ impl Default for OsConfig {
             thp: Thp::Never,
             unmapped: Unmapped::Map,
             flush_ceiling: default_ceiling(),
+            context_flush: ContextFlush::default(),
+            idle_reclaim: false,
         }
     }
 }
@@ -370,6 +458,9 @@ pub struct CostConfig {
     pub flush_page_cycles: u64,
     /// Per whole-address-space or global flush.
     pub flush_all_cycles: u64,
+    /// Hashed machines: per HTAB slot the idle task examines for zombies, besides
+    /// reading it through the cache model.
+    pub idle_pte_cycles: u64,
 }
 
 impl Default for CostConfig {
@@ -381,6 +472,7 @@ impl Default for CostConfig {
             table_visit_cycles: 20,
             flush_page_cycles: 100,
             flush_all_cycles: 500,
+            idle_pte_cycles: 10,
         }
     }
 }
@@ -485,11 +577,11 @@ impl MachineConfig {
 
     /// Cross-field checks; every message names the field and the allowed values.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let PageTableConfig::Radix {
-            base_page,
-            entry_bytes,
-            levels,
-        } = &self.page_table;
+        let (base_page, entry_bytes, levels) = (
+            &self.page_table.base_page(),
+            &self.page_table.entry_bytes(),
+            self.page_table.levels(),
+        );
         if *entry_bytes != 4 && *entry_bytes != 8 {
             return Err(invalid(
                 "page_table.entry_bytes",
@@ -728,6 +820,89 @@ impl MachineConfig {
             at_most(f, v, MAX_CYCLES)?;
         }
         at_most("os.flush_ceiling", self.os.flush_ceiling, MAX_FLUSH_CEILING)?;
+        at_most("walker.hash_miss_cycles", w.hash_miss_cycles, MAX_LATENCY)?;
+        at_most(
+            "cost.idle_pte_cycles",
+            self.cost.idle_pte_cycles,
+            MAX_LATENCY,
+        )?;
+        self.validate_organization()
+    }
+
+    /// The walker and OS options that belong to one page-table organization.
+    fn validate_organization(&self) -> Result<(), ConfigError> {
+        let w = &self.walker;
+        let Some(hash) = self.page_table.hash() else {
+            if w.kind == WalkerKind::HardwareHash {
+                return Err(invalid(
+                    "walker.kind",
+                    "hardware-hash needs a hashed page table (page_table.kind = \"hashed\")",
+                ));
+            }
+            for (f, set) in [
+                ("walker.handler", w.handler.is_some()),
+                ("walker.hash_miss_cycles", w.hash_miss_cycles != 0),
+                (
+                    "os.context_flush",
+                    self.os.context_flush != ContextFlush::Eager,
+                ),
+                ("os.idle_reclaim", self.os.idle_reclaim),
+            ] {
+                if set {
+                    return Err(invalid(f, "applies to hashed page tables only"));
+                }
+            }
+            return Ok(());
+        };
+        hash.validate(self.va_bits(), self.page_table.base_page().shift())?;
+        if self.tlb.asid_bits != 0 {
+            return Err(invalid(
+                "tlb.asid_bits",
+                "a hashed MMU's TLB is tagged by VSID (page_table.hash.contexts), not ASID: use 0",
+            ));
+        }
+        match (w.kind, w.handler) {
+            (WalkerKind::HardwareHash, None) | (WalkerKind::Software, Some(_)) => {}
+            (WalkerKind::Hardware, _) => {
+                return Err(invalid(
+                    "walker.kind",
+                    "a hashed machine reloads with \"hardware-hash\" (604) or \"software\" (603)",
+                ))
+            }
+            (WalkerKind::Software, None) => return Err(invalid(
+                "walker.handler",
+                "software reload on a hashed machine needs a handler: \"search-hash\" or \"tree\"",
+            )),
+            (WalkerKind::HardwareHash, Some(_)) => {
+                return Err(invalid(
+                    "walker.handler",
+                    "a hardware hash search has no software handler",
+                ))
+            }
+        }
+        if !matches!(w.pwc, PwcConfig::None) {
+            return Err(invalid(
+                "walker.pwc",
+                "page-walk caches belong to radix walkers",
+            ));
+        }
+        if self.tlb.levels.iter().any(|l| {
+            l.i.iter()
+                .chain(&l.d)
+                .chain(&l.unified)
+                .any(|s| s.sizes.iter().any(|z| z.shift() != 12))
+        }) {
+            return Err(invalid(
+                "tlb.levels",
+                "a 32-bit hashed MMU's TLBs hold 4 KiB pages only (large blocks are BATs)",
+            ));
+        }
+        if self.os.thp != Thp::Never {
+            return Err(invalid(
+                "os.thp",
+                "a 32-bit hashed MMU maps 4 KiB pages only: use \"never\"",
+            ));
+        }
         Ok(())
     }
 
@@ -776,10 +951,13 @@ impl MachineConfig {
 
     /// Number of virtual-address bits the page table translates.
     pub fn va_bits(&self) -> u32 {
-        let PageTableConfig::Radix {
-            base_page, levels, ..
-        } = &self.page_table;
-        base_page.shift() + levels.iter().map(|l| l.bits as u32).sum::<u32>()
+        self.page_table.base_page().shift()
+            + self
+                .page_table
+                .levels()
+                .iter()
+                .map(|l| l.bits as u32)
+                .sum::<u32>()
     }
 }
 

@@ -1,0 +1,313 @@
+//! The PowerPC hashed page table (HTAB): 2^n PTE groups (PTEGs) of 8 PTEs in simulated
+//! physical memory, searched by the primary hash and then the secondary hash.
+//!
+//! PowerPC OEA (32-bit): primary hash = VSID[low 19 bits] XOR page index (EA[4:19], 16
+//! bits); secondary hash = its one's complement; the PTEG index is the hash's low n bits
+//! (HTABMASK), the PTEG's address HTABORG + index × 64. A PTE's H bit says which hash
+//! placed it. 64-bit (PowerPC AS, POWER4): VSID[low 39 bits] XOR the page index within
+//! the segment, 128-byte PTEGs of 16-byte PTEs. Every slot read is a physical reference
+//! the caller sends through the cache model.
+//!
+//! Each valid slot also records, host-side only, the context that inserted it (the OS
+//! knows which VSIDs belong to which context): a slot whose context is no longer live is
+//! a *zombie* (valid, but no process can reach it any more), see `HashMmu`.
+
+use crate::replacement::{Random, Replacement};
+
+/// PTEs per PTEG (both architectures).
+pub const SLOTS: usize = 8;
+
+/// Which slot a full pair of PTEGs gives up.
+#[derive(Clone, Debug)]
+pub enum Victim {
+    /// A global counter over the primary group's slots, advanced by one before each
+    /// eviction, so the first eviction takes slot 1 (Linux 2.4.0 `arch/ppc/kernel/
+    /// hashtable.S`, `hash_page`: `addi r2,r2,8; andi. r2,r2,0x38` on `next_slot`).
+    RoundRobin { next: usize },
+    /// A seeded random slot of the primary group (the TLBs' `random` generator).
+    Random(Random),
+}
+
+/// One PTE: the tag compared by a search, the translation, and its owner context.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Pte {
+    /// `VALID | H << 62 | vsid << 20 | page`: 0 when invalid. `page` is the page index
+    /// within the segment (16 bits on 32-bit, up to 20 on 64-bit): comparing it whole is
+    /// the same as comparing the architecture's API within one PTEG.
+    pub tag: u64,
+    pub pfn: u64,
+    pub flags: u8,
+    /// The context whose VSID this is (host-side bookkeeping, not in the PTE).
+    pub ctx: u32,
+}
+
+const VALID: u64 = 1 << 63;
+const SECONDARY: u64 = 1 << 62;
+const PAGE_BITS: u32 = 20;
+
+impl Pte {
+    pub fn valid(&self) -> bool {
+        self.tag & VALID != 0
+    }
+    pub fn vsid(&self) -> u64 {
+        (self.tag & !(VALID | SECONDARY)) >> PAGE_BITS
+    }
+    pub fn page(&self) -> u64 {
+        self.tag & ((1 << PAGE_BITS) - 1)
+    }
+    pub fn secondary(&self) -> bool {
+        self.tag & SECONDARY != 0
+    }
+}
+
+fn tag(vsid: u64, page: u64, secondary: bool) -> u64 {
+    VALID | (secondary as u64) << 62 | vsid << PAGE_BITS | page
+}
+
+/// Where a search found a PTE.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Found {
+    /// Index of the slot in the table (PTEG × 8 + slot).
+    pub slot: usize,
+    pub secondary: bool,
+}
+
+/// What an insert displaced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Insert {
+    pub slot: usize,
+    pub secondary: bool,
+    /// The valid PTE overwritten, if both groups were full.
+    pub evicted: Option<Pte>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Htab {
+    base: u64,
+    pte_bytes: u64,
+    /// Bits of VSID the hash uses (19 on 32-bit, 39 on 64-bit).
+    vsid_hash_mask: u64,
+    mask: u64,
+    slots: Vec<Pte>,
+    victim: Victim,
+    valid: u64,
+}
+
+impl Htab {
+    /// A table of `ptegs` groups (a power of two) at physical address `base` (aligned to
+    /// its size); `pte_bytes` is 8 (32-bit) or 16 (64-bit).
+    pub fn new(base: u64, ptegs: u64, pte_bytes: u64, victim: Victim) -> Self {
+        debug_assert!(ptegs.is_power_of_two() && base.is_multiple_of(ptegs * pte_bytes * 8));
+        Htab {
+            base,
+            pte_bytes,
+            vsid_hash_mask: if pte_bytes == 8 {
+                (1 << 19) - 1
+            } else {
+                (1 << 39) - 1
+            },
+            mask: ptegs - 1,
+            slots: vec![Pte::default(); (ptegs as usize) * SLOTS],
+            victim,
+            valid: 0,
+        }
+    }
+
+    pub fn round_robin() -> Victim {
+        Victim::RoundRobin { next: 0 }
+    }
+
+    pub fn random(seed: u64) -> Victim {
+        Victim::Random(Random::new(1, SLOTS, seed))
+    }
+
+    pub fn ptegs(&self) -> u64 {
+        self.mask + 1
+    }
+
+    pub fn bytes(&self) -> u64 {
+        self.ptegs() * SLOTS as u64 * self.pte_bytes
+    }
+
+    pub fn base(&self) -> u64 {
+        self.base
+    }
+
+    /// Valid PTEs now.
+    pub fn valid(&self) -> u64 {
+        self.valid
+    }
+
+    /// The PTEG indices of `vsid`'s page `page`: (primary, secondary).
+    pub fn groups(&self, vsid: u64, page: u64) -> (u64, u64) {
+        let h = (vsid & self.vsid_hash_mask) ^ page;
+        (h & self.mask, !h & self.mask)
+    }
+
+    /// Physical address of slot `i`.
+    #[inline]
+    pub fn slot_addr(&self, i: usize) -> u64 {
+        self.base + i as u64 * self.pte_bytes
+    }
+
+    pub fn pte(&self, i: usize) -> &Pte {
+        &self.slots[i]
+    }
+
+    /// Searches the primary group's slots 0..7, then the secondary's, as the hardware
+    /// (or a software search) does, pushing the physical address of every slot read.
+    pub fn search(&self, vsid: u64, page: u64, reads: &mut Vec<u64>) -> Option<Found> {
+        let (p, s) = self.groups(vsid, page);
+        for (g, secondary) in [(p, false), (s, true)] {
+            let want = tag(vsid, page, secondary);
+            let first = g as usize * SLOTS;
+            for i in first..first + SLOTS {
+                reads.push(self.slot_addr(i));
+                if self.slots[i].tag == want {
+                    return Some(Found { slot: i, secondary });
+                }
+            }
+        }
+        None
+    }
+
+    /// Inserts a PTE as Linux/PPC's `create_hpte` does: the first invalid slot of the
+    /// primary group, else of the secondary group, else the primary group's slot the
+    /// victim policy names. Every slot examined is pushed to `reads`; the PTE must not
+    /// be in the table already.
+    pub fn insert(
+        &mut self,
+        vsid: u64,
+        page: u64,
+        pfn: u64,
+        flags: u8,
+        ctx: u32,
+        reads: &mut Vec<u64>,
+    ) -> Insert {
+        let (p, s) = self.groups(vsid, page);
+        for (g, secondary) in [(p, false), (s, true)] {
+            let first = g as usize * SLOTS;
+            for i in first..first + SLOTS {
+                reads.push(self.slot_addr(i));
+                if !self.slots[i].valid() {
+                    self.slots[i] = Pte {
+                        tag: tag(vsid, page, secondary),
+                        pfn,
+                        flags,
+                        ctx,
+                    };
+                    self.valid += 1;
+                    return Insert {
+                        slot: i,
+                        secondary,
+                        evicted: None,
+                    };
+                }
+            }
+        }
+        let k = match &mut self.victim {
+            Victim::RoundRobin { next } => {
+                *next = (*next + 1) % SLOTS;
+                *next
+            }
+            Victim::Random(r) => r.victim(0),
+        };
+        let i = p as usize * SLOTS + k;
+        let old = self.slots[i];
+        self.slots[i] = Pte {
+            tag: tag(vsid, page, false),
+            pfn,
+            flags,
+            ctx,
+        };
+        Insert {
+            slot: i,
+            secondary: false,
+            evicted: Some(old),
+        }
+    }
+
+    /// Invalidates slot `i`; returns the PTE it held.
+    pub fn clear(&mut self, i: usize) -> Pte {
+        let old = std::mem::take(&mut self.slots[i]);
+        self.valid -= old.valid() as u64;
+        old
+    }
+
+    /// Invalidates every valid slot (context roll-over); returns how many.
+    pub fn clear_all(&mut self, mut on: impl FnMut(&Pte)) -> u64 {
+        let n = self.valid;
+        for s in self.slots.iter_mut().filter(|s| s.valid()) {
+            on(s);
+            *s = Pte::default();
+        }
+        self.valid = 0;
+        n
+    }
+
+    /// The slots of PTEG `g`.
+    pub fn group(&self, g: u64) -> std::ops::Range<usize> {
+        let first = g as usize * SLOTS;
+        first..first + SLOTS
+    }
+
+    /// Host bytes per PTE slot.
+    pub const HOST_BYTES_PER_SLOT: u64 = std::mem::size_of::<Pte>() as u64;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t() -> Htab {
+        Htab::new(1 << 30, 1024, 8, Htab::round_robin())
+    }
+
+    /// OEA: primary = VSID[low 19] ^ page index, masked; secondary = one's complement.
+    #[test]
+    fn hash_indices_by_hand() {
+        let h = t();
+        // vsid 0x123456: low 19 bits 0x23456; page 0x0042: 0x23456 ^ 0x42 = 0x23414.
+        // Low 10 bits: 0x014; secondary: !0x23414 & 0x3ff = 0x3eb.
+        assert_eq!(h.groups(0x12_3456, 0x42), (0x014, 0x3eb));
+        assert_eq!(h.slot_addr(0x14 * 8 + 3), (1 << 30) + 0x14 * 64 + 24);
+    }
+
+    #[test]
+    fn primary_then_secondary_then_round_robin() {
+        let mut h = t();
+        let mut reads = Vec::new();
+        // Nine pages hashing to the same primary group (vsid differs only above bit 19
+        // would not change the hash: use the same vsid and pages differing above 10 bits).
+        let pages: Vec<u64> = (0..17).map(|k| 5 | k << 10).collect();
+        for (n, &pg) in pages.iter().enumerate() {
+            reads.clear();
+            let ins = h.insert(7, pg, 100 + n as u64, 0, 1, &mut reads);
+            if n < 8 {
+                assert_eq!(
+                    (ins.secondary, ins.slot % 8, reads.len()),
+                    (false, n, n + 1)
+                );
+            } else if n < 16 {
+                assert!(ins.secondary);
+                assert_eq!(reads.len(), 8 + (n - 8) + 1);
+            } else {
+                assert_eq!(reads.len(), 16);
+                assert_eq!(ins.slot % 8, 1, "next_slot is advanced before use");
+                assert_eq!(ins.evicted.unwrap().pfn, 101);
+            }
+        }
+        assert_eq!(h.valid(), 16);
+        // Searches: the evicted page misses after 16 reads; page 8 is secondary slot 0.
+        reads.clear();
+        assert_eq!(h.search(7, pages[1], &mut reads), None);
+        assert_eq!(reads.len(), 16);
+        reads.clear();
+        let f = h.search(7, pages[8], &mut reads).unwrap();
+        assert!(f.secondary);
+        assert_eq!(reads.len(), 9);
+        reads.clear();
+        assert!(h.search(7, pages[16], &mut reads).is_some());
+        assert_eq!(reads.len(), 2);
+    }
+}

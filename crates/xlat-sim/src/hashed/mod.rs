@@ -1,0 +1,377 @@
+//! The PowerPC hashed MMU's hardware and the OS state around it (Linux/PPC): segment
+//! registers and the VSIDs of contexts, the HTAB ([`htab`]) as a cache of the OS's tree,
+//! BAT registers, zombie PTEs and their reclaim. The simulator's hashed reload path
+//! (`sim/hashed.rs`) drives it.
+//!
+//! Translation: an effective address selects one of 16 segment registers (EA[0:3]),
+//! whose VSID replaces those bits: the 52-bit virtual address VSID ‖ EA[4:31] is what
+//! TLBs are tagged with, so a context switch needs no flush and a context given new
+//! VSIDs (the lazy flush) leaves its old TLB entries unreachable. BATs are checked
+//! beside the TLB and win.
+
+pub mod htab;
+
+use crate::config::{ContextFlush, HashConfig, MachineConfig, Side, VsidRule};
+use crate::physmem::PhysMem;
+use htab::{Htab, Pte};
+use serde::Serialize;
+
+/// Tree leaf flag: the OS inserted an HTAB entry for this PTE (Linux `_PAGE_HASHPTE`).
+/// Set by an insert, cleared by a flush's search; an eviction leaves it set, so a later
+/// flush searches in vain, as Linux's does.
+pub const HASHPTE: u8 = 8;
+
+/// Segments of 256 MiB.
+pub const SEGMENT_SHIFT: u32 = 28;
+
+/// One BAT register: a block of `2^shift` bytes at `va` onto `pa`.
+#[derive(Clone, Copy, Debug)]
+pub struct Bat {
+    pub va: u64,
+    pub shift: u32,
+    pub pa: u64,
+}
+
+/// The hashed MMU's counters (the report's `hash` section).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct HashStats {
+    /// HTAB searches, by the hardware or a software handler (retries included).
+    pub searches: u64,
+    pub hits_primary: u64,
+    pub hits_secondary: u64,
+    pub misses: u64,
+    /// TLB misses reloaded through an HTAB search, and how many of them found the PTE on
+    /// their first search (the paper's "hit rate on a TLB miss").
+    pub reloads: u64,
+    pub reload_hits: u64,
+    /// PTEs the OS put in the HTAB (Linux `htab_reloads`).
+    pub inserts: u64,
+    /// Inserts that overwrote a valid PTE (Linux `htab_evicts`), of a live context or a
+    /// zombie.
+    pub evicts_live: u64,
+    pub evicts_zombie: u64,
+    /// PTE slots read by searches, inserts, flushes, roll-overs and reclaim.
+    pub slot_reads: u64,
+    /// Walks of the OS's tree (hash misses, or every TLB miss with `handler = "tree"`).
+    pub tree_walks: u64,
+    /// The OS's hash-miss exceptions.
+    pub miss_traps: u64,
+    /// Flush searches (the tree said hashed) and the PTEs they cleared.
+    pub flush_searches: u64,
+    pub flush_cleared: u64,
+    /// Contexts handed out, lazy flushes (new VSIDs), eager context flushes, roll-overs.
+    pub contexts: u64,
+    pub lazy_flushes: u64,
+    pub eager_flushes: u64,
+    pub rollovers: u64,
+    /// Translations served by a BAT.
+    pub bat_hits: u64,
+    /// Idle time given (cycles), and what the reclaim did with it.
+    pub idle_cycles: u64,
+    pub idle_slots_scanned: u64,
+    pub zombies_reclaimed: u64,
+    pub idle_reclaim_cycles: u64,
+    /// Occupancy now and at its peak: live PTEs, zombies, free slots.
+    pub htab_bytes: u64,
+    pub slots: u64,
+    pub live: u64,
+    pub zombies: u64,
+    pub peak_live: u64,
+    pub peak_zombies: u64,
+    /// Ratios derived from the counters above (0 when undefined).
+    pub hit_rate: f64,
+    pub evicts_per_insert: f64,
+    pub use_fraction: f64,
+}
+
+/// The hashed MMU: HTAB, context bookkeeping, BATs.
+pub struct HashMmu {
+    pub htab: Htab,
+    rule: VsidRule,
+    skew: u64,
+    last_context: u32,
+    /// The last context handed out (0 before the first).
+    next: u32,
+    kernel_seg: u64,
+    pub bats: [Vec<Bat>; 2],
+    /// Per context: whether a live process holds it, and its valid HTAB PTEs.
+    live: Vec<bool>,
+    per_ctx: Vec<u32>,
+    zombies: u64,
+    /// Idle reclaim's position (a slot index), as Linux's `reclaim_ptr`.
+    cursor: usize,
+    pub flush: ContextFlush,
+    pub stats: HashStats,
+    /// Scratch for the slots one operation reads.
+    pub reads: Vec<u64>,
+}
+
+impl HashMmu {
+    /// The hashed MMU of `cfg` (which must be a hashed machine), its HTAB allocated in
+    /// `mem`'s page-table pool.
+    pub fn new(cfg: &MachineConfig, h: &HashConfig, mem: &mut PhysMem) -> Self {
+        let ptegs = h.htab.0 / (h.arch.pte_bytes() * htab::SLOTS as u64);
+        let base = mem.alloc_table(h.htab.0);
+        let victim = match h.victim {
+            crate::config::HashVictim::RoundRobin => Htab::round_robin(),
+            crate::config::HashVictim::Random => Htab::random(h.seed),
+        };
+        let mut bats = [Vec::new(), Vec::new()];
+        for b in &h.bats {
+            let bat = Bat {
+                va: b.va.0,
+                shift: b.size.0.trailing_zeros(),
+                pa: b.pa.0,
+            };
+            if matches!(b.side, Side::I | Side::Both) {
+                bats[0].push(bat);
+            }
+            if matches!(b.side, Side::D | Side::Both) {
+                bats[1].push(bat);
+            }
+        }
+        let last = h.last_context();
+        let mut live = vec![false; last as usize + 1];
+        live[0] = true;
+        let htab = Htab::new(base, ptegs, h.arch.pte_bytes(), victim);
+        HashMmu {
+            stats: HashStats {
+                htab_bytes: htab.bytes(),
+                slots: ptegs * htab::SLOTS as u64,
+                ..HashStats::default()
+            },
+            htab,
+            rule: h.vsid_rule,
+            skew: h.vsid_skew,
+            last_context: last,
+            next: 0,
+            kernel_seg: h.kernel_base.0 >> SEGMENT_SHIFT,
+            bats,
+            live,
+            per_ctx: vec![0; last as usize + 1],
+            zombies: 0,
+            cursor: 0,
+            flush: cfg.os.context_flush,
+            reads: Vec::with_capacity(32),
+        }
+    }
+
+    /// The BAT covering `ea` on `side` (0 instruction, 1 data): the physical address.
+    #[inline]
+    pub fn bat(&self, side: usize, ea: u64) -> Option<(u64, u32)> {
+        self.bats[side]
+            .iter()
+            .find(|b| ea >> b.shift == b.va >> b.shift)
+            .map(|b| (b.pa | (ea & ((1 << b.shift) - 1)), b.shift))
+    }
+
+    /// The 16 segment registers of context `k` (0: kernel segments only are meaningful).
+    pub fn segments(&self, k: u32) -> [u64; 16] {
+        let mut sr = [0u64; 16];
+        for (n, v) in sr.iter_mut().enumerate() {
+            *v = self.vsid(k, n as u64);
+        }
+        sr
+    }
+
+    /// The VSID of segment `n` in context `k`.
+    pub fn vsid(&self, k: u32, n: u64) -> u64 {
+        let kernel = n >= self.kernel_seg;
+        match self.rule {
+            VsidRule::MungeContext if kernel => n,
+            VsidRule::MungeContext => {
+                let ctx = (k as u64 * self.skew) & 0xfffff;
+                ctx << 4 | n
+            }
+            VsidRule::CtxToVsid => {
+                let k = if kernel { 0 } else { k as u64 };
+                (k * self.skew * 16 + n * 0x111) & 0xff_ffff
+            }
+        }
+    }
+
+    /// The context owning segment `n`'s PTEs for a process of context `k`.
+    pub fn owner(&self, k: u32, n: u64) -> u32 {
+        if n >= self.kernel_seg {
+            0
+        } else {
+            k
+        }
+    }
+
+    /// Hands out the next context, or `None` when they are used up (the caller rolls
+    /// over, [`HashMmu::rollover`], and asks again).
+    pub fn next_context(&mut self) -> Option<u32> {
+        if self.next >= self.last_context {
+            return None;
+        }
+        self.next += 1;
+        let k = self.next;
+        self.live[k as usize] = true;
+        self.stats.contexts += 1;
+        Some(k)
+    }
+
+    /// Context `k` is given up (a lazy flush or an exit): its valid PTEs are zombies now.
+    pub fn retire(&mut self, k: u32) {
+        if k != 0 && self.live[k as usize] {
+            self.live[k as usize] = false;
+            self.zombies += self.per_ctx[k as usize] as u64;
+            self.note_peaks();
+        }
+    }
+
+    /// Every context is used up: invalidate every user PTE (a linear scan of the whole
+    /// table, Linux 2.4.0 `flush_hash_segments(0x10, 0xffffff)`); every context is free
+    /// again. Returns the physical addresses read in `self.reads`.
+    pub fn rollover(&mut self) {
+        self.stats.rollovers += 1;
+        self.reads.clear();
+        for i in 0..self.htab.ptegs() as usize * htab::SLOTS {
+            self.reads.push(self.htab.slot_addr(i));
+            if self.htab.pte(i).valid() && self.htab.pte(i).ctx != 0 {
+                self.htab.clear(i);
+            }
+        }
+        self.stats.slot_reads += self.reads.len() as u64;
+        for k in 1..self.live.len() {
+            self.live[k] = false;
+            self.per_ctx[k] = 0;
+        }
+        self.zombies = 0;
+        self.next = 0;
+    }
+
+    /// Searches for `vsid`'s page `page`; the slots read are in `self.reads`.
+    pub fn search(&mut self, vsid: u64, page: u64) -> Option<htab::Found> {
+        self.reads.clear();
+        let f = self.htab.search(vsid, page, &mut self.reads);
+        self.stats.searches += 1;
+        self.stats.slot_reads += self.reads.len() as u64;
+        match f {
+            Some(f) if f.secondary => self.stats.hits_secondary += 1,
+            Some(_) => self.stats.hits_primary += 1,
+            None => self.stats.misses += 1,
+        }
+        f
+    }
+
+    /// Inserts a PTE for context `k`; the slots read are in `self.reads`.
+    pub fn insert(&mut self, vsid: u64, page: u64, pfn: u64, flags: u8, k: u32) {
+        self.reads.clear();
+        let ins = self.htab.insert(vsid, page, pfn, flags, k, &mut self.reads);
+        self.stats.slot_reads += self.reads.len() as u64;
+        self.stats.inserts += 1;
+        self.per_ctx[k as usize] += 1;
+        if let Some(old) = ins.evicted {
+            self.forget(&old);
+            if self.live[old.ctx as usize] {
+                self.stats.evicts_live += 1;
+            } else {
+                self.stats.evicts_zombie += 1;
+            }
+        }
+        self.note_peaks();
+    }
+
+    /// Clears slot `i` (a flush found it).
+    pub fn clear(&mut self, i: usize) {
+        let old = self.htab.clear(i);
+        self.forget(&old);
+    }
+
+    fn forget(&mut self, old: &Pte) {
+        self.per_ctx[old.ctx as usize] -= 1;
+        if !self.live[old.ctx as usize] {
+            self.zombies -= 1;
+        }
+    }
+
+    fn note_peaks(&mut self) {
+        let live = self.htab.valid() - self.zombies;
+        self.stats.peak_live = self.stats.peak_live.max(live);
+        self.stats.peak_zombies = self.stats.peak_zombies.max(self.zombies);
+    }
+
+    /// The idle task's reclaim with `budget` cycles, as Linux 2.4.0's `htab_reclaim`
+    /// (`arch/ppc/kernel/idle.c`): a persistent cursor advances one slot, then examines
+    /// it; a valid PTE of no live context is invalidated. Each slot examined costs
+    /// `pte_cycles` plus its read, whose latency `read` returns (the cache model). Stops
+    /// when the budget is spent or after one pass over the table.
+    pub fn reclaim(&mut self, budget: u64, pte_cycles: u64, mut read: impl FnMut(u64) -> u64) {
+        let n = self.htab.ptegs() as usize * htab::SLOTS;
+        let mut spent = 0u64;
+        let mut scanned = 0usize;
+        while spent < budget && scanned < n {
+            self.cursor = (self.cursor + 1) % n;
+            scanned += 1;
+            spent = spent
+                .saturating_add(pte_cycles)
+                .saturating_add(read(self.htab.slot_addr(self.cursor)));
+            let p = *self.htab.pte(self.cursor);
+            if p.valid() && !self.live[p.ctx as usize] {
+                self.clear(self.cursor);
+                self.stats.zombies_reclaimed += 1;
+            }
+        }
+        self.stats.idle_slots_scanned += scanned as u64;
+        self.stats.slot_reads += scanned as u64;
+        self.stats.idle_reclaim_cycles = self.stats.idle_reclaim_cycles.saturating_add(spent);
+    }
+
+    /// Whether context `k` is live.
+    pub fn is_live(&self, k: u32) -> bool {
+        self.live[k as usize]
+    }
+
+    /// The counters with occupancy and ratios filled in.
+    pub fn report(&self) -> HashStats {
+        let mut s = self.stats.clone();
+        s.zombies = self.zombies;
+        s.live = self.htab.valid() - self.zombies;
+        let div = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
+        s.hit_rate = div(s.reload_hits, s.reloads);
+        s.evicts_per_insert = div(s.evicts_live + s.evicts_zombie, s.inserts);
+        s.use_fraction = div(s.live, s.slots);
+        s
+    }
+
+    /// Host bytes of an HTAB of `bytes` (the simulator's estimate).
+    pub fn host_bytes(htab_bytes: u64, last_context: u32) -> u64 {
+        htab_bytes / 8 * Htab::HOST_BYTES_PER_SLOT + 5 * (last_context as u64 + 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mmu(rule: &str) -> HashMmu {
+        let mut cfg = crate::presets::preset("ppc604").unwrap();
+        if let crate::config::PageTableConfig::Hashed { hash, .. } = &mut cfg.page_table {
+            hash.vsid_rule = if rule == "munge" {
+                VsidRule::MungeContext
+            } else {
+                VsidRule::CtxToVsid
+            };
+        }
+        let h = cfg.page_table.hash().unwrap().clone();
+        HashMmu::new(&cfg, &h, &mut PhysMem::new(12))
+    }
+
+    /// Linux 2.4.0: ctx = (k × 897) & 0xfffff, VSID = ctx << 4 | n; kernel VSID = n.
+    /// Later 2.4: (k × 897 × 16 + n × 0x111) & 0xffffff.
+    #[test]
+    fn vsids_by_hand() {
+        let m = mmu("munge");
+        assert_eq!(m.vsid(1, 0), 897 << 4);
+        assert_eq!(m.vsid(2, 3), (1794 << 4) | 3);
+        // 1169 × 897 = 1048593 = 0x100011: masked to 0x11.
+        assert_eq!(m.vsid(1169, 5), 0x11 << 4 | 5);
+        assert_eq!(m.vsid(7, 12), 12);
+        let m = mmu("skew");
+        assert_eq!(m.vsid(1, 0), 14352);
+        assert_eq!(m.vsid(3, 2), 3 * 14352 + 2 * 0x111);
+        assert_eq!(m.vsid(3, 13), 13 * 0x111);
+    }
+}
