@@ -10,6 +10,7 @@ mod output;
 mod pipeline;
 mod progress;
 mod run;
+mod scenario;
 mod traces;
 
 use anyhow::Result;
@@ -76,10 +77,31 @@ enum Cmd {
     Trace(capture::TraceArgs),
     /// Measure the real machine: TLB geometry and miss costs, page-size effects, OS latencies.
     Probe(xlat_probe::cli::ProbeArgs),
+    /// The seeds' experiments: `xlat scenario list`, `xlat scenario run lazy-flush`.
+    Scenario {
+        #[command(subcommand)]
+        cmd: ScenarioCmd,
+    },
     /// Measure simulator throughput (refs/s) on fixed cases; asserts their counts.
     Bench {
         /// Only run cases whose name contains this.
         filter: Option<String>,
+    },
+}
+
+#[derive(Subcommand)]
+enum ScenarioCmd {
+    /// The shipped scenarios, one line each.
+    List,
+    /// Run one: every variant's numbers beside the seed's figures.
+    Run {
+        name: String,
+        /// Fail (exit 1) if xlat disagrees with a direction the seed reports.
+        #[arg(long)]
+        check: bool,
+        /// Run the scenario's smaller workload (seconds, not minutes, in a debug build).
+        #[arg(long)]
+        quick: bool,
     },
 }
 
@@ -121,6 +143,10 @@ fn main() {
         Cmd::Machines { name } => run::machines(name),
         Cmd::Workloads => run::workloads(),
         Cmd::Bench { filter } => bench::run(filter.as_deref()),
+        Cmd::Scenario { cmd } => match cmd {
+            ScenarioCmd::List => scenario::list(),
+            ScenarioCmd::Run { name, check, quick } => scenario::run(&name, check, quick),
+        },
         Cmd::Probe(a) => xlat_probe::cli::run(a),
         Cmd::Convert {
             input,

@@ -7,6 +7,7 @@
 //! | `gups` | random read-modify-write updates (one store each) over a table |
 //! | `sparse` | one touch every `step` over a huge mapping (page-table memory) |
 //! | `forkexit` | a process with a footprint forks and the child exits, repeatedly |
+//! | `churn` | fork, a child that maps, touches, unmaps and exits, idle time: process churn |
 //! | `code` | instruction fetches of a hot loop spread over code pages (ITLB) |
 //! | `mixed` | a hot code loop interleaved with random loads/stores over data |
 //!
@@ -18,6 +19,7 @@
 //! [`EventSource::fill`] call and the per-generator loops do not allocate.
 
 mod chase;
+mod churn;
 mod code;
 mod forkexit;
 mod gups;
@@ -29,6 +31,7 @@ mod stride;
 mod tests;
 
 pub use chase::Chase;
+pub use churn::Churn;
 pub use code::Code;
 pub use forkexit::ForkExit;
 pub use gups::Gups;
@@ -52,6 +55,7 @@ pub enum Workload {
     Gups(Gups),
     Sparse(Sparse),
     ForkExit(ForkExit),
+    Churn(Churn),
     Code(Code),
     Mixed(Mixed),
 }
@@ -81,6 +85,7 @@ pub fn parse(spec: &str) -> Result<Workload, WorkloadError> {
         "gups" => Workload::Gups(Gups::new(&p)?),
         "sparse" => Workload::Sparse(Sparse::new(&p)?),
         "forkexit" => Workload::ForkExit(ForkExit::new(&p)?),
+        "churn" => Workload::Churn(Churn::new(&p)?),
         "code" => Workload::Code(Code::new(&p)?),
         "mixed" => Workload::Mixed(Mixed::new(&p)?),
         other => unreachable!("registry lists {other} without a constructor"),
@@ -102,6 +107,7 @@ macro_rules! each {
             Workload::Gups($w) => $e,
             Workload::Sparse($w) => $e,
             Workload::ForkExit($w) => $e,
+            Workload::Churn($w) => $e,
             Workload::Code($w) => $e,
             Workload::Mixed($w) => $e,
         }

@@ -113,6 +113,21 @@ pub const REGISTRY: &[WorkloadInfo] = &[
         ],
     },
     WorkloadInfo {
+        name: "churn",
+        description: "process churn: fork, a child that maps, stores to, unmaps its area and exits, the parent's touches, kernel pages, idle time",
+        params: &[
+            p("footprint", "1MiB", "bytes the parent maps and touches (one store per page)"),
+            p("iterations", "200", "fork ... exit rounds (children are pids 2, 3, ...)"),
+            p("child_pages", "64", "pages each child maps, stores to once and unmaps"),
+            p("parent_touch", "16", "random pages of its footprint the parent loads per round"),
+            p("kernel", "0", "pages of a global (kernel) area both load per round"),
+            p("idle", "0", "idle cycles per round (an Idle event; 0: none)"),
+            p("seed", "1", "random seed"),
+            p("base", "0x40000000", "first address (the child's area is 256 MiB above)"),
+            p("kbase", "0xc0000000", "first address of the kernel area"),
+        ],
+    },
+    WorkloadInfo {
         name: "code",
         description: "instruction fetches of a hot loop spread over `pages` code pages (ITLB pressure)",
         params: &[

@@ -5,6 +5,7 @@
 //! the cross-field rules and names the offending field and the allowed values.
 
 mod hashed;
+mod overrides;
 
 pub use hashed::{
     BatConfig, ContextFlush, HashArch, HashConfig, HashVictim, VsidRule, BAT_MAX, BAT_MIN,

@@ -101,6 +101,8 @@ pub struct HashMmu {
     /// Idle reclaim's position (a slot index), as Linux's `reclaim_ptr`.
     cursor: usize,
     pub flush: ContextFlush,
+    /// The current process's segment registers (VSIDs).
+    pub sr: [u64; 16],
     pub stats: HashStats,
     /// Scratch for the slots one operation reads.
     pub reads: Vec<u64>,
@@ -152,6 +154,7 @@ impl HashMmu {
             zombies: 0,
             cursor: 0,
             flush: cfg.os.context_flush,
+            sr: [0; 16],
             reads: Vec::with_capacity(32),
         }
     }

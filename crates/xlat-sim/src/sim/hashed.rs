@@ -29,7 +29,8 @@ impl<P: PageTable> Sim<P> {
     /// The virtual address of `ea` under the current segment registers.
     #[inline(always)]
     fn seg_va(&self, ea: u64) -> u64 {
-        (self.sr[(ea >> SEGMENT_SHIFT) as usize & 15] << SEGMENT_SHIFT)
+        let sr = &self.hash.as_ref().expect("hashed").sr;
+        (sr[(ea >> SEGMENT_SHIFT) as usize & 15] << SEGMENT_SHIFT)
             | (ea & ((1 << SEGMENT_SHIFT) - 1))
     }
 
@@ -143,7 +144,7 @@ impl<P: PageTable> Sim<P> {
         self.c.walks += 1;
         let software = self.cfg.walker.kind == WalkerKind::Software;
         let seg = (ea >> SEGMENT_SHIFT) & 15;
-        let vsid = self.sr[seg as usize];
+        let vsid = self.hash.as_ref().expect("hashed").sr[seg as usize];
         let page = (ea >> PAGE_SHIFT) & 0xffff;
         let side = (kind != AccessKind::Fetch) as usize;
         let store = kind == AccessKind::Store;
@@ -269,7 +270,7 @@ impl<P: PageTable> Sim<P> {
 
     /// Searches the HTAB for the current process's page `base` and clears it.
     fn flush_hash(&mut self, base: u64) {
-        let vsid = self.sr[(base >> SEGMENT_SHIFT) as usize & 15];
+        let vsid = self.hash.as_ref().expect("hashed").sr[(base >> SEGMENT_SHIFT) as usize & 15];
         let page = (base >> PAGE_SHIFT) & 0xffff;
         let h = self.hash.as_mut().expect("hashed");
         h.reads.clear();
@@ -364,7 +365,8 @@ impl<P: PageTable> Sim<P> {
             p.asid_gen = self.asid_gen;
         }
         let k = self.slots[slot].as_ref().expect("slot").ctx;
-        self.sr = self.hash.as_ref().expect("hashed").segments(k);
+        let h = self.hash.as_mut().expect("hashed");
+        h.sr = h.segments(k);
     }
 
     /// Every context was handed out: clear every user PTE from the HTAB (a scan of the
@@ -426,7 +428,7 @@ impl<P: PageTable> Sim<P> {
                 ));
             }
         }
-        let vsid = self.sr[(ea >> SEGMENT_SHIFT) as usize & 15];
+        let vsid = h.sr[(ea >> SEGMENT_SHIFT) as usize & 15];
         let mut reads = Vec::new();
         if let Some(f) = h.htab.search(vsid, (ea >> PAGE_SHIFT) & 0xffff, &mut reads) {
             let pte = h.htab.pte(f.slot);

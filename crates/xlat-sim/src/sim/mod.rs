@@ -107,8 +107,6 @@ pub struct Sim<P: PageTable> {
     mem_probe: Option<MemoryProbe>,
     /// The hashed MMU, on a hashed machine.
     hash: Option<Box<HashMmu>>,
-    /// Hashed machines: the current process's segment registers (VSIDs).
-    sr: [u64; 16],
 }
 
 /// The default of [`Sim::with_memory_limit`]: 1 GiB of host memory.
@@ -232,7 +230,6 @@ impl<P: PageTable> Sim<P> {
             mem_limit: limit,
             mem_probe: probe,
             hash,
-            sr: [0; 16],
             cfg: cfg.clone(),
         };
         sim.pid_slot.insert(Pid::INIT.0, 0);

@@ -1,0 +1,200 @@
+//! `xlat scenario`: the seeds' experiments as data. A scenario (`scenarios/*.toml`,
+//! compiled in) names a workload, machine variants (a preset plus field overrides) and
+//! checks: a metric of the reports, the direction the seed reports between two variants,
+//! and the seed's own figure. `run` prints every metric per variant and, per check,
+//! whether xlat agrees with the seed's direction.
+
+use anyhow::{bail, Context, Result};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use xlat_sim::{presets, Report};
+
+/// (name, TOML text) of every shipped scenario.
+pub const SCENARIOS: &[(&str, &str)] = &[
+    ("lazy-flush", include_str!("../scenarios/lazy-flush.toml")),
+    ("reload", include_str!("../scenarios/reload.toml")),
+    (
+        "range-cutoff",
+        include_str!("../scenarios/range-cutoff.toml"),
+    ),
+    ("bat-kernel", include_str!("../scenarios/bat-kernel.toml")),
+];
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Scenario {
+    title: String,
+    /// The seed document and section it reproduces.
+    seed: String,
+    description: String,
+    workload: String,
+    /// The same experiment smaller, for `--quick` (the test suite): same directions.
+    quick: String,
+    runs: Vec<Variant>,
+    checks: Vec<Check>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Variant {
+    label: String,
+    machine: String,
+    #[serde(default)]
+    set: BTreeMap<String, toml::Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Check {
+    /// `a.b + c.d / e.f`: report fields (JSON paths) summed, optionally divided by one.
+    metric: String,
+    /// `A < B`, `A > B` or `A ~ B` (within 10%), naming variants by label.
+    expect: String,
+    /// What the seed reports.
+    seed: String,
+}
+
+fn load(name: &str) -> Result<Scenario> {
+    let (_, text) = SCENARIOS
+        .iter()
+        .find(|s| s.0 == name)
+        .with_context(|| format!("unknown scenario `{name}`; scenarios: {}", names()))?;
+    toml::from_str(text).with_context(|| format!("scenario {name}"))
+}
+
+fn names() -> String {
+    SCENARIOS.iter().map(|s| s.0).collect::<Vec<_>>().join(", ")
+}
+
+pub fn list() -> Result<()> {
+    for (name, _) in SCENARIOS {
+        let s = load(name)?;
+        println!("{name:<14} {} ({})", s.title, s.seed);
+    }
+    Ok(())
+}
+
+/// A report field by JSON path (`hash.evicts_per_insert`, `tlb_levels[1].misses`).
+fn field(json: &serde_json::Value, path: &str) -> Result<f64> {
+    let mut cur = json;
+    for part in path.trim().split('.') {
+        let (key, index) = match part.split_once('[') {
+            Some((k, i)) => (k, i.strip_suffix(']').and_then(|i| i.parse::<usize>().ok())),
+            None => (part, None),
+        };
+        cur = cur
+            .get(key)
+            .with_context(|| format!("no report field `{path}`"))?;
+        if let Some(i) = index {
+            cur = cur
+                .get(i)
+                .with_context(|| format!("no report field `{path}`"))?;
+        }
+    }
+    cur.as_f64()
+        .with_context(|| format!("report field `{path}` is not a number"))
+}
+
+fn metric(json: &serde_json::Value, m: &str) -> Result<f64> {
+    let (num, den) = match m.split_once('/') {
+        Some((n, d)) => (n, Some(d)),
+        None => (m, None),
+    };
+    let mut v = 0.0;
+    for p in num.split('+') {
+        v += field(
+            json,
+            p.trim_matches(|c: char| c == '(' || c == ')' || c.is_whitespace()),
+        )?;
+    }
+    if let Some(d) = den {
+        let d = field(
+            json,
+            d.trim_matches(|c: char| c == '(' || c == ')' || c.is_whitespace()),
+        )?;
+        v = if d == 0.0 { 0.0 } else { v / d };
+    }
+    Ok(v)
+}
+
+/// Runs scenario `name` (its `quick` workload with `quick`); with `check`, an error if
+/// xlat disagrees with any direction.
+pub fn run(name: &str, check: bool, quick: bool) -> Result<()> {
+    let s = load(name)?;
+    let workload = if quick { &s.quick } else { &s.workload };
+    println!(
+        "scenario {name}: {}\nseed: {}\n{}\nworkload: {workload}\n",
+        s.title,
+        s.seed,
+        s.description.trim()
+    );
+    let mut reports: Vec<(String, serde_json::Value)> = Vec::new();
+    for v in &s.runs {
+        let base = presets::load(&v.machine)?;
+        let cfg = base
+            .with_overrides(v.set.iter().map(|(k, x)| (k.as_str(), x)))
+            .with_context(|| format!("variant {}", v.label))?;
+        let mut sim = crate::run::new_sim(&cfg)?;
+        let mut w = xlat_workloads::parse(workload)?;
+        crate::run::drive(&mut w, &mut sim).with_context(|| format!("variant {}", v.label))?;
+        let r: Report = sim.report();
+        reports.push((v.label.clone(), serde_json::to_value(&r)?));
+    }
+    let width = reports.iter().map(|r| r.0.len()).max().unwrap_or(8).max(12);
+    print!("{:<44}", "metric");
+    for (l, _) in &reports {
+        print!(" {l:>width$}");
+    }
+    println!();
+    let mut disagree = Vec::new();
+    for c in &s.checks {
+        print!("{:<44}", c.metric);
+        for (_, j) in &reports {
+            print!(" {:>width$.4}", metric(j, &c.metric)?);
+        }
+        println!();
+    }
+    println!();
+    for c in &s.checks {
+        let (a, op, b) = parse_expect(&c.expect)?;
+        let get = |l: &str| -> Result<f64> {
+            let j = &reports
+                .iter()
+                .find(|r| r.0 == l)
+                .with_context(|| format!("check `{}` names no variant `{l}`", c.expect))?
+                .1;
+            metric(j, &c.metric)
+        };
+        let (x, y) = (get(a)?, get(b)?);
+        let ok = match op {
+            "<" => x < y,
+            ">" => x > y,
+            _ => (x - y).abs() <= 0.1 * x.abs().max(y.abs()),
+        };
+        println!(
+            "{}: {a} {x:.4} {op} {b} {y:.4}   seed: {}   xlat agrees: {}",
+            c.metric,
+            c.seed,
+            if ok { "yes" } else { "NO" }
+        );
+        if !ok {
+            disagree.push(format!("{} ({})", c.metric, c.expect));
+        }
+    }
+    if check && !disagree.is_empty() {
+        bail!(
+            "scenario {name}: xlat disagrees with the seed on {}",
+            disagree.join(", ")
+        );
+    }
+    Ok(())
+}
+
+fn parse_expect(e: &str) -> Result<(&str, &'static str, &str)> {
+    for op in ["<", ">", "~"] {
+        if let Some((a, b)) = e.split_once(op) {
+            return Ok((a.trim(), op, b.trim()));
+        }
+    }
+    bail!("check `{e}`: expected `A < B`, `A > B` or `A ~ B`")
+}

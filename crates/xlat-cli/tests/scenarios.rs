@@ -1,0 +1,39 @@
+//! Issue 15: every shipped scenario runs, and xlat agrees with the direction each seed
+//! reports (on the scenario's quick workload; the numbers are not hard-coded).
+
+use std::process::Command;
+
+fn xlat(args: &[&str]) -> (bool, String, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_xlat"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        o.status.success(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn every_scenario_agrees_with_its_seed() {
+    let (ok, list, err) = xlat(&["scenario", "list"]);
+    assert!(ok, "{err}");
+    let names: Vec<&str> = list
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    for want in ["lazy-flush", "reload", "range-cutoff", "bat-kernel"] {
+        assert!(names.contains(&want), "{list}");
+    }
+    for n in names {
+        let (ok, out, err) = xlat(&["scenario", "run", n, "--check", "--quick"]);
+        assert!(ok, "{n}: {err}\n{out}");
+        assert!(
+            out.contains("xlat agrees: yes") && !out.contains("xlat agrees: NO"),
+            "{out}"
+        );
+    }
+    let (ok, _, err) = xlat(&["scenario", "run", "no-such"]);
+    assert!(!ok && err.contains("scenarios: "), "{err}");
+}

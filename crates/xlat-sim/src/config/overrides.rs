@@ -1,0 +1,89 @@
+//! Edits of a resolved machine by field path (`os.flush_ceiling`,
+//! `tlb.levels[0].d[0].entries`, `page_table.hash.bats`): the scenarios' machine
+//! variants.
+
+use super::{ConfigError, MachineConfig};
+
+fn bad(path: &str, msg: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        field: path.to_string(),
+        msg: msg.into(),
+    }
+}
+
+impl MachineConfig {
+    /// This machine with `value` at each field `path` (dotted keys, `[i]` for array
+    /// elements), validated. A path that names no field is an error naming it.
+    pub fn with_overrides<'a>(
+        &self,
+        sets: impl IntoIterator<Item = (&'a str, &'a toml::Value)>,
+    ) -> Result<MachineConfig, ConfigError> {
+        let mut v = toml::Value::try_from(self).map_err(|e| bad("machine", e.to_string()))?;
+        for (path, value) in sets {
+            let mut cur = &mut v;
+            for part in path.split('.') {
+                let (key, index) = match part.split_once('[') {
+                    Some((k, rest)) => {
+                        let i = rest
+                            .strip_suffix(']')
+                            .and_then(|n| n.parse::<usize>().ok())
+                            .ok_or_else(|| bad(path, "an index is written `[N]`"))?;
+                        (k, Some(i))
+                    }
+                    None => (part, None),
+                };
+                let table = cur
+                    .as_table_mut()
+                    .ok_or_else(|| bad(path, format!("`{key}` is not inside a table")))?;
+                cur = match (table.contains_key(key), index) {
+                    (false, None) => table.entry(key).or_insert(toml::Value::Boolean(false)),
+                    (false, Some(_)) => return Err(bad(path, format!("no field `{key}`"))),
+                    (true, _) => table.get_mut(key).expect("present"),
+                };
+                if let Some(i) = index {
+                    let n = cur.as_array().map_or(0, |a| a.len());
+                    cur = cur
+                        .as_array_mut()
+                        .and_then(|a| a.get_mut(i))
+                        .ok_or_else(|| bad(path, format!("`{key}` has {n} elements, no [{i}]")))?;
+                }
+            }
+            *cur = value.clone();
+        }
+        let cfg: MachineConfig = v
+            .try_into()
+            .map_err(|e: toml::de::Error| ConfigError::Parse {
+                source_name: format!("{} with overrides", self.name),
+                msg: e.to_string(),
+            })?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::presets::preset;
+
+    #[test]
+    fn overrides_set_fields_and_name_bad_paths() {
+        let base = preset("ppc604").unwrap();
+        let f = toml::Value::Boolean(false);
+        let n = toml::Value::Integer(64);
+        let c = base
+            .with_overrides([("os.idle_reclaim", &f), ("tlb.levels[0].d[0].entries", &n)])
+            .unwrap();
+        assert!(!c.os.idle_reclaim);
+        assert_eq!(c.tlb.levels[0].d[0].entries, 64);
+        let e = base
+            .with_overrides([("os.no_such", &f)])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no_such"), "{e}");
+        let e = base
+            .with_overrides([("tlb.levels[3].d[0].entries", &n)])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("[3]"), "{e}");
+    }
+}
