@@ -61,6 +61,10 @@ fn a_cold_reload_on_the_604() {
     assert_eq!(h.slot_reads, 16 + 1 + 1);
     assert_eq!(r.cycles.trap, 91);
     assert_eq!(h.live, 1);
+    // Every slot read and tree reference went through the cache model once.
+    let served: u64 =
+        r.walks.caches.iter().map(|c| c.walk_hits).sum::<u64>() + r.walks.memory_walk_refs;
+    assert_eq!(served, h.slot_reads + 2);
     // The TLB now holds it: a second load is a hit, no search.
     let (_, h2) = run(&cfg, &[map(A, 4096), load(A), load(A + 8)]);
     assert_eq!(h2.searches, 2);
@@ -85,6 +89,10 @@ fn primary_then_secondary_then_round_robin_eviction() {
     // slots 1 and 2 (2 and 3 reads).
     let research: u64 = (1..=16).sum::<u64>() + 2 + 3;
     assert_eq!(h.slot_reads, 18 * 16 + insert_reads + research);
+    let (r, _) = run(&cfg, &ev);
+    let served: u64 =
+        r.walks.caches.iter().map(|c| c.walk_hits).sum::<u64>() + r.walks.memory_walk_refs;
+    assert_eq!(served, h.slot_reads + 2 * 18);
     assert_eq!(h.hits_secondary, 8);
     // Page 1 was evicted: loading it again (the TLB's two ways of its set hold pages 16
     // and 17) misses the HTAB and evicts primary slot 3.

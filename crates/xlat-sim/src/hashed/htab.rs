@@ -60,6 +60,12 @@ impl Pte {
     }
 }
 
+fn push_runs(runs: &[(u64, u64); 2], pte_bytes: u64, reads: &mut Vec<u64>) {
+    for &(a, n) in runs {
+        reads.extend((0..n).map(|i| a + i * pte_bytes));
+    }
+}
+
 fn tag(vsid: u64, page: u64, secondary: bool) -> u64 {
     VALID | (secondary as u64) << 62 | vsid << PAGE_BITS | page
 }
@@ -154,41 +160,61 @@ impl Htab {
         &self.slots[i]
     }
 
+    /// Physical address of PTE group `g`.
+    #[inline]
+    pub fn group_addr(&self, g: u64) -> u64 {
+        self.base + g * SLOTS as u64 * self.pte_bytes
+    }
+
+    /// Bytes per PTE.
+    pub fn pte_bytes(&self) -> u64 {
+        self.pte_bytes
+    }
+
     /// Searches the primary group's slots 0..7, then the secondary's, as the hardware
-    /// (or a software search) does, pushing the physical address of every slot read.
-    pub fn search(&self, vsid: u64, page: u64, reads: &mut Vec<u64>) -> Option<Found> {
+    /// (or a software search) does. Returns where it found the PTE and the slots read:
+    /// `(group address, count)` for the primary and the secondary group, in order.
+    pub fn search_runs(&self, vsid: u64, page: u64) -> (Option<Found>, [(u64, u64); 2]) {
         let (p, s) = self.groups(vsid, page);
-        for (g, secondary) in [(p, false), (s, true)] {
+        let mut runs = [(self.group_addr(p), 0), (self.group_addr(s), 0)];
+        for (k, (g, secondary)) in [(p, false), (s, true)].into_iter().enumerate() {
             let want = tag(vsid, page, secondary);
             let first = g as usize * SLOTS;
             for i in first..first + SLOTS {
-                reads.push(self.slot_addr(i));
+                runs[k].1 += 1;
                 if self.slots[i].tag == want {
-                    return Some(Found { slot: i, secondary });
+                    return (Some(Found { slot: i, secondary }), runs);
                 }
             }
         }
-        None
+        (None, runs)
+    }
+
+    /// [`Htab::search`] with every slot address read pushed to `reads`.
+    pub fn search(&self, vsid: u64, page: u64, reads: &mut Vec<u64>) -> Option<Found> {
+        let (f, runs) = self.search_runs(vsid, page);
+        push_runs(&runs, self.pte_bytes, reads);
+        f
     }
 
     /// Inserts a PTE as Linux/PPC's `create_hpte` does: the first invalid slot of the
     /// primary group, else of the secondary group, else the primary group's slot the
-    /// victim policy names. Every slot examined is pushed to `reads`; the PTE must not
-    /// be in the table already.
-    pub fn insert(
+    /// victim policy names. Returns the slots examined as [`Htab::search_runs`] does;
+    /// the PTE must not be in the table already.
+    pub fn insert_runs(
         &mut self,
         vsid: u64,
         page: u64,
         pfn: u64,
         flags: u8,
         ctx: u32,
-        reads: &mut Vec<u64>,
-    ) -> Insert {
+    ) -> (Insert, [(u64, u64); 2]) {
         let (p, s) = self.groups(vsid, page);
-        for (g, secondary) in [(p, false), (s, true)] {
+        let mut runs = [(self.group_addr(p), 0), (self.group_addr(s), 0)];
+        for (k, (g, secondary)) in [(p, false), (s, true)].into_iter().enumerate() {
             let first = g as usize * SLOTS;
             for i in first..first + SLOTS {
-                reads.push(self.slot_addr(i));
+                runs[k].1 += 1;
                 if !self.slots[i].valid() {
                     self.slots[i] = Pte {
                         tag: tag(vsid, page, secondary),
@@ -197,11 +223,12 @@ impl Htab {
                         ctx,
                     };
                     self.valid += 1;
-                    return Insert {
+                    let ins = Insert {
                         slot: i,
                         secondary,
                         evicted: None,
                     };
+                    return (ins, runs);
                 }
             }
         }
@@ -220,11 +247,27 @@ impl Htab {
             flags,
             ctx,
         };
-        Insert {
+        let ins = Insert {
             slot: i,
             secondary: false,
             evicted: Some(old),
-        }
+        };
+        (ins, runs)
+    }
+
+    /// [`Htab::insert_runs`] with every slot address examined pushed to `reads`.
+    pub fn insert(
+        &mut self,
+        vsid: u64,
+        page: u64,
+        pfn: u64,
+        flags: u8,
+        ctx: u32,
+        reads: &mut Vec<u64>,
+    ) -> Insert {
+        let (ins, runs) = self.insert_runs(vsid, page, pfn, flags, ctx);
+        push_runs(&runs, self.pte_bytes, reads);
+        ins
     }
 
     /// Invalidates slot `i`; returns the PTE it held.

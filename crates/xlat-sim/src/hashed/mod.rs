@@ -106,6 +106,8 @@ pub struct HashMmu {
     pub stats: HashStats,
     /// Scratch for the slots one operation reads.
     pub reads: Vec<u64>,
+    /// The slots the last search or insert read: (group address, count) per group.
+    pub runs: [(u64, u64); 2],
 }
 
 impl HashMmu {
@@ -156,6 +158,7 @@ impl HashMmu {
             flush: cfg.os.context_flush,
             sr: [0; 16],
             reads: Vec::with_capacity(32),
+            runs: [(0, 0); 2],
         }
     }
 
@@ -245,12 +248,12 @@ impl HashMmu {
         self.next = 0;
     }
 
-    /// Searches for `vsid`'s page `page`; the slots read are in `self.reads`.
+    /// Searches for `vsid`'s page `page`; the slots read are in `self.runs`.
     pub fn search(&mut self, vsid: u64, page: u64) -> Option<htab::Found> {
-        self.reads.clear();
-        let f = self.htab.search(vsid, page, &mut self.reads);
+        let (f, runs) = self.htab.search_runs(vsid, page);
+        self.runs = runs;
         self.stats.searches += 1;
-        self.stats.slot_reads += self.reads.len() as u64;
+        self.stats.slot_reads += runs[0].1 + runs[1].1;
         match f {
             Some(f) if f.secondary => self.stats.hits_secondary += 1,
             Some(_) => self.stats.hits_primary += 1,
@@ -259,11 +262,11 @@ impl HashMmu {
         f
     }
 
-    /// Inserts a PTE for context `k`; the slots read are in `self.reads`.
+    /// Inserts a PTE for context `k`; the slots read are in `self.runs`.
     pub fn insert(&mut self, vsid: u64, page: u64, pfn: u64, flags: u8, k: u32) {
-        self.reads.clear();
-        let ins = self.htab.insert(vsid, page, pfn, flags, k, &mut self.reads);
-        self.stats.slot_reads += self.reads.len() as u64;
+        let (ins, runs) = self.htab.insert_runs(vsid, page, pfn, flags, k);
+        self.runs = runs;
+        self.stats.slot_reads += runs[0].1 + runs[1].1;
         self.stats.inserts += 1;
         self.per_ctx[k as usize] += 1;
         if let Some(old) = ins.evicted {

@@ -161,7 +161,7 @@ impl<P: PageTable> Sim<P> {
             if first {
                 h.stats.reloads += 1;
             }
-            self.c.cyc.walk += self.caches.access_walk_lines(&h.reads);
+            self.c.cyc.walk += Self::access_runs(&mut self.caches, &h.runs, h.htab.pte_bytes());
             if let Some(f) = f {
                 let pte = *h.htab.pte(f.slot);
                 if first {
@@ -186,6 +186,14 @@ impl<P: PageTable> Sim<P> {
             first = false;
         }
         unreachable!("a hashed reload converges within a few rounds at {ea:#x}")
+    }
+
+    /// The cache model's cost of the slots a search or insert read.
+    fn access_runs(caches: &mut Caches, runs: &[(u64, u64); 2], pte_bytes: u64) -> u64 {
+        let mut prev = u64::MAX;
+        runs.iter()
+            .map(|&(a, n)| caches.access_run(a, n, pte_bytes, &mut prev))
+            .sum()
     }
 
     /// The OS's hash-miss path (Linux `hash_page`): walk the tree (faulting the page in
@@ -232,7 +240,7 @@ impl<P: PageTable> Sim<P> {
         h.stats.tree_walks += 1;
         let owner = h.owner(k, (ea >> SEGMENT_SHIFT) & 15);
         h.insert(vsid, page, leaf.pfn, leaf.flags & !HASHPTE, owner);
-        self.c.cyc.walk += self.caches.access_walk_lines(&h.reads);
+        self.c.cyc.walk += Self::access_runs(&mut self.caches, &h.runs, h.htab.pte_bytes());
         if leaf.flags & HASHPTE == 0 {
             let p = self.slots[cur].as_mut().expect("current");
             let base = ea & !((1 << PAGE_SHIFT) - 1);
