@@ -1,0 +1,831 @@
+//! The OS model: faults (demand, copy-on-write, global pages), flushes by policy,
+//! address-space events (mmap family, brk, fork, exit, exec, switch), ASIDs. The hardware
+//! side (TLBs, walks, caches) is in `mod.rs`, the hashed machine's in `hashed.rs`.
+
+use super::*;
+
+impl<P: PageTable> Sim<P> {
+    pub(super) fn page_fault(
+        &mut self,
+        cur: usize,
+        va: u64,
+        kind: AccessKind,
+    ) -> Result<(), SimError> {
+        let populate = false;
+        self.fault_in(cur, va, kind.name(), populate)
+    }
+
+    /// Maps the page containing `va` (demand fault or MAP_POPULATE).
+    pub(super) fn fault_in(
+        &mut self,
+        cur: usize,
+        va: u64,
+        what: &'static str,
+        populate: bool,
+    ) -> Result<(), SimError> {
+        let bs = self.base_shift;
+        let p = self.slots[cur].as_mut().expect("current process");
+        let (shift, pfn, flags) = match p.vmas.find(va) {
+            None => {
+                if self.cfg.os.unmapped == Unmapped::Error {
+                    return Err(SimError::Unmapped {
+                        event: self.event,
+                        what,
+                        addr: va,
+                    });
+                }
+                self.c.faults.outside_mappings += 1;
+                // The page gets an area of its own, so that every present translation
+                // lies in an area (what later mmaps, munmaps and forks rely on).
+                let page = va & !((1u64 << bs) - 1);
+                let vma = Vma {
+                    end: page + (1u64 << bs),
+                    prot: Prot::RWX,
+                    flags: MapFlags(MapFlags::ANON),
+                    thp: None,
+                    phys: None,
+                };
+                p.vmas.insert(page, vma);
+                (bs, self.mem.alloc_frames(0), WRITABLE)
+            }
+            Some((start, v)) => {
+                if v.prot == Prot::NONE {
+                    return Err(SimError::Protection {
+                        event: self.event,
+                        what,
+                        addr: va,
+                    });
+                }
+                let mut shift = bs;
+                if let Some(ts) = self.thp_shift {
+                    let want = match self.cfg.os.thp {
+                        Thp::Never => false,
+                        Thp::Madvise => v.thp == Some(true),
+                        Thp::Always => v.thp != Some(false),
+                    };
+                    let size = 1u64 << ts;
+                    let b = va & !(size - 1);
+                    if want
+                        && v.flags.has(MapFlags::ANON)
+                        && v.phys.is_none()
+                        && !v.flags.has(MapFlags::GLOBAL)
+                        && b >= start
+                        && b + size <= v.end
+                        && p.pt.slot_free(VirtAddr(b), ts)
+                    {
+                        shift = ts as u32;
+                    }
+                }
+                let base = va & !((1u64 << shift) - 1);
+                let mut flags = 0;
+                if v.prot.writable() {
+                    flags |= WRITABLE;
+                }
+                if v.flags.has(MapFlags::GLOBAL) {
+                    flags |= GLOBAL_PAGE;
+                }
+                let pfn = match v.phys {
+                    Some(ph) => {
+                        flags |= FIXED;
+                        (ph + (base - start)) >> bs
+                    }
+                    // A global page has one frame for every address space (base pages
+                    // only), kept for the whole run: global areas are never unmapped.
+                    None if v.flags.has(MapFlags::GLOBAL) => {
+                        flags |= FIXED;
+                        Self::kernel_frame(&mut self.kernel_pages, &mut self.mem, base)
+                    }
+                    None => self.mem.alloc_frames(shift - bs),
+                };
+                if populate {
+                    self.c.faults.populated += 1;
+                } else if shift > bs {
+                    self.c.faults.demand_huge += 1;
+                } else {
+                    self.c.faults.demand += 1;
+                }
+                (shift, pfn, flags)
+            }
+        };
+        if !populate {
+            sat(&mut self.c.cyc.fault, self.cfg.cost.fault_cycles);
+        }
+        if self.mem.data_exhausted() {
+            return Err(SimError::PhysicalMemory {
+                event: self.event,
+                what,
+                why: "1 TiB of data frames, below the page-table pool",
+            });
+        }
+        let base = va & !((1u64 << shift) - 1);
+        let leaf = Leaf {
+            pfn,
+            shift: shift as u8,
+            flags,
+        };
+        p.pt.map(VirtAddr(base), leaf, &mut self.mem);
+        if flags & GLOBAL_PAGE != 0 && leaf.flags & FIXED != 0 {
+            self.map_everywhere(base, leaf);
+        }
+        Ok(())
+    }
+
+    /// The frame of the global page at `base`, allocated on first use and kept for the
+    /// run (out of line: the demand-fault path stays small).
+    #[cold]
+    #[inline(never)]
+    pub(super) fn kernel_frame(
+        pages: &mut FxHashMap<u64, u64>,
+        mem: &mut PhysMem,
+        base: u64,
+    ) -> u64 {
+        *pages.entry(base).or_insert_with(|| mem.alloc_frames(0))
+    }
+
+    /// Maps the global `leaf` at `base` into every live process's tables that lack it.
+    /// Kernel page tables are shared by every address space (Linux copies the kernel's
+    /// top-level entries into each new one): a global page appears in all of them at
+    /// once, so no TLB ever holds it where a table lacks it. (Here each process gets its
+    /// own tables for it: their counts include them.)
+    #[cold]
+    #[inline(never)]
+    pub(super) fn map_everywhere(&mut self, base: u64, leaf: Leaf) {
+        for p in self.slots.iter_mut().flatten() {
+            if p.pt.lookup(VirtAddr(base)).is_none() {
+                p.pt.map(VirtAddr(base), leaf, &mut self.mem);
+            }
+        }
+    }
+
+    pub(super) fn write_fault(
+        &mut self,
+        cur: usize,
+        va: u64,
+        kind: AccessKind,
+    ) -> Result<(), SimError> {
+        let bs = self.base_shift;
+        let p = self.slots[cur].as_mut().expect("current process");
+        if let Some((_, v)) = p.vmas.find(va) {
+            if !v.prot.writable() {
+                return Err(SimError::Protection {
+                    event: self.event,
+                    what: kind.name(),
+                    addr: va,
+                });
+            }
+        }
+        let Some((leaf, base)) = p.pt.lookup(VirtAddr(va)) else {
+            // A stale read-only entry for an unmapped page cannot exist: flushes keep
+            // the TLB coherent with the tables.
+            unreachable!("read-only translation without a page-table entry at {va:#x}");
+        };
+        let n = 1u64 << (leaf.shift as u32 - bs);
+        sat(&mut self.c.cyc.fault, self.cfg.cost.fault_cycles);
+        if leaf.flags & FIXED == 0 && self.mem.is_shared(leaf.pfn, n) {
+            let new = self.mem.alloc_frames(leaf.shift as u32 - bs);
+            self.mem.release(leaf.pfn, n);
+            p.pt.replace(
+                base,
+                Leaf {
+                    pfn: new,
+                    flags: leaf.flags | WRITABLE,
+                    ..leaf
+                },
+            );
+            self.c.faults.cow_copies += 1;
+            sat(
+                &mut self.c.cyc.fault,
+                self.cfg.cost.copy_page_cycles.saturating_mul(n),
+            );
+        } else {
+            p.pt.set_flags(base, leaf.flags | WRITABLE);
+            self.c.faults.write_protect += 1;
+        }
+        self.flush_page(base.0, leaf.shift as u32);
+        Ok(())
+    }
+
+    /// The cycles of an OS software walk (fork, exit, unmap).
+    pub(super) fn os_cycles(&mut self, sw: &crate::pagetable::SoftWalk) {
+        let cost = &self.cfg.cost;
+        let c = sw
+            .entries
+            .saturating_mul(cost.pte_cycles)
+            .saturating_add(sw.visits.saturating_mul(cost.table_visit_cycles));
+        sat(&mut self.c.cyc.os, c);
+    }
+
+    pub(super) fn flush_page(&mut self, base: u64, shift: u32) {
+        self.flush_page_flags(base, shift, None);
+    }
+
+    /// [`Sim::flush_page`] of a page whose leaf had `flags` (`None`: the leaf is still
+    /// in the tables, or there is none).
+    pub(super) fn flush_page_flags(&mut self, base: u64, shift: u32, flags: Option<u8>) {
+        if self.hash.is_some() {
+            return self.flush_page_hashed(base, flags);
+        }
+        let n = self.tlb.flush_page(base, shift, self.asid);
+        self.pwc.flush(Some(self.asid));
+        self.c.flushes.page += 1;
+        self.c.flushes.entries_invalidated += n;
+        sat(&mut self.c.cyc.flush, self.cfg.cost.flush_page_cycles);
+    }
+
+    pub(super) fn flush_space(&mut self) {
+        if self.hash.is_some() {
+            return self.flush_context();
+        }
+        let tag = if self.cfg.tlb.asid_bits == 0 {
+            None
+        } else {
+            Some(self.asid)
+        };
+        let n = self.tlb.flush_asid(tag);
+        self.pwc.flush(tag);
+        self.c.flushes.asid += 1;
+        self.c.flushes.entries_invalidated += n;
+        sat(&mut self.c.cyc.flush, self.cfg.cost.flush_all_cycles);
+    }
+
+    /// Flushes the leaves an operation removed or changed: page by page up to the
+    /// ceiling (in base pages), the whole address space beyond it.
+    /// `removed`: the leaves are gone from the tables (a hashed machine's eager flush
+    /// of the whole context cannot find them there, so their marked HTAB entries are
+    /// searched for one by one: Linux keeps `_PAGE_HASHPTE` in a cleared PTE for this).
+    pub(super) fn flush_leaves(&mut self, leaves: &[(u64, u8, u8)], pages: u64, removed: bool) {
+        if pages == 0 {
+            return;
+        }
+        if pages > self.cfg.os.flush_ceiling {
+            self.flush_space();
+            if removed
+                && self
+                    .hash
+                    .as_ref()
+                    .is_some_and(|h| h.flush == ContextFlush::Eager)
+            {
+                let hashed: Vec<u64> = leaves
+                    .iter()
+                    .filter(|l| l.2 & HASHPTE != 0 && l.2 & GLOBAL_PAGE == 0)
+                    .map(|l| l.0)
+                    .collect();
+                if !hashed.is_empty() {
+                    self.flush_hashed_pages(&hashed);
+                }
+            }
+        } else {
+            for &(va, s, flags) in leaves {
+                self.flush_page_flags(va, s as u32, Some(flags));
+            }
+        }
+    }
+
+    /// Removes the translations of `[start, end)` in the current process, frees their
+    /// frames and flushes.
+    pub(super) fn unmap_pages(&mut self, cur: usize, start: u64, end: u64) {
+        let bs = self.base_shift;
+        let ceiling = self.cfg.os.flush_ceiling;
+        let mut leaves: Vec<(u64, u8, u8)> = Vec::new();
+        let mut pages = 0u64;
+        let hashed = self.hash.is_some();
+        let p = self.slots[cur].as_mut().expect("current process");
+        let sw = p.pt.unmap(start, end, &mut self.mem, &mut |va, leaf, mem| {
+            let n = 1u64 << (leaf.shift as u32 - bs);
+            if leaf.flags & FIXED == 0 {
+                mem.release(leaf.pfn, n);
+            }
+            pages += n;
+            if pages <= ceiling || (hashed && leaf.flags & HASHPTE != 0) {
+                leaves.push((va, leaf.shift, leaf.flags));
+            }
+        });
+        self.c.os.unmap_entries += sw.entries;
+        self.c.os.unmap_tables += sw.tables;
+        self.c.os.table_visits += sw.visits;
+        self.os_cycles(&sw);
+        self.flush_leaves(&leaves, pages, true);
+    }
+
+    pub(super) fn assign_asid(&mut self, slot: usize) {
+        if self.hash.is_some() {
+            return self.assign_context(slot);
+        }
+        if self.cfg.tlb.asid_bits == 0 {
+            self.asid = 0;
+            return;
+        }
+        let max = (1u32 << self.cfg.tlb.asid_bits) - 1;
+        let gen = self.asid_gen;
+        let needs = self.slots[slot].as_ref().is_some_and(|p| p.asid_gen != gen);
+        if needs {
+            if self.next_asid > max {
+                let n = self.tlb.flush_asid(None);
+                self.pwc.flush(None);
+                self.c.flushes.all += 1;
+                self.c.flushes.entries_invalidated += n;
+                sat(&mut self.c.cyc.flush, self.cfg.cost.flush_all_cycles);
+                self.c.os.asid_rollovers += 1;
+                self.asid_gen += 1;
+                self.next_asid = 1;
+            }
+            let p = self.slots[slot].as_mut().expect("slot");
+            p.asid = self.next_asid as u16;
+            p.asid_gen = self.asid_gen;
+            self.next_asid += 1;
+        }
+        self.asid = self.slots[slot].as_ref().expect("slot").asid;
+    }
+
+    pub(super) fn range(
+        &self,
+        addr: u64,
+        len: u64,
+        what: &'static str,
+    ) -> Result<(u64, u64), SimError> {
+        let mask = (1u64 << self.base_shift) - 1;
+        let start = addr & !mask;
+        let end = addr
+            .checked_add(len)
+            .and_then(|e| e.checked_add(mask))
+            .map(|e| e & !mask)
+            .ok_or(SimError::BadRange {
+                event: self.event,
+                what,
+            })?;
+        // An empty range (at 0, say) has no last byte to check.
+        if end > start && self.va_bits < 64 && (end - 1) >> self.va_bits != 0 {
+            return Err(SimError::OutOfRange {
+                event: self.event,
+                what,
+                addr,
+                bits: self.va_bits,
+            });
+        }
+        Ok((start, end))
+    }
+
+    /// Fails if the host memory in use (by the probe, if any) plus `extra` bytes would
+    /// exceed the limit.
+    pub(super) fn host_check(
+        &self,
+        what: &'static str,
+        extra: u64,
+        why: &str,
+    ) -> Result<(), SimError> {
+        let used = self.mem_probe.map_or(0, |p| p());
+        let need = used.saturating_add(extra);
+        if need > self.mem_limit {
+            return Err(SimError::HostMemory {
+                event: self.event,
+                what,
+                need_mib: need >> 20,
+                limit_mib: self.mem_limit >> 20,
+                why: why.to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Fails if `[start, end)` overlaps a global (kernel) area.
+    pub(super) fn outside_kernel(
+        &self,
+        start: u64,
+        end: u64,
+        what: &'static str,
+    ) -> Result<(), SimError> {
+        match self.kernel.within(start, end).first() {
+            None => Ok(()),
+            Some(&(addr, _)) => Err(SimError::GlobalArea {
+                event: self.event,
+                what,
+                addr,
+            }),
+        }
+    }
+
+    /// A global mapping of `[start, vma.end)`: it becomes part of every address space, so
+    /// it may not overlap any process's mappings.
+    pub(super) fn add_global(&mut self, start: u64, vma: Vma) -> Result<(), SimError> {
+        if let Some(p) = self
+            .slots
+            .iter()
+            .flatten()
+            .find(|p| p.vmas.overlaps(start, vma.end))
+        {
+            return Err(SimError::GlobalOverlap {
+                event: self.event,
+                addr: start,
+                pid: p.pid,
+            });
+        }
+        self.kernel.insert(start, vma);
+        for p in self.slots.iter_mut().flatten() {
+            p.vmas.insert(start, vma);
+        }
+        Ok(())
+    }
+
+    pub(super) fn current(&self, what: &'static str) -> Result<usize, SimError> {
+        self.cur.ok_or(SimError::NoProcess {
+            event: self.event,
+            what,
+        })
+    }
+
+    pub(super) fn os_event(&mut self, ev: &Event) -> Result<(), SimError> {
+        let what = ev.name();
+        match *ev {
+            Event::Access(_) | Event::Block(_) => unreachable!(),
+            Event::Mmap {
+                addr,
+                len,
+                prot,
+                flags,
+            } => {
+                let cur = self.current(what)?;
+                self.c.os.mmaps += 1;
+                let (start, end) = self.range(addr.0, len, what)?;
+                if start == end {
+                    return Ok(());
+                }
+                self.outside_kernel(start, end, what)?;
+                let vma = Vma {
+                    end,
+                    prot,
+                    flags,
+                    thp: None,
+                    phys: None,
+                };
+                if flags.has(MapFlags::GLOBAL) {
+                    self.add_global(start, vma)?;
+                } else {
+                    let vmas = &mut self.slots[cur].as_mut().expect("cur").vmas;
+                    if vmas.remove(start, end) {
+                        self.unmap_pages(cur, start, end);
+                    }
+                    let vmas = &mut self.slots[cur].as_mut().expect("cur").vmas;
+                    vmas.insert(start, vma);
+                }
+                // Linux populates only accessible areas (`populate_vma_page_range`, mm/gup.c:
+                // a PROT_NONE area is left unpopulated, and the mmap still succeeds).
+                if flags.has(MapFlags::POPULATE) && prot != Prot::NONE {
+                    let mut pages = (end - start) >> self.base_shift;
+                    if let Some(ts) = self.thp_shift.filter(|_| {
+                        self.cfg.os.thp == Thp::Always
+                            && flags.has(MapFlags::ANON)
+                            && !flags.has(MapFlags::GLOBAL)
+                    }) {
+                        // Huge pages, plus base pages at the unaligned ends.
+                        let per = ts as u32 - self.base_shift;
+                        pages = (pages >> per) + (2 << per);
+                    }
+                    self.host_check(
+                        what,
+                        pages.saturating_mul(HOST_BYTES_PER_PAGE),
+                        &format!("populating {pages} pages"),
+                    )?;
+                    let mut va = start;
+                    let mut n = 0u64;
+                    while va < end {
+                        n += 1;
+                        if n.is_multiple_of(PAGES_PER_CHECK) {
+                            self.host_check(what, 0, "populating")?;
+                        }
+                        let mapped = self.slots[cur]
+                            .as_ref()
+                            .expect("cur")
+                            .pt
+                            .lookup(VirtAddr(va));
+                        match mapped {
+                            Some((leaf, base)) => va = base.0 + (1u64 << leaf.shift),
+                            None => {
+                                self.fault_in(cur, va, what, true)?;
+                            }
+                        }
+                    }
+                }
+            }
+            Event::Munmap { addr, len } => {
+                let cur = self.current(what)?;
+                self.c.os.munmaps += 1;
+                let (start, end) = self.range(addr.0, len, what)?;
+                self.outside_kernel(start, end, what)?;
+                self.slots[cur]
+                    .as_mut()
+                    .expect("cur")
+                    .vmas
+                    .remove(start, end);
+                self.unmap_pages(cur, start, end);
+            }
+            Event::Mprotect { addr, len, prot } => {
+                let cur = self.current(what)?;
+                self.c.os.mprotects += 1;
+                let (start, end) = self.range(addr.0, len, what)?;
+                self.outside_kernel(start, end, what)?;
+                let bs = self.base_shift;
+                let p = self.slots[cur].as_mut().expect("cur");
+                p.vmas.modify(start, end, |v| v.prot = prot);
+                if !prot.writable() {
+                    let mut leaves = Vec::new();
+                    let mut pages = 0u64;
+                    let ceiling = self.cfg.os.flush_ceiling;
+                    let sw = p.pt.update(start, end, &mut self.mem, &mut |va, leaf| {
+                        if leaf.flags & WRITABLE != 0 {
+                            leaf.flags &= !WRITABLE;
+                            pages += 1u64 << (leaf.shift as u32 - bs);
+                            if pages <= ceiling {
+                                leaves.push((va, leaf.shift, leaf.flags));
+                            }
+                        }
+                    });
+                    self.c.os.table_visits += sw.visits;
+                    self.flush_leaves(&leaves, pages, false);
+                }
+            }
+            Event::Madvise { addr, len, advice } => {
+                let cur = self.current(what)?;
+                self.c.os.madvises += 1;
+                let (start, end) = self.range(addr.0, len, what)?;
+                self.outside_kernel(start, end, what)?;
+                match advice {
+                    Advice::DontNeed => self.unmap_pages(cur, start, end),
+                    Advice::HugePage | Advice::NoHugePage => {
+                        let on = advice == Advice::HugePage;
+                        self.slots[cur]
+                            .as_mut()
+                            .expect("cur")
+                            .vmas
+                            .modify(start, end, |v| v.thp = Some(on));
+                    }
+                    Advice::Other => {}
+                }
+            }
+            Event::Mremap {
+                old,
+                old_len,
+                new,
+                new_len,
+            } => self.mremap(what, old.0, old_len, new.0, new_len)?,
+            Event::Brk { addr } => {
+                let cur = self.current(what)?;
+                self.c.os.brks += 1;
+                // The new break, rounded up to a page; like mmap's, inside the address space.
+                let (_, a) = self.range(addr.0, 0, what)?;
+                if self.va_bits < 64 && a > 1u64 << self.va_bits {
+                    return Err(SimError::OutOfRange {
+                        event: self.event,
+                        what,
+                        addr: addr.0,
+                        bits: self.va_bits,
+                    });
+                }
+                let p = self.slots[cur].as_ref().expect("cur");
+                if let Some((_, c)) = p.heap {
+                    self.outside_kernel(a.min(c), a.max(c), what)?;
+                }
+                let p = self.slots[cur].as_mut().expect("cur");
+                match p.heap {
+                    None => p.heap = Some((a, a)),
+                    Some((s, c)) if a > c => {
+                        let vma = Vma {
+                            end: a,
+                            prot: Prot::RW,
+                            flags: MapFlags(MapFlags::ANON),
+                            thp: None,
+                            phys: None,
+                        };
+                        p.vmas.insert(c, vma);
+                        p.heap = Some((s, a));
+                    }
+                    Some((s, c)) if a < c => {
+                        let a = a.max(s);
+                        p.vmas.remove(a, c);
+                        p.heap = Some((s, a));
+                        self.unmap_pages(cur, a, c);
+                    }
+                    Some(_) => {}
+                }
+            }
+            Event::Fork { child } => self.fork(what, child)?,
+            // An exec'd program is not traced: its address space ends here as on exit
+            // (counted as an exit, plus `os.execs`).
+            Event::Exit | Event::Exec => {
+                let cur = self.current(what)?;
+                self.c.os.execs += matches!(ev, Event::Exec) as u64;
+                self.exit(cur);
+            }
+            Event::Switch { pid } => {
+                let slot = *self.pid_slot.get(&pid.0).ok_or(SimError::UnknownPid {
+                    event: self.event,
+                    pid: pid.0,
+                })?;
+                self.c.os.context_switches += 1;
+                if self.cfg.tlb.asid_bits == 0
+                    && self.hash.is_none()
+                    && self.loaded_pid != Some(pid.0)
+                {
+                    let n = self.tlb.flush_asid(None);
+                    self.pwc.flush(None);
+                    self.c.flushes.switch += 1;
+                    self.c.flushes.entries_invalidated += n;
+                    sat(&mut self.c.cyc.flush, self.cfg.cost.flush_all_cycles);
+                }
+                self.loaded_pid = Some(pid.0);
+                self.cur = Some(slot);
+                self.assign_asid(slot);
+            }
+            Event::Flush(scope) => {
+                self.current(what)?;
+                match scope {
+                    FlushScope::Page(va) => self.flush_page(va.0, self.base_shift),
+                    FlushScope::Range { start, len } => {
+                        let (s, e) = self.range(start.0, len, what)?;
+                        let pages = (e - s) >> self.base_shift;
+                        if pages > self.cfg.os.flush_ceiling {
+                            self.flush_space();
+                        } else {
+                            for i in 0..pages {
+                                self.flush_page(s + (i << self.base_shift), self.base_shift);
+                            }
+                        }
+                    }
+                    FlushScope::Asid => self.flush_space(),
+                    FlushScope::All => {
+                        let n = self.tlb.flush_all();
+                        self.pwc.flush(None);
+                        self.c.flushes.all += 1;
+                        self.c.flushes.entries_invalidated += n;
+                        sat(&mut self.c.cyc.flush, self.cfg.cost.flush_all_cycles);
+                    }
+                }
+            }
+            Event::ThreadStart { .. } => self.c.os.threads_started += 1,
+            Event::ThreadExit { .. } => {}
+            Event::Idle { cycles } => self.idle(cycles),
+        }
+        Ok(())
+    }
+
+    pub(super) fn mremap(
+        &mut self,
+        what: &'static str,
+        old: u64,
+        old_len: u64,
+        new: u64,
+        new_len: u64,
+    ) -> Result<(), SimError> {
+        let cur = self.current(what)?;
+        self.c.os.mremaps += 1;
+        let (os, oe) = self.range(old, old_len, what)?;
+        let (ns, ne) = self.range(new, new_len, what)?;
+        // Linux: EINVAL for a new length of 0 (an empty area cannot exist).
+        if ns == ne {
+            return Err(SimError::BadRange {
+                event: self.event,
+                what,
+            });
+        }
+        self.outside_kernel(os, oe, what)?;
+        self.outside_kernel(ns, ne, what)?;
+        let bs = self.base_shift;
+        let p = self.slots[cur].as_mut().expect("cur");
+        let attrs = p.vmas.find(os).map(|(_, v)| *v).unwrap_or(Vma {
+            end: 0,
+            prot: Prot::RW,
+            flags: MapFlags(MapFlags::ANON),
+            thp: None,
+            phys: None,
+        });
+        let mut moved: Vec<(u64, Leaf)> = Vec::new();
+        let mut pages = 0u64;
+        let sw = p.pt.unmap(os, oe, &mut self.mem, &mut |va, leaf, _| {
+            pages += 1u64 << (leaf.shift as u32 - bs);
+            moved.push((va, leaf));
+        });
+        p.vmas.remove(os, oe);
+        self.c.os.unmap_entries += sw.entries;
+        self.c.os.unmap_tables += sw.tables;
+        self.c.os.table_visits += sw.visits;
+        let leaves: Vec<(u64, u8, u8)> =
+            moved.iter().map(|(v, l)| (*v, l.shift, l.flags)).collect();
+        self.flush_leaves(&leaves, pages, true);
+        if self.slots[cur].as_ref().expect("cur").vmas.overlaps(ns, ne) {
+            self.slots[cur].as_mut().expect("cur").vmas.remove(ns, ne);
+            self.unmap_pages(cur, ns, ne);
+        }
+        let p = self.slots[cur].as_mut().expect("cur");
+        p.vmas.insert(ns, Vma { end: ne, ..attrs });
+        for (va, leaf) in moved {
+            let off = va - os;
+            let n = 1u64 << (leaf.shift as u32 - bs);
+            let size = 1u64 << leaf.shift;
+            let nva = ns + off;
+            if nva & (size - 1) == 0
+                && off + size <= ne - ns
+                && p.pt.slot_free(VirtAddr(nva), leaf.shift)
+            {
+                p.pt.map(VirtAddr(nva), leaf, &mut self.mem);
+                continue;
+            }
+            for i in 0..n {
+                let o = off + (i << bs);
+                if o < ne - ns {
+                    let l = Leaf {
+                        pfn: leaf.pfn + i,
+                        shift: bs as u8,
+                        flags: leaf.flags,
+                    };
+                    p.pt.map(VirtAddr(ns + o), l, &mut self.mem);
+                } else if leaf.flags & FIXED == 0 {
+                    self.mem.release(leaf.pfn + i, 1);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn fork(&mut self, what: &'static str, child: Pid) -> Result<(), SimError> {
+        let cur = self.current(what)?;
+        if self.pid_slot.contains_key(&child.0) {
+            return Err(SimError::PidExists {
+                event: self.event,
+                pid: child.0,
+            });
+        }
+        let bs = self.base_shift;
+        let p = self.slots[cur].as_mut().expect("cur");
+        // The child's tables cost what the parent's do.
+        let (bytes, tables) =
+            p.pt.table_usage()
+                .iter()
+                .fold((0u64, 0u64), |a, u| (a.0 + u.0, a.1 + u.1));
+        self.host_check(what, bytes + 64 * tables, "copying the page tables")?;
+        let p = self.slots[cur].as_mut().expect("cur");
+        let Process { pt, vmas, heap, .. } = p;
+        let (cpt, sw) = pt.fork(&mut self.mem, &mut |va, leaf, mem| {
+            if leaf.flags & FIXED != 0 {
+                return;
+            }
+            mem.share(leaf.pfn, 1u64 << (leaf.shift as u32 - bs));
+            let shared = vmas
+                .find(va)
+                .is_some_and(|(_, v)| v.flags.has(MapFlags::SHARED));
+            if !shared {
+                leaf.flags &= !WRITABLE;
+            }
+        });
+        let child_proc = Process {
+            pid: child.0,
+            pt: cpt,
+            vmas: vmas.clone(),
+            heap: *heap,
+            asid: 0,
+            asid_gen: 0,
+            ctx: 0,
+        };
+        self.c.os.forks += 1;
+        self.c.os.fork_entries += sw.entries;
+        self.c.os.fork_tables += sw.tables;
+        self.c.os.table_visits += sw.visits;
+        self.os_cycles(&sw);
+        // The parent's writable entries became read-only: flush its address space.
+        self.flush_space();
+        let slot = match self.slots.iter().position(|s| s.is_none()) {
+            Some(i) => {
+                self.slots[i] = Some(child_proc);
+                i
+            }
+            None => {
+                self.slots.push(Some(child_proc));
+                self.slots.len() - 1
+            }
+        };
+        self.pid_slot.insert(child.0, slot);
+        Ok(())
+    }
+
+    pub(super) fn exit(&mut self, cur: usize) {
+        let bs = self.base_shift;
+        let mut p = self.slots[cur].take().expect("cur");
+        let mut hashed: Vec<u64> = Vec::new();
+        let sw = p.pt.teardown(&mut self.mem, &mut |va, leaf, mem| {
+            if leaf.flags & FIXED == 0 {
+                mem.release(leaf.pfn, 1u64 << (leaf.shift as u32 - bs));
+            }
+            if leaf.flags & crate::hashed::HASHPTE != 0 && leaf.flags & GLOBAL_PAGE == 0 {
+                hashed.push(va);
+            }
+        });
+        if self.hash.is_some() {
+            self.exit_context(p.ctx, p.asid_gen, &hashed);
+        }
+        self.pid_slot.remove(&p.pid);
+        self.c.os.exits += 1;
+        self.c.os.exit_entries += sw.entries;
+        self.c.os.exit_tables += sw.tables;
+        self.c.os.table_visits += sw.visits;
+        self.os_cycles(&sw);
+        self.cur = None;
+    }
+}
