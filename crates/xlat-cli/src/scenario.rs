@@ -18,6 +18,11 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../scenarios/range-cutoff.toml"),
     ),
     ("bat-kernel", include_str!("../scenarios/bat-kernel.toml")),
+    ("fork-levels", include_str!("../scenarios/fork-levels.toml")),
+    (
+        "pinned-kernel",
+        include_str!("../scenarios/pinned-kernel.toml"),
+    ),
 ];
 
 #[derive(Deserialize)]
@@ -39,6 +44,12 @@ struct Scenario {
 struct Variant {
     label: String,
     machine: String,
+    /// This variant's own workload and quick workload, when it differs (e.g. a region
+    /// the machine pins needs no mapping).
+    #[serde(default)]
+    workload: Option<String>,
+    #[serde(default)]
+    quick: Option<String>,
     #[serde(default)]
     set: BTreeMap<String, toml::Value>,
 }
@@ -135,7 +146,8 @@ pub fn run(name: &str, check: bool, quick: bool) -> Result<()> {
             .with_overrides(v.set.iter().map(|(k, x)| (k.as_str(), x)))
             .with_context(|| format!("variant {}", v.label))?;
         let mut sim = crate::run::new_sim(&cfg)?;
-        let mut w = xlat_workloads::parse(workload)?;
+        let spec = if quick { &v.quick } else { &v.workload };
+        let mut w = xlat_workloads::parse(spec.as_deref().unwrap_or(workload))?;
         crate::run::drive(&mut w, &mut sim).with_context(|| format!("variant {}", v.label))?;
         let r: Report = sim.report();
         reports.push((v.label.clone(), serde_json::to_value(&r)?));

@@ -23,7 +23,14 @@ fn every_scenario_agrees_with_its_seed() {
         .lines()
         .filter_map(|l| l.split_whitespace().next())
         .collect();
-    for want in ["lazy-flush", "reload", "range-cutoff", "bat-kernel"] {
+    for want in [
+        "lazy-flush",
+        "reload",
+        "range-cutoff",
+        "bat-kernel",
+        "fork-levels",
+        "pinned-kernel",
+    ] {
         assert!(names.contains(&want), "{list}");
     }
     for n in names {

@@ -8,7 +8,7 @@ use xlat_types::{Access, AccessKind, Event, MapFlags, Pid, Prot, VirtAddr};
 /// Process churn in the style of a kernel compile or lmbench's process tests (the
 /// workloads of Dougan et al., OSDI'99): the parent ([`Pid::INIT`]) maps `footprint`
 /// and stores once per page; a global (kernel) area of `kernel` pages is mapped at
-/// `kbase` when `kernel > 0`. Then `iterations` times: `Fork{child}`, `Switch{child}`;
+/// `kbase` when `kernel > 0` (unless `kmap = 0`: a pinned region is there already). Then `iterations` times: `Fork{child}`, `Switch{child}`;
 /// the child maps `child_pages` at `base + 256 MiB`, stores once per page, loads
 /// `kernel` kernel pages (a system call's path), unmaps its area and exits;
 /// `Switch{parent}`; the parent loads `parent_touch` random pages of its footprint and
@@ -71,8 +71,13 @@ impl Churn {
             return Err(p.invalid("iterations", "at most 4294967293 (one pid per child)"));
         }
         let idle = p.count("idle", 0)?;
+        let kmap = match p.count("kmap", 0)? {
+            0 => false,
+            1 => true,
+            _ => return Err(p.invalid("kmap", "0 or 1")),
+        };
         let mut pro = vec![crate::anon_map(base, len)];
-        if kernel > 0 {
+        if kernel > 0 && kmap {
             pro.push(Event::Mmap {
                 addr: VirtAddr(kbase),
                 len: kernel * 4096,

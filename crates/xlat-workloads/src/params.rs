@@ -125,6 +125,7 @@ pub const REGISTRY: &[WorkloadInfo] = &[
             p("seed", "1", "random seed"),
             p("base", "0x40000000", "first address (the child's area is 256 MiB above)"),
             p("kbase", "0xc0000000", "first address of the kernel area"),
+            p("kmap", "1", "1: map the kernel area (a global mmap); 0: it is mapped already (a pinned region)"),
         ],
     },
     WorkloadInfo {
