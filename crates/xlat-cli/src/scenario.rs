@@ -23,6 +23,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "pinned-kernel",
         include_str!("../scenarios/pinned-kernel.toml"),
     ),
+    (
+        "arm926-lockdown",
+        include_str!("../scenarios/arm926-lockdown.toml"),
+    ),
 ];
 
 #[derive(Deserialize)]

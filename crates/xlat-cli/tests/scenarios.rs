@@ -30,6 +30,7 @@ fn every_scenario_agrees_with_its_seed() {
         "bat-kernel",
         "fork-levels",
         "pinned-kernel",
+        "arm926-lockdown",
     ] {
         assert!(names.contains(&want), "{list}");
     }
