@@ -209,29 +209,7 @@ impl<P: PageTable> Sim<P> {
     ) -> Result<(), SimError> {
         self.c.cyc.trap += self.cfg.walker.hash_miss_cycles;
         let mut w = Walk::default();
-        self.slots[cur]
-            .as_ref()
-            .expect("current process")
-            .pt
-            .walk_into(VirtAddr(ea), &mut w);
-        for _ in 0..MAX_ATTEMPTS {
-            match w.leaf {
-                None => {
-                    self.c.faulting_walks += 1;
-                    self.page_fault(cur, ea, kind)?;
-                }
-                Some(l) if kind == AccessKind::Store && !l.writable() => {
-                    self.c.faulting_walks += 1;
-                    self.write_fault(cur, ea, kind)?;
-                }
-                Some(_) => break,
-            }
-            self.slots[cur]
-                .as_ref()
-                .expect("current process")
-                .pt
-                .walk_into(VirtAddr(ea), &mut w);
-        }
+        self.walk_present(cur, ea, kind, &mut w)?;
         self.c.cyc.walk += self.caches.access_walk(&w.refs[..w.n]);
         let leaf = w.leaf.expect("a fault always maps the page");
         let k = self.slots[cur].as_ref().expect("current").ctx;

@@ -570,19 +570,17 @@ impl<P: PageTable> Sim<P> {
         }
     }
 
-    /// One hardware walk (or software miss handler run) for `va`. A missing
-    /// translation is faulted in first and a store to a read-only page takes its write
-    /// fault first, so the walk counted is the one that completes (one per miss).
-    /// The walk is left in `w`, its leaf present.
+    /// Walks the current tables for `va` into `w`, serving the page fault (or a store's
+    /// write fault) first when the walk ends without a usable leaf, and walking again:
+    /// `w` ends with the leaf present.
     #[inline(always)]
-    fn walk(
+    fn walk_present(
         &mut self,
         cur: usize,
         va: u64,
         kind: AccessKind,
         w: &mut Walk,
     ) -> Result<(), SimError> {
-        self.c.walks += 1;
         self.slots[cur]
             .as_ref()
             .expect("current process")
@@ -606,6 +604,23 @@ impl<P: PageTable> Sim<P> {
                 .pt
                 .walk_into(VirtAddr(va), w);
         }
+        Ok(())
+    }
+
+    /// One hardware walk (or software miss handler run) for `va`. A missing
+    /// translation is faulted in first and a store to a read-only page takes its write
+    /// fault first, so the walk counted is the one that completes (one per miss).
+    /// The walk is left in `w`, its leaf present.
+    #[inline(always)]
+    fn walk(
+        &mut self,
+        cur: usize,
+        va: u64,
+        kind: AccessKind,
+        w: &mut Walk,
+    ) -> Result<(), SimError> {
+        self.c.walks += 1;
+        self.walk_present(cur, va, kind, w)?;
         let mut start = 0;
         if self.cfg.walker.kind == WalkerKind::Software {
             self.c.traps += 1;
