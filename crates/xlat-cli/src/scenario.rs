@@ -27,6 +27,7 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "arm926-lockdown",
         include_str!("../scenarios/arm926-lockdown.toml"),
     ),
+    ("idle-clear", include_str!("../scenarios/idle-clear.toml")),
 ];
 
 #[derive(Deserialize)]

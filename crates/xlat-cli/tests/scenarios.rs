@@ -31,6 +31,7 @@ fn every_scenario_agrees_with_its_seed() {
         "fork-levels",
         "pinned-kernel",
         "arm926-lockdown",
+        "idle-clear",
     ] {
         assert!(names.contains(&want), "{list}");
     }

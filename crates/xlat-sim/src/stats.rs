@@ -75,6 +75,8 @@ pub struct Faults {
     pub outside_mappings: u64,
     /// Pages populated by MAP_POPULATE (not faults).
     pub populated: u64,
+    /// Demand faults served with a page the idle task had cleared.
+    pub precleared: u64,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -131,6 +133,8 @@ pub struct Os {
     pub processes_live: u64,
     /// Idle time given by `idle` events (not in the cycle estimate).
     pub idle_cycles: u64,
+    /// Pages the idle task cleared in advance (`os.idle_clear`).
+    pub idle_pages_cleared: u64,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]

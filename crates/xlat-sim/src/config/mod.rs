@@ -425,6 +425,29 @@ pub struct OsConfig {
     /// (during `Idle` events).
     #[serde(default)]
     pub idle_reclaim: bool,
+    /// The idle task clears free pages ahead of demand faults (Dougan et al. §9).
+    #[serde(default)]
+    pub idle_clear: IdleClear,
+    /// Most pre-cleared pages kept (Linux 2.4.0 `zero_cache_water`: 96).
+    #[serde(default = "zero_pool")]
+    pub zero_pool: u64,
+}
+
+fn zero_pool() -> u64 {
+    96
+}
+
+/// Idle-time page clearing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum IdleClear {
+    #[default]
+    Off,
+    /// Through the data cache: every line of the page is written through the cache
+    /// model, evicting what was there.
+    Cached,
+    /// With the page uncached: no cache effect.
+    Uncached,
 }
 
 fn default_ceiling() -> u64 {
@@ -439,6 +462,8 @@ impl Default for OsConfig {
             flush_ceiling: default_ceiling(),
             context_flush: ContextFlush::default(),
             idle_reclaim: false,
+            idle_clear: IdleClear::Off,
+            zero_pool: zero_pool(),
         }
     }
 }
@@ -462,6 +487,9 @@ pub struct CostConfig {
     /// Hashed machines: per HTAB slot the idle task examines for zombies, besides
     /// reading it through the cache model.
     pub idle_pte_cycles: u64,
+    /// Clearing one base page: part of every demand fault that gets a frame not cleared
+    /// in advance, and what the idle task spends per page it clears.
+    pub clear_page_cycles: u64,
 }
 
 impl Default for CostConfig {
@@ -474,6 +502,7 @@ impl Default for CostConfig {
             flush_page_cycles: 100,
             flush_all_cycles: 500,
             idle_pte_cycles: 10,
+            clear_page_cycles: 0,
         }
     }
 }
@@ -827,6 +856,12 @@ impl MachineConfig {
             self.cost.idle_pte_cycles,
             MAX_LATENCY,
         )?;
+        at_most(
+            "cost.clear_page_cycles",
+            self.cost.clear_page_cycles,
+            MAX_CYCLES,
+        )?;
+        at_most("os.zero_pool", self.os.zero_pool, MAX_ENTRIES as u64)?;
         self.validate_organization()
     }
 

@@ -19,7 +19,7 @@
 //! protection fault (copy-on-write), whose flush removes it again, and re-executes.
 
 use super::*;
-use crate::config::Handler;
+use crate::config::{Handler, IdleClear};
 use crate::hashed::SEGMENT_SHIFT;
 
 /// A hashed machine's pages are 4 KiB.
@@ -371,16 +371,47 @@ impl<P: PageTable> Sim<P> {
     }
 
     /// `cycles` of idle time: with `os.idle_reclaim` on a hashed machine, the idle task
-    /// reclaims zombie PTEs.
+    /// reclaims zombie PTEs; with `os.idle_clear`, it then clears free pages with the
+    /// time left.
     pub(super) fn idle(&mut self, cycles: u64) {
         sat(&mut self.c.os.idle_cycles, cycles);
-        let Some(h) = self.hash.as_mut() else { return };
-        sat(&mut h.stats.idle_cycles, cycles);
-        if self.cfg.os.idle_reclaim {
-            let caches = &mut self.caches;
-            h.reclaim(cycles, self.cfg.cost.idle_pte_cycles, |pa| {
-                caches.access(pa, true)
-            });
+        let mut left = cycles;
+        if let Some(h) = self.hash.as_mut() {
+            sat(&mut h.stats.idle_cycles, cycles);
+            if self.cfg.os.idle_reclaim {
+                let before = h.stats.idle_reclaim_cycles;
+                let caches = &mut self.caches;
+                h.reclaim(cycles, self.cfg.cost.idle_pte_cycles, |pa| {
+                    caches.access(pa, true)
+                });
+                left = left.saturating_sub(h.stats.idle_reclaim_cycles - before);
+            }
+        }
+        self.idle_clear(left);
+    }
+
+    /// Clears free pages for later demand faults (Linux 2.4.0 `zero_paged`, Dougan et
+    /// al. §9) while `budget` lasts and fewer than `os.zero_pool` wait: each costs
+    /// `cost.clear_page_cycles`; a cached clear writes every line of the page through the
+    /// cache model (data references), an uncached one leaves the caches alone.
+    fn idle_clear(&mut self, budget: u64) {
+        let mode = self.cfg.os.idle_clear;
+        if mode == IdleClear::Off {
+            return;
+        }
+        let line = self.caches.line_bytes();
+        let page = 1u64 << self.base_shift;
+        let mut spent = 0u64;
+        while (self.precleared.len() as u64) < self.cfg.os.zero_pool && spent < budget {
+            let f = self.mem.alloc_frames(0);
+            spent = spent.saturating_add(self.cfg.cost.clear_page_cycles.max(1));
+            if mode == IdleClear::Cached {
+                for off in (0..page).step_by(line as usize) {
+                    self.caches.access((f << self.base_shift) + off, false);
+                }
+            }
+            self.precleared.push(f);
+            self.c.os.idle_pages_cleared += 1;
         }
     }
 

@@ -108,6 +108,8 @@ pub struct Sim<P: PageTable> {
     mem_probe: Option<MemoryProbe>,
     /// The hashed MMU, on a hashed machine.
     hash: Option<Box<HashMmu>>,
+    /// Frames the idle task cleared, for the next demand faults (`os.idle_clear`).
+    precleared: Vec<u64>,
 }
 
 /// The default of [`Sim::with_memory_limit`]: 1 GiB of host memory.
@@ -231,6 +233,7 @@ impl<P: PageTable> Sim<P> {
             mem_limit: limit,
             mem_probe: probe,
             hash,
+            precleared: Vec::new(),
             cfg: cfg.clone(),
         };
         sim.pid_slot.insert(Pid::INIT.0, 0);

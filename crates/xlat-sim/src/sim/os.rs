@@ -46,7 +46,17 @@ impl<P: PageTable> Sim<P> {
                     phys: None,
                 };
                 p.vmas.insert(page, vma);
-                (bs, self.mem.alloc_frames(0), WRITABLE)
+                let f = match self.precleared.pop() {
+                    Some(f) => {
+                        self.c.faults.precleared += 1;
+                        f
+                    }
+                    None => {
+                        sat(&mut self.c.cyc.fault, self.cfg.cost.clear_page_cycles);
+                        self.mem.alloc_frames(0)
+                    }
+                };
+                (bs, f, WRITABLE)
             }
             Some((start, v)) => {
                 if v.prot == Prot::NONE {
@@ -95,6 +105,16 @@ impl<P: PageTable> Sim<P> {
                         flags |= FIXED;
                         Self::kernel_frame(&mut self.kernel_pages, &mut self.mem, base)
                     }
+                    None if shift == bs && !populate => match self.precleared.pop() {
+                        Some(f) => {
+                            self.c.faults.precleared += 1;
+                            f
+                        }
+                        None => {
+                            sat(&mut self.c.cyc.fault, self.cfg.cost.clear_page_cycles);
+                            self.mem.alloc_frames(0)
+                        }
+                    },
                     None => self.mem.alloc_frames(shift - bs),
                 };
                 if populate {
