@@ -1,18 +1,8 @@
 //! Issue 14 at the command line: memory limits, bounded machine files, narrow machines.
 
-use std::process::Command;
+mod common;
 
-fn xlat(args: &[&str]) -> (bool, String, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_xlat"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        o.status.success(),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
+use common::run_xlat as xlat;
 
 /// A run that outgrows `--max-memory` stops with an error naming the event and the flag.
 #[test]

@@ -1,19 +1,9 @@
 //! Issue 15: every shipped scenario runs, and xlat agrees with the direction each seed
 //! reports (on the scenario's quick workload; the numbers are not hard-coded).
 
-use std::process::Command;
+mod common;
 
-fn xlat(args: &[&str]) -> (bool, String, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_xlat"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        o.status.success(),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
+use common::run_xlat as xlat;
 
 #[test]
 fn every_scenario_agrees_with_its_seed() {

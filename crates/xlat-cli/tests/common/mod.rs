@@ -1,4 +1,4 @@
-//! Helpers shared by the capture test binaries: compiling the C programs of
+//! Helpers shared by the CLI test binaries: compiling the C programs of
 //! `tests/programs/`, running the real `xlat`, reading traces and reports.
 #![allow(dead_code)]
 
@@ -10,6 +10,16 @@ use xlat_types::{Access, AccessKind, Event, EventSource, Pid};
 
 pub const XLAT: &str = env!("CARGO_BIN_EXE_xlat");
 pub const PAGE: u64 = 4096;
+
+/// Runs `xlat args`: (success, stdout, stderr).
+pub fn run_xlat(args: &[&str]) -> (bool, String, String) {
+    let o = Command::new(XLAT).args(args).output().unwrap();
+    (
+        o.status.success(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
 
 /// Fails (never skips) when a tool the tests need is missing.
 pub fn require(tool: &str) {

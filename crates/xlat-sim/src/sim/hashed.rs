@@ -41,11 +41,7 @@ impl<P: PageTable> Sim<P> {
         let side = (kind != AccessKind::Fetch) as usize;
         let store = kind == AccessKind::Store;
         if self.cur.is_none() {
-            self.c.rejected += 1;
-            return Err(SimError::NoProcess {
-                event: self.event,
-                what: kind.name(),
-            });
+            return Err(self.no_process(kind));
         }
         let h = self.hash.as_mut().expect("a hashed machine");
         if let Some((pa, shift)) = h.bat(side, ea) {

@@ -20,6 +20,7 @@
 //! - A hashed machine (`page_table.kind = "hashed"`) takes its own translate and reload
 //!   path (`hashed.rs`, chosen once per batch): see [`crate::hashed`].
 
+mod faults;
 mod hashed;
 mod os;
 
@@ -416,6 +417,17 @@ impl<P: PageTable> Sim<P> {
         }
     }
 
+    /// An access with no running process: never translated, it counts as rejected.
+    #[cold]
+    #[inline(never)]
+    fn no_process(&mut self, kind: AccessKind) -> SimError {
+        self.c.rejected += 1;
+        SimError::NoProcess {
+            event: self.event,
+            what: kind.name(),
+        }
+    }
+
     /// Translates the page containing `va`; returns the log2 size of the entry used.
     /// The first level (memo, then probe) is inline; everything past it is not.
     #[inline(always)]
@@ -424,12 +436,7 @@ impl<P: PageTable> Sim<P> {
         let store = kind == AccessKind::Store;
         // One translation (the report derives `refs.translations`; see `Counters`).
         if self.cur.is_none() {
-            // Never translated: it counts as rejected.
-            self.c.rejected += 1;
-            return Err(SimError::NoProcess {
-                event: self.event,
-                what: kind.name(),
-            });
+            return Err(self.no_process(kind));
         }
         let asid = self.asid;
         if let Some(e) = self.tlb.memo_hit(side, va, asid, store) {
@@ -573,6 +580,16 @@ impl<P: PageTable> Sim<P> {
         }
     }
 
+    /// Walks process `cur`'s tables for `va` into `w`.
+    #[inline(always)]
+    fn walk_current(&self, cur: usize, va: u64, w: &mut Walk) {
+        self.slots[cur]
+            .as_ref()
+            .expect("current process")
+            .pt
+            .walk_into(VirtAddr(va), w);
+    }
+
     /// Walks the current tables for `va` into `w`, serving the page fault (or a store's
     /// write fault) first when the walk ends without a usable leaf, and walking again:
     /// `w` ends with the leaf present.
@@ -584,11 +601,7 @@ impl<P: PageTable> Sim<P> {
         kind: AccessKind,
         w: &mut Walk,
     ) -> Result<(), SimError> {
-        self.slots[cur]
-            .as_ref()
-            .expect("current process")
-            .pt
-            .walk_into(VirtAddr(va), w);
+        self.walk_current(cur, va, w);
         for _ in 0..MAX_ATTEMPTS {
             match w.leaf {
                 None => {
@@ -601,11 +614,7 @@ impl<P: PageTable> Sim<P> {
                 }
                 Some(_) => break,
             }
-            self.slots[cur]
-                .as_ref()
-                .expect("current process")
-                .pt
-                .walk_into(VirtAddr(va), w);
+            self.walk_current(cur, va, w);
         }
         Ok(())
     }

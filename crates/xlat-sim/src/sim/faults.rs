@@ -1,0 +1,226 @@
+//! Faults in the OS model: demand faults (areas, THP, global pages, faults outside every
+//! mapping), copy-on-write and write-protect faults.
+
+use super::*;
+
+impl<P: PageTable> Sim<P> {
+    pub(super) fn page_fault(
+        &mut self,
+        cur: usize,
+        va: u64,
+        kind: AccessKind,
+    ) -> Result<(), SimError> {
+        let populate = false;
+        self.fault_in(cur, va, kind.name(), populate)
+    }
+
+    /// Maps the page containing `va` (demand fault or MAP_POPULATE).
+    pub(super) fn fault_in(
+        &mut self,
+        cur: usize,
+        va: u64,
+        what: &'static str,
+        populate: bool,
+    ) -> Result<(), SimError> {
+        let bs = self.base_shift;
+        let p = self.slots[cur].as_mut().expect("current process");
+        let (shift, pfn, flags) = match p.vmas.find(va) {
+            None => {
+                if self.cfg.os.unmapped == Unmapped::Error {
+                    return Err(SimError::Unmapped {
+                        event: self.event,
+                        what,
+                        addr: va,
+                    });
+                }
+                self.c.faults.outside_mappings += 1;
+                // The page gets an area of its own, so that every present translation
+                // lies in an area (what later mmaps, munmaps and forks rely on).
+                let page = va & !((1u64 << bs) - 1);
+                let vma = Vma {
+                    end: page + (1u64 << bs),
+                    prot: Prot::RWX,
+                    flags: MapFlags(MapFlags::ANON),
+                    thp: None,
+                    phys: None,
+                };
+                p.vmas.insert(page, vma);
+                let f = match self.precleared.pop() {
+                    Some(f) => {
+                        self.c.faults.precleared += 1;
+                        f
+                    }
+                    None => {
+                        sat(&mut self.c.cyc.fault, self.cfg.cost.clear_page_cycles);
+                        self.mem.alloc_frames(0)
+                    }
+                };
+                (bs, f, WRITABLE)
+            }
+            Some((start, v)) => {
+                if v.prot == Prot::NONE {
+                    return Err(SimError::Protection {
+                        event: self.event,
+                        what,
+                        addr: va,
+                    });
+                }
+                let mut shift = bs;
+                if let Some(ts) = self.thp_shift {
+                    let want = match self.cfg.os.thp {
+                        Thp::Never => false,
+                        Thp::Madvise => v.thp == Some(true),
+                        Thp::Always => v.thp != Some(false),
+                    };
+                    let size = 1u64 << ts;
+                    let b = va & !(size - 1);
+                    if want
+                        && v.flags.has(MapFlags::ANON)
+                        && v.phys.is_none()
+                        && !v.flags.has(MapFlags::GLOBAL)
+                        && b >= start
+                        && b + size <= v.end
+                        && p.pt.slot_free(VirtAddr(b), ts)
+                    {
+                        shift = ts as u32;
+                    }
+                }
+                let base = va & !((1u64 << shift) - 1);
+                let mut flags = 0;
+                if v.prot.writable() {
+                    flags |= WRITABLE;
+                }
+                if v.flags.has(MapFlags::GLOBAL) {
+                    flags |= GLOBAL_PAGE;
+                }
+                let pfn = match v.phys {
+                    Some(ph) => {
+                        flags |= FIXED;
+                        (ph + (base - start)) >> bs
+                    }
+                    // A global page has one frame for every address space (base pages
+                    // only), kept for the whole run: global areas are never unmapped.
+                    None if v.flags.has(MapFlags::GLOBAL) => {
+                        flags |= FIXED;
+                        Self::kernel_frame(&mut self.kernel_pages, &mut self.mem, base)
+                    }
+                    None if shift == bs && !populate => match self.precleared.pop() {
+                        Some(f) => {
+                            self.c.faults.precleared += 1;
+                            f
+                        }
+                        None => {
+                            sat(&mut self.c.cyc.fault, self.cfg.cost.clear_page_cycles);
+                            self.mem.alloc_frames(0)
+                        }
+                    },
+                    None => self.mem.alloc_frames(shift - bs),
+                };
+                if populate {
+                    self.c.faults.populated += 1;
+                } else if shift > bs {
+                    self.c.faults.demand_huge += 1;
+                } else {
+                    self.c.faults.demand += 1;
+                }
+                (shift, pfn, flags)
+            }
+        };
+        if !populate {
+            sat(&mut self.c.cyc.fault, self.cfg.cost.fault_cycles);
+        }
+        if self.mem.data_exhausted() {
+            return Err(SimError::PhysicalMemory {
+                event: self.event,
+                what,
+                why: "1 TiB of data frames, below the page-table pool",
+            });
+        }
+        let base = va & !((1u64 << shift) - 1);
+        let leaf = Leaf {
+            pfn,
+            shift: shift as u8,
+            flags,
+        };
+        p.pt.map(VirtAddr(base), leaf, &mut self.mem);
+        if flags & GLOBAL_PAGE != 0 && leaf.flags & FIXED != 0 {
+            self.map_everywhere(base, leaf);
+        }
+        Ok(())
+    }
+
+    /// The frame of the global page at `base`, allocated on first use and kept for the
+    /// run (out of line: the demand-fault path stays small).
+    #[cold]
+    #[inline(never)]
+    pub(super) fn kernel_frame(
+        pages: &mut FxHashMap<u64, u64>,
+        mem: &mut PhysMem,
+        base: u64,
+    ) -> u64 {
+        *pages.entry(base).or_insert_with(|| mem.alloc_frames(0))
+    }
+
+    /// Maps the global `leaf` at `base` into every live process's tables that lack it.
+    /// Kernel page tables are shared by every address space (Linux copies the kernel's
+    /// top-level entries into each new one): a global page appears in all of them at
+    /// once, so no TLB ever holds it where a table lacks it. (Here each process gets its
+    /// own tables for it: their counts include them.)
+    #[cold]
+    #[inline(never)]
+    pub(super) fn map_everywhere(&mut self, base: u64, leaf: Leaf) {
+        for p in self.slots.iter_mut().flatten() {
+            if p.pt.lookup(VirtAddr(base)).is_none() {
+                p.pt.map(VirtAddr(base), leaf, &mut self.mem);
+            }
+        }
+    }
+
+    pub(super) fn write_fault(
+        &mut self,
+        cur: usize,
+        va: u64,
+        kind: AccessKind,
+    ) -> Result<(), SimError> {
+        let bs = self.base_shift;
+        let p = self.slots[cur].as_mut().expect("current process");
+        if let Some((_, v)) = p.vmas.find(va) {
+            if !v.prot.writable() {
+                return Err(SimError::Protection {
+                    event: self.event,
+                    what: kind.name(),
+                    addr: va,
+                });
+            }
+        }
+        let Some((leaf, base)) = p.pt.lookup(VirtAddr(va)) else {
+            // A stale read-only entry for an unmapped page cannot exist: flushes keep
+            // the TLB coherent with the tables.
+            unreachable!("read-only translation without a page-table entry at {va:#x}");
+        };
+        let n = 1u64 << (leaf.shift as u32 - bs);
+        sat(&mut self.c.cyc.fault, self.cfg.cost.fault_cycles);
+        if leaf.flags & FIXED == 0 && self.mem.is_shared(leaf.pfn, n) {
+            let new = self.mem.alloc_frames(leaf.shift as u32 - bs);
+            self.mem.release(leaf.pfn, n);
+            p.pt.replace(
+                base,
+                Leaf {
+                    pfn: new,
+                    flags: leaf.flags | WRITABLE,
+                    ..leaf
+                },
+            );
+            self.c.faults.cow_copies += 1;
+            sat(
+                &mut self.c.cyc.fault,
+                self.cfg.cost.copy_page_cycles.saturating_mul(n),
+            );
+        } else {
+            p.pt.set_flags(base, leaf.flags | WRITABLE);
+            self.c.faults.write_protect += 1;
+        }
+        self.flush_page(base.0, leaf.shift as u32);
+        Ok(())
+    }
+}
