@@ -540,6 +540,14 @@ fn hash_lines(s: &mut String, h: &xlat_sim::hashed::HashStats) {
         n(h.flush_cleared),
         n(h.bat_hits)
     );
+    if h.slb_entries > 0 {
+        let _ = writeln!(
+            s,
+            "  SLB {} entries: {} misses",
+            n(h.slb_entries),
+            n(h.slb_misses)
+        );
+    }
     let _ = writeln!(
         s,
         "  contexts {}  lazy flushes {}  eager flushes {}  roll-overs {}  idle: {} slots scanned, {} zombies reclaimed, {} cycles",

@@ -292,6 +292,7 @@ preset_test!(mpc855t, "mpc855t");
 preset_test!(arm926ejs, "arm926ejs");
 preset_test!(ppc603, "ppc603");
 preset_test!(ppc604, "ppc604");
+preset_test!(power4, "power4");
 
 #[test]
 fn every_preset_is_covered() {
@@ -304,6 +305,7 @@ fn every_preset_is_covered() {
         "arm926ejs",
         "ppc603",
         "ppc604",
+        "power4",
     ];
     for (name, _) in presets::PRESETS {
         assert!(
@@ -317,7 +319,7 @@ fn every_preset_is_covered() {
 /// search and tree handlers, eager and lazy context flushes, a small HTAB that evicts,
 /// random victims, no idle reclaim.
 fn hashed_variants() -> Vec<(String, MachineConfig)> {
-    use xlat_sim::config::{ContextFlush, Handler, HashVictim, WalkerKind};
+    use xlat_sim::config::{ContextFlush, Handler, HashArch, HashVictim, SlbConfig, WalkerKind};
     let base = presets::preset("ppc604").unwrap();
     let mut out = vec![("ppc604".to_string(), base.clone())];
     let edit = |name: &str, f: &dyn Fn(&mut MachineConfig)| {
@@ -344,6 +346,43 @@ fn hashed_variants() -> Vec<(String, MachineConfig)> {
         }
         c.os.idle_reclaim = false;
     }));
+    // 64-bit: SLB, scrambled VSIDs, 16-byte PTEs; a 2-entry SLB (one bolted) that misses on every change of segment.
+    for (name, slb) in [("ppc64", 64), ("ppc64-slb2", 2)] {
+        out.push(edit(name, &|c| {
+            *c.page_table.levels_mut() = presets::preset("power4")
+                .unwrap()
+                .page_table
+                .levels()
+                .to_vec();
+            c.page_table = match c.page_table.clone() {
+                PageTableConfig::Hashed {
+                    base_page,
+                    levels,
+                    mut hash,
+                    ..
+                } => {
+                    hash.arch = HashArch::Ppc64;
+                    hash.vsid_rule = None;
+                    hash.vsid_skew = None;
+                    hash.bats.clear();
+                    hash.bat_registers = 0;
+                    hash.htab = xlat_sim::config::Bytes(256 << 10);
+                    hash.slb = Some(SlbConfig {
+                        entries: slb,
+                        bolted: 1,
+                        miss_cycles: 50,
+                    });
+                    PageTableConfig::Hashed {
+                        base_page,
+                        entry_bytes: 8,
+                        levels,
+                        hash,
+                    }
+                }
+                r => r,
+            };
+        }));
+    }
     out.push(edit("eager-small", &|c| {
         c.os.context_flush = ContextFlush::Eager;
         if let PageTableConfig::Hashed { hash, .. } = &mut c.page_table {

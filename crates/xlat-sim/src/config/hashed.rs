@@ -10,23 +10,50 @@ use serde::{Deserialize, Serialize};
 #[serde(rename_all = "kebab-case")]
 pub enum HashArch {
     /// 32-bit OEA (601/603/604/750): 16 segment registers of 256 MiB, 24-bit VSIDs,
-    /// 8-byte PTEs in 64-byte PTEGs, HTAB ≥ 64 KiB. (The 64-bit architecture, with an
-    /// SLB, is not modelled yet.)
+    /// 8-byte PTEs in 64-byte PTEGs, HTAB ≥ 64 KiB.
     #[default]
     Ppc32,
+    /// 64-bit PowerPC AS (POWER4): an SLB caches ESID → VSID for 256 MiB segments,
+    /// 36-bit VSIDs (Linux), 16-byte PTEs in 128-byte PTEGs, a 39-bit VSID hash,
+    /// HTAB ≥ 256 KiB.
+    Ppc64,
 }
 
 impl HashArch {
     pub fn pte_bytes(self) -> u64 {
-        8
+        match self {
+            HashArch::Ppc32 => 8,
+            HashArch::Ppc64 => 16,
+        }
     }
-    /// The smallest HTAB the architecture allows (HTABMASK = 0): 2^10 PTEGs (64 KiB).
+    /// The smallest HTAB the architecture allows: 2^10 PTEGs (64 KiB, HTABMASK = 0) on
+    /// 32-bit; 2^11 PTEGs (256 KiB, HTABSIZE = 0) on 64-bit.
     pub fn min_htab(self) -> u64 {
-        64 << 10
+        match self {
+            HashArch::Ppc32 => 64 << 10,
+            HashArch::Ppc64 => 256 << 10,
+        }
     }
-    /// The largest: 2^19 PTEGs (32 MiB: the hash has 19 bits).
+    /// The largest: 2^19 PTEGs (32 MiB: the hash has 19 bits) on 32-bit; 2^39 PTEGs
+    /// (HTABSIZE = 28) on 64-bit.
     pub fn max_htab(self) -> u64 {
-        32 << 20
+        match self {
+            HashArch::Ppc32 => 32 << 20,
+            HashArch::Ppc64 => 1 << 46,
+        }
+    }
+    /// Bits of VSID the primary hash uses.
+    pub fn vsid_hash_bits(self) -> u32 {
+        match self {
+            HashArch::Ppc32 => 19,
+            HashArch::Ppc64 => 39,
+        }
+    }
+    fn name(self) -> &'static str {
+        match self {
+            HashArch::Ppc32 => "ppc32",
+            HashArch::Ppc64 => "ppc64",
+        }
     }
 }
 
@@ -68,6 +95,44 @@ pub enum VsidRule {
     /// Later 2.4 (`CTX_TO_VSID`): segment `n` of context `k` gets
     /// `(k × vsid_skew × 16 + n × 0x111) & 0xffffff`; the kernel is context 0.
     CtxToVsid,
+    /// Linux 2.6 ppc64 (`include/asm-ppc64/mmu_context.h`, 64-bit only): a 36-bit
+    /// proto-VSID, `k << user_esid_bits | esid` for user segments and the ESID for
+    /// kernel ones, scrambled as `(proto × vsid_skew) mod (2^36 − 1)` (`vsid_scramble`,
+    /// `VSID_MULTIPLIER` 268435399). `user_esid_bits` is the tree's address bits − 28.
+    Scramble,
+}
+
+/// The segment lookaside buffer of a 64-bit machine (`arch = "ppc64"`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SlbConfig {
+    /// Entries (64 on POWER4: Linux `SLB_NUM_ENTRIES`).
+    #[serde(default = "slb_entries")]
+    pub entries: u32,
+    /// Entries 0..bolted hold the first kernel segments from boot and are never
+    /// replaced nor invalidated (Linux `SLB_NUM_BOLTED`).
+    #[serde(default = "one_u32")]
+    pub bolted: u32,
+    /// Cycles of the SLB-miss exception and its handler.
+    #[serde(default)]
+    pub miss_cycles: u64,
+}
+
+impl Default for SlbConfig {
+    fn default() -> Self {
+        SlbConfig {
+            entries: slb_entries(),
+            bolted: 1,
+            miss_cycles: 0,
+        }
+    }
+}
+
+fn slb_entries() -> u32 {
+    64
+}
+fn one_u32() -> u32 {
+    1
 }
 
 /// A BAT mapping the OS sets up: a block of `size` at `va` onto `pa`.
@@ -98,11 +163,13 @@ pub struct HashConfig {
     pub victim: HashVictim,
     #[serde(default = "one")]
     pub seed: u64,
+    /// Default: `munge-context` on ppc32, `scramble` on ppc64.
     #[serde(default)]
-    pub vsid_rule: VsidRule,
-    /// The rule's multiplier (Linux: 897, "a small non power of two constant", §5.2).
-    #[serde(default = "skew")]
-    pub vsid_skew: u64,
+    pub vsid_rule: Option<VsidRule>,
+    /// The rule's multiplier (Linux/PPC: 897, "a small non power of two constant",
+    /// §5.2; ppc64 `VSID_MULTIPLIER`: 268435399).
+    #[serde(default)]
+    pub vsid_skew: Option<u64>,
     /// The last context number: contexts 1, 2, … are handed out in order and the one
     /// after this starts over, flushing every user PTE from the HTAB and every TLB
     /// (Linux 2.4.0 `mmu_context_overflow`). Default: `LAST_CONTEXT` of the rule's
@@ -119,13 +186,13 @@ pub struct HashConfig {
     /// The OS's BAT mappings.
     #[serde(default)]
     pub bats: Vec<BatConfig>,
+    /// The SLB (64-bit only; default 64 entries, 1 bolted).
+    #[serde(default)]
+    pub slb: Option<SlbConfig>,
 }
 
 fn one() -> u64 {
     1
-}
-fn skew() -> u64 {
-    897
 }
 fn kernel_base() -> Bytes {
     Bytes(0xc000_0000)
@@ -135,13 +202,54 @@ fn kernel_base() -> Bytes {
 pub const BAT_MIN: u64 = 128 << 10;
 pub const BAT_MAX: u64 = 256 << 20;
 
+/// Bits of a ppc64 VSID (Linux `VSID_BITS`).
+pub const VSID_BITS_64: u32 = 36;
+
 impl HashConfig {
-    /// The last context number (see `last_context`).
-    pub fn last_context(&self) -> u32 {
-        self.last_context.unwrap_or(match self.vsid_rule {
+    /// The VSID rule (see `vsid_rule`).
+    pub fn rule(&self) -> VsidRule {
+        self.vsid_rule.unwrap_or(match self.arch {
+            HashArch::Ppc32 => VsidRule::MungeContext,
+            HashArch::Ppc64 => VsidRule::Scramble,
+        })
+    }
+
+    /// The rule's multiplier (see `vsid_skew`).
+    pub fn skew(&self) -> u64 {
+        self.vsid_skew.unwrap_or(match self.rule() {
+            VsidRule::Scramble => 268_435_399,
+            _ => 897,
+        })
+    }
+
+    /// The SLB of a 64-bit machine.
+    pub fn slb(&self) -> Option<SlbConfig> {
+        match self.arch {
+            HashArch::Ppc32 => None,
+            HashArch::Ppc64 => Some(self.slb.clone().unwrap_or_default()),
+        }
+    }
+
+    /// User ESID bits of the `scramble` rule for a tree of `va_bits`.
+    pub fn user_esid_bits(va_bits: u32) -> u32 {
+        va_bits.saturating_sub(28)
+    }
+
+    /// The last context number (see `last_context`): for `scramble`, the largest that
+    /// fits the 36-bit proto-VSID beside the user ESID bits, at most 0xfffff.
+    pub fn last_context_for(&self, va_bits: u32) -> u32 {
+        self.last_context.unwrap_or(match self.rule() {
             VsidRule::MungeContext => 0xfffff,
             VsidRule::CtxToVsid => 32767,
+            VsidRule::Scramble => Self::scramble_contexts(va_bits),
         })
+    }
+
+    /// The largest context of the `scramble` rule: its bits fill the 36-bit proto-VSID
+    /// beside the user ESID bits (at most 20 bits, Linux's `MAX_CONTEXT`).
+    fn scramble_contexts(va_bits: u32) -> u32 {
+        let bits = VSID_BITS_64.saturating_sub(Self::user_esid_bits(va_bits));
+        ((1u64 << bits.min(20)) - 1) as u32
     }
 
     /// Bits of one segment (256 MiB).
@@ -151,15 +259,16 @@ impl HashConfig {
 
     pub(super) fn validate(&self, va_bits: u32, base_shift: u32) -> Result<(), ConfigError> {
         let f = "page_table.hash";
+        let arch = self.arch;
         let h = self.htab.0;
-        if !h.is_power_of_two() || h < self.arch.min_htab() || h > self.arch.max_htab() {
+        if !h.is_power_of_two() || h < arch.min_htab() || h > arch.max_htab() {
             return Err(invalid(
                 format!("{f}.htab"),
                 format!(
-                    "{h} bytes: a power of two from {} KiB to {} MiB on {:?}",
-                    self.arch.min_htab() >> 10,
-                    self.arch.max_htab() >> 20,
-                    self.arch
+                    "{h} bytes: a power of two from {} KiB to {} on {}",
+                    arch.min_htab() >> 10,
+                    xlat_types::format_bytes(arch.max_htab()),
+                    arch.name()
                 ),
             ));
         }
@@ -169,30 +278,108 @@ impl HashConfig {
                 "a hashed page table maps 4 KiB pages (the architecture's page)",
             ));
         }
-        let last = self.last_context();
-        if !(1..=0xfffff).contains(&last) {
-            return Err(invalid(
-                format!("{f}.last_context"),
-                format!("{last}: allowed 1..=1048575 (VSIDs have 24 bits)"),
-            ));
+        let rule = self.rule();
+        match (arch, rule) {
+            (HashArch::Ppc32, VsidRule::Scramble) => {
+                return Err(invalid(
+                    format!("{f}.vsid_rule"),
+                    "scramble is the 64-bit (ppc64) rule; ppc32 uses munge-context or ctx-to-vsid",
+                ))
+            }
+            (HashArch::Ppc64, VsidRule::MungeContext | VsidRule::CtxToVsid) => {
+                return Err(invalid(
+                    format!("{f}.vsid_rule"),
+                    "a 32-bit rule (24-bit VSIDs); ppc64 uses scramble",
+                ))
+            }
+            _ => {}
         }
-        at_most(format!("{f}.vsid_skew"), self.vsid_skew, (1 << 24) - 1)?;
-        if self.vsid_skew == 0 {
+        let (max_skew, vsid_bits) = match arch {
+            HashArch::Ppc32 => ((1 << 24) - 1, 24),
+            HashArch::Ppc64 => ((1 << 28) - 1, VSID_BITS_64),
+        };
+        at_most(format!("{f}.vsid_skew"), self.skew(), max_skew)?;
+        if self.skew() == 0 {
             return Err(invalid(format!("{f}.vsid_skew"), "must be at least 1"));
         }
-        if va_bits != 32 {
+        let last = self.last_context_for(va_bits);
+        let max_last = match rule {
+            VsidRule::Scramble => Self::scramble_contexts(va_bits),
+            _ => 0xfffff,
+        };
+        if last < 1 || last > max_last {
             return Err(invalid(
-                "page_table.levels",
-                format!("cover {va_bits} address bits; a 32-bit hashed MMU needs 32"),
+                format!("{f}.last_context"),
+                format!("{last}: allowed 1..={max_last} ({vsid_bits}-bit VSIDs)"),
             ));
         }
+        match arch {
+            HashArch::Ppc32 if va_bits != 32 => {
+                return Err(invalid(
+                    "page_table.levels",
+                    format!("cover {va_bits} address bits; a 32-bit hashed MMU needs 32"),
+                ))
+            }
+            HashArch::Ppc64 if !(33..=63).contains(&va_bits) => {
+                return Err(invalid(
+                    "page_table.levels",
+                    format!(
+                        "cover {va_bits} address bits; a 64-bit hashed MMU's tree needs 33 to 63 \
+                         (user ESIDs beside at least one context bit in a 36-bit proto-VSID)"
+                    ),
+                ))
+            }
+            _ => {}
+        }
         if self.kernel_base.0.trailing_zeros() < self.segment_shift()
-            || self.kernel_base.0 >= 1 << 32
+            || self.kernel_base.0 >= 1 << va_bits
         {
             return Err(invalid(
                 format!("{f}.kernel_base"),
-                "must be a segment boundary (a multiple of 256 MiB) below 4 GiB",
+                format!("must be a segment boundary (a multiple of 256 MiB) below 2^{va_bits}"),
             ));
+        }
+        match (arch, &self.slb) {
+            (HashArch::Ppc32, Some(_)) => {
+                return Err(invalid(
+                    format!("{f}.slb"),
+                    "64-bit only: a 32-bit PowerPC has 16 segment registers, not an SLB",
+                ))
+            }
+            (HashArch::Ppc64, _) => {
+                let s = self.slb().expect("ppc64");
+                if s.entries == 0 || s.entries > 4096 {
+                    return Err(invalid(
+                        format!("{f}.slb.entries"),
+                        format!("{}: allowed 1..=4096", s.entries),
+                    ));
+                }
+                if s.bolted >= s.entries {
+                    return Err(invalid(
+                        format!("{f}.slb.bolted"),
+                        format!("{}: fewer than the {} entries", s.bolted, s.entries),
+                    ));
+                }
+                let kernel_segs = ((1u64 << va_bits) - self.kernel_base.0) >> self.segment_shift();
+                if s.bolted as u64 > kernel_segs {
+                    return Err(invalid(
+                        format!("{f}.slb.bolted"),
+                        format!("{}: more than the {kernel_segs} kernel segments", s.bolted),
+                    ));
+                }
+                at_most(
+                    format!("{f}.slb.miss_cycles"),
+                    s.miss_cycles,
+                    super::MAX_LATENCY,
+                )?;
+                if self.bat_registers != 0 || !self.bats.is_empty() {
+                    return Err(invalid(
+                        format!("{f}.bats"),
+                        "32-bit only: 64-bit PowerPC (POWER4) has no BAT registers",
+                    ));
+                }
+            }
+            _ => {}
         }
         at_most(format!("{f}.bat_registers"), self.bat_registers as u64, 16)?;
         let (mut i, mut d) = (0, 0);

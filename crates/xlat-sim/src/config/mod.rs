@@ -9,7 +9,8 @@ mod overrides;
 mod validate;
 
 pub use hashed::{
-    BatConfig, ContextFlush, HashArch, HashConfig, HashVictim, VsidRule, BAT_MAX, BAT_MIN,
+    BatConfig, ContextFlush, HashArch, HashConfig, HashVictim, SlbConfig, VsidRule, BAT_MAX,
+    BAT_MIN, VSID_BITS_64,
 };
 
 use validate::at_most;

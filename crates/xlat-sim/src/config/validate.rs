@@ -479,6 +479,13 @@ impl MachineConfig {
             let lines = c.size.0 / c.line.max(1) as u64;
             parts.push((16 * lines, format!("cache.levels[{ci}].size")));
         }
+        if let Some(h) = self.page_table.hash() {
+            let bytes = crate::hashed::HashMmu::host_bytes(
+                h.htab.0 / h.arch.pte_bytes(),
+                h.last_context_for(self.va_bits()),
+            );
+            parts.push((bytes, "page_table.hash.htab".into()));
+        }
         let total = parts.iter().map(|p| p.0).sum();
         let field = parts
             .into_iter()

@@ -300,6 +300,23 @@ impl Htab {
 
 #[cfg(test)]
 mod tests {
+
+    /// 64-bit: 16-byte PTEs, 128-byte groups, 39 bits of VSID in the hash.
+    #[test]
+    fn ppc64_geometry_by_hand() {
+        let t = Htab::new(1 << 20, 2048, 16, Htab::round_robin());
+        assert_eq!(t.bytes(), 256 << 10);
+        assert_eq!(t.group_addr(3), (1 << 20) + 3 * 128);
+        assert_eq!(t.slot_addr(3 * 8 + 5), (1 << 20) + 3 * 128 + 5 * 16);
+        let vsid = 0xf_1234_5678u64; // 36 bits
+        let h = (vsid & ((1 << 39) - 1)) ^ 0x9abc;
+        assert_eq!(t.groups(vsid, 0x9abc), (h & 2047, !h & 2047));
+        // On 32-bit only the VSID's low 19 bits count.
+        let t32 = Htab::new(0, 1024, 8, Htab::round_robin());
+        assert_eq!(t32.groups(1 << 19, 5), t32.groups(0, 5));
+        assert_eq!(t32.group_addr(1), 64);
+    }
+
     use super::*;
 
     fn t() -> Htab {

@@ -3,18 +3,21 @@
 //! BAT registers, zombie PTEs and their reclaim. The simulator's hashed reload path
 //! (`sim/hashed.rs`) drives it.
 //!
-//! Translation: an effective address selects one of 16 segment registers (EA[0:3]),
-//! whose VSID replaces those bits: the 52-bit virtual address VSID ‖ EA[4:31] is what
-//! TLBs are tagged with, so a context switch needs no flush and a context given new
-//! VSIDs (the lazy flush) leaves its old TLB entries unreachable. BATs are checked
-//! beside the TLB and win.
+//! Translation: an effective address's segment (EA >> 28, the ESID) gets its VSID from
+//! one of 16 segment registers on 32-bit, from the SLB ([`slb`]) on 64-bit; the VSID
+//! replaces the ESID: the virtual address VSID ‖ EA[28 low bits] is what TLBs are tagged
+//! with, so a context switch needs no TLB flush and a context given new VSIDs (the lazy
+//! flush) leaves its old TLB entries unreachable. BATs (32-bit) are checked beside the
+//! TLB and win.
 
 pub mod htab;
+pub mod slb;
 
-use crate::config::{ContextFlush, HashConfig, MachineConfig, Side, VsidRule};
+use crate::config::{ContextFlush, HashArch, HashConfig, MachineConfig, Side, VsidRule};
 use crate::physmem::PhysMem;
 use htab::{Htab, Pte};
 use serde::Serialize;
+use slb::Slb;
 
 /// Tree leaf flag: the OS inserted an HTAB entry for this PTE (Linux `_PAGE_HASHPTE`).
 /// Set by an insert, cleared by a flush's search; an eviction leaves it set, so a later
@@ -66,6 +69,9 @@ pub struct HashStats {
     pub rollovers: u64,
     /// Translations served by a BAT.
     pub bat_hits: u64,
+    /// SLB-miss exceptions (64-bit), and the SLB's entries.
+    pub slb_misses: u64,
+    pub slb_entries: u64,
     /// Idle time given (cycles), and what the reclaim did with it.
     pub idle_cycles: u64,
     pub idle_slots_scanned: u64,
@@ -87,8 +93,11 @@ pub struct HashStats {
 /// The hashed MMU: HTAB, context bookkeeping, BATs.
 pub struct HashMmu {
     pub htab: Htab,
+    pub arch: HashArch,
     rule: VsidRule,
     skew: u64,
+    /// User ESID bits of the `scramble` rule's proto-VSID.
+    user_esid_bits: u32,
     last_context: u32,
     /// The last context handed out (0 before the first).
     next: u32,
@@ -101,8 +110,12 @@ pub struct HashMmu {
     /// Idle reclaim's position (a slot index), as Linux's `reclaim_ptr`.
     cursor: usize,
     pub flush: ContextFlush,
-    /// The current process's segment registers (VSIDs).
+    /// The current process's segment registers (VSIDs), 32-bit.
     pub sr: [u64; 16],
+    /// The SLB (64-bit) and the context its user entries belong to.
+    pub slb: Option<Slb>,
+    pub ctx: u32,
+    pub slb_miss_cycles: u64,
     pub stats: HashStats,
     /// Scratch for the slots one operation reads.
     pub reads: Vec<u64>,
@@ -115,6 +128,7 @@ impl HashMmu {
     /// `mem`'s page-table pool.
     pub fn new(cfg: &MachineConfig, h: &HashConfig, mem: &mut PhysMem) -> Self {
         let ptegs = h.htab.0 / (h.arch.pte_bytes() * htab::SLOTS as u64);
+        let va_bits = cfg.va_bits();
         let base = mem.alloc_table(h.htab.0);
         let victim = match h.victim {
             crate::config::HashVictim::RoundRobin => Htab::round_robin(),
@@ -134,19 +148,23 @@ impl HashMmu {
                 bats[1].push(bat);
             }
         }
-        let last = h.last_context();
+        let last = h.last_context_for(va_bits);
         let mut live = vec![false; last as usize + 1];
         live[0] = true;
         let htab = Htab::new(base, ptegs, h.arch.pte_bytes(), victim);
-        HashMmu {
+        let slb_cfg = h.slb();
+        let mut m = HashMmu {
             stats: HashStats {
                 htab_bytes: htab.bytes(),
                 slots: ptegs * htab::SLOTS as u64,
+                slb_entries: slb_cfg.as_ref().map_or(0, |s| s.entries as u64),
                 ..HashStats::default()
             },
             htab,
-            rule: h.vsid_rule,
-            skew: h.vsid_skew,
+            arch: h.arch,
+            rule: h.rule(),
+            skew: h.skew(),
+            user_esid_bits: HashConfig::user_esid_bits(va_bits),
             last_context: last,
             next: 0,
             kernel_seg: h.kernel_base.0 >> SEGMENT_SHIFT,
@@ -157,9 +175,65 @@ impl HashMmu {
             cursor: 0,
             flush: cfg.os.context_flush,
             sr: [0; 16],
+            slb: None,
+            ctx: 0,
+            slb_miss_cycles: slb_cfg.as_ref().map_or(0, |s| s.miss_cycles),
             reads: Vec::with_capacity(32),
             runs: [(0, 0); 2],
+        };
+        if let Some(s) = slb_cfg {
+            let bolted: Vec<(u64, u64)> = (0..s.bolted as u64)
+                .map(|i| (m.kernel_seg + i, m.vsid(0, m.kernel_seg + i)))
+                .collect();
+            m.slb = Some(Slb::new(s.entries as usize, &bolted));
         }
+        m
+    }
+
+    /// Makes context `k` current: loads the segment registers (32-bit), or invalidates
+    /// the SLB's user entries if the context changed (64-bit).
+    pub fn load_context(&mut self, k: u32) {
+        match &mut self.slb {
+            None => self.sr = self.segments(k),
+            Some(slb) => {
+                if k != self.ctx {
+                    slb.invalidate_user(self.kernel_seg);
+                }
+            }
+        }
+        self.ctx = k;
+    }
+
+    /// The VSID of segment `esid` for the current context as the OS computes it (a
+    /// flush), without touching the SLB.
+    #[inline]
+    pub fn os_vsid(&self, esid: u64) -> u64 {
+        match self.slb {
+            None => self.sr[esid as usize & 15],
+            Some(_) => self.vsid(self.ctx, esid),
+        }
+    }
+
+    /// The VSID of segment `esid` for a translation: a segment register, or the SLB,
+    /// whose miss the OS handles by loading the entry. Returns the VSID and whether the
+    /// SLB missed.
+    #[inline(always)]
+    pub fn translate_vsid(&mut self, esid: u64) -> (u64, bool) {
+        match &mut self.slb {
+            None => (self.sr[esid as usize & 15], false),
+            Some(slb) => match slb.lookup(esid) {
+                Some(v) => (v, false),
+                None => (self.slb_miss(esid), true),
+            },
+        }
+    }
+
+    #[cold]
+    fn slb_miss(&mut self, esid: u64) -> u64 {
+        let v = self.vsid(self.ctx, esid);
+        self.stats.slb_misses += 1;
+        self.slb.as_mut().expect("64-bit").load(esid, v);
+        v
     }
 
     /// The BAT covering `ea` on `side` (0 instruction, 1 data): the physical address.
@@ -184,6 +258,8 @@ impl HashMmu {
     pub fn vsid(&self, k: u32, n: u64) -> u64 {
         let kernel = n >= self.kernel_seg;
         match self.rule {
+            VsidRule::Scramble if kernel => vsid_scramble(n, self.skew),
+            VsidRule::Scramble => vsid_scramble((k as u64) << self.user_esid_bits | n, self.skew),
             VsidRule::MungeContext if kernel => n,
             VsidRule::MungeContext => {
                 let ctx = (k as u64 * self.skew) & 0xfffff;
@@ -342,10 +418,23 @@ impl HashMmu {
         s
     }
 
-    /// Host bytes of an HTAB of `bytes` (the simulator's estimate).
-    pub fn host_bytes(htab_bytes: u64, last_context: u32) -> u64 {
-        htab_bytes / 8 * Htab::HOST_BYTES_PER_SLOT + 5 * (last_context as u64 + 1)
+    /// Host bytes of an HTAB of `slots` PTEs (the simulator's estimate).
+    pub fn host_bytes(slots: u64, last_context: u32) -> u64 {
+        slots
+            .saturating_mul(Htab::HOST_BYTES_PER_SLOT)
+            .saturating_add(5 * (last_context as u64 + 1))
     }
+}
+
+/// Linux 2.6 ppc64 `vsid_scramble` (`include/asm-ppc64/mmu_context.h`): `(proto ×
+/// multiplier) mod (2^36 − 1)`, computed as Linux does (a 36-bit proto-VSID times a
+/// 28-bit multiplier fits 64 bits; the fold then maps 2^36 − 1 to 0).
+pub fn vsid_scramble(proto: u64, multiplier: u64) -> u64 {
+    const BITS: u32 = crate::config::VSID_BITS_64;
+    const MODULUS: u64 = (1 << BITS) - 1;
+    let x = proto.wrapping_mul(multiplier);
+    let x = (x >> BITS) + (x & MODULUS);
+    (x + ((x + 1) >> BITS)) & MODULUS
 }
 
 #[cfg(test)]
@@ -355,14 +444,36 @@ mod tests {
     fn mmu(rule: &str) -> HashMmu {
         let mut cfg = crate::presets::preset("ppc604").unwrap();
         if let crate::config::PageTableConfig::Hashed { hash, .. } = &mut cfg.page_table {
-            hash.vsid_rule = if rule == "munge" {
+            hash.vsid_rule = Some(if rule == "munge" {
                 VsidRule::MungeContext
             } else {
                 VsidRule::CtxToVsid
-            };
+            });
         }
         let h = cfg.page_table.hash().unwrap().clone();
         HashMmu::new(&cfg, &h, &mut PhysMem::new(12))
+    }
+
+    /// `vsid_scramble` is (proto × 268435399) mod (2^36 − 1).
+    #[test]
+    fn scramble_by_hand() {
+        let m = 268_435_399u64;
+        let modulus = (1u128 << 36) - 1;
+        for p in [
+            0u64,
+            1,
+            2,
+            0x8000,
+            (1 << 36) - 2,
+            (1 << 36) - 1,
+            12345678901,
+        ] {
+            let want = (p as u128 * m as u128 % modulus) as u64;
+            assert_eq!(vsid_scramble(p, m), want, "proto {p:#x}");
+        }
+        assert_eq!(vsid_scramble(1, m), 268_435_399);
+        // 2^36 × m ≡ m (mod 2^36 − 1).
+        assert_eq!(vsid_scramble(1 << 35, m), (m << 35) % ((1 << 36) - 1));
     }
 
     /// Linux 2.4.0: ctx = (k × 897) & 0xfffff, VSID = ctx << 4 | n; kernel VSID = n.

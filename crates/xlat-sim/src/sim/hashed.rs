@@ -26,12 +26,15 @@ use crate::hashed::SEGMENT_SHIFT;
 const PAGE_SHIFT: u32 = 12;
 
 impl<P: PageTable> Sim<P> {
-    /// The virtual address of `ea` under the current segment registers.
+    /// The virtual address of `ea` in the current context, as the OS computes it.
     #[inline(always)]
-    fn seg_va(&self, ea: u64) -> u64 {
-        let sr = &self.hash.as_ref().expect("hashed").sr;
-        (sr[(ea >> SEGMENT_SHIFT) as usize & 15] << SEGMENT_SHIFT)
-            | (ea & ((1 << SEGMENT_SHIFT) - 1))
+    fn os_va(&self, ea: u64) -> u64 {
+        let vsid = self
+            .hash
+            .as_ref()
+            .expect("hashed")
+            .os_vsid(ea >> SEGMENT_SHIFT);
+        (vsid << SEGMENT_SHIFT) | (ea & ((1 << SEGMENT_SHIFT) - 1))
     }
 
     /// Translates the page containing `ea` on a hashed machine; returns the log2 size
@@ -51,7 +54,11 @@ impl<P: PageTable> Sim<P> {
             }
             return Ok(shift);
         }
-        let va = self.seg_va(ea);
+        let (vsid, slb_miss) = h.translate_vsid(ea >> SEGMENT_SHIFT);
+        if slb_miss {
+            self.c.cyc.trap += h.slb_miss_cycles;
+        }
+        let va = (vsid << SEGMENT_SHIFT) | (ea & ((1 << SEGMENT_SHIFT) - 1));
         if let Some(e) = self.tlb.memo_hit(side, va, 0, store) {
             self.data_ref(e.pfn, e.shift, va);
             return Ok(e.shift as u32);
@@ -139,8 +146,7 @@ impl<P: PageTable> Sim<P> {
         }
         self.c.walks += 1;
         let software = self.cfg.walker.kind == WalkerKind::Software;
-        let seg = (ea >> SEGMENT_SHIFT) & 15;
-        let vsid = self.hash.as_ref().expect("hashed").sr[seg as usize];
+        let vsid = va >> SEGMENT_SHIFT;
         let page = (ea >> PAGE_SHIFT) & 0xffff;
         let side = (kind != AccessKind::Fetch) as usize;
         let store = kind == AccessKind::Store;
@@ -212,7 +218,7 @@ impl<P: PageTable> Sim<P> {
         let h = self.hash.as_mut().expect("hashed");
         h.stats.miss_traps += 1;
         h.stats.tree_walks += 1;
-        let owner = h.owner(k, (ea >> SEGMENT_SHIFT) & 15);
+        let owner = h.owner(k, ea >> SEGMENT_SHIFT);
         h.insert(vsid, page, leaf.pfn, leaf.flags & !HASHPTE, owner);
         self.c.cyc.walk += Self::access_runs(&mut self.caches, &h.runs, h.htab.pte_bytes());
         if leaf.flags & HASHPTE == 0 {
@@ -228,7 +234,7 @@ impl<P: PageTable> Sim<P> {
     /// the PTE (Linux `flush_hash_page`), clearing the mark.
     pub(super) fn flush_page_hashed(&mut self, ea: u64, flags: Option<u8>) {
         let base = ea & !((1 << PAGE_SHIFT) - 1);
-        let va = self.seg_va(base);
+        let va = self.os_va(base);
         let n = self.tlb.flush_page(va, PAGE_SHIFT, 0);
         self.c.flushes.page += 1;
         self.c.flushes.entries_invalidated += n;
@@ -252,7 +258,7 @@ impl<P: PageTable> Sim<P> {
 
     /// Searches the HTAB for the current process's page `base` and clears it.
     fn flush_hash(&mut self, base: u64) {
-        let vsid = self.hash.as_ref().expect("hashed").sr[(base >> SEGMENT_SHIFT) as usize & 15];
+        let vsid = self.os_va(base) >> SEGMENT_SHIFT;
         let page = (base >> PAGE_SHIFT) & 0xffff;
         let h = self.hash.as_mut().expect("hashed");
         h.reads.clear();
@@ -288,7 +294,7 @@ impl<P: PageTable> Sim<P> {
                 let p = self.slots[cur].as_mut().expect("current");
                 let mut hashed = Vec::new();
                 // The context's own PTEs (Linux walks the mm's areas): not the kernel's.
-                p.pt.update(0, 1 << 32, &mut self.mem, &mut |va, leaf| {
+                p.pt.update(0, 1 << self.va_bits, &mut self.mem, &mut |va, leaf| {
                     if leaf.flags & HASHPTE != 0 && leaf.flags & GLOBAL_PAGE == 0 {
                         leaf.flags &= !HASHPTE;
                         hashed.push(va);
@@ -304,7 +310,7 @@ impl<P: PageTable> Sim<P> {
     /// does without a hash table (`_tlbia`).
     pub(super) fn flush_hashed_pages(&mut self, hashed: &[u64]) {
         for &va in hashed {
-            let n = self.tlb.flush_page(self.seg_va(va), PAGE_SHIFT, 0);
+            let n = self.tlb.flush_page(self.os_va(va), PAGE_SHIFT, 0);
             self.c.flushes.entries_invalidated += n;
             self.flush_hash(va);
         }
@@ -348,7 +354,7 @@ impl<P: PageTable> Sim<P> {
         }
         let k = self.slots[slot].as_ref().expect("slot").ctx;
         let h = self.hash.as_mut().expect("hashed");
-        h.sr = h.segments(k);
+        h.load_context(k);
     }
 
     /// Every context was handed out: clear every user PTE from the HTAB (a scan of the
@@ -425,14 +431,14 @@ impl<P: PageTable> Sim<P> {
         let Some(p) = self.cur.and_then(|c| self.slots[c].as_ref()) else {
             return Ok(());
         };
-        if h.bat(0, ea).is_some() || h.bat(1, ea).is_some() || ea >> 32 != 0 {
+        if h.bat(0, ea).is_some() || h.bat(1, ea).is_some() || ea >> self.va_bits != 0 {
             return Ok(());
         }
         let tree = p.pt.lookup(VirtAddr(ea));
         let ok = |pfn: u64, writable: bool| {
             tree.is_some_and(|(l, _)| l.pfn == pfn && (!writable || l.writable()))
         };
-        let va = self.seg_va(ea);
+        let va = self.os_va(ea);
         for (what, e) in self.tlb.peek_all(va, 0) {
             if !ok(e.pfn, e.writable) {
                 return Err(format!(
@@ -441,7 +447,7 @@ impl<P: PageTable> Sim<P> {
                 ));
             }
         }
-        let vsid = h.sr[(ea >> SEGMENT_SHIFT) as usize & 15];
+        let vsid = va >> SEGMENT_SHIFT;
         let mut reads = Vec::new();
         if let Some(f) = h.htab.search(vsid, (ea >> PAGE_SHIFT) & 0xffff, &mut reads) {
             let pte = h.htab.pte(f.slot);
