@@ -543,9 +543,11 @@ fn hash_lines(s: &mut String, h: &xlat_sim::hashed::HashStats) {
     if h.slb_entries > 0 {
         let _ = writeln!(
             s,
-            "  SLB {} entries: {} misses",
+            "  SLB {} entries: {} misses   bolted 16 MiB PTEs {} ({} reloads)",
             n(h.slb_entries),
-            n(h.slb_misses)
+            n(h.slb_misses),
+            n(h.bolted),
+            n(h.large_reloads)
         );
     }
     let _ = writeln!(

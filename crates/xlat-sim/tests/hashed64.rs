@@ -27,6 +27,7 @@ fn power4(entries: u32) -> MachineConfig {
     });
     h.htab = Bytes(256 << 10);
     h.victim = HashVictim::RoundRobin;
+    h.linear.clear();
     c.validate().unwrap();
     c
 }
@@ -160,4 +161,43 @@ fn options_of_the_other_width_name_the_field() {
     assert!(e.contains("page_table.hash.slb.bolted"), "{e}");
     let e = err("power4", &|c| hash(c).arch = HashArch::Ppc32);
     assert!(e.contains("page_table"), "{e}");
+}
+
+/// The kernel's linear mapping by bolted 16 MiB PTEs: loads anywhere in a 16 MiB page
+/// need no tree and no fault; the first reloads the TLB (one walk, a one-slot search
+/// that finds the bolted PTE), the TLB's 16 MiB entry then serves the rest of the page
+/// (the ERAT holds 4 KiB splinters of it, each one an ERAT miss and TLB hit); the next
+/// 16 MiB page reloads again.
+#[test]
+fn bolted_large_pages_map_the_kernel() {
+    let mut cfg = power4(64);
+    let kbase = hash(&mut cfg).kernel_base.0;
+    hash(&mut cfg).linear = presets::preset("power4")
+        .unwrap()
+        .page_table
+        .hash()
+        .unwrap()
+        .linear
+        .clone();
+    assert_eq!(hash(&mut cfg).linear.len(), 1);
+    let (r, h) = run(
+        &cfg,
+        &[
+            load(kbase),
+            load(kbase + 4096),
+            load(kbase + (16 << 20) - 8),
+            load(kbase + (16 << 20)),
+            load(kbase + 8),
+        ],
+    );
+    assert_eq!(h.bolted, (1 << 30) / (16 << 20));
+    assert_eq!((r.walks.walks, h.large_reloads, h.reload_hits), (2, 2, 2));
+    assert_eq!(r.faults.demand, 0);
+    assert_eq!(h.misses + h.inserts, 0);
+    // tlb_levels: ERAT i, ERAT d, TLB.
+    assert_eq!((r.tlb_levels[1].hits, r.tlb_levels[2].hits), (1, 2));
+    assert_eq!(
+        h.slb_misses, 0,
+        "the first kernel segment is bolted in the SLB"
+    );
 }

@@ -148,6 +148,19 @@ pub struct BatConfig {
     pub side: Side,
 }
 
+/// A region the OS maps at boot with bolted 16 MiB PTEs (64-bit): `size` bytes at
+/// `va` onto `pa`, all multiples of 16 MiB, in the kernel segments.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinearConfig {
+    pub va: Bytes,
+    pub size: Bytes,
+    pub pa: Bytes,
+}
+
+/// The large page of a 64-bit hashed MMU.
+pub const LARGE_PAGE: u64 = 16 << 20;
+
 fn both() -> Side {
     Side::Both
 }
@@ -189,6 +202,11 @@ pub struct HashConfig {
     /// The SLB (64-bit only; default 64 entries, 1 bolted).
     #[serde(default)]
     pub slb: Option<SlbConfig>,
+    /// Kernel regions mapped at boot by bolted 16 MiB PTEs (64-bit only), as Linux ppc64
+    /// maps its linear mapping of RAM on POWER4 (`htab_initialize`, large pages, bolted):
+    /// no tree, no fault; a reload's search finds the 16 MiB PTE.
+    #[serde(default)]
+    pub linear: Vec<LinearConfig>,
 }
 
 fn one() -> u64 {
@@ -339,6 +357,12 @@ impl HashConfig {
                 format!("must be a segment boundary (a multiple of 256 MiB) below 2^{va_bits}"),
             ));
         }
+        if arch == HashArch::Ppc32 && !self.linear.is_empty() {
+            return Err(invalid(
+                format!("{f}.linear"),
+                "64-bit only: a 32-bit PowerPC maps large blocks with BATs",
+            ));
+        }
         match (arch, &self.slb) {
             (HashArch::Ppc32, Some(_)) => {
                 return Err(invalid(
@@ -372,6 +396,42 @@ impl HashConfig {
                     s.miss_cycles,
                     super::MAX_LATENCY,
                 )?;
+                let mut pages = 0u64;
+                for (k, l) in self.linear.iter().enumerate() {
+                    let lf = format!("{f}.linear[{k}]");
+                    if [l.va.0, l.size.0, l.pa.0]
+                        .iter()
+                        .any(|x| x % LARGE_PAGE != 0)
+                        || l.size.0 == 0
+                    {
+                        return Err(invalid(
+                            lf,
+                            "va, size and pa must be non-zero multiples of 16 MiB",
+                        ));
+                    }
+                    if l.va.0 < self.kernel_base.0
+                        || l.va
+                            .0
+                            .checked_add(l.size.0)
+                            .is_none_or(|e| e > 1 << va_bits)
+                    {
+                        return Err(invalid(
+                            format!("{lf}.va"),
+                            format!(
+                                "must lie in the kernel segments, from kernel_base ({:#x}) to 2^{va_bits}",
+                                self.kernel_base.0
+                            ),
+                        ));
+                    }
+                    pages += l.size.0 / LARGE_PAGE;
+                }
+                let slots = self.htab.0 / arch.pte_bytes();
+                if pages > slots / 4 {
+                    return Err(invalid(
+                        format!("{f}.linear"),
+                        format!("{pages} bolted 16 MiB pages: at most a quarter of the HTAB's {slots} slots"),
+                    ));
+                }
                 if self.bat_registers != 0 || !self.bats.is_empty() {
                     return Err(invalid(
                         format!("{f}.bats"),

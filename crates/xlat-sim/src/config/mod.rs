@@ -9,8 +9,8 @@ mod overrides;
 mod validate;
 
 pub use hashed::{
-    BatConfig, ContextFlush, HashArch, HashConfig, HashVictim, SlbConfig, VsidRule, BAT_MAX,
-    BAT_MIN, VSID_BITS_64,
+    BatConfig, ContextFlush, HashArch, HashConfig, HashVictim, LinearConfig, SlbConfig, VsidRule,
+    BAT_MAX, BAT_MIN, LARGE_PAGE, VSID_BITS_64,
 };
 
 use validate::at_most;

@@ -425,21 +425,34 @@ impl MachineConfig {
                 "page-walk caches belong to radix walkers",
             ));
         }
+        let (sizes, msg) = match hash.arch {
+            HashArch::Ppc32 => (
+                &[12][..],
+                "a 32-bit hashed MMU's TLBs hold 4 KiB pages only (large blocks are BATs)",
+            ),
+            HashArch::Ppc64 => (
+                &[12, 24][..],
+                "a 64-bit hashed MMU's TLBs hold 4 KiB and 16 MiB pages",
+            ),
+        };
         if self.tlb.levels.iter().any(|l| {
             l.i.iter()
                 .chain(&l.d)
                 .chain(&l.unified)
-                .any(|s| s.sizes.iter().any(|z| z.shift() != 12))
+                .any(|s| s.sizes.iter().any(|z| !sizes.contains(&z.shift())))
         }) {
+            return Err(invalid("tlb.levels", msg));
+        }
+        if hash.arch == HashArch::Ppc64 && w.kind != WalkerKind::HardwareHash {
             return Err(invalid(
-                "tlb.levels",
-                "a 32-bit hashed MMU's TLBs hold 4 KiB pages only (large blocks are BATs)",
+                "walker.kind",
+                "64-bit PowerPC searches the hash table in hardware: use \"hardware-hash\"",
             ));
         }
         if self.os.thp != Thp::Never {
             return Err(invalid(
                 "os.thp",
-                "a 32-bit hashed MMU maps 4 KiB pages only: use \"never\"",
+                "a hashed MMU maps 4 KiB pages on demand (16 MiB pages are the bolted `page_table.hash.linear` regions): use \"never\"",
             ));
         }
         Ok(())

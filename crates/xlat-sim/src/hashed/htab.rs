@@ -31,19 +31,26 @@ pub enum Victim {
 /// One PTE: the tag compared by a search, the translation, and its owner context.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Pte {
-    /// `VALID | H << 62 | vsid << 20 | page`: 0 when invalid. `page` is the page index
-    /// within the segment (16 bits on 32-bit, up to 20 on 64-bit): comparing it whole is
-    /// the same as comparing the architecture's API within one PTEG.
+    /// `VALID | H << 62 | vsid << 20 | page`: 0 when invalid. `page` is the 4 KiB page's
+    /// 16-bit index within the segment, or [`LARGE`] | a 16 MiB page's 4-bit index:
+    /// comparing it whole is the same as comparing the architecture's API and L bit
+    /// within one PTEG.
     pub tag: u64,
     pub pfn: u64,
     pub flags: u8,
     /// The context whose VSID this is (host-side bookkeeping, not in the PTE).
     pub ctx: u32,
+    /// Bolted by the OS at boot: never chosen as a victim (Linux ppc64 `HPTE_V_BOLTED`).
+    pub bolted: bool,
 }
 
 const VALID: u64 = 1 << 63;
 const SECONDARY: u64 = 1 << 62;
 const PAGE_BITS: u32 = 20;
+
+/// Page-field flag of a 16 MiB page's PTE (the architecture's L bit): its page index
+/// is EA[36:39] of the 16 MiB page within the segment (Linux ppc64 `hpt_hash(vpn, 1)`).
+pub const LARGE: u64 = 1 << 19;
 
 impl Pte {
     pub fn valid(&self) -> bool {
@@ -144,9 +151,10 @@ impl Htab {
         self.valid
     }
 
-    /// The PTEG indices of `vsid`'s page `page`: (primary, secondary).
+    /// The PTEG indices of `vsid`'s page `page` (a 4 KiB page's 16-bit index, or
+    /// [`LARGE`] | a 16 MiB page's 4-bit index): (primary, secondary).
     pub fn groups(&self, vsid: u64, page: u64) -> (u64, u64) {
-        let h = (vsid & self.vsid_hash_mask) ^ page;
+        let h = (vsid & self.vsid_hash_mask) ^ (page & 0xffff);
         (h & self.mask, !h & self.mask)
     }
 
@@ -221,6 +229,7 @@ impl Htab {
                         pfn,
                         flags,
                         ctx,
+                        bolted: false,
                     };
                     self.valid += 1;
                     let ins = Insert {
@@ -239,20 +248,59 @@ impl Htab {
             }
             Victim::Random(r) => r.victim(0),
         };
-        let i = p as usize * SLOTS + k;
+        // Bolted slots are skipped, the next slot taken (Linux ppc64 `hpte_remove`); in
+        // the secondary group if every primary slot is bolted (the OS refuses a table
+        // where both groups of a pair are: `bolt`).
+        let (g, secondary, k) = [(p, false), (s, true)]
+            .into_iter()
+            .find_map(|(g, sec)| {
+                (0..SLOTS)
+                    .map(|d| (k + d) % SLOTS)
+                    .find(|&j| !self.slots[g as usize * SLOTS + j].bolted)
+                    .map(|j| (g, sec, j))
+            })
+            .expect("a pair of groups with an unbolted slot");
+        let i = g as usize * SLOTS + k;
         let old = self.slots[i];
         self.slots[i] = Pte {
-            tag: tag(vsid, page, false),
+            tag: tag(vsid, page, secondary),
             pfn,
             flags,
             ctx,
+            bolted: false,
         };
         let ins = Insert {
             slot: i,
-            secondary: false,
+            secondary,
             evicted: Some(old),
         };
         (ins, runs)
+    }
+
+    /// Inserts a bolted PTE at boot (the first free slot of the primary group, else of
+    /// the secondary); false if both are full or if the pair would be left without an
+    /// unbolted slot.
+    #[must_use]
+    pub fn bolt(&mut self, vsid: u64, page: u64, pfn: u64, flags: u8) -> bool {
+        let (p, s) = self.groups(vsid, page);
+        let bolted = |t: &Self, g: u64| t.group(g).filter(|&i| t.slots[i].bolted).count();
+        if bolted(self, p) + bolted(self, s) + 1 >= 2 * SLOTS {
+            return false;
+        }
+        for (g, secondary) in [(p, false), (s, true)] {
+            if let Some(i) = self.group(g).find(|&i| !self.slots[i].valid()) {
+                self.slots[i] = Pte {
+                    tag: tag(vsid, page, secondary),
+                    pfn,
+                    flags,
+                    ctx: 0,
+                    bolted: true,
+                };
+                self.valid += 1;
+                return true;
+            }
+        }
+        false
     }
 
     /// [`Htab::insert_runs`] with every slot address examined pushed to `reads`.
@@ -300,6 +348,29 @@ impl Htab {
 
 #[cfg(test)]
 mod tests {
+
+    /// Bolted PTEs are never victims: with primary slots 0..2 bolted and both groups
+    /// full, round-robin slots 1 and 2 give way to slot 3; a pair keeps one unbolted slot.
+    #[test]
+    fn bolted_slots_are_skipped() {
+        let mut t = Htab::new(0, 1024, 8, Htab::round_robin());
+        for j in 0..3 {
+            assert!(t.bolt(0, j * 1024, 100 + j, 0));
+        }
+        for j in 3..16 {
+            let (ins, _) = t.insert_runs(0, j * 1024, j, 0, 1);
+            assert!(ins.evicted.is_none());
+        }
+        let (ins, _) = t.insert_runs(0, 16 * 1024, 16, 0, 1);
+        assert_eq!((ins.slot, ins.evicted.map(|p| p.pfn)), (3, Some(3)));
+        let (ins, _) = t.insert_runs(0, 17 * 1024, 17, 0, 1);
+        assert_eq!((ins.slot, ins.evicted.map(|p| p.pfn)), (3, Some(16)));
+        let mut t = Htab::new(0, 1024, 8, Htab::round_robin());
+        for j in 0..15 {
+            assert!(t.bolt(0, j * 1024, j, 0));
+        }
+        assert!(!t.bolt(0, 15 * 1024, 15, 0));
+    }
 
     /// 64-bit: 16-byte PTEs, 128-byte groups, 39 bits of VSID in the hash.
     #[test]

@@ -13,7 +13,9 @@
 pub mod htab;
 pub mod slb;
 
-use crate::config::{ContextFlush, HashArch, HashConfig, MachineConfig, Side, VsidRule};
+use crate::config::{
+    ConfigError, ContextFlush, HashArch, HashConfig, MachineConfig, Side, VsidRule, LARGE_PAGE,
+};
 use crate::physmem::PhysMem;
 use htab::{Htab, Pte};
 use serde::Serialize;
@@ -26,6 +28,11 @@ pub const HASHPTE: u8 = 8;
 
 /// Segments of 256 MiB.
 pub const SEGMENT_SHIFT: u32 = 28;
+
+/// The HTAB page field of the 16 MiB page containing `ea` (see [`htab::LARGE`]).
+pub fn large_page(ea: u64) -> u64 {
+    htab::LARGE | ((ea >> 24) & 0xf)
+}
 
 /// One BAT register: a block of `2^shift` bytes at `va` onto `pa`.
 #[derive(Clone, Copy, Debug)]
@@ -69,6 +76,9 @@ pub struct HashStats {
     pub rollovers: u64,
     /// Translations served by a BAT.
     pub bat_hits: u64,
+    /// Bolted 16 MiB PTEs (64-bit `linear` regions) and reloads they served.
+    pub bolted: u64,
+    pub large_reloads: u64,
     /// SLB-miss exceptions (64-bit), and the SLB's entries.
     pub slb_misses: u64,
     pub slb_entries: u64,
@@ -103,6 +113,8 @@ pub struct HashMmu {
     next: u32,
     kernel_seg: u64,
     pub bats: [Vec<Bat>; 2],
+    /// Regions mapped by bolted 16 MiB PTEs: (va, size, pa).
+    linear: Vec<(u64, u64, u64)>,
     /// Per context: whether a live process holds it, and its valid HTAB PTEs.
     live: Vec<bool>,
     per_ctx: Vec<u32>,
@@ -125,8 +137,12 @@ pub struct HashMmu {
 
 impl HashMmu {
     /// The hashed MMU of `cfg` (which must be a hashed machine), its HTAB allocated in
-    /// `mem`'s page-table pool.
-    pub fn new(cfg: &MachineConfig, h: &HashConfig, mem: &mut PhysMem) -> Self {
+    /// `mem`'s page-table pool, the `linear` regions' 16 MiB PTEs bolted into it.
+    pub fn new(
+        cfg: &MachineConfig,
+        h: &HashConfig,
+        mem: &mut PhysMem,
+    ) -> Result<Self, ConfigError> {
         let ptegs = h.htab.0 / (h.arch.pte_bytes() * htab::SLOTS as u64);
         let va_bits = cfg.va_bits();
         let base = mem.alloc_table(h.htab.0);
@@ -169,6 +185,11 @@ impl HashMmu {
             next: 0,
             kernel_seg: h.kernel_base.0 >> SEGMENT_SHIFT,
             bats,
+            linear: h
+                .linear
+                .iter()
+                .map(|l| (l.va.0, l.size.0, l.pa.0))
+                .collect(),
             live,
             per_ctx: vec![0; last as usize + 1],
             zombies: 0,
@@ -187,7 +208,38 @@ impl HashMmu {
                 .collect();
             m.slb = Some(Slb::new(s.entries as usize, &bolted));
         }
-        m
+        for (va, size, pa) in m.linear.clone() {
+            for off in (0..size).step_by(LARGE_PAGE as usize) {
+                let ea = va + off;
+                let vsid = m.vsid(0, ea >> SEGMENT_SHIFT);
+                let pfn = (pa + off) >> 12;
+                if !m
+                    .htab
+                    .bolt(vsid, large_page(ea), pfn, crate::pagetable::WRITABLE)
+                {
+                    return Err(ConfigError::Invalid {
+                        field: "page_table.hash.linear".into(),
+                        msg: format!(
+                            "the bolted 16 MiB page at {ea:#x} finds no room in its pair of PTE \
+                             groups (a pair must keep an unbolted slot): a larger htab or fewer pages"
+                        ),
+                    });
+                }
+                m.per_ctx[0] += 1;
+                m.stats.bolted += 1;
+            }
+        }
+        m.note_peaks();
+        Ok(m)
+    }
+
+    /// The physical address of the 16 MiB page of a `linear` region containing `ea`.
+    #[inline]
+    pub fn linear(&self, ea: u64) -> Option<u64> {
+        self.linear
+            .iter()
+            .find(|&&(va, size, _)| ea.wrapping_sub(va) < size)
+            .map(|&(va, _, pa)| pa + ((ea - va) & !(LARGE_PAGE - 1)))
     }
 
     /// Makes context `k` current: loads the segment registers (32-bit), or invalidates
@@ -451,7 +503,7 @@ mod tests {
             });
         }
         let h = cfg.page_table.hash().unwrap().clone();
-        HashMmu::new(&cfg, &h, &mut PhysMem::new(12))
+        HashMmu::new(&cfg, &h, &mut PhysMem::new(12)).unwrap()
     }
 
     /// `vsid_scramble` is (proto × 268435399) mod (2^36 − 1).

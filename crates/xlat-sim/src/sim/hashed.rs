@@ -108,11 +108,34 @@ impl<P: PageTable> Sim<P> {
                 }
             }
         }
-        self.kernel_segment_check(kind, ea)?;
-        let leaf = self.reload(cur, kind, ea, va)?;
+        let leaf = match self.hash.as_ref().expect("hashed").linear(ea) {
+            Some(pa) => self.reload_linear(ea, va, pa),
+            None => {
+                self.kernel_segment_check(kind, ea)?;
+                self.reload(cur, kind, ea, va)?
+            }
+        };
         self.tlb.fill(nl, side, va, &leaf, PAGE_SHIFT, 0);
         self.data_ref(leaf.pfn, leaf.shift, va);
-        Ok(PAGE_SHIFT)
+        Ok(leaf.shift as u32)
+    }
+
+    /// A TLB miss in a `linear` region: the hardware search finds the bolted 16 MiB PTE
+    /// (never evicted), a counted walk whose slot reads go through the cache model.
+    fn reload_linear(&mut self, ea: u64, va: u64, pa: u64) -> Leaf {
+        self.c.walks += 1;
+        let h = self.hash.as_mut().expect("hashed");
+        let found = h.search(va >> SEGMENT_SHIFT, crate::hashed::large_page(ea));
+        debug_assert!(found.is_some(), "bolted PTEs stay");
+        h.stats.reloads += 1;
+        h.stats.reload_hits += found.is_some() as u64;
+        h.stats.large_reloads += 1;
+        self.c.cyc.walk += Self::access_runs(&mut self.caches, &h.runs, h.htab.pte_bytes());
+        Leaf {
+            pfn: pa >> PAGE_SHIFT,
+            shift: 24,
+            flags: WRITABLE,
+        }
     }
 
     /// Kernel segments have VSIDs every process shares: only global (kernel) areas may
@@ -431,7 +454,11 @@ impl<P: PageTable> Sim<P> {
         let Some(p) = self.cur.and_then(|c| self.slots[c].as_ref()) else {
             return Ok(());
         };
-        if h.bat(0, ea).is_some() || h.bat(1, ea).is_some() || ea >> self.va_bits != 0 {
+        if h.bat(0, ea).is_some()
+            || h.bat(1, ea).is_some()
+            || h.linear(ea).is_some()
+            || ea >> self.va_bits != 0
+        {
             return Ok(());
         }
         let tree = p.pt.lookup(VirtAddr(ea));

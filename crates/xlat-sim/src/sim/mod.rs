@@ -168,7 +168,8 @@ impl<P: PageTable> Sim<P> {
         let hash = cfg
             .page_table
             .hash()
-            .map(|h| Box::new(HashMmu::new(cfg, h, &mut mem)));
+            .map(|h| HashMmu::new(cfg, h, &mut mem).map(Box::new))
+            .transpose()?;
         let pt = P::empty(cfg, &mut mem);
         let pwc = Pwc::new(&cfg.walker.pwc, &pt)?;
         let shifts = pt.leaf_shifts();
