@@ -18,6 +18,7 @@ fn every_scenario_agrees_with_its_seed() {
         "reload",
         "range-cutoff",
         "bat-kernel",
+        "sparse-2tb",
         "fork-levels",
         "pinned-kernel",
         "arm926-lockdown",
