@@ -19,6 +19,7 @@ fn every_scenario_agrees_with_its_seed() {
         "range-cutoff",
         "bat-kernel",
         "sparse-2tb",
+        "multi-fill",
         "fork-levels",
         "pinned-kernel",
         "arm926-lockdown",

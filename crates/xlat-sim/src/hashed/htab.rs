@@ -101,9 +101,30 @@ pub struct Htab {
     /// Bits of VSID the hash uses (19 on 32-bit, 39 on 64-bit).
     vsid_hash_mask: u64,
     mask: u64,
-    slots: Vec<Pte>,
+    /// Each slot's tag (0: invalid), apart from the rest of the PTE so that a group's
+    /// eight tags are one host line, scanned at once.
+    tags: Vec<u64>,
+    rest: Vec<Rest>,
     victim: Victim,
     valid: u64,
+}
+
+/// A PTE without its tag.
+#[derive(Clone, Copy, Debug, Default)]
+struct Rest {
+    pfn: u64,
+    ctx: u32,
+    flags: u8,
+    bolted: bool,
+}
+
+/// Bit `j` set where `tags[j] == want` (a mask, not an early-exit loop: which slot
+/// matches is unpredictable).
+#[inline(always)]
+fn eq_mask(tags: &[u64; SLOTS], want: u64) -> u32 {
+    tags.iter()
+        .enumerate()
+        .fold(0, |m, (j, &t)| m | ((t == want) as u32) << j)
 }
 
 impl Htab {
@@ -120,7 +141,8 @@ impl Htab {
                 (1 << 39) - 1
             },
             mask: ptegs - 1,
-            slots: vec![Pte::default(); (ptegs as usize) * SLOTS],
+            tags: vec![0; (ptegs as usize) * SLOTS],
+            rest: vec![Rest::default(); (ptegs as usize) * SLOTS],
             victim,
             valid: 0,
         }
@@ -164,8 +186,35 @@ impl Htab {
         self.base + i as u64 * self.pte_bytes
     }
 
-    pub fn pte(&self, i: usize) -> &Pte {
-        &self.slots[i]
+    /// The PTE in slot `i`.
+    pub fn pte(&self, i: usize) -> Pte {
+        let r = self.rest[i];
+        Pte {
+            tag: self.tags[i],
+            pfn: r.pfn,
+            flags: r.flags,
+            ctx: r.ctx,
+            bolted: r.bolted,
+        }
+    }
+
+    fn set(&mut self, i: usize, p: Pte) {
+        self.tags[i] = p.tag;
+        self.rest[i] = Rest {
+            pfn: p.pfn,
+            ctx: p.ctx,
+            flags: p.flags,
+            bolted: p.bolted,
+        };
+    }
+
+    /// The eight tags of group `g`.
+    #[inline(always)]
+    fn group_tags(&self, g: u64) -> &[u64; SLOTS] {
+        let first = g as usize * SLOTS;
+        self.tags[first..first + SLOTS]
+            .try_into()
+            .expect("a group is SLOTS tags")
     }
 
     /// Physical address of PTE group `g`.
@@ -186,14 +235,14 @@ impl Htab {
         let (p, s) = self.groups(vsid, page);
         let mut runs = [(self.group_addr(p), 0), (self.group_addr(s), 0)];
         for (k, (g, secondary)) in [(p, false), (s, true)].into_iter().enumerate() {
-            let want = tag(vsid, page, secondary);
-            let first = g as usize * SLOTS;
-            for i in first..first + SLOTS {
-                runs[k].1 += 1;
-                if self.slots[i].tag == want {
-                    return (Some(Found { slot: i, secondary }), runs);
-                }
+            let m = eq_mask(self.group_tags(g), tag(vsid, page, secondary));
+            if m != 0 {
+                let j = m.trailing_zeros() as usize;
+                runs[k].1 = j as u64 + 1;
+                let slot = g as usize * SLOTS + j;
+                return (Some(Found { slot, secondary }), runs);
             }
+            runs[k].1 = SLOTS as u64;
         }
         (None, runs)
     }
@@ -220,26 +269,30 @@ impl Htab {
         let (p, s) = self.groups(vsid, page);
         let mut runs = [(self.group_addr(p), 0), (self.group_addr(s), 0)];
         for (k, (g, secondary)) in [(p, false), (s, true)].into_iter().enumerate() {
-            let first = g as usize * SLOTS;
-            for i in first..first + SLOTS {
-                runs[k].1 += 1;
-                if !self.slots[i].valid() {
-                    self.slots[i] = Pte {
+            let m = eq_mask(self.group_tags(g), 0);
+            if m != 0 {
+                let j = m.trailing_zeros() as usize;
+                runs[k].1 = j as u64 + 1;
+                let i = g as usize * SLOTS + j;
+                self.set(
+                    i,
+                    Pte {
                         tag: tag(vsid, page, secondary),
                         pfn,
                         flags,
                         ctx,
                         bolted: false,
-                    };
-                    self.valid += 1;
-                    let ins = Insert {
-                        slot: i,
-                        secondary,
-                        evicted: None,
-                    };
-                    return (ins, runs);
-                }
+                    },
+                );
+                self.valid += 1;
+                let ins = Insert {
+                    slot: i,
+                    secondary,
+                    evicted: None,
+                };
+                return (ins, runs);
             }
+            runs[k].1 = SLOTS as u64;
         }
         let k = match &mut self.victim {
             Victim::RoundRobin { next } => {
@@ -256,19 +309,22 @@ impl Htab {
             .find_map(|(g, sec)| {
                 (0..SLOTS)
                     .map(|d| (k + d) % SLOTS)
-                    .find(|&j| !self.slots[g as usize * SLOTS + j].bolted)
+                    .find(|&j| !self.rest[g as usize * SLOTS + j].bolted)
                     .map(|j| (g, sec, j))
             })
             .expect("a pair of groups with an unbolted slot");
         let i = g as usize * SLOTS + k;
-        let old = self.slots[i];
-        self.slots[i] = Pte {
-            tag: tag(vsid, page, secondary),
-            pfn,
-            flags,
-            ctx,
-            bolted: false,
-        };
+        let old = self.pte(i);
+        self.set(
+            i,
+            Pte {
+                tag: tag(vsid, page, secondary),
+                pfn,
+                flags,
+                ctx,
+                bolted: false,
+            },
+        );
         let ins = Insert {
             slot: i,
             secondary,
@@ -283,19 +339,22 @@ impl Htab {
     #[must_use]
     pub fn bolt(&mut self, vsid: u64, page: u64, pfn: u64, flags: u8) -> bool {
         let (p, s) = self.groups(vsid, page);
-        let bolted = |t: &Self, g: u64| t.group(g).filter(|&i| t.slots[i].bolted).count();
+        let bolted = |t: &Self, g: u64| t.group(g).filter(|&i| t.rest[i].bolted).count();
         if bolted(self, p) + bolted(self, s) + 1 >= 2 * SLOTS {
             return false;
         }
         for (g, secondary) in [(p, false), (s, true)] {
-            if let Some(i) = self.group(g).find(|&i| !self.slots[i].valid()) {
-                self.slots[i] = Pte {
-                    tag: tag(vsid, page, secondary),
-                    pfn,
-                    flags,
-                    ctx: 0,
-                    bolted: true,
-                };
+            if let Some(i) = self.group(g).find(|&i| self.tags[i] == 0) {
+                self.set(
+                    i,
+                    Pte {
+                        tag: tag(vsid, page, secondary),
+                        pfn,
+                        flags,
+                        ctx: 0,
+                        bolted: true,
+                    },
+                );
                 self.valid += 1;
                 return true;
             }
@@ -320,7 +379,8 @@ impl Htab {
 
     /// Invalidates slot `i`; returns the PTE it held.
     pub fn clear(&mut self, i: usize) -> Pte {
-        let old = std::mem::take(&mut self.slots[i]);
+        let old = self.pte(i);
+        self.set(i, Pte::default());
         self.valid -= old.valid() as u64;
         old
     }
@@ -328,9 +388,11 @@ impl Htab {
     /// Invalidates every valid slot (context roll-over); returns how many.
     pub fn clear_all(&mut self, mut on: impl FnMut(&Pte)) -> u64 {
         let n = self.valid;
-        for s in self.slots.iter_mut().filter(|s| s.valid()) {
-            on(s);
-            *s = Pte::default();
+        for i in 0..self.tags.len() {
+            if self.tags[i] != 0 {
+                on(&self.pte(i));
+                self.set(i, Pte::default());
+            }
         }
         self.valid = 0;
         n
@@ -343,7 +405,8 @@ impl Htab {
     }
 
     /// Host bytes per PTE slot.
-    pub const HOST_BYTES_PER_SLOT: u64 = std::mem::size_of::<Pte>() as u64;
+    pub const HOST_BYTES_PER_SLOT: u64 =
+        (std::mem::size_of::<u64>() + std::mem::size_of::<Rest>()) as u64;
 }
 
 #[cfg(test)]

@@ -442,7 +442,7 @@ impl HashMmu {
             spent = spent
                 .saturating_add(pte_cycles)
                 .saturating_add(read(self.htab.slot_addr(self.cursor)));
-            let p = *self.htab.pte(self.cursor);
+            let p = self.htab.pte(self.cursor);
             if p.valid() && !self.live[p.ctx as usize] {
                 self.clear(self.cursor);
                 self.stats.zombies_reclaimed += 1;

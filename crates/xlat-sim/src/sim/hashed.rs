@@ -188,7 +188,7 @@ impl<P: PageTable> Sim<P> {
             }
             self.c.cyc.walk += Self::access_runs(&mut self.caches, &h.runs, h.htab.pte_bytes());
             if let Some(f) = f {
-                let pte = *h.htab.pte(f.slot);
+                let pte = h.htab.pte(f.slot);
                 if first {
                     h.stats.reload_hits += 1;
                 }
