@@ -208,6 +208,16 @@ impl Htab {
         };
     }
 
+    /// Prefetches (host-side) the tags of `vsid`'s page `page`'s two groups; returns
+    /// their physical addresses. Changes nothing.
+    #[inline(always)]
+    pub fn prefetch(&self, vsid: u64, page: u64) -> (u64, u64) {
+        let (p, s) = self.groups(vsid, page);
+        crate::hugepage::prefetch(&self.tags[p as usize * SLOTS]);
+        crate::hugepage::prefetch(&self.tags[s as usize * SLOTS]);
+        (self.group_addr(p), self.group_addr(s))
+    }
+
     /// The eight tags of group `g`.
     #[inline(always)]
     fn group_tags(&self, g: u64) -> &[u64; SLOTS] {

@@ -72,6 +72,29 @@ impl<P: PageTable> Sim<P> {
         }
     }
 
+    /// Host-side prefetches while replaying `events[i]`, for the access
+    /// [`PREFETCH_DISTANCE`] events ahead: the HTAB tags of its two groups and the
+    /// cache model's sets for them, its tree leaf and that entry's set (what a reload
+    /// reads). Changes no simulated state.
+    #[inline(always)]
+    pub(super) fn prefetch_ahead_hashed(&self, events: &[Event], i: usize) {
+        let (Some(Event::Access(a)), Some(h), Some(pt)) = (
+            events.get(i + PREFETCH_DISTANCE),
+            self.hash.as_deref(),
+            self.current_pt(),
+        ) else {
+            return;
+        };
+        let ea = a.addr.0;
+        let vsid = h.os_vsid(ea >> SEGMENT_SHIFT);
+        let (p, s) = h.htab.prefetch(vsid, (ea >> PAGE_SHIFT) & 0xffff);
+        self.caches.prefetch(p);
+        self.caches.prefetch(s);
+        if let Some(pa) = pt.prefetch(VirtAddr(ea)) {
+            self.caches.prefetch(pa);
+        }
+    }
+
     /// Past the first level: the other levels, then the reload.
     #[inline(never)]
     fn past_l1_hashed(
