@@ -2,10 +2,12 @@
 //! then secondary placement, the round-robin eviction order, lazy flush zombies and their
 //! reclaim, BATs, the tree handler that never touches the HTAB, configuration errors.
 
+mod hashed_common;
+
+use hashed_common::{load, map_with, run};
 use xlat_sim::config::{ContextFlush, Handler, PageTableConfig, WalkerKind};
-use xlat_sim::hashed::HashStats;
-use xlat_sim::{presets, MachineConfig, Radix, Report, Sim};
-use xlat_types::{Access, AccessKind, Event, FlushScope, MapFlags, Pid, Prot, VirtAddr};
+use xlat_sim::{presets, MachineConfig, Radix, Sim};
+use xlat_types::{Access, AccessKind, Event, FlushScope, MapFlags, Pid, VirtAddr};
 
 const A: u64 = 0x1000_0000;
 /// Pages 1024 apart (4 MiB) in one segment share a primary PTE group in a 1024-group
@@ -25,25 +27,8 @@ fn small_htab(c: &mut MachineConfig) {
     }
 }
 
-fn load(va: u64) -> Event {
-    Event::Access(Access::new(AccessKind::Load, va, 4))
-}
-
 fn map(addr: u64, len: u64) -> Event {
-    Event::Mmap {
-        addr: VirtAddr(addr),
-        len,
-        prot: Prot::RW,
-        flags: MapFlags(MapFlags::ANON),
-    }
-}
-
-fn run(cfg: &MachineConfig, ev: &[Event]) -> (Report, HashStats) {
-    let mut s: Sim<Radix> = Sim::new(cfg).unwrap();
-    s.run(ev).unwrap();
-    let r = s.report();
-    let h = r.hash.clone().unwrap();
-    (r, h)
+    map_with(addr, len, MapFlags::ANON)
 }
 
 /// A cold load on a 604: a search that misses (16 slot reads), the hash-miss exception

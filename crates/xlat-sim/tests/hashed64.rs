@@ -2,10 +2,12 @@
 //! SLB's round-robin replacement and its invalidation on a context switch, bolted kernel
 //! segments, 16-byte PTEs in 128-byte groups, 64-bit-only options refused on 32-bit.
 
+mod hashed_common;
+
+use hashed_common::{load, map_with, run};
 use xlat_sim::config::{Bytes, HashArch, HashConfig, HashVictim, PageTableConfig, SlbConfig};
-use xlat_sim::hashed::HashStats;
-use xlat_sim::{presets, MachineConfig, Radix, Report, Sim};
-use xlat_types::{Access, AccessKind, Event, MapFlags, Pid, Prot, VirtAddr};
+use xlat_sim::{presets, MachineConfig};
+use xlat_types::{Event, MapFlags, Pid};
 
 const SEG: u64 = 1 << 28;
 
@@ -32,34 +34,13 @@ fn power4(entries: u32) -> MachineConfig {
     c
 }
 
-fn load(va: u64) -> Event {
-    Event::Access(Access::new(AccessKind::Load, va, 4))
-}
-
-fn map(addr: u64, len: u64, flags: u8) -> Event {
-    Event::Mmap {
-        addr: VirtAddr(addr),
-        len,
-        prot: Prot::RW,
-        flags: MapFlags(flags),
-    }
-}
-
-fn run(cfg: &MachineConfig, ev: &[Event]) -> (Report, HashStats) {
-    let mut s: Sim<Radix> = Sim::new(cfg).unwrap();
-    s.run(ev).unwrap();
-    let r = s.report();
-    let h = r.hash.clone().unwrap();
-    (r, h)
-}
-
 /// A cold load: an SLB miss, a search of 16 slots that misses, the hash-miss exception,
 /// the tree walk with its demand fault, an insert into primary slot 0, the re-executed
 /// search's one read. The trap cycles are the SLB miss's and the hash miss's.
 #[test]
 fn a_cold_reload_on_power4() {
     let cfg = power4(64);
-    let (r, h) = run(&cfg, &[map(SEG, 4096, MapFlags::ANON), load(SEG)]);
+    let (r, h) = run(&cfg, &[map_with(SEG, 4096, MapFlags::ANON), load(SEG)]);
     assert_eq!(h.slb_misses, 1);
     assert_eq!((h.searches, h.misses, h.hits_primary), (2, 1, 1));
     assert_eq!(h.slot_reads, 16 + 1 + 1);
@@ -73,7 +54,7 @@ fn a_cold_reload_on_power4() {
 #[test]
 fn slb_round_robin_by_hand() {
     let cfg = power4(4);
-    let mut ev = vec![map(SEG, 4 * SEG, MapFlags::ANON)];
+    let mut ev = vec![map_with(SEG, 4 * SEG, MapFlags::ANON)];
     ev.extend([1, 2, 3, 4, 1, 3, 2].map(|s| load(s * SEG)));
     let (_, h) = run(&cfg, &ev);
     assert_eq!(h.slb_misses, 6);
@@ -91,8 +72,8 @@ fn a_switch_invalidates_user_segments_only() {
     };
     let child = Pid(2);
     let ev = vec![
-        map(kbase, 4096, MapFlags::ANON | MapFlags::GLOBAL),
-        map(SEG, 4096, MapFlags::ANON),
+        map_with(kbase, 4096, MapFlags::ANON | MapFlags::GLOBAL),
+        map_with(SEG, 4096, MapFlags::ANON),
         load(SEG),
         load(kbase),
         Event::Fork { child },
@@ -115,7 +96,7 @@ fn a_switch_invalidates_user_segments_only() {
 fn sixteen_byte_ptes_in_128_byte_groups() {
     let cfg = power4(64);
     let stride = 2048 * 4096;
-    let mut ev = vec![map(SEG, 17 * stride, MapFlags::ANON)];
+    let mut ev = vec![map_with(SEG, 17 * stride, MapFlags::ANON)];
     ev.extend((0..17).map(|j| load(SEG + j * stride)));
     let (_, h) = run(&cfg, &ev);
     assert_eq!(h.inserts, 17);

@@ -218,6 +218,20 @@ impl Htab {
         (self.group_addr(p), self.group_addr(s))
     }
 
+    /// Writes an unbolted PTE into slot `i`.
+    fn put(&mut self, i: usize, tag: u64, pfn: u64, flags: u8, ctx: u32) {
+        self.set(
+            i,
+            Pte {
+                tag,
+                pfn,
+                flags,
+                ctx,
+                bolted: false,
+            },
+        );
+    }
+
     /// The eight tags of group `g`.
     #[inline(always)]
     fn group_tags(&self, g: u64) -> &[u64; SLOTS] {
@@ -284,16 +298,7 @@ impl Htab {
                 let j = m.trailing_zeros() as usize;
                 runs[k].1 = j as u64 + 1;
                 let i = g as usize * SLOTS + j;
-                self.set(
-                    i,
-                    Pte {
-                        tag: tag(vsid, page, secondary),
-                        pfn,
-                        flags,
-                        ctx,
-                        bolted: false,
-                    },
-                );
+                self.put(i, tag(vsid, page, secondary), pfn, flags, ctx);
                 self.valid += 1;
                 let ins = Insert {
                     slot: i,
@@ -325,16 +330,7 @@ impl Htab {
             .expect("a pair of groups with an unbolted slot");
         let i = g as usize * SLOTS + k;
         let old = self.pte(i);
-        self.set(
-            i,
-            Pte {
-                tag: tag(vsid, page, secondary),
-                pfn,
-                flags,
-                ctx,
-                bolted: false,
-            },
-        );
+        self.put(i, tag(vsid, page, secondary), pfn, flags, ctx);
         let ins = Insert {
             slot: i,
             secondary,
