@@ -20,6 +20,7 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     ("bat-kernel", include_str!("../scenarios/bat-kernel.toml")),
     ("sparse-2tb", include_str!("../scenarios/sparse-2tb.toml")),
     ("multi-fill", include_str!("../scenarios/multi-fill.toml")),
+    ("vsid-flush", include_str!("../scenarios/vsid-flush.toml")),
     ("fork-levels", include_str!("../scenarios/fork-levels.toml")),
     (
         "pinned-kernel",

@@ -20,6 +20,7 @@ fn every_scenario_agrees_with_its_seed() {
         "bat-kernel",
         "sparse-2tb",
         "multi-fill",
+        "vsid-flush",
         "fork-levels",
         "pinned-kernel",
         "arm926-lockdown",
