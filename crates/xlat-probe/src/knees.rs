@@ -13,7 +13,8 @@
 //! * [`last_below`] and [`crossing`] locate a level precisely on a refined sweep.
 //! * [`snap_entries`] rounds a raw estimate to the nearest size of the form
 //!   `{1, 1.25, 1.5, 1.75} x 2^k`, the forms TLB sizes take in practice (64, 96, 1536,
-//!   2048, 3072...). Both the raw and the snapped value are reported.
+//!   2048, 3072...). Both the raw and the snapped value are reported; [`settle`] keeps
+//!   an exact answer (every estimate the same integer, e.g. 72) as measured.
 //! * [`confidence`] turns agreement between repeated estimates, sharpness and noise into a
 //!   stated confidence.
 
@@ -153,6 +154,16 @@ pub fn crossing(xs: &[f64], ys: &[f64], level: f64) -> Option<f64> {
         1.0
     };
     Some((x0 + t * (x1 - x0)).exp())
+}
+
+/// The size to report from `estimates` (their median `raw`): the integer every estimate
+/// rounds to when they all agree (an exact measurement, such as Zen 4's 72-entry L1 DTLB,
+/// needs no rounding to a common size), else `snap(raw)`.
+pub fn settle(estimates: &[f64], raw: f64, snap: fn(f64) -> u64) -> u64 {
+    match estimates.first().map(|e| e.round()) {
+        Some(r) if r >= 1.0 && estimates.iter().all(|e| e.round() == r) => r as u64,
+        _ => snap(raw),
+    }
 }
 
 /// Round to the nearest `{1, 1.25, 1.5, 1.75} x 2^k` (values below 8 are just rounded).
@@ -382,6 +393,14 @@ mod tests {
         let c = crossing(&[100.0, 200.0], &[0.0, 1.0], 0.5).unwrap();
         assert!((c - (100.0f64 * 200.0).sqrt()).abs() < 1e-6);
         assert_eq!(crossing(&xs, &ys, 50.0), None);
+    }
+
+    #[test]
+    fn agreeing_integers_are_kept_as_measured() {
+        assert_eq!(settle(&[72.0; 5], 72.0, snap_entries), 72);
+        assert_eq!(settle(&[72.0, 72.2, 71.9], 72.0, snap_entries), 72);
+        assert_eq!(settle(&[70.0, 72.0, 74.0], 72.0, snap_entries), 80);
+        assert_eq!(settle(&[], 0.0, snap_entries), 0);
     }
 
     #[test]

@@ -446,7 +446,7 @@ pub fn run<B: Backend>(
         } else {
             knees::snap_entries_coarse
         };
-        let entries = snap(raw_entries);
+        let entries = knees::settle(&estimates, raw_entries, snap);
         let (confidence, confidence_reason) = knees::confidence(&estimates, noisy, snap);
         let (cpuid, cpuid_agrees, cpuid_note) = compare_cpuid(env, k, entries);
         levels.push(LevelEstimate {

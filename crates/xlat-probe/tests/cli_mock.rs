@@ -380,3 +380,28 @@ fn coarse_counter_is_reported_not_divided_by() {
         "{text}"
     );
 }
+
+/// Issue 16: an exact measurement is printed as measured. Zen 4's 72-entry L1 DTLB (five
+/// agreeing estimates, CPUID 72) was printed as 80 ("CPUID agrees: no") by snapping it
+/// to {1, 1.25, 1.5, 1.75} x 2^k.
+#[test]
+fn an_exact_l1_size_is_not_snapped() {
+    let t = tlb_of(MockMachine {
+        tlbs: vec![
+            MockTlb {
+                entries: 72,
+                ways: None,
+                penalty: 4.5,
+            },
+            MockTlb {
+                entries: 1536,
+                ways: Some(12),
+                penalty: 60.0,
+            },
+        ],
+        ..Default::default()
+    });
+    let l1 = &t.levels[0];
+    assert_eq!(l1.entries, 72, "{:?}", l1.estimates);
+    assert_eq!(l1.cpuid_agrees, Some(true), "{}", l1.cpuid_note);
+}
