@@ -1,0 +1,129 @@
+//! The simulator's report: its counters turned into [`Report`] (rates, per-level tables,
+//! the cycle estimate, the hashed MMU's section).
+
+use super::*;
+
+impl<P: PageTable> Sim<P> {
+    /// The report as of now.
+    pub fn report(&self) -> Report {
+        let c = &self.c;
+        let mut refs = c.refs.clone();
+        refs.fetch = c.by_kind[AccessKind::Fetch as usize];
+        refs.load = c.by_kind[AccessKind::Load as usize];
+        refs.store = c.by_kind[AccessKind::Store as usize];
+        refs.total = refs.fetch + refs.load + refs.store;
+        refs.translations = refs.total - c.rejected + c.extra_pages;
+        // Per-instruction fetch records are one instruction each; blocks added theirs.
+        refs.instructions += refs.fetch - refs.blocks;
+        let total = refs.total.max(1) as f64;
+        let mut tlb_levels = Vec::new();
+        for (li, pair) in self.tlb.level_stats().iter().enumerate() {
+            let n = if self.tlb.is_unified(li) { 1 } else { 2 };
+            for st in pair.iter().take(n) {
+                let mut s = st.clone();
+                if self.tlb.is_unified(li) {
+                    s.hits = pair[0].hits + pair[1].hits;
+                    s.misses = pair[0].misses + pair[1].misses;
+                }
+                s.lookups = s.hits + s.misses;
+                s.misses_per_kref = s.misses as f64 * 1000.0 / total;
+                tlb_levels.push(s);
+            }
+        }
+        let mut usage: Vec<(u64, u64)> = Vec::new();
+        for p in self.slots.iter().flatten() {
+            for (i, (b, t)) in p.pt.table_usage().into_iter().enumerate() {
+                if usage.len() <= i {
+                    usage.push((0, 0));
+                }
+                usage[i].0 += b;
+                usage[i].1 += t;
+            }
+        }
+        let names: Vec<String> = {
+            self.cfg
+                .page_table
+                .levels()
+                .iter()
+                .filter(|l| !l.folded)
+                .map(|l| l.name.clone())
+                .collect()
+        };
+        let mut per_level = vec![0u64; names.len()];
+        for (start, spans) in c.walk_spans.iter().enumerate() {
+            for (end, &walks) in spans.iter().enumerate() {
+                for r in per_level.iter_mut().take(end).skip(start) {
+                    *r += walks;
+                }
+            }
+        }
+        let m = &self.mem.counters;
+        let mut cyc = c.cyc.clone();
+        cyc.model = "latency sum without overlap (approximate)";
+        cyc.total = [cyc.walk, cyc.trap, cyc.fault, cyc.os, cyc.flush]
+            .iter()
+            .fold(cyc.tlb_hit, |a, &b| a.saturating_add(b));
+        cyc.saturated = cyc.total == u64::MAX;
+        cyc.per_ref = cyc.total as f64 / total;
+        let mut os = c.os.clone();
+        os.processes_live = self.slots.iter().flatten().count() as u64;
+        Report {
+            schema: 1,
+            machine: self.cfg.clone(),
+            refs,
+            tlb_levels,
+            tlb_structures: self.tlb.structs.iter().map(|s| s.stats.clone()).collect(),
+            prefetch: Prefetch {
+                hits: self.tlb.prefetch_hits,
+                fills: self.tlb.prefetch_fills,
+            },
+            walks: Walks {
+                walks: c.walks,
+                faulting: c.faulting_walks,
+                refs: per_level.iter().sum(),
+                refs_per_level: names
+                    .iter()
+                    .zip(&per_level)
+                    .map(|(n, r)| LevelRefs {
+                        level: n.clone(),
+                        refs: *r,
+                    })
+                    .collect(),
+                pwc: self.pwc.stats.clone(),
+                pwc_misses: self.pwc.misses,
+                caches: self.caches.stats(),
+                memory_walk_refs: self.caches.memory_walk_refs(),
+                memory_data_refs: self.caches.memory_data_refs(),
+                traps: c.traps,
+            },
+            faults: c.faults.clone(),
+            page_tables: PageTables {
+                tables_live: usage.iter().map(|u| u.1).sum(),
+                // The HTAB is page-table memory too.
+                bytes_live: usage.iter().map(|u| u.0).sum::<u64>()
+                    + self.hash.as_ref().map_or(0, |h| h.htab.bytes()),
+                bytes_peak: m.table_bytes_peak,
+                tables_allocated: m.tables_allocated,
+                tables_freed: m.tables_freed,
+                per_level: names
+                    .iter()
+                    .zip(&usage)
+                    .map(|(n, u)| LevelTables {
+                        level: n.clone(),
+                        tables: u.1,
+                        bytes: u.0,
+                    })
+                    .collect(),
+            },
+            memory: Memory {
+                frames_allocated: m.frames_allocated,
+                frames_live: m.frames_live,
+                base_page_bytes: 1 << self.base_shift,
+            },
+            os,
+            flushes: c.flushes.clone(),
+            cycles: cyc,
+            hash: self.hash_report(),
+        }
+    }
+}
