@@ -131,7 +131,11 @@ fn detailed_raw(o: &Outcome) -> String {
         } else {
             String::new()
         };
-        let geo = format!("{}x{}{lock} {}", t.entries, t.ways, t.replacement);
+        let index = match t.index {
+            "modulo" => String::new(),
+            other => format!(" {other}"),
+        };
+        let geo = format!("{}x{}{lock} {}{index}", t.entries, t.ways, t.replacement);
         let _ = writeln!(
             s,
             "  {:<33} {:<17} {:>14} {:>12} {:>12} {:>10}",

@@ -6,6 +6,13 @@
 //! given ASID (or globally); key 0 means "invalid" (callers set [`VALID`]).
 
 mod fixed;
+mod index;
+#[cfg(test)]
+mod index_tests;
+mod skewed;
+
+pub use index::{Indexer, SetIndex};
+use skewed::Skewed;
 
 use crate::replacement::{Fifo, Lru, LruList, LruOrder, Policy, Random, Replacement, TreePlru};
 use crate::sets::Sets;
@@ -143,31 +150,32 @@ impl Repl {
 pub struct Dynamic {
     /// Sets of 8 to 64 ways are searched with [`crate::simd::eq_mask`].
     wide: bool,
-    set_mask: u64,
+    index: Indexer,
     /// Per set, three parts of `ways` words: keys, payloads, tags ([`tag`]).
     sets: Sets<u64>,
     repl: Repl,
 }
 
 impl Dynamic {
-    /// `sets` must be a power of two.
-    pub fn new(policy: Policy, sets: usize, ways: usize, seed: u64) -> Self {
-        Self::with_repl(sets, ways, Repl::new(policy, sets, ways, seed))
+    /// Sets chosen by `index` (`modulo` or `xor`).
+    pub fn new(policy: Policy, index: Indexer, ways: usize, seed: u64) -> Self {
+        let sets = index.sets();
+        Self::with_repl(index, ways, Repl::new(policy, sets, ways, seed))
     }
 
-    fn with_repl(sets: usize, ways: usize, repl: Repl) -> Self {
-        debug_assert!(sets.is_power_of_two() && ways > 0);
+    fn with_repl(index: Indexer, ways: usize, repl: Repl) -> Self {
+        debug_assert!(ways > 0 && index.kind() != SetIndex::Skewed);
         Dynamic {
             wide: (8..=64).contains(&ways),
-            set_mask: sets as u64 - 1,
-            sets: Sets::in_parts(sets, 3, ways, 0),
+            sets: Sets::in_parts(index.sets(), 3, ways, 0),
+            index,
             repl,
         }
     }
 
     #[inline(always)]
     fn set_of(&self, index: u64) -> usize {
-        (index & self.set_mask) as usize
+        self.index.set(index)
     }
 
     /// The way of `set` holding `key` for `asid`, its payload and tag.
@@ -284,8 +292,10 @@ impl Dynamic {
 }
 
 /// A set-associative array: true LRU with 2, 4, 8, 12, 16 or 32 ways (the common TLB
-/// and walk-cache shapes) as a [`Fixed`] array, unrolled, a set's state in one block;
-/// any other shape or policy as a [`Dynamic`] one. Both behave the same.
+/// and walk-cache shapes) and a power-of-two number of sets indexed by the low bits as a
+/// [`Fixed`] array, unrolled, a set's state in one block; any other shape, policy or
+/// index function as a [`Dynamic`] one (both behave the same); a skewed organization as
+/// a [`Skewed`] one.
 ///
 /// `repr(u8)`: an explicit tag byte, so a call dispatches on it directly (a tag folded
 /// into a niche of `Dynamic` took a decode before every dispatch).
@@ -299,6 +309,7 @@ pub enum Assoc {
     W16(Fixed<16, Order>),
     W32(Fixed<32, List>),
     Dyn(Dynamic),
+    Skew(Box<Skewed>),
 }
 
 macro_rules! arr {
@@ -311,13 +322,22 @@ macro_rules! arr {
             Assoc::W16($a) => $e,
             Assoc::W32($a) => $e,
             Assoc::Dyn($a) => $e,
+            Assoc::Skew($a) => $e,
         }
     };
 }
 
 impl Assoc {
-    /// `sets` must be a power of two.
-    pub fn new(policy: Policy, sets: usize, ways: usize, seed: u64) -> Self {
+    /// `sets × ways` entries whose sets `index` picks (a skewed array needs a policy
+    /// other than tree-PLRU).
+    pub fn new(policy: Policy, sets: usize, ways: usize, index: SetIndex, seed: u64) -> Self {
+        let ix = Indexer::new(index, sets);
+        if index == SetIndex::Skewed {
+            return Assoc::Skew(Box::new(Skewed::new(policy, ix, ways, seed)));
+        }
+        if !ix.is_mask() {
+            return Assoc::Dyn(Dynamic::new(policy, ix, ways, seed));
+        }
         match (policy, ways) {
             (Policy::Lru, 2) => Assoc::W2(Fixed::new(sets)),
             (Policy::Lru, 4) => Assoc::W4(Fixed::new(sets)),
@@ -325,7 +345,7 @@ impl Assoc {
             (Policy::Lru, 12) => Assoc::W12(Fixed::new(sets)),
             (Policy::Lru, 16) => Assoc::W16(Fixed::new(sets)),
             (Policy::Lru, 32) => Assoc::W32(Fixed::new(sets)),
-            _ => Assoc::Dyn(Dynamic::new(policy, sets, ways, seed)),
+            _ => Assoc::Dyn(Dynamic::new(policy, ix, ways, seed)),
         }
     }
 
@@ -353,6 +373,13 @@ impl Assoc {
             Assoc::W16(a) => a.lookup_or_fill(index, asid, slot),
             Assoc::W32(a) => a.lookup_or_fill(index, asid, slot),
             Assoc::Dyn(a) => {
+                let hit = a.lookup(index, slot.key, asid).is_some();
+                if !hit {
+                    a.fill(index, slot);
+                }
+                hit
+            }
+            Assoc::Skew(a) => {
                 let hit = a.lookup(index, slot.key, asid).is_some();
                 if !hit {
                     a.fill(index, slot);
@@ -400,7 +427,7 @@ mod tests {
     #[test]
     fn one_set_equals_fully_associative_lru() {
         // A 4-entry fully-associative LRU cycled over 5 keys misses every time.
-        let mut a = Assoc::new(Policy::Lru, 1, 4, 0);
+        let mut a = Assoc::new(Policy::Lru, 1, 4, SetIndex::Modulo, 0);
         let mut misses = 0;
         for i in 0..100u64 {
             let k = i % 5;
@@ -415,7 +442,7 @@ mod tests {
     #[test]
     fn invalid_ways_are_filled_first_after_invalidation() {
         for policy in [Policy::Lru, Policy::Fifo, Policy::TreePlru, Policy::Random] {
-            let mut a = Assoc::new(policy, 1, 4, 3);
+            let mut a = Assoc::new(policy, 1, 4, SetIndex::Modulo, 3);
             for k in 0..4 {
                 assert_eq!(a.fill(0, slot(k)).key, 0);
             }
@@ -446,8 +473,9 @@ mod tests {
             (1, 64),
         ];
         for (sets, ways) in shapes {
-            let mut a = Dynamic::with_repl(sets, ways, Repl::Lru(Lru::new(sets, ways, 0)));
-            let mut b = Assoc::new(Policy::Lru, sets, ways, 0);
+            let ix = Indexer::new(SetIndex::Modulo, sets);
+            let mut a = Dynamic::with_repl(ix, ways, Repl::Lru(Lru::new(sets, ways, 0)));
+            let mut b = Assoc::new(Policy::Lru, sets, ways, SetIndex::Modulo, 0);
             let fixed = !matches!(b, Assoc::Dyn(_));
             assert_eq!(fixed, [2, 4, 8, 12, 16, 32].contains(&ways), "{ways} ways");
             if let Assoc::Dyn(d) = &b {
@@ -495,7 +523,7 @@ mod tests {
 
     #[test]
     fn global_matches_any_asid() {
-        let mut a = Assoc::new(Policy::Lru, 2, 2, 0);
+        let mut a = Assoc::new(Policy::Lru, 2, 2, SetIndex::Modulo, 0);
         let mut s = slot(3);
         s.asid = 5;
         s.flags = GLOBAL;

@@ -3,7 +3,7 @@
 //! pointer read at `h`, tagged by the address bits that index levels `0..=h`; a hit
 //! lets the walk skip the references of levels `0..=h`.
 
-use crate::assoc::{Assoc, Slot, VALID};
+use crate::assoc::{Assoc, SetIndex, Slot, VALID};
 use crate::config::{geometry, ConfigError, PwcConfig};
 use crate::pagetable::PageTable;
 use crate::replacement::Policy;
@@ -62,7 +62,8 @@ impl Pwc {
                 for (i, cc) in caches.iter().enumerate() {
                     let (sets, ways) =
                         geometry(&format!("walker.pwc.caches[{i}]"), cc.entries, cc.ways)?;
-                    p.arrs.push(Assoc::new(Policy::Lru, sets, ways, 0));
+                    p.arrs
+                        .push(Assoc::new(Policy::Lru, sets, ways, SetIndex::Modulo, 0));
                     let ai = p.arrs.len() - 1;
                     add(&cc.level, ai, &mut p)?;
                 }
@@ -73,7 +74,8 @@ impl Pwc {
                 levels,
             } => {
                 let (sets, w) = geometry("walker.pwc", *entries, *ways)?;
-                p.arrs.push(Assoc::new(Policy::Lru, sets, w, 0));
+                p.arrs
+                    .push(Assoc::new(Policy::Lru, sets, w, SetIndex::Modulo, 0));
                 for l in levels {
                     add(l, 0, &mut p)?;
                 }

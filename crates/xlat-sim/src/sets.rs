@@ -1,12 +1,16 @@
 //! Set-major storage for set-associative structures: `sets × ways` elements, each set's
 //! ways contiguous. Accessors reduce the set index by the set mask themselves, so they
 //! cannot go out of bounds and need no bounds check: a set's slice costs a mask, a
-//! multiply and an add (the hot paths index several of these per reference).
+//! multiply and an add (the hot paths index several of these per reference). A set
+//! count that is not a power of two gets storage for the next power of two (the sets
+//! past the count stay untouched: callers index below it).
 
 #[derive(Clone, Debug)]
 pub struct Sets<T> {
     /// `(set_mask + 1) * ways` elements; never resized.
     data: Box<[T]>,
+    /// The number of sets in use (`<= set_mask + 1`).
+    sets: usize,
     ways: usize,
     /// Width of each part [`Sets::parts`] cuts a set into (`ways / N`, stored: a
     /// runtime division per access showed up in profiles).
@@ -15,18 +19,17 @@ pub struct Sets<T> {
 }
 
 impl<T: Clone> Sets<T> {
-    /// `sets` must be a power of two and `ways` non-zero.
+    /// `sets` and `ways` must be non-zero.
     pub fn new(sets: usize, ways: usize, init: T) -> Self {
-        assert!(
-            sets.is_power_of_two() && ways > 0,
-            "{sets} sets × {ways} ways"
-        );
-        let len = sets.checked_mul(ways).expect("sets × ways fits in memory");
+        assert!(sets > 0 && ways > 0, "{sets} sets × {ways} ways");
+        let alloc = sets.next_power_of_two();
+        let len = alloc.checked_mul(ways).expect("sets × ways fits in memory");
         Sets {
             data: vec![init; len].into_boxed_slice(),
+            sets,
             ways,
             part: ways,
-            set_mask: sets - 1,
+            set_mask: alloc - 1,
         }
     }
 
@@ -123,12 +126,12 @@ impl<T> Sets<T> {
 
     /// Number of sets.
     pub fn len(&self) -> usize {
-        self.set_mask + 1
+        self.sets
     }
 
-    /// Every element, set by set.
+    /// Every element of the sets in use, set by set.
     pub fn as_slice(&self) -> &[T] {
-        &self.data
+        &self.data[..self.sets * self.ways]
     }
 }
 

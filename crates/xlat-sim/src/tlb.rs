@@ -38,6 +38,8 @@ pub struct StructStats {
     pub ways: u32,
     pub sizes: Vec<String>,
     pub replacement: String,
+    /// Set index function (`modulo`, `xor`, `skewed`).
+    pub index: &'static str,
     pub lockdown: u32,
     pub hits: u64,
     pub locked_hits: u64,
@@ -74,7 +76,7 @@ impl Structure {
         shifts.dedup();
         Ok(Structure {
             present: 0,
-            arr: Assoc::new(c.replacement, sets, ways, seed),
+            arr: Assoc::new(c.replacement, sets, ways, c.index, seed),
             locked: Vec::new(),
             lockdown_slots: c.lockdown,
             stats: StructStats {
@@ -83,6 +85,7 @@ impl Structure {
                 ways: ways as u32,
                 sizes: c.sizes.iter().map(|s| s.to_string()).collect(),
                 replacement: format!("{:?}", c.replacement).to_lowercase(),
+                index: c.index.name(),
                 lockdown: c.lockdown,
                 ..Default::default()
             },

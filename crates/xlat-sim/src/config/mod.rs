@@ -19,6 +19,7 @@ pub use validate::{
     MAX_CACHE_BYTES, MAX_CYCLES, MAX_ENTRIES, MAX_FLUSH_CEILING, MAX_LATENCY, MAX_SLOTS, MAX_WAYS,
 };
 
+pub use crate::assoc::SetIndex;
 use crate::replacement::Policy;
 use serde::{Deserialize, Deserializer, Serialize};
 use thiserror::Error;
@@ -223,6 +224,9 @@ pub struct TlbStructConfig {
     pub sizes: Vec<PageSize>,
     #[serde(default = "default_policy")]
     pub replacement: Policy,
+    /// Set index function (`modulo` by default; see [`SetIndex`]).
+    #[serde(default)]
+    pub index: SetIndex,
     /// Additional fully-associative lockdown slots (only pinned entries use them).
     #[serde(default)]
     pub lockdown: u32,

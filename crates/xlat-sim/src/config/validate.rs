@@ -23,6 +23,13 @@ pub const MAX_FLUSH_CEILING: u64 = 1 << 24;
 /// Most lockdown slots per structure, and most prefetch-buffer entries.
 pub const MAX_SLOTS: u32 = 4096;
 
+/// Entries a set-associative structure stores: a set count that is not a power of two
+/// is stored as the next one ([`crate::sets`]).
+fn stored(entries: u32, ways: Option<u32>) -> u64 {
+    let w = ways.unwrap_or(entries).max(1) as u64;
+    (entries as u64 / w).max(1).next_power_of_two() * w
+}
+
 pub(super) fn at_most(field: impl Into<String>, v: u64, max: u64) -> Result<(), ConfigError> {
     if v > max {
         return Err(invalid(field, format!("{v} is too large: at most {max}")));
@@ -74,12 +81,6 @@ pub(super) fn ways_of(
         ));
     }
     let sets = entries / w;
-    if !sets.is_power_of_two() {
-        return Err(invalid(
-            format!("{field}.ways"),
-            format!("entries/ways = {sets} sets; the number of sets must be a power of two"),
-        ));
-    }
     Ok((sets as usize, w as usize))
 }
 
@@ -223,6 +224,12 @@ impl MachineConfig {
                         s.lockdown as u64,
                         MAX_SLOTS as u64,
                     )?;
+                    if s.replacement == Policy::TreePlru && s.index == SetIndex::Skewed {
+                        return Err(invalid(
+                            format!("{sf}.replacement"),
+                            "a skewed structure has no sets for tree-plru: use lru, fifo or random",
+                        ));
+                    }
                     if s.replacement == Policy::TreePlru && (!ways.is_power_of_two() || ways > 64) {
                         return Err(invalid(
                             format!("{sf}.replacement"),
@@ -465,7 +472,7 @@ impl MachineConfig {
         for (li, l) in self.tlb.levels.iter().enumerate() {
             for (side, list) in [("i", &l.i), ("d", &l.d), ("unified", &l.unified)] {
                 for (si, st) in list.iter().enumerate() {
-                    let n = st.entries as u64 + st.lockdown as u64;
+                    let n = stored(st.entries, st.ways) + st.lockdown as u64;
                     parts.push((32 * n, format!("tlb.levels[{li}].{side}[{si}].entries")));
                 }
             }
@@ -479,13 +486,13 @@ impl MachineConfig {
             PwcConfig::Split { caches } => {
                 for (ci, c) in caches.iter().enumerate() {
                     parts.push((
-                        32 * c.entries as u64,
+                        32 * stored(c.entries, c.ways),
                         format!("walker.pwc.caches[{ci}].entries"),
                     ));
                 }
             }
-            PwcConfig::Unified { entries, .. } => {
-                parts.push((32 * *entries as u64, "walker.pwc.entries".into()))
+            PwcConfig::Unified { entries, ways, .. } => {
+                parts.push((32 * stored(*entries, *ways), "walker.pwc.entries".into()))
             }
         }
         for (ci, c) in self.cache.levels.iter().enumerate() {

@@ -1,0 +1,165 @@
+//! Set index functions: how a set-associative structure picks the set (or, skewed, the
+//! row of each way) of a page number.
+//!
+//! Notation: `n` sets, `b = ⌈log2 n⌉` index bits, `x` the index the caller passes (a
+//! virtual page number). `fold(y)` XORs the successive `b`-bit chunks of `y` (all 64
+//! bits). A `b`-bit value is reduced modulo `n` when `n` is not a power of two, so the
+//! first `2^b − n` sets then take two values each (documented, not hidden).
+
+use serde::{Deserialize, Serialize};
+
+/// A configuration's set index function.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SetIndex {
+    /// `x mod n`: the low bits for a power-of-two `n` (the classic TLB index).
+    #[default]
+    Modulo,
+    /// `fold(x) mod n`: every bit of the page number feeds the index (a hashed index;
+    /// on a power-of-two `n` a run of `n` aligned pages still maps one page per set).
+    Xor,
+    /// Skewed-associative (Seznec, "A case for two-way skewed-associative caches",
+    /// ISCA 1993): way `w` has its own function `(A1 XOR rot^w(A2)) mod n`, where `A1`
+    /// is the low `b` bits of `x`, `A2 = fold(x >> b)` and `rot` rotates `b` bits left
+    /// by one (Seznec's σ family with a rotation for the shuffle). Way 0's function is
+    /// `xor`'s. A page may live in any way, at that way's row; a fill chooses among
+    /// those `ways` candidates (invalid first, then the policy: LRU and FIFO by
+    /// stamps, random uniformly).
+    Skewed,
+}
+
+impl SetIndex {
+    pub const NAMES: &'static str = "modulo, xor, skewed";
+
+    pub fn name(self) -> &'static str {
+        match self {
+            SetIndex::Modulo => "modulo",
+            SetIndex::Xor => "xor",
+            SetIndex::Skewed => "skewed",
+        }
+    }
+}
+
+/// A set index function bound to a set count, ready to apply.
+#[derive(Clone, Copy, Debug)]
+pub struct Indexer {
+    sets: u64,
+    bits: u32,
+    pow2: bool,
+    kind: SetIndex,
+}
+
+impl Indexer {
+    pub fn new(kind: SetIndex, sets: usize) -> Self {
+        assert!(sets >= 1);
+        Indexer {
+            sets: sets as u64,
+            bits: (sets as u64).next_power_of_two().trailing_zeros(),
+            pow2: sets.is_power_of_two(),
+            kind,
+        }
+    }
+
+    pub fn kind(&self) -> SetIndex {
+        self.kind
+    }
+
+    pub fn sets(&self) -> usize {
+        self.sets as usize
+    }
+
+    /// Whether the function is `x & (n − 1)` (what the unrolled arrays use).
+    pub fn is_mask(&self) -> bool {
+        self.kind == SetIndex::Modulo && self.pow2
+    }
+
+    /// `y`'s `b`-bit chunks XOR-ed together.
+    #[inline]
+    fn fold(&self, mut y: u64) -> u64 {
+        if self.bits == 0 {
+            return 0;
+        }
+        let mask = (1u64 << self.bits) - 1;
+        let mut h = 0;
+        while y != 0 {
+            h ^= y & mask;
+            y = y.checked_shr(self.bits).unwrap_or(0);
+        }
+        h
+    }
+
+    #[inline]
+    fn reduce(&self, v: u64) -> usize {
+        (if self.pow2 {
+            v & (self.sets - 1)
+        } else {
+            v % self.sets
+        }) as usize
+    }
+
+    /// The set of `x` (for `modulo` and `xor`; way 0's row for `skewed`).
+    #[inline]
+    pub fn set(&self, x: u64) -> usize {
+        match self.kind {
+            SetIndex::Modulo => self.reduce(x),
+            SetIndex::Xor | SetIndex::Skewed => self.reduce(self.fold(x)),
+        }
+    }
+
+    /// The row of `x` in way `way` of a skewed structure.
+    #[inline]
+    pub fn skewed(&self, x: u64, way: usize) -> usize {
+        if self.bits == 0 {
+            return 0;
+        }
+        let b = self.bits;
+        let mask = (1u64 << b) - 1;
+        let a1 = x & mask;
+        let a2 = self.fold(x >> b);
+        let r = (way as u32) % b;
+        let rot = if r == 0 {
+            a2
+        } else {
+            ((a2 << r) | (a2 >> (b - r))) & mask
+        };
+        self.reduce(a1 ^ rot)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn functions_by_hand() {
+        let m = Indexer::new(SetIndex::Modulo, 384);
+        assert_eq!(m.set(1000), 1000 % 384);
+        assert!(!m.is_mask());
+        assert!(Indexer::new(SetIndex::Modulo, 64).is_mask());
+        // 16 sets, b = 4: 0x1234_5 folds to 5 ^ 4 ^ 3 ^ 2 ^ 1 = 1.
+        let x = Indexer::new(SetIndex::Xor, 16);
+        assert_eq!(x.set(0x12345), 1);
+        // 12 sets, b = 4: 0xf0 folds to 0xf = 15, 15 mod 12 = 3.
+        assert_eq!(Indexer::new(SetIndex::Xor, 12).set(0xf0), 3);
+        // Skewed, 16 sets: x = 0x3_1_2 (A1 = 2, A2 = fold(0x31) = 3 ^ 1 = 2).
+        let s = Indexer::new(SetIndex::Skewed, 16);
+        assert_eq!(s.skewed(0x312, 0), 2 ^ 2);
+        assert_eq!(s.skewed(0x312, 1), 2 ^ 4);
+        assert_eq!(s.skewed(0x312, 3), 2 ^ 1, "0b0010 rotated left 3 in 4 bits");
+        assert_eq!(s.skewed(0x312, 4), 0, "rotation by b is the identity");
+        assert_eq!(s.skewed(0x312, 0), x.set(0x312), "way 0 is xor");
+        // One set: everything maps to 0.
+        let one = Indexer::new(SetIndex::Skewed, 1);
+        assert_eq!((one.set(77), one.skewed(77, 5)), (0, 0));
+    }
+
+    #[test]
+    fn xor_maps_an_aligned_run_one_page_per_set() {
+        let x = Indexer::new(SetIndex::Xor, 512);
+        let mut seen = vec![0u32; 512];
+        for p in 0x7f3a_c000u64..0x7f3a_c000 + 512 {
+            seen[x.set(p)] += 1;
+        }
+        assert!(seen.iter().all(|&c| c == 1));
+    }
+}
