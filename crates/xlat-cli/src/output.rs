@@ -199,6 +199,23 @@ fn detailed_raw(o: &Outcome) -> String {
         .collect();
     served.push(format!("memory {}", n(w.memory_walk_refs)));
     let _ = writeln!(s, "  served by: {}", served.join(", "));
+    if let Some(g) = &r.nested {
+        let per = |x: u64| x as f64 / g.walks.max(1) as f64;
+        let _ = writeln!(
+            s,
+            "  nested (host {} levels, {} pages): {} references ({:.2}/walk: guest {:.2} + host {:.2}); nested TLB {} hits {} misses; {} host walks, host walk cache hits {}",
+            g.host_levels,
+            g.host_page,
+            n(g.total_refs),
+            per(g.total_refs),
+            per(g.guest_refs),
+            per(g.host_refs),
+            n(g.tlb_hits),
+            n(g.tlb_misses),
+            n(g.host_walks),
+            n(g.pwc_hits)
+        );
+    }
     let f = &r.faults;
     let _ = writeln!(
         s,

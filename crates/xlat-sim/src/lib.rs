@@ -18,6 +18,7 @@ pub mod config;
 mod error;
 pub mod hashed;
 mod hugepage;
+pub mod nested;
 pub mod pagetable;
 pub mod physmem;
 pub mod presets;

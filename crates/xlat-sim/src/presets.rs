@@ -6,6 +6,7 @@ use crate::config::{ConfigError, MachineConfig};
 pub const PRESETS: &[(&str, &str)] = &[
     ("skylake", include_str!("../machines/skylake.toml")),
     ("zen4", include_str!("../machines/zen4.toml")),
+    ("zen4-kvm", include_str!("../machines/zen4-kvm.toml")),
     (
         "icelake-la57",
         include_str!("../machines/icelake-la57.toml"),

@@ -189,4 +189,7 @@ pub struct Report {
     /// The hashed MMU's counters (hashed machines only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hash: Option<crate::hashed::HashStats>,
+    /// The host dimension's counters (guests only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nested: Option<crate::nested::NestedStats>,
 }

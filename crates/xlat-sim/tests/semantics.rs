@@ -214,6 +214,17 @@ fn check_counts(r: &Report, names: &[String]) -> Result<(), TestCaseError> {
         write_faults
     );
     prop_assert!(r.memory.frames_live <= r.memory.frames_allocated);
+    if let Some(g) = &r.nested {
+        // One 2-D walk per completed walk (a walk whose fault fails is counted by
+        // `walks` but reads nothing); its guest entries are the walk counters'
+        // references; one host translation per guest entry plus the data page; each
+        // either a nested-TLB hit or a host walk.
+        prop_assert!(g.walks <= r.walks.walks);
+        prop_assert_eq!(g.guest_refs, r.walks.refs);
+        prop_assert_eq!(g.translations, g.guest_refs + g.walks);
+        prop_assert_eq!(g.translations, g.tlb_hits + g.host_walks);
+        prop_assert_eq!(g.total_refs, g.guest_refs + g.host_refs);
+    }
     Ok(())
 }
 
@@ -286,6 +297,7 @@ macro_rules! preset_test {
 
 preset_test!(skylake, "skylake");
 preset_test!(zen4, "zen4");
+preset_test!(zen4_kvm, "zen4-kvm");
 preset_test!(icelake_la57, "icelake-la57");
 preset_test!(i386, "i386");
 preset_test!(mpc855t, "mpc855t");
@@ -299,6 +311,7 @@ fn every_preset_is_covered() {
     let tested = [
         "skylake",
         "zen4",
+        "zen4-kvm",
         "icelake-la57",
         "i386",
         "mpc855t",

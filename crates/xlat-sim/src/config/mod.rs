@@ -5,6 +5,7 @@
 //! the cross-field rules and names the offending field and the allowed values.
 
 mod hashed;
+mod nested;
 mod overrides;
 mod validate;
 
@@ -13,6 +14,7 @@ pub use hashed::{
     BAT_MAX, BAT_MIN, LARGE_PAGE, VSID_BITS_64,
 };
 
+pub use nested::{NestedCache, NestedConfig};
 use validate::at_most;
 pub(crate) use validate::geometry;
 pub use validate::{
@@ -83,6 +85,9 @@ pub struct MachineConfig {
     pub os: OsConfig,
     #[serde(default)]
     pub cost: CostConfig,
+    /// Present on a guest: the host's page tables behind every guest-physical address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nested: Option<NestedConfig>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

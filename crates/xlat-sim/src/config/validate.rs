@@ -372,7 +372,35 @@ impl MachineConfig {
             MAX_CYCLES,
         )?;
         at_most("os.zero_pool", self.os.zero_pool, MAX_ENTRIES as u64)?;
-        self.validate_organization()
+        self.validate_organization()?;
+        self.validate_nested()
+    }
+
+    /// A guest needs what its two-dimensional walk models: a radix tree of 4 KiB base
+    /// pages walked by hardware, no prefetch buffer.
+    fn validate_nested(&self) -> Result<(), ConfigError> {
+        let Some(n) = &self.nested else {
+            return Ok(());
+        };
+        n.validate()?;
+        let why = if self.page_table.hash().is_some() {
+            Some(("page_table.kind", "a guest's tables must be radix"))
+        } else if self.walker.kind != WalkerKind::Hardware {
+            Some(("walker.kind", "a guest's walks are hardware walks"))
+        } else if self.page_table.base_page().shift() != 12 {
+            Some(("page_table.base_page", "a guest's base page is 4KiB"))
+        } else if self.tlb.prefetch_buffer != 0 {
+            Some((
+                "tlb.prefetch_buffer",
+                "not modelled with nested paging: use 0",
+            ))
+        } else {
+            None
+        };
+        match why {
+            Some((f, msg)) => Err(invalid(f, format!("{msg} (nested paging)"))),
+            None => Ok(()),
+        }
     }
 
     /// The walker and OS options that belong to one page-table organization.
@@ -493,6 +521,16 @@ impl MachineConfig {
             }
             PwcConfig::Unified { entries, ways, .. } => {
                 parts.push((32 * stored(*entries, *ways), "walker.pwc.entries".into()))
+            }
+        }
+        if let Some(n) = &self.nested {
+            for (name, c) in [("tlb", &n.tlb), ("pwc", &n.pwc)] {
+                if let Some(c) = c {
+                    parts.push((
+                        32 * stored(c.entries, c.ways),
+                        format!("nested.{name}.entries"),
+                    ));
+                }
             }
         }
         for (ci, c) in self.cache.levels.iter().enumerate() {

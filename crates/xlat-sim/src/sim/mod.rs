@@ -19,9 +19,13 @@
 //!   everything and starts a new generation (Linux's ARM scheme).
 //! - A hashed machine (`page_table.kind = "hashed"`) takes its own translate and reload
 //!   path (`hashed.rs`, chosen once per batch): see [`crate::hashed`].
+//! - A guest (`[nested]`) walks in two dimensions (`nested.rs`, see [`crate::nested`]):
+//!   the walk counters and per-level references are the guest dimension's, the
+//!   `nested` section counts the host's, and the walk cycles include both.
 
 mod faults;
 mod hashed;
+mod nested;
 mod os;
 mod report;
 
@@ -110,6 +114,8 @@ pub struct Sim<P: PageTable> {
     mem_probe: Option<MemoryProbe>,
     /// The hashed MMU, on a hashed machine.
     hash: Option<Box<HashMmu>>,
+    /// The host dimension, on a guest.
+    nested: Option<Box<crate::nested::Nested>>,
     /// Frames the idle task cleared, for the next demand faults (`os.idle_clear`).
     precleared: Vec<u64>,
 }
@@ -236,6 +242,11 @@ impl<P: PageTable> Sim<P> {
             mem_limit: limit,
             mem_probe: probe,
             hash,
+            nested: cfg
+                .nested
+                .as_ref()
+                .map(|n| crate::nested::Nested::new(n).map(Box::new))
+                .transpose()?,
             precleared: Vec::new(),
             cfg: cfg.clone(),
         };
@@ -680,7 +691,11 @@ impl<P: PageTable> Sim<P> {
         }
         // Plain adds on the hot path: latencies are capped (`config::MAX_LATENCY`), so
         // these sums cannot wrap in any feasible run; the cold costs saturate (`sat`).
-        self.c.cyc.walk += self.caches.access_walk(&w.refs[start..w.n]);
+        if self.nested.is_some() {
+            self.nested_walk(va, start, w);
+        } else {
+            self.c.cyc.walk += self.caches.access_walk(&w.refs[start..w.n]);
+        }
         self.c.walk_spans[start][w.n] += 1;
         Ok(())
     }

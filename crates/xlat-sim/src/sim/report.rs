@@ -124,6 +124,7 @@ impl<P: PageTable> Sim<P> {
             flushes: c.flushes.clone(),
             cycles: cyc,
             hash: self.hash_report(),
+            nested: self.nested.as_ref().map(|n| n.report()),
         }
     }
 }

@@ -1,0 +1,169 @@
+//! The host dimension of nested paging (AMD NPT, Intel EPT): every guest-physical
+//! address a guest walk produces — each guest table entry and the final data page — is
+//! translated by the host's tables, so a cold walk of `n` guest and `m` host levels
+//! reads `(n + 1)(m + 1) − 1` entries (24 for 4 + 4, 35 for 5 + 5; Bhargava et al.,
+//! "Accelerating two-dimensional page walks for virtualized systems", ASPLOS 2008).
+//! A nested TLB (guest-physical → host-physical per host page) and a host page-walk
+//! cache (the host's non-leaf entries, deepest hit first) shorten host walks.
+//!
+//! Model of the host: it backs the guest's whole physical memory with `host_page`
+//! pages, identity-placed (host-physical = guest-physical, so the cache model sees the
+//! guest's own addresses), and its tables are complete: level `k`'s entries lie densely
+//! in their own region above every guest address, the entry for `gpa` at
+//! `HOST_TABLES + k · 2^48 + (gpa >> covered(k)) · 8`. That is exact for a host whose
+//! tables were built when the guest's memory was (no host faults are modelled).
+
+use crate::assoc::{Assoc, SetIndex, Slot, GLOBAL, VALID};
+use crate::config::{geometry, ConfigError, NestedCache, NestedConfig};
+use crate::replacement::Policy;
+use serde::Serialize;
+
+/// Where the host's tables start in host-physical memory (above any guest address:
+/// guest-physical memory ends below 2^48 with 4 host levels, 2^57 with 5).
+const HOST_TABLES: u64 = 1 << 58;
+/// Each host level's region (2^45 entries of 8 bytes: the leaf level of 5 levels).
+const REGION_SHIFT: u32 = 48;
+
+/// Counters of the host dimension.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct NestedStats {
+    pub host_page: String,
+    pub host_levels: u32,
+    /// Two-dimensional walks (one per guest walk).
+    pub walks: u64,
+    /// Guest entries read (each also needed a host translation).
+    pub guest_refs: u64,
+    /// Host translations asked for (guest entries read + final data pages).
+    pub translations: u64,
+    pub tlb_hits: u64,
+    pub tlb_misses: u64,
+    /// Host walks (translations the nested TLB did not serve).
+    pub host_walks: u64,
+    pub host_refs: u64,
+    /// Host walks whose deepest host page-walk-cache hit skipped some levels.
+    pub pwc_hits: u64,
+    /// `guest_refs + host_refs`: every entry read by the walks.
+    pub total_refs: u64,
+}
+
+/// A nested TLB or host walk cache, with its hit latency.
+#[derive(Clone, Debug)]
+struct Cache {
+    arr: Assoc,
+    hit_cycles: u64,
+}
+
+impl Cache {
+    fn new(field: &str, c: &Option<NestedCache>) -> Result<Option<Cache>, ConfigError> {
+        let Some(c) = c else {
+            return Ok(None);
+        };
+        let (sets, ways) = geometry(field, c.entries, c.ways)?;
+        Ok(Some(Cache {
+            arr: Assoc::new(Policy::Lru, sets, ways, SetIndex::Modulo, 0),
+            hit_cycles: c.hit_cycles,
+        }))
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Nested {
+    /// Host levels.
+    levels: usize,
+    /// The level whose entries map a host page (the last one a host walk reads).
+    leaf: usize,
+    pub host_shift: u32,
+    tlb: Option<Cache>,
+    pwc: Option<Cache>,
+    pub stats: NestedStats,
+    /// The current walk's references, in order (reused).
+    pub refs: Vec<u64>,
+}
+
+impl Nested {
+    pub fn new(c: &NestedConfig) -> Result<Self, ConfigError> {
+        Ok(Nested {
+            levels: c.levels as usize,
+            leaf: c.walk_levels() - 1,
+            host_shift: c.host_page.shift(),
+            tlb: Cache::new("nested.tlb", &c.tlb)?,
+            pwc: Cache::new("nested.pwc", &c.pwc)?,
+            stats: NestedStats {
+                host_page: c.host_page.to_string(),
+                host_levels: c.levels,
+                ..Default::default()
+            },
+            refs: Vec::with_capacity(64),
+        })
+    }
+
+    /// log2 of the guest-physical bytes one entry of host level `k` maps.
+    fn covered(&self, k: usize) -> u32 {
+        12 + 9 * (self.levels - 1 - k) as u32
+    }
+
+    /// Host-physical address of the host entry of level `k` for `gpa`.
+    pub fn entry_pa(&self, k: usize, gpa: u64) -> u64 {
+        HOST_TABLES + ((k as u64) << REGION_SHIFT) + (gpa >> self.covered(k)) * 8
+    }
+
+    /// Translates guest-physical `gpa` (to itself: identity placement), appending the
+    /// host walk's references to `out` when the nested TLB misses; returns the cycles
+    /// of nested-TLB and host-walk-cache hits.
+    pub fn translate(&mut self, gpa: u64, out: &mut Vec<u64>) -> u64 {
+        self.stats.translations += 1;
+        if let Some(t) = &mut self.tlb {
+            let hpn = gpa >> self.host_shift;
+            let slot = Slot {
+                key: hpn | VALID,
+                asid: 0,
+                flags: GLOBAL,
+                data: hpn,
+            };
+            if t.arr.lookup_or_fill(hpn, 0, slot) {
+                self.stats.tlb_hits += 1;
+                return t.hit_cycles;
+            }
+            self.stats.tlb_misses += 1;
+        }
+        self.stats.host_walks += 1;
+        let mut start = 0;
+        let mut cycles = 0;
+        if let Some(p) = &mut self.pwc {
+            let key = |k: usize| ((gpa >> (12 + 9 * (self.levels - 1 - k) as u32)) << 3) | k as u64;
+            // Deepest non-leaf level first; the levels read below the hit missed.
+            if let Some(h) = (0..self.leaf).rev().find(|&k| {
+                let x = key(k);
+                p.arr.lookup(x, x | VALID, 0).is_some()
+            }) {
+                start = h + 1;
+                cycles += p.hit_cycles;
+                self.stats.pwc_hits += 1;
+            }
+            for k in start..self.leaf {
+                let x = key(k);
+                p.arr.fill(
+                    x,
+                    Slot {
+                        key: x | VALID,
+                        asid: 0,
+                        flags: GLOBAL,
+                        data: 0,
+                    },
+                );
+            }
+        }
+        for k in start..=self.leaf {
+            out.push(self.entry_pa(k, gpa));
+        }
+        self.stats.host_refs += (self.leaf + 1 - start) as u64;
+        cycles
+    }
+
+    /// The report's counters.
+    pub fn report(&self) -> NestedStats {
+        let mut s = self.stats.clone();
+        s.total_refs = s.guest_refs + s.host_refs;
+        s
+    }
+}

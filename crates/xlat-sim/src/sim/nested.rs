@@ -1,0 +1,41 @@
+//! The guest side of nested paging: a guest walk's entries and final data page
+//! translated through the host's tables ([`crate::nested`]), every reference (host
+//! entries, then the guest entry they located) through the cache model.
+
+use super::*;
+
+impl<P: PageTable> Sim<P> {
+    /// The two-dimensional walk of `va`, whose guest walk `w` reads guest levels
+    /// `start..w.n` (a page-walk-cache hit skipped the levels above): each guest entry's
+    /// guest-physical address is translated, then the entry read; then the leaf's data
+    /// page is translated. Leaves `w.leaf` as the TLB may hold it: the smaller of the
+    /// guest and host pages.
+    #[inline(never)]
+    pub(super) fn nested_walk(&mut self, va: u64, start: usize, w: &mut Walk) {
+        let n = self.nested.as_deref_mut().expect("a guest");
+        let mut refs = std::mem::take(&mut n.refs);
+        refs.clear();
+        let mut cycles = 0;
+        for &gpa in &w.refs[start..w.n] {
+            cycles += n.translate(gpa, &mut refs);
+            // The host places guest memory at the same address (`crate::nested`).
+            refs.push(gpa);
+        }
+        let leaf = w.leaf.expect("the walk ends with a present leaf");
+        let offset = va & ((1u64 << leaf.shift) - 1);
+        cycles += n.translate((leaf.pfn << self.base_shift) + offset, &mut refs);
+        n.stats.walks += 1;
+        n.stats.guest_refs += (w.n - start) as u64;
+        if n.host_shift < leaf.shift as u32 {
+            let hs = n.host_shift;
+            w.leaf = Some(Leaf {
+                pfn: leaf.pfn + ((offset >> hs) << (hs - self.base_shift)),
+                shift: hs as u8,
+                flags: leaf.flags,
+            });
+        }
+        cycles += self.caches.access_walk(&refs);
+        self.c.cyc.walk += cycles;
+        self.nested.as_deref_mut().expect("a guest").refs = refs;
+    }
+}
