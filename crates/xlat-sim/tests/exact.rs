@@ -1,6 +1,8 @@
 //! Exactness tests: closed-form and hand-computed counts.
 
-use xlat_sim::{MachineConfig, Radix, Report, Sim};
+mod common;
+use common::{load, mmap, run, store};
+use xlat_sim::{MachineConfig, Radix, Sim};
 use xlat_types::{Access, AccessKind, Block, Event, MapFlags, Pid, Prot, Tid, VirtAddr};
 
 /// A machine with one fully-associative or set-associative data TLB and no caches.
@@ -28,27 +30,6 @@ unified = [ {tlb} ]
 "#
     );
     MachineConfig::from_toml(&text, "test").unwrap()
-}
-
-fn load(a: u64) -> Event {
-    Event::Access(Access::new(AccessKind::Load, a, 8))
-}
-fn store(a: u64) -> Event {
-    Event::Access(Access::new(AccessKind::Store, a, 8))
-}
-fn mmap(a: u64, len: u64) -> Event {
-    Event::Mmap {
-        addr: VirtAddr(a),
-        len,
-        prot: Prot::RW,
-        flags: MapFlags(MapFlags::ANON),
-    }
-}
-
-fn run(cfg: &MachineConfig, events: &[Event]) -> Report {
-    let mut sim: Sim<Radix> = Sim::new(cfg).unwrap();
-    sim.run(events).unwrap();
-    sim.report()
 }
 
 const BASE: u64 = 0x4000_0000;

@@ -1,8 +1,9 @@
 //! Nested paging (issue 16): two-dimensional walks counted exactly, by closed form
 //! ((n + 1)(m + 1) − 1 references for n guest and m host levels) and by hand.
 
-use xlat_sim::{ConfigError, MachineConfig, Radix, Report, Sim};
-use xlat_types::{Access, AccessKind, Event, MapFlags, Prot, VirtAddr};
+mod common;
+use common::{load, mmap, run};
+use xlat_sim::{ConfigError, MachineConfig};
 
 /// A guest with `levels` guest levels (9 bits each over 4 KiB), one fully-associative
 /// 64-entry TLB, no caches (every reference costs `memory_cycles` = 100), and `nested`
@@ -43,25 +44,6 @@ memory_cycles = 100
         lv.join(", ")
     );
     MachineConfig::from_toml(&text, "guest")
-}
-
-fn load(a: u64) -> Event {
-    Event::Access(Access::new(AccessKind::Load, a, 8))
-}
-
-fn mmap(a: u64, len: u64) -> Event {
-    Event::Mmap {
-        addr: VirtAddr(a),
-        len,
-        prot: Prot::RW,
-        flags: MapFlags(MapFlags::ANON),
-    }
-}
-
-fn run(cfg: &MachineConfig, events: &[Event]) -> Report {
-    let mut sim: Sim<Radix> = Sim::new(cfg).unwrap();
-    sim.run(events).unwrap();
-    sim.report()
 }
 
 const BASE: u64 = 0x4000_0000;
