@@ -6,10 +6,17 @@
 //! into the largest smaller size the level holds (the entry then covers the accessed
 //! sub-page only). Locked-down entries are never evicted and survive every flush.
 
-use crate::assoc::{Assoc, Displaced, Slot, GLOBAL, VALID};
-use crate::config::{geometry, ConfigError, Inclusion, Side, TlbConfig, TlbStructConfig};
+use crate::assoc::{Displaced, Slot, GLOBAL, VALID};
+use crate::config::{ConfigError, Inclusion, Side, TlbConfig, TlbStructConfig};
 use crate::pagetable::{Leaf, GLOBAL_PAGE, WRITABLE};
 use serde::Serialize;
+
+mod structure;
+#[cfg(test)]
+mod tests;
+
+use structure::{key, Locked};
+pub use structure::{StructStats, Structure};
 
 /// Slot flag: writes allowed (mirrors the PTE).
 const W: u8 = 2;
@@ -23,142 +30,6 @@ pub struct Entry {
     pub pfn: u64,
     pub writable: bool,
     pub global: bool,
-}
-
-#[inline]
-fn key(va: u64, shift: u32) -> u64 {
-    ((va >> shift) << 6) | shift as u64 | VALID
-}
-
-/// Counters of one structure.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct StructStats {
-    pub name: String,
-    pub entries: u32,
-    pub ways: u32,
-    pub sizes: Vec<String>,
-    pub replacement: String,
-    /// Set index function (`modulo`, `xor`, `skewed`).
-    pub index: &'static str,
-    pub lockdown: u32,
-    pub hits: u64,
-    pub locked_hits: u64,
-    pub fills: u64,
-    pub evictions: u64,
-    pub invalidations: u64,
-}
-
-#[derive(Clone, Debug)]
-struct Locked {
-    vpn: u64,
-    shift: u8,
-    pfn: u64,
-}
-
-#[derive(Clone, Debug)]
-pub struct Structure {
-    /// Held page sizes, largest first.
-    shifts: Vec<u8>,
-    /// Bit `s`: the structure may hold entries of size `2^s` (set by a fill; cleared
-    /// only by flushes that recount, so a superset): sizes without it are not probed.
-    present: u64,
-    arr: Assoc,
-    locked: Vec<Locked>,
-    lockdown_slots: u32,
-    pub stats: StructStats,
-}
-
-impl Structure {
-    fn new(name: String, c: &TlbStructConfig, seed: u64) -> Result<Self, ConfigError> {
-        let (sets, ways) = geometry(&name, c.entries, c.ways)?;
-        let mut shifts: Vec<u8> = c.sizes.iter().map(|s| s.shift() as u8).collect();
-        shifts.sort_unstable_by(|a, b| b.cmp(a));
-        shifts.dedup();
-        Ok(Structure {
-            present: 0,
-            arr: Assoc::new(c.replacement, sets, ways, c.index, seed),
-            locked: Vec::new(),
-            lockdown_slots: c.lockdown,
-            stats: StructStats {
-                name,
-                entries: c.entries,
-                ways: ways as u32,
-                sizes: c.sizes.iter().map(|s| s.to_string()).collect(),
-                replacement: format!("{:?}", c.replacement).to_lowercase(),
-                index: c.index.name(),
-                lockdown: c.lockdown,
-                ..Default::default()
-            },
-            shifts,
-        })
-    }
-
-    #[inline(never)]
-    fn lookup_locked(&mut self, va: u64) -> Option<Entry> {
-        let l = self.locked.iter().find(|l| va >> l.shift == l.vpn)?;
-        self.stats.hits += 1;
-        self.stats.locked_hits += 1;
-        Some(Entry {
-            shift: l.shift,
-            pfn: l.pfn,
-            writable: true,
-            global: true,
-        })
-    }
-
-    /// The largest held size not above `shift`.
-    fn fit(&self, shift: u8) -> Option<u8> {
-        self.shifts.iter().copied().find(|&s| s <= shift)
-    }
-
-    fn invalidate_range(&mut self, base: u64, shift: u32, asid: Option<u16>) -> u64 {
-        let mut n = 0;
-        let end = base + (1u64 << shift) - 1;
-        for si in 0..self.shifts.len() {
-            let s = self.shifts[si] as u32;
-            if self.present >> s & 1 == 0 {
-                continue;
-            }
-            if s >= shift {
-                let va = base;
-                let hit = match asid {
-                    Some(a) => self.arr.invalidate(va >> s, key(va, s), a),
-                    None => self.arr.invalidate_where(|sl| sl.key == key(va, s)) > 0,
-                };
-                n += hit as u64;
-            } else if shift - s <= 4 {
-                for i in 0..(1u64 << (shift - s)) {
-                    let va = base + (i << s);
-                    let hit = match asid {
-                        Some(a) => self.arr.invalidate(va >> s, key(va, s), a),
-                        None => self.arr.invalidate_where(|sl| sl.key == key(va, s)) > 0,
-                    };
-                    n += hit as u64;
-                }
-            } else {
-                n += self.arr.invalidate_where(|sl| {
-                    let sh = (sl.key & 63) as u32;
-                    let va = ((sl.key & !VALID) >> 6) << sh;
-                    sh == s
-                        && va >= base
-                        && va <= end
-                        && asid.is_none_or(|a| sl.asid == a || sl.flags & GLOBAL != 0)
-                });
-            }
-        }
-        self.stats.invalidations += n;
-        n
-    }
-
-    /// Recomputes `present` exactly after a bulk invalidation.
-    fn recount(&mut self) {
-        let mut present = 0u64;
-        self.arr.invalidate_where(|sl| {
-            present |= 1 << (sl.key & 63);
-            false
-        });
-        self.present = present;
-    }
 }
 
 /// Hit/miss counts of one level on one side.
@@ -856,125 +727,5 @@ impl Tlbs {
 
     pub fn is_unified(&self, level: usize) -> bool {
         self.levels[level].unified
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The fast two-level fill behaves exactly like the general one: the same lookups
-    /// hit, with the same counters, over random base-page and (rare) large-page fills,
-    /// both sides, two ASIDs, global pages and flushes (which turn sizes off and on, and
-    /// the fast path with them).
-    #[test]
-    fn fast_fill_equals_the_general_fill() {
-        let cfg = crate::presets::preset("skylake").expect("preset");
-        let mut fast = Tlbs::new(&cfg.tlb).expect("tlbs");
-        let mut general = fast.clone();
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut fast_fills = 0;
-        for step in 0..60_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let side = (x >> 60 & 1) as usize;
-            let asid = 1 + (x >> 61 & 1) as u16;
-            // 6 MiB of 4 KiB pages and a few 2 MiB ones: hits and evictions both.
-            let huge = x >> 40 & 1023 == 0;
-            let va = if huge {
-                (x >> 20 & 7) << 21
-            } else {
-                (x & 0x5ff) << 12
-            } + (x >> 8 & 0xfff);
-            let shift = if huge { 21 } else { 12 };
-            let leaf = Leaf {
-                pfn: va >> 12 ^ 0x40000,
-                shift,
-                flags: WRITABLE
-                    | if !huge && x >> 44 & 31 == 0 {
-                        GLOBAL_PAGE
-                    } else {
-                        0
-                    },
-            };
-            if x >> 50 & 1023 == 0 {
-                let base = va & !((1 << shift) - 1);
-                assert_eq!(
-                    fast.flush_page(base, shift as u32, asid),
-                    general.flush_page(base, shift as u32, asid)
-                );
-                continue;
-            }
-            if x >> 50 & 1023 == 1 {
-                assert_eq!(fast.flush_asid(Some(asid)), general.flush_asid(Some(asid)));
-                continue;
-            }
-            if x >> 50 & 1023 == 2 {
-                // Every ASID: large pages (never global here) leave, so do their sizes.
-                assert_eq!(fast.flush_asid(None), general.flush_asid(None));
-                continue;
-            }
-            let mut upto = 2;
-            for li in 0..2 {
-                let (a, b) = (
-                    fast.probe(li, side, va, asid),
-                    general.probe(li, side, va, asid),
-                );
-                assert_eq!(a, b, "step {step}, level {li}");
-                if a.is_some() {
-                    upto = li;
-                    break;
-                }
-            }
-            if upto > 0 {
-                fast_fills += (upto == 2 && fast.fast_fill[side].is_some()) as u64;
-                general.fast_fill = [None; 2];
-                fast.fill(upto, side, va, &leaf, 12, asid);
-                general.fill(upto, side, va, &leaf, 12, asid);
-            }
-        }
-        assert!(fast_fills > 10_000, "the fast path ran {fast_fills} times");
-        let stats = |t: &Tlbs| {
-            let s: Vec<_> = t.structs.iter().map(|s| format!("{:?}", s.stats)).collect();
-            let l: Vec<_> = t
-                .level_stats()
-                .iter()
-                .flatten()
-                .map(|l| (l.hits, l.misses))
-                .collect();
-            (s, l)
-        };
-        assert_eq!(stats(&fast), stats(&general));
-    }
-
-    /// A size the last level holds but the first no longer does (a global entry that
-    /// outlived a whole flush in the STLB only) must take the general fill, which turns
-    /// the first level's size back on: the next lookup there hits.
-    #[test]
-    fn fast_fill_waits_for_every_level_to_hold_the_size() {
-        let cfg = crate::presets::preset("skylake").expect("preset");
-        let mut t = Tlbs::new(&cfg.tlb).expect("tlbs");
-        let leaf = |pfn: u64, flags: u8| Leaf {
-            pfn,
-            shift: 12,
-            flags,
-        };
-        t.fill(2, 1, 0, &leaf(7, WRITABLE | GLOBAL_PAGE), 12, 1);
-        // 256 more pages push the global one out of the 64-entry L1, not the STLB.
-        for p in 1..=256u64 {
-            t.fill(2, 1, p << 12, &leaf(100 + p, WRITABLE), 12, 1);
-        }
-        t.flush_asid(None);
-        assert!(
-            t.probe(1, 1, 0, 1).is_some(),
-            "the STLB kept the global page"
-        );
-        assert!(t.probe(0, 1, 0, 1).is_none(), "the L1 did not");
-        t.fill(2, 1, 1 << 12, &leaf(101, WRITABLE), 12, 1);
-        assert!(
-            t.probe(0, 1, 1 << 12, 1).is_some(),
-            "the L1 holds 4 KiB pages again"
-        );
     }
 }
