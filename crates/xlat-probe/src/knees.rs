@@ -11,12 +11,12 @@
 //!   own noise (a robust sigma of first differences), a relative and an absolute floor, so a
 //!   single outlier never makes a knee.
 //! * [`last_below`] and [`crossing`] locate a level precisely on a refined sweep.
-//! * [`snap_entries`] rounds a raw estimate to the nearest size of the form
-//!   `{1, 1.25, 1.5, 1.75} x 2^k`, the forms TLB sizes take in practice (64, 96, 1536,
-//!   2048, 3072...). Both the raw and the snapped value are reported; [`settle`] keeps
-//!   an exact answer (every estimate the same integer, e.g. 72) as measured.
-//! * [`confidence`] turns agreement between repeated estimates, sharpness and noise into a
-//!   stated confidence.
+//! * [`snap_entries`] names the nearest size of the form `{1, 1.25, 1.5, 1.75} x 2^k`, the
+//!   forms TLB sizes often take (64, 96, 1536, 2048, 3072...), as a hint beside the measured
+//!   size; the measurement itself is never rounded to it (issue 16: 72 entries, measured
+//!   exactly, were once printed as 80).
+//! * [`confidence`] turns agreement between repeated estimates and noise into a stated
+//!   confidence.
 
 use crate::stats;
 use serde::{Deserialize, Serialize};
@@ -89,8 +89,12 @@ pub fn detect_steps(xs: &[f64], ys: &[f64], opts: StepOptions) -> Vec<Step> {
     if n < 4 {
         return steps;
     }
-    let sigma = noise_sigma(ys);
-    let thr = |level: f64| {
+    // The noise is the current plateau's own once it has enough points (a noisy tail of the
+    // curve, e.g. page walks under another VM's load, must not hide a clean early knee),
+    // else the whole curve's.
+    let global = noise_sigma(ys);
+    let mut sigma = global;
+    let thr = |level: f64, sigma: f64| {
         (opts.sigmas * sigma)
             .max(opts.relative * level.abs())
             .max(opts.absolute)
@@ -99,13 +103,16 @@ pub fn detect_steps(xs: &[f64], ys: &[f64], opts: StepOptions) -> Vec<Step> {
     let mut i = 1;
     while i < n {
         let level = stats::median(&ys[plateau_start..i]);
-        let t = thr(level);
+        if i - plateau_start >= 8 {
+            sigma = noise_sigma(&ys[plateau_start..i]);
+        }
+        let t = thr(level, sigma);
         let raised = |k: usize| ys[k] > level + t;
         if raised(i) && (i + 1 == n || raised(i + 1)) {
             // Walk up the transition until two successive points stop rising.
             let mut j = i;
             while j + 2 < n {
-                let tj = thr(ys[j]);
+                let tj = thr(ys[j], sigma);
                 if ys[j + 1] - ys[j] <= tj && ys[j + 2] - ys[j] <= tj {
                     break;
                 }
@@ -122,6 +129,7 @@ pub fn detect_steps(xs: &[f64], ys: &[f64], opts: StepOptions) -> Vec<Step> {
                 level_after,
             });
             plateau_start = settled_at;
+            sigma = global;
             i = settled_at + 1;
         } else {
             i += 1;
@@ -156,16 +164,6 @@ pub fn crossing(xs: &[f64], ys: &[f64], level: f64) -> Option<f64> {
     Some((x0 + t * (x1 - x0)).exp())
 }
 
-/// The size to report from `estimates` (their median `raw`): the integer every estimate
-/// rounds to when they all agree (an exact measurement, such as Zen 4's 72-entry L1 DTLB,
-/// needs no rounding to a common size), else `snap(raw)`.
-pub fn settle(estimates: &[f64], raw: f64, snap: fn(f64) -> u64) -> u64 {
-    match estimates.first().map(|e| e.round()) {
-        Some(r) if r >= 1.0 && estimates.iter().all(|e| e.round() == r) => r as u64,
-        _ => snap(raw),
-    }
-}
-
 /// Round to the nearest `{1, 1.25, 1.5, 1.75} x 2^k` (values below 8 are just rounded).
 pub fn snap_entries(raw: f64) -> u64 {
     if !raw.is_finite() || raw <= 0.0 {
@@ -179,29 +177,6 @@ pub fn snap_entries(raw: f64) -> u64 {
     for k in 2..40u32 {
         for m in [4u64, 5, 6, 7] {
             let c = (m << k) / 4;
-            let err = (c as f64 / raw).ln().abs();
-            if err < best_err {
-                best_err = err;
-                best = c;
-            }
-        }
-    }
-    best
-}
-
-/// Round to the nearest `2^k` or `1.5 x 2^k`: the coarser grid used for sizes inferred by a
-/// model fit, which is only accurate to about 10%.
-pub fn snap_entries_coarse(raw: f64) -> u64 {
-    if !raw.is_finite() || raw <= 0.0 {
-        return 0;
-    }
-    if raw < 8.0 {
-        return raw.round() as u64;
-    }
-    let mut best = 0u64;
-    let mut best_err = f64::INFINITY;
-    for k in 2..40u32 {
-        for c in [1u64 << k, 3u64 << (k - 1)] {
             let err = (c as f64 / raw).ln().abs();
             if err < best_err {
                 best_err = err;
@@ -235,9 +210,9 @@ impl Confidence {
     }
 }
 
-/// Judge repeated estimates of the same size: their spread `(max-min)/median`, whether all
-/// snap to the same size, and whether the underlying samples were noisy.
-pub fn confidence(estimates: &[f64], noisy: bool, snap: fn(f64) -> u64) -> (Confidence, String) {
+/// Judge repeated estimates of the same size: their spread `(max-min)/median` and whether
+/// the underlying samples were noisy.
+pub fn confidence(estimates: &[f64], noisy: bool) -> (Confidence, String) {
     if estimates.is_empty() {
         return (Confidence::Low, "no estimate".into());
     }
@@ -265,11 +240,9 @@ pub fn confidence(estimates: &[f64], noisy: bool, snap: fn(f64) -> u64) -> (Conf
     } else {
         f64::INFINITY
     };
-    let snapped: std::collections::BTreeSet<u64> = kept.iter().map(|&e| snap(e)).collect();
-    let agree = snapped.len() == 1;
-    let c = if spread <= 0.03 && agree && !noisy && kept.len() >= 3 {
+    let c = if spread <= 0.03 && !noisy && kept.len() >= 3 {
         Confidence::High
-    } else if spread <= 0.10 && agree && kept.len() >= 2 {
+    } else if spread <= 0.10 && kept.len() >= 2 {
         Confidence::Medium
     } else {
         Confidence::Low
@@ -284,9 +257,6 @@ pub fn confidence(estimates: &[f64], noisy: bool, snap: fn(f64) -> u64) -> (Conf
     );
     if dropped > 0 && kept.len() < estimates.len() {
         why.push_str(&format!(", {dropped} outlying estimate(s) set aside"));
-    }
-    if !agree {
-        why.push_str(&format!(", rounding to {} different sizes", snapped.len()));
     }
     if noisy {
         why.push_str(", samples noisy");
@@ -396,14 +366,6 @@ mod tests {
     }
 
     #[test]
-    fn agreeing_integers_are_kept_as_measured() {
-        assert_eq!(settle(&[72.0; 5], 72.0, snap_entries), 72);
-        assert_eq!(settle(&[72.0, 72.2, 71.9], 72.0, snap_entries), 72);
-        assert_eq!(settle(&[70.0, 72.0, 74.0], 72.0, snap_entries), 80);
-        assert_eq!(settle(&[], 0.0, snap_entries), 0);
-    }
-
-    #[test]
     fn snapping_to_architectural_sizes() {
         assert_eq!(snap_entries(95.0), 96);
         assert_eq!(snap_entries(64.0), 64);
@@ -412,58 +374,26 @@ mod tests {
         assert_eq!(snap_entries(3000.0), 3072);
         assert_eq!(snap_entries(5.0), 5);
         assert_eq!(snap_entries(-1.0), 0);
-        assert_eq!(snap_entries_coarse(3700.0), 4096);
-        assert_eq!(snap_entries_coarse(3400.0), 3072);
-        assert_eq!(snap_entries_coarse(1400.0), 1536);
-        assert_eq!(snap_entries_coarse(95.0), 96);
     }
 
     #[test]
     fn confidence_levels() {
-        let fine = snap_entries as fn(f64) -> u64;
-        assert_eq!(
-            confidence(&[96.0, 96.0, 95.0], false, fine).0,
-            Confidence::High
-        );
-        assert_eq!(
-            confidence(&[96.0, 96.0, 95.0], true, fine).0,
-            Confidence::Medium
-        );
-        assert_eq!(
-            confidence(&[3900.0, 4100.0, 4000.0], false, fine).0,
-            Confidence::Medium
-        );
-        assert_eq!(
-            confidence(&[3000.0, 4100.0, 5200.0], false, fine).0,
-            Confidence::Low
-        );
+        let c = |e: &[f64], noisy| confidence(e, noisy).0;
+        assert_eq!(c(&[96.0, 96.0, 95.0], false), Confidence::High);
+        assert_eq!(c(&[96.0, 96.0, 95.0], true), Confidence::Medium);
+        assert_eq!(c(&[3900.0, 4100.0, 4000.0], false), Confidence::Medium);
+        assert_eq!(c(&[3000.0, 4100.0, 5200.0], false), Confidence::Low);
         // A single stray estimate is set aside.
-        assert_eq!(
-            confidence(&[3000.0, 4100.0, 4000.0], false, fine).0,
-            Confidence::Medium
-        );
-        // Straddling a fine-grid boundary (3830) is only ambiguous on the fine grid.
-        assert_eq!(
-            confidence(&[3700.0, 3950.0, 3800.0], false, fine).0,
-            Confidence::Low
-        );
-        assert_eq!(
-            confidence(&[3700.0, 3950.0, 3800.0], false, snap_entries_coarse).0,
-            Confidence::Medium
-        );
-        assert_eq!(confidence(&[], false, fine).0, Confidence::Low);
+        assert_eq!(c(&[3000.0, 4100.0, 4000.0], false), Confidence::Medium);
+        // Straddling a rounding boundary (3830 between 3584 and 4096) does not matter: the
+        // estimates are not rounded (spread 6.6%).
+        assert_eq!(c(&[3700.0, 3950.0, 3800.0], false), Confidence::Medium);
+        assert_eq!(c(&[], false), Confidence::Low);
         // One stray estimate among five is set aside; two among three are not.
-        let (c, why) = confidence(
-            &[4096.0, 4100.0, 4090.0, 4095.0, 5200.0],
-            false,
-            snap_entries_coarse,
-        );
-        assert_eq!(c, Confidence::High, "{why}");
+        let (k, why) = confidence(&[4096.0, 4100.0, 4090.0, 4095.0, 5200.0], false);
+        assert_eq!(k, Confidence::High, "{why}");
         assert!(why.contains("set aside"));
-        assert_eq!(
-            confidence(&[4096.0, 5200.0, 6000.0], false, snap_entries_coarse).0,
-            Confidence::Low
-        );
+        assert_eq!(c(&[4096.0, 5200.0, 6000.0], false), Confidence::Low);
     }
 }
 

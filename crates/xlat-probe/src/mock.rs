@@ -26,6 +26,10 @@ pub struct MockTlb {
     pub ways: Option<usize>,
     /// Extra ticks per access when this level misses.
     pub penalty: f64,
+    /// A measured miss-fraction ramp `(pages, fraction)` replacing the model (linear in
+    /// between, 0 before the first point, the last fraction after it): e.g. the skewed-looking
+    /// L2 DTLB ramp measured on Zen 4 (issue 16). Empty: the model above.
+    pub ramp: Vec<(usize, f64)>,
 }
 
 /// The scripted machine.
@@ -41,6 +45,16 @@ pub struct MockMachine {
     pub l1_hit: f64,
     /// Data-cache steps: `(lines, extra ticks once more lines than this are touched)`.
     pub cache_steps: Vec<(usize, f64)>,
+    /// Fraction of each cache step the random chase pays on top of the control (lines on
+    /// distinct pages conflict more than packed ones): a small excess sub-step at each
+    /// cache step, as real machines show at the L1D size.
+    pub cache_residual: f64,
+    /// Walk-cost steps of the last TLB level: `(pages, extra ticks per miss once more pages
+    /// than this are touched)` (page tables leaving the data caches, host-table walks).
+    pub walk_steps: Vec<(usize, f64)>,
+    /// A competing process from this footprint on (pages): chase samples and single loads
+    /// are delayed at random, as on a busy machine.
+    pub busy_from: Option<usize>,
     /// TLB levels, innermost first.
     pub tlbs: Vec<MockTlb>,
     /// Fraction of a TLB miss a linear walk still pays (prefetch hides the rest).
@@ -66,16 +80,21 @@ impl Default for MockMachine {
             resolution: 13.0,
             l1_hit: 2.5,
             cache_steps: vec![(768, 6.0), (16384, 25.0)],
+            cache_residual: 0.0,
+            walk_steps: Vec::new(),
+            busy_from: None,
             tlbs: vec![
                 MockTlb {
                     entries: 64,
                     ways: None,
                     penalty: 4.5,
+                    ramp: Vec::new(),
                 },
                 MockTlb {
                     entries: 1536,
                     ways: Some(12),
                     penalty: 60.0,
+                    ramp: Vec::new(),
                 },
             ],
             linear_visible: 0.1,
@@ -111,6 +130,19 @@ pub fn poisson_tail(lambda: f64, k: usize) -> f64 {
 impl MockTlb {
     /// Fraction of accesses that miss this level when `pages` pages are chased cyclically.
     pub fn miss_fraction(&self, pages: usize) -> f64 {
+        if let (Some(&(x0, _)), Some(&(_, y_last))) = (self.ramp.first(), self.ramp.last()) {
+            if pages < x0 {
+                return 0.0;
+            }
+            return self
+                .ramp
+                .windows(2)
+                .find(|w| pages >= w[0].0 && pages < w[1].0)
+                .map_or(y_last, |w| {
+                    let t = (pages - w[0].0) as f64 / (w[1].0 - w[0].0) as f64;
+                    w[0].1 + t * (w[1].1 - w[0].1)
+                });
+        }
         match self.ways {
             None => {
                 if pages > self.entries {
@@ -139,6 +171,27 @@ impl MockMachine {
                 .sum::<f64>()
     }
 
+    /// Cache cost of `lines` lines on as many distinct pages (the random chase).
+    fn spread_cache_cost(&self, lines: usize) -> f64 {
+        self.l1_hit + (1.0 + self.cache_residual) * (self.cache_cost(lines) - self.l1_hit)
+    }
+
+    /// Miss penalties of each TLB level at `pages` pages (the last grows by `walk_steps`).
+    fn penalties(&self, pages: usize) -> Vec<f64> {
+        let walk: f64 = self
+            .walk_steps
+            .iter()
+            .filter(|(p, _)| pages > *p)
+            .map(|(_, c)| c)
+            .sum();
+        let n = self.tlbs.len();
+        self.tlbs
+            .iter()
+            .enumerate()
+            .map(|(i, t)| t.penalty + if i + 1 == n { walk } else { 0.0 })
+            .collect()
+    }
+
     /// Pages seen by the TLB: huge-page backings fold many 4 KiB slots into one entry.
     fn tlb_pages(spec_targets: usize, spacing: usize, backing: Backing) -> usize {
         match backing {
@@ -157,15 +210,16 @@ impl MockMachine {
         spacing: usize,
         backing: Backing,
     ) -> f64 {
-        let cache = self.cache_cost(targets);
         if pattern == Pattern::Control {
-            return cache;
+            return self.cache_cost(targets);
         }
+        let cache = self.spread_cache_cost(targets);
         let pages = Self::tlb_pages(targets, spacing, backing);
         let tlb: f64 = self
             .tlbs
             .iter()
-            .map(|t| t.miss_fraction(pages) * t.penalty)
+            .zip(self.penalties(pages))
+            .map(|(t, p)| t.miss_fraction(pages) * p)
             .sum();
         let visible = if pattern == Pattern::Linear {
             self.linear_visible
@@ -278,10 +332,16 @@ impl Backend for MockBackend {
             self.machine
                 .chase_ticks(spec.pattern, spec.targets, spec.spacing, spec.backing);
         let mut out = Vec::with_capacity(spec.samples);
+        let busy = self.machine.busy_from.is_some_and(|p| spec.targets >= p);
         for _ in 0..spec.samples {
             let mut v = truth * (1.0 + self.machine.noise * self.rng.normal());
             if self.rng.unit() < self.machine.outlier_rate {
                 v *= 1.6;
+            }
+            if busy {
+                // Another process evicts our lines and TLB entries: a run-to-run varying
+                // slowdown of up to 4x.
+                v *= 1.0 + 3.0 * self.rng.unit();
             }
             out.push(v.max(0.0));
         }
@@ -313,14 +373,19 @@ impl Backend for MockBackend {
             HistKind::Control => (spec.targets, 1),
             HistKind::Spread => (spec.targets, spec.targets),
         };
-        let cache = m.cache_cost(targets);
+        let cache = match spec.kind {
+            HistKind::Spread => m.spread_cache_cost(targets),
+            _ => m.cache_cost(targets),
+        };
+        let busy = m.busy_from.is_some_and(|p| spec.targets >= p);
         let n = targets * spec.passes;
         let mut rng =
             SplitMix64::new(m.seed ^ spec.seed ^ (targets as u64) << 20 ^ spec.kind as u64);
         let fractions: Vec<(f64, f64)> = m
             .tlbs
             .iter()
-            .map(|t| (t.miss_fraction(tlb_pages), t.penalty))
+            .zip(m.penalties(tlb_pages))
+            .map(|(t, p)| (t.miss_fraction(tlb_pages), p))
             .collect();
         let q = m.resolution;
         let mut out = Vec::with_capacity(n);
@@ -335,6 +400,9 @@ impl Backend for MockBackend {
             }
             if rng.unit() < 0.001 {
                 lat += 2000.0; // an interrupt
+            }
+            if busy && rng.unit() < 0.3 {
+                lat += 4.0 * m.tlbs.last().map_or(50.0, |t| t.penalty) * rng.unit();
             }
             // The counter only advances in quanta of `q` ticks.
             let quantized = ((lat + m.overhead + rng.unit() * q) / q).floor() * q;

@@ -293,7 +293,11 @@ fn render_tlb(s: &mut String, tlb: &TlbReport, t: &TimerInfo) {
         .map(|l| {
             vec![
                 l.name.clone(),
-                l.entries.to_string(),
+                if l.trusted {
+                    l.entries.to_string()
+                } else {
+                    "rerun".into()
+                },
                 format!("{:.0}", l.raw_entries),
                 l.estimates
                     .iter()
@@ -369,17 +373,40 @@ fn render_tlb(s: &mut String, tlb: &TlbReport, t: &TimerInfo) {
             );
         }
     }
-    for st in &tlb.further_steps {
+    for l in &tlb.levels {
+        if let Some(h) = l.half_miss_pages {
+            let _ = writeln!(
+                s,
+                "- {}: half the loads miss at {h:.0} pages; nearest common size {}",
+                l.name, l.nearest_size
+            );
+        }
+    }
+    for o in &tlb.other_steps {
+        let cause = match &o.cause {
+            crate::tlb::StepCause::DataCache { control_rise_ticks } => format!(
+                "a data-cache step (the dense control rises {:.1} ns here), not a TLB level",
+                t.ns(*control_rise_ticks)
+            ),
+            crate::tlb::StepCause::Minor => {
+                "too small for a TLB level (under half the L1 step): the miss cost changing, or noise"
+                    .to_string()
+            }
+            crate::tlb::StepCause::WalkCost => {
+                "the miss cost grows (page tables leaving the data caches; in a VM, host-table walks)"
+                    .to_string()
+            }
+        };
         let _ = writeln!(
             s,
-            "- sub-step of the L2 transition after {:.0} pages (+{:.1} ns): more L2 sets overflowing, page tables leaving the data caches",
-            st.last_flat,
-            t.ns(st.height())
+            "- step after {:.0} pages (+{:.1} ns): {cause}",
+            o.step.last_flat,
+            t.ns(o.step.height())
         );
     }
     let _ = writeln!(
         s,
-        "- confidence: high = the estimates from five independent visiting orders (an outlying one set aside) agree within 3%, round to the same size and the samples are quiet; medium = within 10% and the same size; low = otherwise. 'entries' is the median estimate rounded to the nearest {{1,1.25,1.5,1.75}} x 2^k (page-by-page sweep) or 2^k / 1.5 x 2^k (model fit, accurate to ~10%)\n"
+        "- confidence: high = the estimates from five independent visiting orders (an outlying one set aside) agree within 3% and the samples are quiet; medium = within 10%; low = otherwise, and no size is given ('rerun'). 'entries' is the median estimate, not rounded to a common size; a model fit (miss-fraction method) is accurate to ~10%\n"
     );
     // Curve, thinned to about 24 rows.
     let step = (tlb.curve.len() / 24).max(1);

@@ -5,8 +5,10 @@
 //!    random page order), `linear` (same lines, increasing order: what prefetching hides)
 //!    and `control` (the same number of lines packed in a huge page: the cache-only cost).
 //!    The *excess* `random - control` is the translation cost per access.
-//! 2. **Steps.** [`crate::knees::detect_steps`] finds the staircase of the excess; step `k`
-//!    is attributed to TLB level `k+1` (L1 DTLB, then L2).
+//! 2. **Steps.** [`crate::knees::detect_steps`] finds the staircase of the excess, each step
+//!    with its own height; `classify_steps` sets aside the residues of data-cache steps (the
+//!    dense control steps as high at the same footprint) and steps under half the first TLB
+//!    step. The remaining steps are the L1 DTLB, the L2 DTLB, then walk-cost steps.
 //! 3. **Refinement, five independent visiting orders each.**
 //!    * When the step is smaller than the timer can resolve per access (the L1-miss/L2-hit
 //!      penalty is a few cycles), the excess is re-measured around the knee page by page and
@@ -22,7 +24,9 @@
 //!      the same fit on *counted* miss fractions becomes the primary estimate and the
 //!      timing-only result is reported as a cross-check.
 //! 4. **Confidence** from the agreement of the five estimates (an outlier set aside) and the
-//!    sample noise ([`crate::knees::confidence`]), and a comparison with CPUID.
+//!    sample noise ([`crate::knees::confidence`]), and a comparison of the unrounded estimate
+//!    with CPUID. A level whose estimates disagree, whose loads time as misses where the TLB
+//!    holds every page, or whose knee's chases are noisy gets no size ("rerun").
 
 use crate::backend::{
     Backend, ChaseSpec, CounterReading, Environment, HistKind, HistSpec, Pattern,
@@ -145,8 +149,15 @@ pub struct LevelEstimate {
     pub estimates: Vec<f64>,
     /// Median of the estimates.
     pub raw_entries: f64,
-    /// Rounded to the nearest `{1,1.25,1.5,1.75} x 2^k`.
+    /// `raw_entries` rounded to an integer: the measured size, compared with CPUID.
     pub entries: u64,
+    /// The nearest size of the form `{1,1.25,1.5,1.75} x 2^k` (a hint, not the measurement).
+    pub nearest_size: u64,
+    /// Miss-fraction method: median footprint (pages) where half the loads miss.
+    pub half_miss_pages: Option<f64>,
+    /// False when the measurement gives no size (estimates disagree, or loads missed where
+    /// the TLB holds every page): the warnings say why and ask for a rerun.
+    pub trusted: bool,
     /// Confidence in `entries`.
     pub confidence: Confidence,
     /// Why.
@@ -166,6 +177,33 @@ pub struct LevelEstimate {
     pub cross_check: Option<String>,
 }
 
+/// A step of the excess curve that is not a TLB level.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OtherStep {
+    /// The step.
+    pub step: Step,
+    /// What it is attributed to.
+    pub cause: StepCause,
+}
+
+/// What a non-TLB step of the excess curve is attributed to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub enum StepCause {
+    /// The dense control rises (by this many ticks) at the same footprint: the random
+    /// chase's residue of a data-cache step.
+    DataCache {
+        /// Height of the control's step.
+        control_rise_ticks: f64,
+    },
+    /// After the last TLB level: the cost of a miss grows (page tables leaving the data
+    /// caches; in a VM, host-table walks and nested-TLB misses).
+    WalkCost,
+    /// Less than half the first TLB step: too small for a TLB level (a change of the miss
+    /// cost, or noise).
+    Minor,
+}
+
 /// Result of the `tlb` probe.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TlbReport {
@@ -175,10 +213,12 @@ pub struct TlbReport {
     pub curve: Vec<CurvePoint>,
     /// Steps found on the excess curve.
     pub steps: Vec<Step>,
-    /// Inferred TLB levels.
+    /// Steps of the dense control (data-cache steps).
+    pub control_steps: Vec<Step>,
+    /// Inferred TLB levels, one per TLB step.
     pub levels: Vec<LevelEstimate>,
-    /// Sub-steps found inside the L2 transition (merged into it for the inference).
-    pub further_steps: Vec<Step>,
+    /// Steps of the excess curve that are not TLB levels, and why.
+    pub other_steps: Vec<OtherStep>,
     /// Raw refinement data.
     pub refine: Vec<RefinePoint>,
     /// smaps check of the 4 KiB region at the largest footprint.
@@ -321,31 +361,19 @@ pub fn run<B: Backend>(
         ..StepOptions::default()
     };
     let steps = knees::detect_steps(&xs, &ys, step_opts);
+    // Steps of the dense control are data-cache steps; an excess step at the same footprint
+    // that is smaller than the control's is their residue, not a TLB level (issue 16: the
+    // L1D step at ~545 pages was taken for the start of the L2 TLB's transition).
+    let cys: Vec<f64> = curve.iter().map(|p| p.control.summary.median).collect();
+    let control_steps = knees::detect_steps(&xs, &cys, step_opts);
+    let (tlb_steps, mut other_steps) = classify_steps(&steps, &control_steps);
     let mut levels = Vec::new();
     let mut refine = Vec::new();
-    // Level 1 is the first step; level 2 is everything from the second step on, merged: a
-    // hashed set-associative L2 TLB rises gradually (sets overflow before the TLB is full)
-    // and page tables leaving the data caches add further small steps on the way up, which
-    // the miss-fraction method sees through.
-    let mut transitions: Vec<Step> = steps.iter().take(1).cloned().collect();
-    if steps.len() >= 2 {
-        let first = &steps[1];
-        let last = steps.last().expect("non-empty");
-        transitions.push(Step {
-            settled: last.settled,
-            level_after: last.level_after,
-            ..first.clone()
-        });
-    }
     let max_pages = opts.max_pages as f64;
     let mut fits: Vec<(String, knees::CapacityFit)> = Vec::new();
-    for (k, step) in transitions.iter().enumerate() {
+    for (k, step) in tlb_steps.iter().take(LEVEL_NAMES.len()).enumerate() {
         let name = LEVEL_NAMES[k].to_string();
-        let prev = if k > 0 {
-            Some(&transitions[k - 1])
-        } else {
-            None
-        };
+        let prev = k.checked_sub(1).map(|p| &tlb_steps[p]);
         let by_fraction = step.height() >= 1.5 * timer.resolution_ticks;
         if k > 0 && !by_fraction {
             warnings.push(format!(
@@ -357,6 +385,7 @@ pub fn run<B: Backend>(
                 timer.resolution_ns()
             ));
         }
+        let mut fraction = None;
         let (method, estimates) = if by_fraction {
             let ways = env
                 .cpuid
@@ -383,7 +412,11 @@ pub fn run<B: Backend>(
             refine = out.refine;
             fits = out.fits;
             match r {
-                Some(e) => ("miss-fraction model fit", e),
+                Some(f) => {
+                    let e = f.estimates.clone();
+                    fraction = Some(f);
+                    ("miss-fraction model fit", e)
+                }
                 None => (
                     "excess",
                     refine_by_excess(b, &timer, &name, step, opts, &mut refine)?,
@@ -418,37 +451,58 @@ pub fn run<B: Backend>(
             )
         };
         let cfits = counter_fits(b, k, &name, &grid, ways, opts, &mut refine);
-        let timing = (method, estimates.clone());
         let (method, estimates, cross_check) = if cfits.len() == opts.repeats {
             let e: Vec<f64> = cfits.iter().map(|f| f.capacity).collect();
             let t = format!(
-                "timing only ({}): {} -> {}",
-                timing.0,
-                timing
-                    .1
+                "timing only ({method}): {} -> {:.0}",
+                estimates
                     .iter()
                     .map(|x| format!("{x:.0}"))
                     .collect::<Vec<_>>()
                     .join(" "),
-                if timing.0 == "excess" {
-                    knees::snap_entries(stats::median(&timing.1))
-                } else {
-                    knees::snap_entries_coarse(stats::median(&timing.1))
-                }
+                stats::median(&estimates)
             );
             ("hw counters + model fit", e, Some(t))
         } else {
             (method, estimates, None)
         };
         let raw_entries = stats::median(&estimates);
-        let snap: fn(f64) -> u64 = if method == "excess" || (k == 0 && cross_check.is_some()) {
-            knees::snap_entries
-        } else {
-            knees::snap_entries_coarse
-        };
-        let entries = knees::settle(&estimates, raw_entries, snap);
-        let (confidence, confidence_reason) = knees::confidence(&estimates, noisy, snap);
-        let (cpuid, cpuid_agrees, cpuid_note) = compare_cpuid(env, k, entries);
+        let (confidence, confidence_reason) = knees::confidence(&estimates, noisy);
+        let mut doubts = Vec::new();
+        if confidence == Confidence::Low {
+            doubts.push(format!("the estimates disagree ({confidence_reason})"));
+        }
+        if let Some(f) = fraction.as_ref().filter(|_| cross_check.is_none()) {
+            doubts.extend(f.doubts.iter().cloned());
+        }
+        // The chases that place this knee (its transition and the plateau after it) must
+        // be quiet themselves: a competing process shows up as spread between samples.
+        let around: Vec<f64> = curve
+            .iter()
+            .enumerate()
+            .filter(|(i, p)| *i > step.last_flat_index && (p.pages as f64) <= step.settled * 1.3)
+            .map(|(_, p)| p.random.summary.relative_spread())
+            .collect();
+        let local = stats::median(&around);
+        if local > 2.0 * NOISY_RELATIVE_MAD {
+            doubts.push(format!(
+                "the chases around the knee spread by {:.0}% (median relative MAD)",
+                local * 100.0
+            ));
+        }
+        let trusted = doubts.is_empty() && !estimates.is_empty();
+        if !trusted {
+            warnings.push(format!(
+                "{name}: no size given: {}; another process was probably competing for the \
+                 CPU, caches or TLB - rerun on an idle machine",
+                if doubts.is_empty() {
+                    "no estimate".to_string()
+                } else {
+                    doubts.join("; ")
+                }
+            ));
+        }
+        let (cpuid, cpuid_agrees, cpuid_note) = compare_cpuid(env, k, raw_entries);
         levels.push(LevelEstimate {
             name,
             method: method.into(),
@@ -457,7 +511,10 @@ pub fn run<B: Backend>(
             miss_penalty_ns: timer.ns(step.height()),
             estimates,
             raw_entries,
-            entries,
+            entries: raw_entries.round().max(0.0) as u64,
+            nearest_size: knees::snap_entries(raw_entries),
+            half_miss_pages: fraction.as_ref().and_then(|f| f.half_miss_pages),
+            trusted,
             confidence,
             confidence_reason,
             cpuid,
@@ -472,25 +529,64 @@ pub fn run<B: Backend>(
             cross_check,
         });
     }
-    if steps.is_empty() {
+    for s in tlb_steps.iter().skip(LEVEL_NAMES.len()) {
+        other_steps.push(OtherStep {
+            step: s.clone(),
+            cause: StepCause::WalkCost,
+        });
+    }
+    other_steps.sort_by(|a, b| a.step.last_flat.total_cmp(&b.step.last_flat));
+    if tlb_steps.is_empty() {
         warnings.push("no knee found in the latency curve: TLB sizes cannot be inferred".into());
-    } else if steps.len() == 1 {
+    } else if tlb_steps.len() == 1 {
         warnings
             .push("only one knee found: the second TLB level is beyond the sweep or hidden".into());
     }
-    let further_steps = steps.iter().skip(LEVEL_NAMES.len()).cloned().collect();
     Ok(TlbReport {
         options: opts.clone(),
         curve,
         steps,
+        control_steps,
         levels,
-        further_steps,
+        other_steps,
         refine,
         backing_check,
         counters,
         median_relative_mad,
         warnings,
     })
+}
+
+/// Split the excess curve's steps into TLB steps and the rest: an excess step whose
+/// transition overlaps (within a factor 1.3) a step of the dense control at least as high
+/// is that cache step's residue; after the first TLB step, a step less than half as high as
+/// it is too small to be a further TLB level (an L2 miss costs a walk, more than an L1
+/// miss that hits the L2) and is a change of the miss cost or noise.
+fn classify_steps(steps: &[Step], control: &[Step]) -> (Vec<Step>, Vec<OtherStep>) {
+    let mut tlb: Vec<Step> = Vec::new();
+    let mut other = Vec::new();
+    for s in steps {
+        let cache = control.iter().find(|c| {
+            c.first_raised <= s.settled * 1.3
+                && s.first_raised <= c.settled * 1.3
+                && c.height() >= s.height()
+        });
+        let cause = match (cache, tlb.first()) {
+            (Some(c), _) => Some(StepCause::DataCache {
+                control_rise_ticks: c.height(),
+            }),
+            (None, Some(first)) if s.height() < 0.5 * first.height() => Some(StepCause::Minor),
+            _ => None,
+        };
+        match cause {
+            Some(cause) => other.push(OtherStep {
+                step: s.clone(),
+                cause,
+            }),
+            None => tlb.push(s.clone()),
+        }
+    }
+    (tlb, other)
 }
 
 /// Excess method: page-by-page sweep around the knee; size = last footprint below half
@@ -554,6 +650,20 @@ struct RefineOut {
     fits: Vec<(String, knees::CapacityFit)>,
 }
 
+/// What the miss-fraction method found.
+struct FractionResult {
+    /// Capacity of the fitted model, one per visiting order.
+    estimates: Vec<f64>,
+    /// Median footprint where half the loads miss.
+    half_miss_pages: Option<f64>,
+    /// Signs of a busy machine (each makes the level untrusted).
+    doubts: Vec<String>,
+}
+
+/// Miss fractions (after background removal) above this below the transition mean the loads
+/// were not timed on a quiet machine.
+const FRACTION_DOUBT: f64 = 0.1;
+
 /// Miss-fraction method; `None` when the fraction never reaches one half in the range.
 fn refine_by_fraction<B: Backend>(
     b: &mut B,
@@ -563,11 +673,13 @@ fn refine_by_fraction<B: Backend>(
     model: FractionModel,
     opts: &TlbOptions,
     out: &mut RefineOut,
-) -> Result<Option<Vec<f64>>, ProbeError> {
+) -> Result<Option<FractionResult>, ProbeError> {
     let ref_pages = model.ref_pages;
     let lo = (step.last_flat * 0.8).max(ref_pages as f64 + 1.0);
     let grid = footprints(lo as usize, model.max_pages as usize, 1.06);
     let mut estimates = Vec::new();
+    let mut halves = Vec::new();
+    let mut doubts = Vec::new();
     for r in 0..opts.repeats {
         let seed = opts.seed + 101 * (r as u64 + 1);
         let passes = |pages: usize| (opts.fraction_samples / pages).max(3);
@@ -584,7 +696,9 @@ fn refine_by_fraction<B: Backend>(
         // percentiles: a coarse counter quantizes every sample, but with a random phase, so
         // means stay unbiased. A load misses when it exceeds the control's mean plus the
         // hit-level lift (the lower levels' penalty, from the reference footprint) plus a
-        // margin of 0.4 step heights (at least 0.75 timer steps).
+        // margin of 0.4 heights of this level's own step (at least 0.75 timer steps): the
+        // cheapest miss, at the start of the transition, costs about the step's first
+        // plateau, well above 0.4 of it.
         // Trimmed mean: samples beyond the 99th percentile (interrupts) are dropped.
         let mean = |v: &[f64]| {
             let cut = stats::percentile(v, 99.0);
@@ -599,6 +713,12 @@ fn refine_by_fraction<B: Backend>(
             v.iter().filter(|&&x| x > threshold).count() as f64 / v.len().max(1) as f64
         };
         let background = frac(&reference, mean(&ref_control) + lift + margin);
+        if background > FRACTION_DOUBT / 2.0 {
+            doubts.push(format!(
+                "loads at {ref_pages} pages, which the TLB holds, timed as misses (up to {:.0}%)",
+                background * 100.0
+            ));
+        }
         let (mut xs, mut ys) = (Vec::new(), Vec::new());
         for &pages in &grid {
             let v = sample(b, HistKind::Spread, pages)?;
@@ -620,13 +740,31 @@ fn refine_by_fraction<B: Backend>(
         }
         match knees::fit_capacity(&xs, &ys, &[model.ways]) {
             Some(fit) => {
+                // Below the step's onset every page is held: the fraction must start near 0.
+                let start = ys[0];
+                if start > FRACTION_DOUBT {
+                    doubts.push(format!(
+                        "loads at {} pages, below the transition, timed as misses ({:.0}% in \
+                         visiting order {})",
+                        xs[0],
+                        start * 100.0,
+                        r + 1
+                    ));
+                }
                 estimates.push(fit.capacity);
+                halves.extend(knees::crossing(&xs, &ys, 0.5));
                 out.fits.push((name.to_string(), fit));
             }
             None => return Ok(None),
         }
     }
-    Ok(Some(estimates))
+    // One doubt of each kind (the first visiting order's wording).
+    doubts.dedup_by(|a, b| a.split(" (").next() == b.split(" (").next());
+    Ok(Some(FractionResult {
+        estimates,
+        half_miss_pages: (!halves.is_empty()).then(|| stats::median(&halves)),
+        doubts,
+    }))
 }
 
 /// Hardware miss fractions of TLB level `level` on `grid`, one model fit per visiting order.
@@ -671,7 +809,7 @@ fn counter_fits<B: Backend>(
 fn compare_cpuid(
     env: &Environment,
     level: usize,
-    measured: u64,
+    measured: f64,
 ) -> (Option<TlbDesc>, Option<bool>, String) {
     let lvl = if level == 0 { "L1" } else { "L2" };
     let Some(desc) = env.cpuid.entries_4k(lvl, "data").cloned() else {
@@ -682,7 +820,9 @@ fn compare_cpuid(
         };
         return (None, None, note);
     };
-    let close = |adv: u64| adv > 0 && ((measured as f64 / adv as f64) - 1.0).abs() <= 0.10;
+    // The raw estimate, not a rounded one, is compared (issue 16: 72 measured, snapped to 80,
+    // read "CPUID agrees: no").
+    let close = |adv: u64| adv > 0 && ((measured / adv as f64) - 1.0).abs() <= 0.10;
     let raw = u64::from(desc.entries);
     if close(raw) {
         return (
@@ -709,11 +849,14 @@ fn compare_cpuid(
     }
     let note = if amd_1a {
         format!(
-            "CPUID field reads {raw} ({} if counted in units of 32); measured {measured}",
+            "CPUID field reads {raw} ({} if counted in units of 32); measured {measured:.0}",
             raw * 32
         )
     } else {
-        format!("CPUID advertises {raw} entries; measured {measured}")
+        format!(
+            "CPUID advertises {raw} entries; measured {measured:.0} ({:+.0}%)",
+            (measured / raw.max(1) as f64 - 1.0) * 100.0
+        )
     };
     (Some(desc), Some(false), note)
 }
@@ -729,5 +872,41 @@ mod tests {
         assert_eq!(*f.last().unwrap(), 32768);
         assert!(f.windows(2).all(|w| w[1] > w[0]));
         assert_eq!(footprints(4, 6, 1.01), vec![4, 5, 6]);
+    }
+
+    fn step(last_flat: f64, settled: f64, before: f64, after: f64) -> Step {
+        Step {
+            last_flat_index: 0,
+            last_flat,
+            first_raised: last_flat * 1.09,
+            settled,
+            level_before: before,
+            level_after: after,
+        }
+    }
+
+    #[test]
+    fn steps_are_tlb_levels_cache_residues_or_minor() {
+        let excess = [
+            step(64.0, 70.0, 0.0, 5.0),      // L1 TLB
+            step(545.0, 594.0, 5.0, 5.8),    // residue of the control's L1D step
+            step(1400.0, 1700.0, 5.8, 6.5),  // too small for a TLB level
+            step(1800.0, 4000.0, 6.5, 80.0), // L2 TLB
+        ];
+        let control = [step(500.0, 600.0, 3.0, 9.0)];
+        let (tlb, other) = classify_steps(&excess, &control);
+        assert_eq!(tlb, vec![excess[0].clone(), excess[3].clone()]);
+        assert_eq!(
+            other.iter().map(|o| o.cause.clone()).collect::<Vec<_>>(),
+            vec![
+                StepCause::DataCache {
+                    control_rise_ticks: 6.0
+                },
+                StepCause::Minor
+            ]
+        );
+        // A TLB step as high as a coinciding cache step stays a TLB step.
+        let big = [excess[0].clone(), step(550.0, 600.0, 5.0, 40.0)];
+        assert_eq!(classify_steps(&big, &control).0.len(), 2);
     }
 }
