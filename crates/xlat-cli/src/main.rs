@@ -3,6 +3,7 @@
 //! (trace formats).
 
 mod bench;
+mod calibrate;
 mod capture;
 mod fold;
 mod memory;
@@ -77,6 +78,11 @@ enum Cmd {
     Trace(capture::TraceArgs),
     /// Measure the real machine: TLB geometry and miss costs, page-size effects, OS latencies.
     Probe(xlat_probe::cli::ProbeArgs),
+    /// Measure this machine and write a machine file for it, then check it: the same
+    /// dependent chase measured and simulated, footprint by footprint.
+    ///
+    /// `xlat calibrate -o host.toml`; `xlat calibrate -m zen4-kvm` only checks a machine.
+    Calibrate(calibrate::CalibrateArgs),
     /// The seeds' experiments: `xlat scenario list`, `xlat scenario run lazy-flush`.
     Scenario {
         #[command(subcommand)]
@@ -148,6 +154,7 @@ fn main() {
             ScenarioCmd::Run { name, check, quick } => scenario::run(&name, check, quick),
         },
         Cmd::Probe(a) => xlat_probe::cli::run(a),
+        Cmd::Calibrate(a) => calibrate::run(a),
         Cmd::Convert {
             input,
             workload,

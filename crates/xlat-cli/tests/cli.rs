@@ -537,3 +537,45 @@ fn control_bytes_from_inputs_are_escaped() {
         "{out}"
     );
 }
+
+#[test]
+fn calibrate_writes_a_machine_that_matches_the_measured_l2_ramp() {
+    // The probe's deterministic mock machine (a KVM guest with a 64-entry L1 DTLB and a
+    // 1536-entry 12-way hashed L2): the file loads, keeps the measured L1 and nested paging,
+    // and its simulated chase misses half its loads where the measured one does.
+    let dir = std::env::temp_dir().join(format!("xlat-calibrate-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("host.toml");
+    let f = file.to_str().unwrap();
+    let (ok, out, err) = xlat(&["calibrate", "--mock", "--base", "zen4", "-o", f]);
+    assert!(ok, "{out}{err}");
+    let cfg = xlat_sim::presets::load(f).unwrap();
+    assert_eq!(cfg.tlb.levels[0].d[0].entries, 64);
+    assert!(cfg.nested.is_some(), "a VM gets nested paging");
+    assert!(cfg.sources[0].starts_with("measured by xlat probe"));
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("- half the loads miss the L2 DTLB at"))
+        .unwrap();
+    let pct: f64 = line
+        .rsplit('(')
+        .next()
+        .unwrap()
+        .trim_end_matches("%)")
+        .parse()
+        .unwrap();
+    assert!(pct.abs() <= 10.0, "{line}");
+    assert!(
+        out.contains("| pages | measured | simulated | sim/meas |"),
+        "{out}"
+    );
+    // The file is a machine `xlat sim` accepts.
+    let (ok, out, err) = xlat(&["sim", "-m", f, "-w", "chase:footprint=8MiB,refs=100K"]);
+    assert!(ok, "{out}{err}");
+    // Checking a machine writes nothing; an unknown vendor without --base is an error.
+    let (ok, out, _) = xlat(&["calibrate", "--mock", "-m", "zen4"]);
+    assert!(ok && out.contains("Calibration check: zen4"), "{out}");
+    let (ok, _, err) = xlat(&["calibrate", "--mock", "-o", f]);
+    assert!(!ok && err.contains("--base"), "{err}");
+    let _ = std::fs::remove_dir_all(dir);
+}
