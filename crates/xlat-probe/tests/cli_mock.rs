@@ -404,23 +404,9 @@ fn coarse_counter_is_reported_not_divided_by() {
 /// to {1, 1.25, 1.5, 1.75} x 2^k.
 #[test]
 fn an_exact_l1_size_is_not_snapped() {
-    let t = tlb_of(MockMachine {
-        tlbs: vec![
-            MockTlb {
-                entries: 72,
-                ways: None,
-                penalty: 4.5,
-                ramp: Vec::new(),
-            },
-            MockTlb {
-                entries: 1536,
-                ways: Some(12),
-                penalty: 60.0,
-                ramp: Vec::new(),
-            },
-        ],
-        ..Default::default()
-    });
+    let mut m = MockMachine::default();
+    m.tlbs[0].entries = 72;
+    let t = tlb_of(m);
     let l1 = &t.levels[0];
     assert_eq!(l1.entries, 72, "{:?}", l1.estimates);
     assert_eq!(l1.cpuid_agrees, Some(true), "{}", l1.cpuid_note);

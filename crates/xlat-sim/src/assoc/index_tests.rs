@@ -50,6 +50,18 @@ struct E {
     stamp: u64,
 }
 
+impl E {
+    fn new(s: &Slot, stamp: u64) -> E {
+        E {
+            key: s.key,
+            asid: s.asid,
+            flags: s.flags,
+            data: s.data,
+            stamp,
+        }
+    }
+}
+
 fn matches(e: &E, key: u64, asid: u16) -> bool {
     e.key == key && (e.asid == asid || e.flags & GLOBAL != 0)
 }
@@ -82,13 +94,7 @@ impl PlainSets {
     fn fill(&mut self, x: u64, s: Slot) -> u64 {
         let n = self.sets.len() as u64;
         self.clock += 1;
-        let e = E {
-            key: s.key,
-            asid: s.asid,
-            flags: s.flags,
-            data: s.data,
-            stamp: self.clock,
-        };
+        let e = E::new(&s, self.clock);
         let set = &mut self.sets[plain_set(self.kind, n, x)];
         if set.len() < self.ways {
             set.push(e);
@@ -155,13 +161,7 @@ impl PlainSkewed {
                     .unwrap(),
             },
         };
-        let e = E {
-            key: s.key,
-            asid: s.asid,
-            flags: s.flags,
-            data: s.data,
-            stamp: self.clock,
-        };
+        let e = E::new(&s, self.clock);
         self.rows[w][r].replace(e).map_or(0, |o| o.key)
     }
     fn invalidate(&mut self, x: u64, key: u64, asid: u16) -> bool {
