@@ -302,10 +302,11 @@ fn detailed_raw(o: &Outcome) -> String {
     let cost = &r.machine.cost;
     let _ = writeln!(
         s,
-        "  parameters: TLB level hit cycles as listed above; cache hit cycles {}; memory {}; pwc hit {}; trap {}+{}; fault {}; page copy {}; pte {}; table visit {}; flush page {} / all {}",
+        "  parameters: TLB level hit cycles as listed above; cache hit cycles {}; memory {}; pwc hit {}; walk start {}; trap {}+{}; fault {}; page copy {}; pte {}; table visit {}; flush page {} / all {}",
         r.machine.cache.levels.iter().map(|l| format!("{} {}", l.name, l.hit_cycles)).collect::<Vec<_>>().join(", "),
         r.machine.cache.memory_cycles,
         r.machine.walker.pwc_hit_cycles,
+        r.machine.walker.walk_cycles,
         r.machine.walker.trap_cycles,
         r.machine.walker.handler_cycles,
         cost.fault_cycles,

@@ -212,6 +212,9 @@ pub struct Environment {
     pub hugetlb_1g_pages: Option<u64>,
     /// Whether hardware TLB-miss counters could be opened.
     pub perf: PerfStatus,
+    /// Data and unified caches, innermost first (sysfs; empty where it has none).
+    #[serde(default)]
+    pub caches: Vec<crate::caches::CacheDesc>,
 }
 
 /// A source of measurements. See the module documentation.

@@ -101,7 +101,9 @@ pub fn execute(
     Ok(report)
 }
 
-fn measure<B: Backend>(
+/// Measure on `b` what `args` asks for (`backings`: the page-size comparison, parsed from
+/// `args.compare`), with progress lines on `progress`.
+pub fn measure<B: Backend>(
     b: &mut B,
     args: &ProbeArgs,
     backings: Option<Vec<Backing>>,

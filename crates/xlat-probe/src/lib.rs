@@ -1,5 +1,6 @@
 //! `xlat-probe`: measure the real machine's address translation.
 pub mod backend;
+pub mod caches;
 pub mod chase;
 pub mod cli;
 pub mod compare;

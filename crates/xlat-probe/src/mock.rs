@@ -9,6 +9,7 @@ use crate::backend::{
     Backend, ChaseResult, ChaseSpec, Environment, HistKind, HistSpec, OsOp, OsResult, OsSpec,
     Pattern,
 };
+use crate::caches::CacheDesc;
 use crate::cpuid::{CpuidInfo, TlbDesc};
 use crate::error::ProbeError;
 use crate::mem::{Backing, BackingCheck, HUGE_2M};
@@ -55,6 +56,9 @@ pub struct MockMachine {
     /// A competing process from this footprint on (pages): chase samples and single loads
     /// are delayed at random, as on a busy machine.
     pub busy_from: Option<usize>,
+    /// A guest whose host maps its memory with 4 KiB pages: huge pages do not extend the
+    /// TLB's reach (a nested translation is cached at the smaller page size).
+    pub host_small_pages: bool,
     /// TLB levels, innermost first.
     pub tlbs: Vec<MockTlb>,
     /// Fraction of a TLB miss a linear walk still pays (prefetch hides the rest).
@@ -83,6 +87,7 @@ impl Default for MockMachine {
             cache_residual: 0.0,
             walk_steps: Vec::new(),
             busy_from: None,
+            host_small_pages: false,
             tlbs: vec![
                 MockTlb {
                     entries: 64,
@@ -193,8 +198,9 @@ impl MockMachine {
     }
 
     /// Pages seen by the TLB: huge-page backings fold many 4 KiB slots into one entry.
-    fn tlb_pages(spec_targets: usize, spacing: usize, backing: Backing) -> usize {
+    fn tlb_pages(&self, spec_targets: usize, spacing: usize, backing: Backing) -> usize {
         match backing {
+            _ if self.host_small_pages => spec_targets,
             Backing::Small => spec_targets,
             _ => (spec_targets * spacing)
                 .div_ceil(backing.page_size())
@@ -214,7 +220,7 @@ impl MockMachine {
             return self.cache_cost(targets);
         }
         let cache = self.spread_cache_cost(targets);
-        let pages = Self::tlb_pages(targets, spacing, backing);
+        let pages = self.tlb_pages(targets, spacing, backing);
         let tlb: f64 = self
             .tlbs
             .iter()
@@ -313,6 +319,20 @@ impl Backend for MockBackend {
                 detail: "perf_event_open failed (mock: no PMU); results rely on timing alone"
                     .into(),
             },
+            // One cache per scripted step, 8-way with 64-byte lines.
+            caches: self
+                .machine
+                .cache_steps
+                .iter()
+                .enumerate()
+                .map(|(i, &(lines, _))| CacheDesc {
+                    level: i as u32 + 1,
+                    kind: if i == 0 { "Data" } else { "Unified" }.into(),
+                    size: lines as u64 * 64,
+                    ways: 8,
+                    line: 64,
+                })
+                .collect(),
         }
     }
 

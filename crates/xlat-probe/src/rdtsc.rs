@@ -123,6 +123,7 @@ impl Backend for RdtscBackend {
             hugetlb_2m_pages: mem::hugetlb_pool_pages(2048),
             hugetlb_1g_pages: mem::hugetlb_pool_pages(1 << 20),
             perf,
+            caches: crate::caches::read(),
         }
     }
 

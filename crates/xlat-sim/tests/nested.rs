@@ -145,3 +145,35 @@ fn a_guest_needs_a_hardware_radix_walker() {
     let e = bad("host_page = \"4KiB\"", "[walker]\nkind = \"software\"").unwrap();
     assert!(e.starts_with("walker.kind:"), "{e}");
 }
+
+/// `walker.walk_cycles` (the per-walk constant `xlat calibrate` fits) is paid once per
+/// walk, on top of the references, with or without a host dimension; a software walker
+/// rejects it.
+#[test]
+fn walk_cycles_are_paid_once_per_walk() {
+    let walker = "[walker]\nwalk_cycles = 40";
+    let cfg = guest(4, "levels = 4\nhost_page = \"4KiB\"", walker);
+    let r = run(&cfg, &[mmap(BASE, 1 << 20), load(BASE), load(BASE + 4096)]);
+    assert_eq!(r.walks.walks, 2);
+    let refs = r.nested.as_ref().unwrap().total_refs;
+    assert_eq!(refs, 48, "two cold 4+4 walks, no walk caches");
+    assert_eq!(r.cycles.walk, 100 * refs + 2 * 40);
+    let mut native = cfg.clone();
+    native.nested = None;
+    let r = run(
+        &native,
+        &[mmap(BASE, 1 << 20), load(BASE), load(BASE + 4096)],
+    );
+    assert_eq!(
+        r.cycles.walk,
+        100 * 8 + 2 * 40,
+        "4 references per native walk"
+    );
+    let text = native
+        .to_toml()
+        .replace("kind = \"hardware\"", "kind = \"software\"");
+    let e = MachineConfig::from_toml(&text, "soft")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("walker.walk_cycles"), "{e}");
+}

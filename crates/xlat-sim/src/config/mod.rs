@@ -282,6 +282,11 @@ pub struct WalkerConfig {
     /// Cycles for a page-walk-cache lookup that hits.
     #[serde(default)]
     pub pwc_hit_cycles: u64,
+    /// Radix hardware walker: cycles every walk pays besides its references (walker
+    /// start-up, TLB fill). 0 in the presets; `xlat calibrate` fits it to the silicon and
+    /// says so in the machine's `sources`.
+    #[serde(default)]
+    pub walk_cycles: u64,
     /// Software reload on a hashed machine: what the miss handler does.
     #[serde(default)]
     pub handler: Option<Handler>,
@@ -311,6 +316,7 @@ impl Default for WalkerConfig {
             handler_cycles: 0,
             pwc: PwcConfig::None,
             pwc_hit_cycles: 0,
+            walk_cycles: 0,
             handler: None,
             hash_miss_cycles: 0,
         }

@@ -346,8 +346,19 @@ impl MachineConfig {
             ("walker.trap_cycles", w.trap_cycles),
             ("walker.handler_cycles", w.handler_cycles),
             ("walker.pwc_hit_cycles", w.pwc_hit_cycles),
+            ("walker.walk_cycles", w.walk_cycles),
         ] {
             at_most(f, v, MAX_LATENCY)?;
+        }
+        if w.walk_cycles > 0
+            && (w.kind != WalkerKind::Hardware
+                || !matches!(self.page_table, PageTableConfig::Radix { .. }))
+        {
+            return Err(invalid(
+                "walker.walk_cycles",
+                "applies to a radix hardware walker only (a software reload costs trap_cycles + \
+                 handler_cycles; a hashed search its slot reads and hash_miss_cycles)",
+            ));
         }
         for (f, v) in [
             ("cost.fault_cycles", self.cost.fault_cycles),

@@ -691,6 +691,8 @@ impl<P: PageTable> Sim<P> {
         }
         // Plain adds on the hot path: latencies are capped (`config::MAX_LATENCY`), so
         // these sums cannot wrap in any feasible run; the cold costs saturate (`sat`).
+        // `walk_cycles` is 0 unless the walker is a radix hardware one (validated).
+        self.c.cyc.walk += self.cfg.walker.walk_cycles;
         if self.nested.is_some() {
             self.nested_walk(va, start, w);
         } else {

@@ -1,0 +1,439 @@
+//! `xlat calibrate`: measure this machine with the probe, write a machine file for it, and
+//! check a machine against the silicon: the same dependent chase measured and simulated,
+//! footprint by footprint.
+//!
+//! What is measured goes into the file (every latency in the probe's TSC cycles, so measured
+//! and simulated curves share a unit): the L1 DTLB size, the L1-miss/L2-hit cost, the L1D /
+//! L2 / L3 hit latencies (the dense control's plateaus) and geometries (sysfs), the L2 DTLB,
+//! whose size is chosen so that the simulated chase misses half its loads where the measured
+//! one does (the organization, skewed with CPUID's ways, comes from the base preset's kind),
+//! and in a VM the host page size (whether guest THP extends the L1 DTLB's reach). Then one
+//! constant is *fitted*, not measured: `walker.walk_cycles`, the cost every walk pays besides
+//! its references, by least squares on the footprints where the L2 misses and the page
+//! tables still sit in the caches. A VM gets the base's nested paging. Everything else is the
+//! base preset's, and the file's `sources` say which is which.
+//!
+//! A file is written only from a trusted measurement: the probe runs up to `--attempts`
+//! times until it sizes both DTLB levels, and the command fails otherwise.
+//!
+//! Compared quantity: see [`check`].
+
+mod check;
+#[cfg(test)]
+mod tests;
+
+use anyhow::{bail, Context, Result};
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::PathBuf;
+use xlat_probe::cli::{ProbeArgs, ProbeCommand};
+use xlat_probe::mem::Backing;
+use xlat_probe::mock::MockBackend;
+use xlat_probe::rdtsc::RdtscBackend;
+use xlat_probe::report::Report;
+use xlat_probe::tlb::TlbReport;
+use xlat_sim::config::MAX_LATENCY;
+use xlat_sim::{presets, MachineConfig};
+use xlat_trace::OutFile;
+
+/// Arguments of `xlat calibrate`.
+#[derive(clap::Args)]
+pub struct CalibrateArgs {
+    /// Write the calibrated machine here (TOML, for `xlat sim -m FILE`).
+    #[arg(short, long, default_value = "host.toml")]
+    output: PathBuf,
+    /// Preset the file starts from (default: `zen4` on AMD, `skylake` on Intel; `zen4-kvm`'s
+    /// nested paging is added in a VM).
+    #[arg(long)]
+    base: Option<String>,
+    /// Validate this machine (preset or file) against a fresh measurement; writes nothing.
+    #[arg(short, long)]
+    machine: Option<String>,
+    /// Probe runs allowed to get a trusted measurement of both DTLB levels.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=20))]
+    attempts: u32,
+    /// Use the probe's deterministic mock backend (for tests).
+    #[arg(long, hide = true)]
+    mock: bool,
+}
+
+pub fn run(a: CalibrateArgs) -> Result<()> {
+    let measure = |seed: u64, compare: bool| -> Result<Report> {
+        let args = ProbeArgs {
+            command: Some(ProbeCommand::Tlb),
+            seed,
+            ..Default::default()
+        };
+        let backings = compare.then(|| vec![Backing::Small, Backing::Thp]);
+        let err = &mut std::io::stderr();
+        if a.mock {
+            xlat_probe::cli::measure(&mut MockBackend::default(), &args, backings, err)
+        } else {
+            let mut b = RdtscBackend::new().context("creating the timing backend")?;
+            xlat_probe::cli::measure(&mut b, &args, backings, err)
+        }
+    };
+    let mut out = String::new();
+    let (machine, report) = match &a.machine {
+        Some(m) => {
+            eprintln!("xlat calibrate: measuring this machine (xlat probe tlb)...");
+            let report = measure(1, false)?;
+            for w in &tlb_of(&report)?.warnings {
+                let _ = writeln!(out, "> probe warning: {w}");
+            }
+            (presets::load(m)?, report)
+        }
+        None => {
+            let report = trusted_report(a.attempts, |seed| {
+                eprintln!("xlat calibrate: measuring this machine (xlat probe tlb --compare 4k,thp, seed {seed})...");
+                measure(seed, true)
+            })?;
+            let base = match &a.base {
+                Some(b) => b.clone(),
+                None => default_base(&report.environment.cpuid.vendor)?.to_string(),
+            };
+            let cfg = calibrated(&presets::load(&base)?, &base, &report)?;
+            let text = cfg.to_toml();
+            // The file must load as it will be used.
+            MachineConfig::from_toml(&text, "calibrated machine")
+                .context("the calibrated machine does not load back")?;
+            let mut f = OutFile::create(&a.output)
+                .with_context(|| format!("creating {}", a.output.display()))?;
+            f.write_all(text.as_bytes())?;
+            f.commit()
+                .with_context(|| format!("writing {}", a.output.display()))?;
+            let _ = writeln!(
+                out,
+                "wrote {} (from {base}; `xlat sim -m {}`); its sources say what was measured \
+                 and what was fitted\n",
+                a.output.display(),
+                a.output.display()
+            );
+            for s in &cfg.sources {
+                let _ = writeln!(out, "- {}", s.lines().next().unwrap_or_default());
+            }
+            out.push('\n');
+            (cfg, report)
+        }
+    };
+    out.push_str(&check::validate(
+        &machine,
+        tlb_of(&report)?,
+        report.timer.ticks_per_ns,
+    )?);
+    print!("{out}");
+    Ok(())
+}
+
+fn tlb_of(r: &Report) -> Result<&TlbReport> {
+    r.tlb.as_ref().context("the probe returned no TLB curve")
+}
+
+/// The first of up to `attempts` measurements (seeds 1, 2, ...) that sizes both DTLB
+/// levels; an error with the last one's warnings otherwise.
+fn trusted_report(attempts: u32, mut measure: impl FnMut(u64) -> Result<Report>) -> Result<Report> {
+    let mut last = Vec::new();
+    for seed in 1..=u64::from(attempts) {
+        let r = measure(seed)?;
+        let tlb = tlb_of(&r)?;
+        let sized = tlb.levels.len() >= 2 && tlb.levels.iter().take(2).all(|l| l.trusted);
+        if sized {
+            return Ok(r);
+        }
+        last = tlb.warnings.clone();
+        if last.is_empty() {
+            last.push(format!(
+                "the probe found {} TLB level(s), not two",
+                tlb.levels.len()
+            ));
+        }
+        eprintln!("xlat calibrate: attempt {seed} of {attempts} did not size both DTLB levels");
+    }
+    bail!(
+        "no machine written: {attempts} probe run(s) could not size both DTLB levels on this \
+         machine now; rerun on an idle machine (or with more --attempts). Last run: {}",
+        last.join("; ")
+    )
+}
+
+fn default_base(vendor: &str) -> Result<&'static str> {
+    Ok(match vendor {
+        "AuthenticAMD" => "zen4",
+        "GenuineIntel" => "skylake",
+        v => bail!("no default base preset for CPU vendor {v:?}: pass --base PRESET"),
+    })
+}
+
+/// Measured TSC cycles, rounded, at least 1.
+fn cycles(ticks: f64) -> toml::Value {
+    toml::Value::Integer(ticks.round().max(1.0) as i64)
+}
+
+fn int(v: u64) -> toml::Value {
+    toml::Value::Integer(v as i64)
+}
+
+/// `base` with the measured figures of `report` (see the module documentation); both DTLB
+/// levels must be trusted.
+fn calibrated(base: &MachineConfig, base_name: &str, report: &Report) -> Result<MachineConfig> {
+    let tlb = tlb_of(report)?;
+    let env = &report.environment;
+    let hypervisor = env.cpuid.hypervisor.as_deref();
+    let (Some(l1), Some(l2)) = (
+        tlb.levels.first().filter(|l| l.trusted),
+        tlb.levels.get(1).filter(|l| l.trusted),
+    ) else {
+        bail!("the probe did not size both DTLB levels");
+    };
+    let mut sets: Vec<(String, toml::Value)> = vec![
+        ("tlb.levels[0].d[0].entries".into(), int(l1.entries)),
+        (
+            "tlb.levels[1].hit_cycles".into(),
+            cycles(l1.miss_penalty_ticks),
+        ),
+        // The chase's data lines compete with the page tables in the caches, as on silicon.
+        ("cache.data_refs".into(), toml::Value::Boolean(true)),
+    ];
+    let mut measured = vec![format!(
+        "L1 DTLB {} entries and the L1-miss/L2-hit cost {:.1} cycles",
+        l1.entries, l1.miss_penalty_ticks
+    )];
+    // Cache hit latencies: the dense control's first plateau is the L1D's; level i + 1's
+    // is the plateau after the control's step where level i overflows (its sysfs size in
+    // lines, within a factor 1.5; the highest such step), or after the i-th step when sysfs
+    // gives no sizes. A level with no such step keeps the base's latency.
+    let n_cache = base.cache.levels.len();
+    let control0 = tlb.curve.first().map(|p| p.control.summary.median);
+    let mut hits = Vec::new();
+    for i in 0..n_cache {
+        let hit = if i == 0 {
+            control0
+        } else if let Some(c) = env.caches.get(i - 1) {
+            let lines = c.size as f64 / f64::from(c.line.max(1));
+            tlb.control_steps
+                .iter()
+                .filter(|s| s.last_flat <= 1.5 * lines && s.settled >= lines / 1.5)
+                .max_by(|a, b| a.height().total_cmp(&b.height()))
+                .map(|s| s.level_after)
+        } else {
+            tlb.control_steps.get(i - 1).map(|s| s.level_after)
+        };
+        if let Some(h) = hit {
+            sets.push((format!("cache.levels[{i}].hit_cycles"), cycles(h)));
+        }
+        hits.push(hit.map_or_else(
+            || format!("{} not measured", base.cache.levels[i].name),
+            |h| format!("{h:.1}"),
+        ));
+    }
+    if n_cache > 0 {
+        measured.push(format!(
+            "cache hit latencies {} cycles (the dense control's plateaus)",
+            hits.join(" / ")
+        ));
+    }
+    let mut geometry = Vec::new();
+    for (i, c) in env.caches.iter().take(n_cache).enumerate() {
+        let line = u64::from(c.line.max(1));
+        let ways = u64::from(c.ways.max(1));
+        // The model needs a power-of-two set count: round down, and say so.
+        let sets_exact = (c.size / line / ways).max(1);
+        let sets_model = 1u64 << sets_exact.ilog2();
+        let size = sets_model * ways * line;
+        sets.push((format!("cache.levels[{i}].size"), int(size)));
+        sets.push((format!("cache.levels[{i}].ways"), int(ways)));
+        sets.push((format!("cache.levels[{i}].line"), int(line)));
+        geometry.push(if sets_model == sets_exact {
+            format!("L{} {} KiB {ways}-way", c.level, size >> 10)
+        } else {
+            format!(
+                "L{} {} KiB {ways}-way ({} KiB in the model: {sets_exact} sets rounded down to \
+                 a power of two)",
+                c.level,
+                c.size >> 10,
+                size >> 10
+            )
+        });
+    }
+    if !geometry.is_empty() {
+        measured.push(format!("cache geometry {} (sysfs)", geometry.join(", ")));
+    }
+    let mut cfg = base
+        .with_overrides(sets.iter().map(|(k, v)| (k.as_str(), v)))
+        .context("applying the measured figures")?;
+    let mut vm_note = None;
+    if let Some(h) = hypervisor {
+        if cfg.nested.is_none() {
+            cfg.nested = presets::preset("zen4-kvm")?.nested;
+        }
+        let reach = report.compare.as_ref().and_then(|c| c.thp_extends_reach);
+        let (page, how) = match reach {
+            Some(false) => (
+                "4KiB",
+                "detected: guest THP does not extend the L1 DTLB's reach, so the host maps \
+                 guest memory with 4 KiB pages",
+            ),
+            Some(true) => (
+                "2MiB",
+                "detected: guest THP extends the L1 DTLB's reach, so host pages are at least \
+                 2 MiB (2 MiB used; 1 GiB is not told apart)",
+            ),
+            None => (
+                "4KiB",
+                "not detected (the THP comparison was not conclusive): 4 KiB assumed",
+            ),
+        };
+        cfg = cfg.with_overrides([("nested.host_page", &toml::Value::String(page.into()))])?;
+        vm_note = Some(format!(
+            "running under {h}: nested paging as in zen4-kvm (4-level host tables; nested TLB \
+             and host page-walk cache sizes assumed); host pages {page}: {how}"
+        ));
+    }
+    let half = l2
+        .half_miss_pages
+        .context("the probe gave no half-miss footprint for the L2 DTLB")?;
+    let ways = l2
+        .cpuid
+        .as_ref()
+        .and_then(|d| d.ways)
+        .map_or(8, u64::from)
+        .max(1);
+    // The L2's organization: its size fitted to the half-miss point for LRU and for random
+    // replacement, walk_cycles fitted for each; the one whose curve is closer to the
+    // measured one is kept (a ramp much wider than the TLB is random replacement's mark).
+    let mut best: Option<(f64, MachineConfig, Option<WalkFit>, &str)> = None;
+    let mut errors = Vec::new();
+    for policy in ["lru", "random"] {
+        let with = cfg.with_overrides([(
+            "tlb.levels[1].d[0].replacement",
+            &toml::Value::String(policy.into()),
+        )])?;
+        let mut c = fit_l2(&with, half, ways)?;
+        let fit = fit_walk_cycles(&c, tlb)?;
+        if let Some(f) = &fit {
+            c = c.with_overrides([("walker.walk_cycles", &int(f.cycles))])?;
+        }
+        let err = check::curve_error(&c, tlb)?;
+        errors.push(format!("{policy} {err:.2}"));
+        if best.as_ref().is_none_or(|b| err < b.0) {
+            best = Some((err, c, fit, policy));
+        }
+    }
+    let (_, c, fit, policy) = best.expect("two candidates");
+    cfg = c;
+    let e = &cfg.tlb.levels[1].d[0];
+    measured.push(format!(
+        "L2 DTLB {} entries, {}-way skewed, {policy} replacement: the simulated chase misses half its \
+         loads at {half:.0} pages, where the measured one does (probe estimate {:.0}); \
+         {policy} replacement fits the measured curve better (RMS relative error from the \
+         L1 DTLB's step on: {})",
+        e.entries,
+        ways,
+        l2.raw_entries,
+        errors.join(", ")
+    ));
+    let fitted = match &fit {
+        Some(f) => format!(
+            "fitted, not measured: walker.walk_cycles = {} (the cost each walk pays besides \
+             its references: walker start-up, TLB fill, what the model does not see): the \
+             median per walk of measured minus simulated over the {} footprints of {}..{} \
+             pages where the simulated L2 DTLB misses on at least half the loads",
+            f.cycles, f.points, f.from, f.to
+        ),
+        None => "walker.walk_cycles not fitted (fewer than two footprints where the L2 DTLB \
+                 misses): 0"
+            .to_string(),
+    };
+    cfg.name = "calibrated".into();
+    cfg.description = format!(
+        "{} as measured by xlat calibrate ({} base)",
+        hypervisor.map_or("this machine".to_string(), |h| format!("this {h} guest")),
+        base_name
+    );
+    let mut sources = vec![
+        format!(
+            "measured by xlat probe on this machine: {}",
+            measured.join("; ")
+        ),
+        fitted,
+        "latencies are in TSC cycles (the probe's unit), not core cycles".to_string(),
+    ];
+    sources.extend(vm_note);
+    sources.push(format!(
+        "everything else is {base_name}'s (memory latency, page-walk caches, ITLBs): {}",
+        base.sources.join(" | ")
+    ));
+    cfg.sources = sources;
+    cfg.validate()?;
+    Ok(cfg)
+}
+
+/// The L2 DTLB of `cfg` resized (a multiple of `ways`, skewed index) so that the simulated
+/// chase over `half` pages misses it on half its loads: bisection on the set count (the miss
+/// fraction falls as sets are added).
+fn fit_l2(cfg: &MachineConfig, half: f64, ways: u64) -> Result<MachineConfig> {
+    let pages = half.round().max(1.0) as usize;
+    let with_sets = |sets: u64| -> Result<MachineConfig> {
+        let i = toml::Value::String("skewed".into());
+        Ok(cfg.with_overrides([
+            ("tlb.levels[1].d[0].entries", &int(sets * ways)),
+            ("tlb.levels[1].d[0].ways", &int(ways)),
+            ("tlb.levels[1].d[0].index", &i),
+        ])?)
+    };
+    let (mut lo, mut hi) = (1u64, (4 * pages as u64).div_ceil(ways).max(2));
+    while hi - lo > 1 {
+        let mid = (lo + hi) / 2;
+        if check::simulate(&with_sets(mid)?, pages)?.l2_miss > 0.5 {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    with_sets(hi)
+}
+
+/// A fitted `walker.walk_cycles`.
+#[derive(Debug, PartialEq)]
+struct WalkFit {
+    cycles: u64,
+    points: usize,
+    from: usize,
+    to: usize,
+}
+
+/// `walker.walk_cycles` for `cfg` (which has none yet): the median over the footprints
+/// where the simulated chase misses the L2 DTLB on at least half its loads of
+/// `(measured - simulated) / walks per load`. The median, not a mean: a busy host's late
+/// jumps do not drag it. `None` with fewer than two such footprints.
+fn fit_walk_cycles(cfg: &MachineConfig, tlb: &TlbReport) -> Result<Option<WalkFit>> {
+    let half = tlb
+        .levels
+        .get(1)
+        .and_then(|l| l.half_miss_pages)
+        .unwrap_or(0.0);
+    let mut per_walk = Vec::new();
+    let mut used = Vec::new();
+    for p in &tlb.curve {
+        if (p.pages as f64) < 0.8 * half || p.pages > check::VALIDATE_MAX {
+            continue;
+        }
+        let s = check::simulate(cfg, p.pages)?;
+        if s.l2_miss < 0.5 {
+            continue;
+        }
+        per_walk.push((p.excess_ticks - s.cycles) / s.l2_miss);
+        used.push(p.pages);
+    }
+    if used.len() < 2 {
+        return Ok(None);
+    }
+    Ok(Some(WalkFit {
+        cycles: xlat_probe::stats::median(&per_walk)
+            .round()
+            .clamp(0.0, MAX_LATENCY as f64) as u64,
+        points: used.len(),
+        from: used[0],
+        to: *used.last().expect("two or more"),
+    }))
+}

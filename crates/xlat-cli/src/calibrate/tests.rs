@@ -1,0 +1,114 @@
+//! `xlat calibrate` against the probe's scripted mock machine, whose truth is known.
+
+use super::*;
+use xlat_probe::mock::MockMachine;
+use xlat_types::PageSize;
+
+/// The probe's report of `m` (TLB sweep and the 4k/THP comparison), as `run` measures.
+fn report(m: MockMachine, seed: u64) -> Report {
+    let args = ProbeArgs {
+        command: Some(ProbeCommand::Tlb),
+        seed,
+        ..Default::default()
+    };
+    xlat_probe::cli::measure(
+        &mut MockBackend::new(m),
+        &args,
+        Some(vec![Backing::Small, Backing::Thp]),
+        &mut std::io::sink(),
+    )
+    .unwrap()
+}
+
+fn zen4() -> MachineConfig {
+    presets::load("zen4").unwrap()
+}
+
+#[test]
+fn the_host_page_size_comes_from_the_thp_comparison() {
+    let small = MockMachine {
+        host_small_pages: true,
+        ..Default::default()
+    };
+    for (m, want) in [
+        (small, PageSize::K4),
+        (MockMachine::default(), PageSize::M2),
+    ] {
+        let cfg = calibrated(&zen4(), "zen4", &report(m, 1)).unwrap();
+        let n = cfg.nested.as_ref().expect("the mock is a guest");
+        assert_eq!(n.host_page, want);
+        assert!(cfg.sources.iter().any(|s| s.contains("detected:")));
+    }
+}
+
+#[test]
+fn cache_latencies_and_geometry_are_the_mocks() {
+    // Steps at 768 lines (+6 ticks) and 16,384 lines (+25) over a 2.5-tick L1 hit; sysfs
+    // (mock) sizes 48 KiB and 1 MiB, 8-way: 96 sets are rounded down to 64.
+    let cfg = calibrated(&zen4(), "zen4", &report(MockMachine::default(), 1)).unwrap();
+    let c = &cfg.cache.levels;
+    let hits: Vec<u64> = c.iter().map(|l| l.hit_cycles).collect();
+    assert_eq!(hits, [3, 9, 34]);
+    assert_eq!((c[0].size.0, c[1].size.0), (32 << 10, 1 << 20));
+    assert_eq!(
+        c[2].size.0,
+        zen4().cache.levels[2].size.0,
+        "no sysfs L3: the base's"
+    );
+    assert!(cfg.cache.data_refs);
+    assert!(cfg.sources[0].contains("96 sets rounded down"));
+}
+
+#[test]
+fn the_fitted_walk_cost_brings_the_l2_miss_plateau_within_20_percent() {
+    // The mock pays 60 ticks per L2 DTLB miss; a nested walk with cached tables costs
+    // the model far less, so without the fitted constant the plateau is far off.
+    let r = report(MockMachine::default(), 1);
+    let cfg = calibrated(&zen4(), "zen4", &r).unwrap();
+    assert!(cfg.walker.walk_cycles > 0);
+    let mut unfitted = cfg.clone();
+    unfitted.walker.walk_cycles = 0;
+    let tlb = r.tlb.as_ref().unwrap();
+    let (mut checked, mut unfitted_off) = (0, 0);
+    for p in tlb.curve.iter().filter(|p| p.pages <= check::VALIDATE_MAX) {
+        let s = check::simulate(&cfg, p.pages).unwrap();
+        if s.l2_miss < 0.95 {
+            continue;
+        }
+        checked += 1;
+        let ratio = s.cycles / p.excess_ticks;
+        assert!((ratio - 1.0).abs() <= 0.2, "{} pages: {ratio:.2}", p.pages);
+        let u = check::simulate(&unfitted, p.pages).unwrap().cycles / p.excess_ticks;
+        unfitted_off += usize::from((u - 1.0).abs() > 0.2);
+    }
+    assert!(checked >= 10, "{checked} footprints on the plateau");
+    assert_eq!(unfitted_off, checked, "the constant is what brings them in");
+}
+
+#[test]
+fn a_busy_machine_writes_no_machine() {
+    let busy = MockMachine {
+        busy_from: Some(1_000),
+        ..Default::default()
+    };
+    let mut runs = 0;
+    let e = trusted_report(2, |seed| {
+        runs += 1;
+        Ok(report(busy.clone(), seed))
+    })
+    .unwrap_err()
+    .to_string();
+    assert_eq!(runs, 2);
+    assert!(
+        e.contains("no machine written") && e.contains("L2 DTLB"),
+        "{e}"
+    );
+    // A quiet machine is accepted at the first attempt.
+    let mut runs = 0;
+    trusted_report(3, |seed| {
+        runs += 1;
+        Ok(report(MockMachine::default(), seed))
+    })
+    .unwrap();
+    assert_eq!(runs, 1);
+}
