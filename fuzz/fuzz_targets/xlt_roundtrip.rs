@@ -66,6 +66,7 @@ enum Ev {
     },
     Exit,
     Exec,
+    ExecTraced,
     Switch {
         pid: u32,
     },
@@ -179,6 +180,7 @@ fn event(e: &Ev, last: &mut u64) -> Event {
         Ev::Fork { child } => Event::Fork { child: Pid(child) },
         Ev::Exit => Event::Exit,
         Ev::Exec => Event::Exec,
+        Ev::ExecTraced => Event::ExecTraced,
         Ev::Switch { pid } => Event::Switch { pid: Pid(pid) },
         Ev::FlushPage { addr } => Event::Flush(FlushScope::Page(VirtAddr(addr))),
         Ev::FlushRange { start, len } => Event::Flush(FlushScope::Range {

@@ -16,6 +16,8 @@ pub enum Control {
     Exit(u64),
     /// The connection ends here; the process continues on a new one.
     Handover,
+    /// The process exec'd and is traced on: emitted after the `ExecTraced` event.
+    Execd,
 }
 
 /// What a chunk decodes to: events, and at most one control record, which ends the chunk's
@@ -167,6 +169,10 @@ pub fn decode(
                     os::HANDOVER => {
                         control = Some(Control::Handover);
                         None
+                    }
+                    os::EXECD => {
+                        control = Some(Control::Execd);
+                        Some(Event::ExecTraced)
                     }
                     _ => unreachable!("os_words knows every code"),
                 };

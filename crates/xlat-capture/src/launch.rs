@@ -4,7 +4,6 @@
 use crate::CaptureError;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -53,11 +52,7 @@ pub(crate) fn which_in(name: &OsStr, path: &OsStr) -> Result<PathBuf, CaptureErr
         .ok_or_else(not_found)
 }
 
-pub(crate) fn is_executable(p: &Path) -> bool {
-    std::fs::metadata(p)
-        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        .unwrap_or(false)
-}
+pub(crate) use crate::binfmt::is_executable;
 
 pub(crate) fn find_qemu(opts: &Options) -> Result<PathBuf, CaptureError> {
     let name = opts

@@ -6,6 +6,7 @@
 //! [`Event`](xlat_types::Event) stream ([`Capture`] is an
 //! [`EventSource`](xlat_types::EventSource)).
 
+pub mod binfmt;
 pub mod wire;
 
 #[cfg(feature = "collector")]

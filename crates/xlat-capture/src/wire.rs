@@ -80,6 +80,10 @@ pub mod os {
     /// descriptors, dup2 onto it); last record of this connection, the process goes on
     /// on a new one whose hello has `HELLO_CONTINUES`.
     pub const HANDOVER: u64 = 13;
+    /// (none): first record of a process that replaced its program by `execve` and is
+    /// traced on (its previous connection ended with `EXEC`, `HANDOVER`; this one
+    /// continues it): the new program's address space starts empty.
+    pub const EXECD: u64 = 14;
 }
 
 /// Argument words that follow an `OS` word with event `code`, or `None` if unknown.
@@ -89,7 +93,7 @@ pub fn os_words(code: u64) -> Option<usize> {
         os::MUNMAP => 2,
         os::MREMAP => 4,
         os::BRK | os::FORK | os::THREAD_START | os::THREAD_EXIT | os::EXIT => 1,
-        os::EXEC | os::EXEC_FAILED | os::HANDOVER => 0,
+        os::EXEC | os::EXEC_FAILED | os::HANDOVER | os::EXECD => 0,
         _ => return None,
     })
 }

@@ -251,7 +251,7 @@ fn detailed_raw(o: &Outcome) -> String {
     let os = &r.os;
     let _ = writeln!(
         s,
-        "os            mmap {}  munmap {}  fork {} (entries {}, tables {})  exit {} ({} by exec; entries {}, tables {})  table visits {}  switches {}  ASID rollovers {}",
+        "os            mmap {}  munmap {}  fork {} (entries {}, tables {})  exit {} ({} by untraced exec)  exec traced on {}  torn down: entries {}, tables {}  table visits {}  switches {}  ASID rollovers {}",
         n(os.mmaps),
         n(os.munmaps),
         n(os.forks),
@@ -259,6 +259,7 @@ fn detailed_raw(o: &Outcome) -> String {
         n(os.fork_tables),
         n(os.exits),
         n(os.execs),
+        n(os.execs_traced),
         n(os.exit_entries),
         n(os.exit_tables),
         n(os.table_visits),

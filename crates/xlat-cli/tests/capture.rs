@@ -384,10 +384,10 @@ fn killed_programs_leave_a_readable_trace() {
     assert!(stderr(&o).contains("killed by signal 11"), "{}", stderr(&o));
 }
 
-/// 6. exec: the new program runs (untraced, with a warning) and its output and exit code
-///    are the result.
+/// 6. exec: the new program is traced on (same pid, a new address space: `ExecTraced`),
+///    its output and exit code are the result, and nothing runs untraced.
 #[test]
-fn exec_runs_the_new_program_untraced() {
+fn an_execd_program_is_traced_on() {
     let d = Dir::new();
     let prog = d.compile("crash");
     let p = prog.to_str().unwrap();
@@ -397,22 +397,141 @@ fn exec_runs_the_new_program_untraced() {
     let out = stdout(&o);
     let (big, marker) = (addr_after(&out, "big"), addr_after(&out, "marker"));
     assert_eq!(out, format!("big {big:#x} marker {marker:#x}\nexec'd\n"));
-    assert!(
-        err.contains("warning") && err.contains("exec'd a new program, which runs untraced"),
-        "{err}"
-    );
-    // The trace records the exec: the process's address space ends there.
+    assert!(!err.contains("runs untraced"), "{err}");
     let s = summary(&t);
-    assert_eq!((s.count(EventKind::Exec), s.count(EventKind::Exit)), (1, 0));
+    assert_eq!(
+        (
+            s.count(EventKind::ExecTraced),
+            s.count(EventKind::Exec),
+            s.count(EventKind::Exit)
+        ),
+        (1, 0, 1)
+    );
     assert_eq!(s.pids, 1);
+    // echo's own run follows the exec: its fetches, ending with its exit.
     let ev = events(&t);
-    assert!(matches!(ev.last(), Some(Event::Exec)));
+    let at = ev
+        .iter()
+        .position(|e| matches!(e, Event::ExecTraced))
+        .unwrap();
+    let fetches_after = ev[at..]
+        .iter()
+        .filter(|e| matches!(e, Event::Block(_)))
+        .count();
+    assert!(
+        fetches_after > 1000,
+        "{fetches_after} blocks after the exec"
+    );
+    assert!(matches!(ev.last(), Some(Event::Exit)));
 
     let o = d.xlat(&["run", "--", p, "exec"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(stdout(&o).ends_with("\nexec'd\n"), "{}", stdout(&o));
-    assert!(stderr(&o).contains("runs untraced"), "{}", stderr(&o));
-    assert!(stderr(&o).contains("exit 1 (1 by exec;"), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("runs untraced"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("exec traced on 1"), "{}", stderr(&o));
+}
+
+/// 6a. Whole exec chains (issue 17): `sh -c 'ls DIR | wc -l'` is three traced programs;
+///     a static binary exec'd by a dynamic one is traced, and so are the program it execs
+///     and a `#!` script's interpreter.
+#[test]
+fn whole_exec_chains_are_traced() {
+    let d = Dir::new();
+    let files = d.path("files");
+    std::fs::create_dir(&files).unwrap();
+    for i in 0..5 {
+        std::fs::write(files.join(format!("f{i}")), "x").unwrap();
+    }
+    let pipe = format!("ls {} | wc -l", files.display());
+    let (o, t) = d.trace("pipe", &[], &["sh", "-c", &pipe]);
+    let err = stderr(&o);
+    assert_eq!((code(&o), stdout(&o).trim()), (0, "5"), "{err}");
+    assert!(!err.contains("runs untraced"), "{err}");
+    let s = summary(&t);
+    assert_eq!(s.pids, 3, "sh and the two programs of the pipe");
+    assert_eq!(
+        (
+            s.count(EventKind::Fork),
+            s.count(EventKind::ExecTraced),
+            s.count(EventKind::Exit)
+        ),
+        (2, 2, 3)
+    );
+    assert_eq!(s.count(EventKind::Exec), 0);
+
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/crash.c");
+    let stat = d.path("crash-static");
+    let gcc = std::process::Command::new("gcc")
+        .args(["-O1", "-static", "-o"])
+        .arg(&stat)
+        .arg(&src)
+        .output()
+        .unwrap();
+    assert!(
+        gcc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&gcc.stderr)
+    );
+    let script = d.path("script.sh");
+    std::fs::write(&script, "#!/bin/sh\necho script $1\n").unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let chain = format!("{} exec; {} hi", stat.display(), script.display());
+    let (o, t) = d.trace("chain", &[], &["sh", "-c", &chain]);
+    let (err, out) = (stderr(&o), stdout(&o));
+    assert_eq!(code(&o), 0, "{err}");
+    assert!(out.ends_with("exec'd\nscript hi\n"), "{out}");
+    assert!(!err.contains("runs untraced"), "{err}");
+    // The static program, the echo it execs, the script's /bin/sh.
+    assert_eq!(summary(&t).count(EventKind::ExecTraced), 3, "{err}");
+}
+
+/// 6b. A program QEMU cannot run (a 32-bit x86 ELF: the kernel runs it natively) is left
+///     to the native execve: it runs, untraced, and the run says so.
+#[test]
+fn an_exec_that_cannot_be_traced_runs_untraced_with_a_warning() {
+    let d = Dir::new();
+    // The smallest i386 program: exit(42) (ELF header, one PT_LOAD, 7 bytes of code).
+    let mut elf = b"\x7fELF\x01\x01\x01\0\0\0\0\0\0\0\0\0".to_vec();
+    for (v, n) in [
+        (2u32, 2),
+        (3, 2),
+        (1, 4),
+        (0x0804_8054, 4),
+        (52, 4),
+        (0, 4),
+        (0, 4),
+        (52, 2),
+        (32, 2),
+        (1, 2),
+        (0, 2),
+        (0, 2),
+        (0, 2),
+        (1, 4),
+        (0, 4),
+        (0x0804_8000, 4),
+        (0x0804_8000, 4),
+        (91, 4),
+        (91, 4),
+        (5, 4),
+        (0x1000, 4),
+    ] {
+        elf.extend_from_slice(&v.to_le_bytes()[..n]);
+    }
+    elf.extend_from_slice(&[0x31, 0xc0, 0x40, 0xb3, 0x2a, 0xcd, 0x80]);
+    assert_eq!(elf.len(), 91);
+    let tiny = d.path("tiny32");
+    std::fs::write(&tiny, &elf).unwrap();
+    std::fs::set_permissions(&tiny, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let script = format!("{}; echo $?", tiny.display());
+    let o = d.xlat(&["run", "--", "sh", "-c", &script]);
+    let err = stderr(&o);
+    assert_eq!(code(&o), 0, "{err}");
+    assert_eq!(stdout(&o), "42\n", "{err}");
+    assert!(
+        err.contains("exec'd a new program, which runs untraced"),
+        "{err}"
+    );
+    assert!(err.contains("(1 by untraced exec)"), "{err}");
 }
 
 /// 7. The program's stdout passes through byte for byte, its stderr text is there, and

@@ -3,7 +3,8 @@
 //! collector over a Unix `SOCK_SEQPACKET` socket (protocol: `xlat_capture::wire`).
 //!
 //! Arguments: `sock=NAME` (abstract socket name, required), `insn=on` (one fetch record
-//! per instruction instead of one per executed block).
+//! per instruction instead of one per executed block); `execd=N,parent=P` are given by the
+//! plugin itself to the QEMU it starts for a program the traced one execs (`follow.rs`).
 //!
 //! The hot path appends words to a per-vCPU buffer; a full buffer is one `write` of one
 //! message, so threads never interleave inside a chunk and need no lock.
@@ -35,6 +36,7 @@ use std::sync::{Mutex, OnceLock};
 use xlat_capture::wire::{self, access_word, os};
 
 mod connection;
+mod follow;
 use connection::{collector_died, collector_gone, connect};
 
 #[no_mangle]
@@ -135,6 +137,9 @@ static MY_PID: AtomicU32 = AtomicU32::new(0);
 
 /// This process's connections so far (the hello numbers them).
 static CONNECTIONS: AtomicU32 = AtomicU32::new(0);
+/// This QEMU was started by the plugin for a program a traced process exec'd: its first
+/// record is `EXECD`.
+static EXECD: AtomicBool = AtomicBool::new(false);
 static EXIT_STATUS: AtomicU64 = AtomicU64::new(0);
 /// Interned block descriptors (two or three words each), keyed by their words.
 static BLOCKS: Mutex<Option<HashMap<[u64; 3], &'static [u64; 3]>>> = Mutex::new(None);
@@ -353,6 +358,8 @@ unsafe extern "C" fn vcpu_init(_id: qemu_plugin_id_t, vcpu: c_uint) {
     if b.tid != 0 {
         let tid = b.tid as u64;
         b.os(os::THREAD_START, &[tid]);
+    } else if EXECD.load(Relaxed) {
+        b.os(os::EXECD, &[]);
     }
 }
 
@@ -544,6 +551,8 @@ unsafe extern "C" fn syscall(
         SYS_CLONE | SYS_FORK | SYS_VFORK if is_fork(num, a1) => b.flush(),
         SYS_EXECVE | SYS_EXECVEAT => {
             b.os(os::EXEC, &[]);
+            // Returns only if the new program is not traced on (see `follow.rs`).
+            follow::exec(b, vcpu, num, [a1, a2, a3, a4, a5, a6]);
             b.flush();
         }
         SYS_EXIT => {
@@ -648,10 +657,16 @@ unsafe extern "C" fn syscall_ret(_id: qemu_plugin_id_t, vcpu: c_uint, num: i64, 
     let ok = !(-4095..0).contains(&ret);
     let r = ret as u64;
     match num {
-        SYS_MMAP if ok => b.os(os::MMAP, &[r, a2, (a3 & 7) | map_flags(a4) << 8]),
+        SYS_MMAP if ok => {
+            follow::note_mapping(r, a2);
+            b.os(os::MMAP, &[r, a2, (a3 & 7) | map_flags(a4) << 8])
+        }
         SYS_MPROTECT if ret == 0 => b.os(os::MPROTECT, &[a1, a2, a3 & 7]),
         SYS_MUNMAP if ret == 0 => b.os(os::MUNMAP, &[a1, a2]),
-        SYS_BRK => b.os(os::BRK, &[r]),
+        SYS_BRK => {
+            follow::note_mapping(r.saturating_sub(1), r.min(1));
+            b.os(os::BRK, &[r])
+        }
         SYS_MREMAP if ok => b.os(os::MREMAP, &[a1, a2, r, a3]),
         SYS_MADVISE if ret == 0 => b.os(os::MADVISE, &[a1, a2, advice(a3)]),
         SYS_CLONE | SYS_FORK | SYS_VFORK if is_fork(num, a1) && ret > 0 => {
@@ -754,11 +769,14 @@ pub unsafe extern "C" fn qemu_plugin_install(
     argv: *mut *mut c_char,
 ) -> c_int {
     let mut sock = None;
+    let (mut execd, mut parent) = (None, None);
     for i in 0..argc as usize {
         let arg = CStr::from_ptr(*argv.add(i)).to_string_lossy().into_owned();
         match arg.split_once('=') {
             Some(("sock", v)) => sock = Some(v.as_bytes().to_vec()),
             Some(("insn", v)) => PER_INSN.store(matches!(v, "on" | "true" | "1"), Relaxed),
+            Some(("execd", v)) if v.parse::<u32>().is_ok() => execd = v.parse::<u32>().ok(),
+            Some(("parent", v)) if v.parse::<u32>().is_ok() => parent = v.parse::<u32>().ok(),
             _ => {
                 say(&format!(
                     "unknown argument '{arg}' (expected sock=NAME, insn=on|off)"
@@ -775,9 +793,14 @@ pub unsafe extern "C" fn qemu_plugin_install(
         say("this QEMU encodes memory-access info differently from 7.2: unsupported");
         return -1;
     }
-    PARENT.store(libc::getppid() as u32, Relaxed);
+    PARENT.store(parent.unwrap_or(libc::getppid() as u32), Relaxed);
     MY_PID.store(libc::getpid() as u32, Relaxed);
-    match connect(&sock, false) {
+    if let Some(n) = execd {
+        CONNECTIONS.store(n, Relaxed);
+        EXECD.store(true, Relaxed);
+    }
+    follow::remember_paths(qemu_plugin_install as *const c_void);
+    match connect(&sock, execd.is_some()) {
         Ok(fd) => FD.store(fd, Relaxed),
         Err(e) => {
             say(&e);

@@ -120,6 +120,9 @@ pub struct Os {
     /// Address spaces ended, by exit or by an exec of an untraced program (`execs`).
     pub exits: u64,
     pub execs: u64,
+    /// Execs of traced programs: the address space replaced, the process goes on (not an
+    /// exit; its teardown is in `exit_entries` / `exit_tables`).
+    pub execs_traced: u64,
     pub exit_entries: u64,
     pub exit_tables: u64,
     /// Entries cleared and tables freed by munmap/madvise/brk shrink/mremap.

@@ -306,6 +306,44 @@ fn exec_ends_the_address_space_like_exit() {
     assert_eq!(exec.memory.frames_live, 3);
 }
 
+/// A traced exec: the old address space is torn down (its frames freed, not counted as an
+/// exit), the process goes on in a new empty one: the same virtual page is mapped anew
+/// and missed in the TLB (new ASID; with no ASIDs, the TLB is flushed).
+#[test]
+fn a_traced_exec_replaces_the_address_space_and_the_process_goes_on() {
+    for asid_bits in [8, 0] {
+        let mut cfg = machine(r#"{ entries = 64, sizes = ["4KiB"] }"#, "");
+        cfg.tlb.asid_bits = asid_bits;
+        let r = run(
+            &cfg,
+            &[
+                mmap(BASE, 4 * 4096),
+                store(BASE),
+                store(BASE + 4096),
+                Event::ExecTraced,
+                mmap(BASE, 4096),
+                load(BASE),
+                load(BASE),
+            ],
+        );
+        assert_eq!(
+            (r.os.exits, r.os.execs, r.os.execs_traced),
+            (0, 0, 1),
+            "asid_bits {asid_bits}"
+        );
+        assert_eq!(
+            r.os.exit_entries,
+            2 + 3,
+            "two leaves and three pointers torn down"
+        );
+        assert_eq!(r.os.processes_live, 1);
+        assert_eq!(r.memory.frames_live, 1, "only the new program's page");
+        // Two cold misses before the exec, one after: the old translation never hits.
+        assert_eq!(r.walks.walks, 3, "asid_bits {asid_bits}");
+        assert_eq!(r.flushes.switch, u64::from(asid_bits == 0));
+    }
+}
+
 #[test]
 fn folded_level_costs_no_memory_but_counts_visits() {
     let three = |folded: bool| {

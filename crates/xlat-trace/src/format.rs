@@ -31,7 +31,7 @@ pub const BLOCK_HEADER_LEN: usize = 21;
 /// Largest encoded record (an `Mremap`: tag + 4 varints).
 pub const MAX_RECORD_LEN: usize = 1 + 4 * varint::MAX_LEN;
 
-/// Record tags of the non-access events (tags `0xc0..=0xce`).
+/// Record tags of the non-access events (tags `0xc0..=0xd3`).
 pub mod tag {
     pub const MMAP: u8 = 0xc0;
     pub const MUNMAP: u8 = 0xc1;
@@ -52,6 +52,7 @@ pub mod tag {
     pub const BLOCK_TID: u8 = 0xd0;
     pub const EXEC: u8 = 0xd1;
     pub const IDLE: u8 = 0xd2;
+    pub const EXEC_TRACED: u8 = 0xd3;
 }
 
 /// The trace header: where the trace came from.
@@ -187,12 +188,15 @@ pub enum EventKind {
     Block,
     Exec,
     Idle,
+    ExecTraced,
 }
 
 impl EventKind {
-    pub const COUNT: usize = 18;
+    pub const COUNT: usize = 19;
     /// Event kinds in end blocks written before `idle` existed (read as 0 idle events).
     pub const COUNT_BEFORE_IDLE: usize = 17;
+    /// Event kinds in end blocks written before `exec-traced` existed.
+    pub const COUNT_BEFORE_EXEC_TRACED: usize = 18;
     pub const ALL: [EventKind; EventKind::COUNT] = [
         EventKind::Fetch,
         EventKind::Load,
@@ -212,6 +216,7 @@ impl EventKind {
         EventKind::Block,
         EventKind::Exec,
         EventKind::Idle,
+        EventKind::ExecTraced,
     ];
 
     #[inline]
@@ -236,6 +241,7 @@ impl EventKind {
             Event::ThreadExit { .. } => EventKind::ThreadExit,
             Event::Block(_) => EventKind::Block,
             Event::Exec => EventKind::Exec,
+            Event::ExecTraced => EventKind::ExecTraced,
             Event::Idle { .. } => EventKind::Idle,
         }
     }
@@ -261,6 +267,7 @@ impl EventKind {
             EventKind::Block => "block",
             EventKind::Exec => "exec",
             EventKind::Idle => "idle",
+            EventKind::ExecTraced => "exec-traced",
         }
     }
 }
@@ -358,7 +365,13 @@ impl Summary {
         };
         let at = pos;
         let n = next(&mut pos)?;
-        if n != EventKind::COUNT as u64 && n != EventKind::COUNT_BEFORE_IDLE as u64 {
+        if ![
+            EventKind::COUNT,
+            EventKind::COUNT_BEFORE_IDLE,
+            EventKind::COUNT_BEFORE_EXEC_TRACED,
+        ]
+        .contains(&(n as usize))
+        {
             return Err((
                 at,
                 format!(

@@ -113,7 +113,9 @@
 //! 0xd0 block        z addr, v len, v insns, v tid (the thread changed)
 //! 0xd1 exec         (the process replaced its program with an untraced one)
 //! 0xd2 idle         v cycles (the machine idles; the idle task may work)
-//! 0xd3..=0xff       reserved (invalid)
+//! 0xd3 exec-traced  (the process replaced its program with a traced one: a new, empty
+//!                    address space, same pid; its events follow)
+//! 0xd4..=0xff       reserved (invalid)
 //! ```
 //!
 //! A **block** record is a basic block's instruction fetches: `insns` instructions in

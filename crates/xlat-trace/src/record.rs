@@ -111,6 +111,7 @@ impl Encoder {
             }
             Event::Exit => out.push(tag::EXIT),
             Event::Exec => out.push(tag::EXEC),
+            Event::ExecTraced => out.push(tag::EXEC_TRACED),
             Event::Idle { cycles } => {
                 out.push(tag::IDLE);
                 varint::put(out, cycles);
@@ -444,6 +445,7 @@ impl Decoder {
             },
             tag::EXIT => Event::Exit,
             tag::EXEC => Event::Exec,
+            tag::EXEC_TRACED => Event::ExecTraced,
             tag::IDLE => Event::Idle {
                 cycles: u64_field(raw, p)?,
             },

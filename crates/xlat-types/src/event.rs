@@ -205,6 +205,10 @@ pub enum Event {
     /// The current process replaced its program (`execve`) with one that is not traced:
     /// its address space ends as with `Exit`, and a `Switch` must follow.
     Exec,
+    /// The current process replaced its program (`execve`) and the new one is traced: its
+    /// address space is torn down and replaced by an empty one (same pid, a new address
+    /// space as a new `mm`), which stays current; the new program's events follow.
+    ExecTraced,
     /// Context switch to `pid`.
     Switch {
         pid: Pid,
@@ -241,6 +245,7 @@ impl Event {
             Event::Fork { .. } => "fork",
             Event::Exit => "exit",
             Event::Exec => "exec",
+            Event::ExecTraced => "exec-traced",
             Event::Switch { .. } => "switch",
             Event::Flush(_) => "flush",
             Event::ThreadStart { .. } => "thread-start",

@@ -268,6 +268,8 @@ impl Signaller {
 pub struct Stats {
     /// Processes traced (the program and its forked children).
     pub processes: u64,
+    /// Programs exec'd by a traced process and traced on.
+    pub execs_followed: u64,
     /// Chunks received.
     pub chunks: u64,
     /// Events delivered.
@@ -635,6 +637,11 @@ impl EventSource for Capture {
                         }
                         Some(Control::ExecFailed) => {
                             self.exec_pending.remove(&pid);
+                        }
+                        Some(Control::Execd) => {
+                            // The exec'd program is traced on (`Event::ExecTraced`).
+                            self.exec_pending.remove(&pid);
+                            self.stats.execs_followed += 1;
                         }
                         Some(Control::Exit(_)) | Some(Control::Handover) | None => {}
                     }

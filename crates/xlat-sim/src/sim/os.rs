@@ -415,6 +415,11 @@ impl<P: PageTable> Sim<P> {
                 self.c.os.execs += matches!(ev, Event::Exec) as u64;
                 self.exit(cur);
             }
+            Event::ExecTraced => {
+                let cur = self.current(what)?;
+                self.c.os.execs_traced += 1;
+                self.exec(cur);
+            }
             Event::Switch { pid } => {
                 let slot = *self.pid_slot.get(&pid.0).ok_or(SimError::UnknownPid {
                     event: self.event,
@@ -605,7 +610,40 @@ impl<P: PageTable> Sim<P> {
         Ok(())
     }
 
+    /// `execve` of a traced program: the old address space is torn down as on exit (not
+    /// counted as an exit) and the process continues, current, in a new empty one (a new
+    /// ASID or context; an untagged TLB is flushed, as switching to the new `mm` does).
+    pub(super) fn exec(&mut self, cur: usize) {
+        let pid = self.slots[cur].as_ref().expect("cur").pid;
+        self.teardown(cur);
+        self.slots[cur] = Some(Process {
+            pid,
+            pt: P::empty(&self.cfg, &mut self.mem),
+            vmas: self.kernel.clone(),
+            heap: None,
+            asid: 0,
+            asid_gen: 0,
+            ctx: 0,
+        });
+        self.pid_slot.insert(pid, cur);
+        self.cur = Some(cur);
+        if self.cfg.tlb.asid_bits == 0 && self.hash.is_none() {
+            let n = self.tlb.flush_asid(None);
+            self.pwc.flush(None);
+            self.c.flushes.switch += 1;
+            self.c.flushes.entries_invalidated += n;
+            sat(&mut self.c.cyc.flush, self.cfg.cost.flush_all_cycles);
+        }
+        self.assign_asid(cur);
+    }
+
     pub(super) fn exit(&mut self, cur: usize) {
+        self.teardown(cur);
+        self.c.os.exits += 1;
+    }
+
+    /// Tears down process `cur`'s address space and frees its slot.
+    fn teardown(&mut self, cur: usize) {
         let bs = self.base_shift;
         let mut p = self.slots[cur].take().expect("cur");
         let mut hashed: Vec<u64> = Vec::new();
@@ -621,7 +659,6 @@ impl<P: PageTable> Sim<P> {
             self.exit_context(p.ctx, p.asid_gen, &hashed);
         }
         self.pid_slot.remove(&p.pid);
-        self.c.os.exits += 1;
         self.c.os.exit_entries += sw.entries;
         self.c.os.exit_tables += sw.tables;
         self.c.os.table_visits += sw.visits;

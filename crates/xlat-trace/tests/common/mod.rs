@@ -112,6 +112,7 @@ pub fn event() -> impl Strategy<Value = Event> {
         1 => any::<u32>().prop_map(|p| Event::Fork { child: Pid(p) }),
         1 => Just(Event::Exit),
         1 => Just(Event::Exec),
+        1 => Just(Event::ExecTraced),
         1 => any::<u32>().prop_map(|p| Event::Switch { pid: Pid(p) }),
         1 => va().prop_map(|a| Event::Flush(FlushScope::Page(a))),
         1 => (va(), any::<u64>()).prop_map(|(start, len)| Event::Flush(FlushScope::Range { start, len })),
@@ -185,6 +186,7 @@ pub fn sample_events(accesses: usize) -> Vec<Event> {
         Event::Flush(FlushScope::All),
         Event::ThreadExit { tid: Tid(2) },
         Event::Exec,
+        Event::ExecTraced,
         Event::Exit,
     ]);
     v
