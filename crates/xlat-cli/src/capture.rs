@@ -31,6 +31,10 @@ pub struct CaptureArgs {
     /// The plugin libxlat_qemu.so (default: $XLAT_QEMU_PLUGIN, else next to xlat).
     #[arg(long)]
     plugin: Option<PathBuf>,
+    /// Accept a run in which a program exec'd by the traced ones ran untraced (QEMU cannot
+    /// run it, e.g. a 32-bit binary): by default the run says so and fails.
+    #[arg(long)]
+    allow_untraced: bool,
 }
 
 impl CaptureArgs {
@@ -239,6 +243,24 @@ fn progress(what: &'static str) -> ProgressBar {
     crate::progress::bar(what.to_string())
 }
 
+/// After the report: a run in which programs ran untraced says so last and fails, unless
+/// allowed (what was traced is complete and written).
+fn check_untraced(stats: &xlat_capture::Stats, allow: bool) -> Result<()> {
+    let n = stats.untraced;
+    if n == 0 {
+        return Ok(());
+    }
+    let what = format!(
+        "{n} program(s) exec'd by the traced ones ran untraced (QEMU cannot run them): their \
+         references are not in this run"
+    );
+    if allow {
+        eprintln!("xlat: {what} (--allow-untraced)");
+        return Ok(());
+    }
+    bail!("{what}; pass --allow-untraced to accept that")
+}
+
 /// The shell-style exit code of the traced program (128 + signal when killed), or an
 /// error when QEMU ended without the plugin ever connecting (nothing was traced: QEMU
 /// failed to start the program or to load the plugin, and said why on stderr).
@@ -324,6 +346,7 @@ pub fn run(a: RunArgs) -> Result<i32> {
     if let Some(p) = &a.json {
         output::write_json(p, std::slice::from_ref(&o))?;
     }
+    check_untraced(cap.stats(), a.capture.allow_untraced)?;
     Ok(stopped().unwrap_or(code))
 }
 
@@ -398,6 +421,11 @@ pub fn trace(a: TraceArgs) -> Result<i32> {
             format!("{:.3}", t.elapsed().as_secs_f64()),
         ),
         ("processes".to_string(), cap.stats().processes.to_string()),
+        (
+            "execs_traced".to_string(),
+            cap.stats().execs_followed.to_string(),
+        ),
+        ("untraced".to_string(), cap.stats().untraced.to_string()),
         ("exit".to_string(), describe(&status)),
     ];
     let sig = STOP_SIGNAL.load(SeqCst);
@@ -435,5 +463,6 @@ pub fn trace(a: TraceArgs) -> Result<i32> {
         bytes,
         bytes as f64 / s.references().max(1) as f64
     );
+    check_untraced(cap.stats(), a.capture.allow_untraced)?;
     Ok(stopped().unwrap_or(code))
 }

@@ -523,15 +523,34 @@ fn an_exec_that_cannot_be_traced_runs_untraced_with_a_warning() {
     std::fs::write(&tiny, &elf).unwrap();
     std::fs::set_permissions(&tiny, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let script = format!("{}; echo $?", tiny.display());
+    // By default the run fails, last, after the report, naming the cause and the flag.
     let o = d.xlat(&["run", "--", "sh", "-c", &script]);
     let err = stderr(&o);
-    assert_eq!(code(&o), 0, "{err}");
+    assert_ne!(code(&o), 0, "{err}");
     assert_eq!(stdout(&o), "42\n", "{err}");
     assert!(
         err.contains("exec'd a new program, which runs untraced"),
         "{err}"
     );
     assert!(err.contains("(1 by untraced exec)"), "{err}");
+    let last = err.lines().last().unwrap();
+    assert!(
+        last.contains("1 program(s)") && last.contains("--allow-untraced"),
+        "{err}"
+    );
+    // Allowed: the program's exit status; `xlat trace` writes the trace and records it.
+    let o = d.xlat(&["run", "--allow-untraced", "--", "sh", "-c", &script]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let (o, t) = d.trace("untraced", &["--allow-untraced"], &["sh", "-c", &script]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let info = d.xlat(&["trace", "--info", t.to_str().unwrap()]);
+    assert!(stdout(&info).contains("untraced = 1"), "{}", stdout(&info));
+    let (o, t) = d.trace("untraced2", &[], &["sh", "-c", &script]);
+    assert_ne!(code(&o), 0);
+    assert!(
+        t.exists(),
+        "the trace of what was traced is complete and written"
+    );
 }
 
 /// 7. The program's stdout passes through byte for byte, its stderr text is there, and

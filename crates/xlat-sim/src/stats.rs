@@ -195,4 +195,22 @@ pub struct Report {
     /// The host dimension's counters (guests only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nested: Option<crate::nested::NestedStats>,
+    /// Per program (a process from its fork or start, and again from each traced exec),
+    /// in the order they appeared.
+    pub programs: Vec<ProgramStats>,
+}
+
+/// One program's share of the run (attributed at process boundaries: switch, exit, exec).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ProgramStats {
+    /// The trace's pid (1 for the first process).
+    pub pid: u32,
+    /// 0 for the program the process started with, n after its n-th traced exec.
+    pub exec: u32,
+    /// Memory-reference records (fetch, load, store).
+    pub refs: u64,
+    /// First-level TLB misses, both sides.
+    pub l1_misses: u64,
+    /// Page walks (misses in every TLB level).
+    pub walks: u64,
 }

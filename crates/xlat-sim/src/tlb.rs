@@ -379,6 +379,15 @@ impl Tlbs {
         v
     }
 
+    /// First-level misses so far, both sides (no allocation: for per-program accounting).
+    pub fn l1_misses_total(&self) -> u64 {
+        let l1 = self
+            .level_stats
+            .first()
+            .map_or(0, |l| l[0].misses + l[1].misses);
+        l1 + self.l1_misses[0] + self.l1_misses[1]
+    }
+
     pub fn levels(&self) -> usize {
         self.levels.len()
     }

@@ -344,6 +344,45 @@ fn a_traced_exec_replaces_the_address_space_and_the_process_goes_on() {
     }
 }
 
+/// Per-program accounting: the parent, the child until its traced exec, and the program
+/// it exec'd, each with its own references and misses (one TLB level: every miss walks).
+/// Fork flushes the parent's space (its entries became read-only), so its last load walks.
+#[test]
+fn each_program_gets_its_own_references_and_misses() {
+    let cfg = machine(r#"{ entries = 64, sizes = ["4KiB"] }"#, "");
+    let r = run(
+        &cfg,
+        &[
+            mmap(BASE, 4 * 4096),
+            load(BASE),
+            load(BASE + 4096),
+            load(BASE),
+            Event::Fork { child: Pid(2) },
+            Event::Switch { pid: Pid(2) },
+            load(BASE),
+            load(BASE),
+            Event::ExecTraced,
+            mmap(BASE, 4096),
+            load(BASE),
+            Event::Exit,
+            Event::Switch { pid: Pid(1) },
+            load(BASE),
+        ],
+    );
+    let got: Vec<_> = r
+        .programs
+        .iter()
+        .map(|p| (p.pid, p.exec, p.refs, p.walks, p.l1_misses))
+        .collect();
+    assert_eq!(got, [(1, 0, 4, 3, 3), (2, 0, 2, 1, 1), (2, 1, 1, 1, 1)]);
+    let refs: u64 = r.programs.iter().map(|p| p.refs).sum();
+    assert_eq!(refs, r.refs.total);
+    assert_eq!(
+        r.programs.iter().map(|p| p.walks).sum::<u64>(),
+        r.walks.walks
+    );
+}
+
 #[test]
 fn folded_level_costs_no_memory_but_counts_visits() {
     let three = |folded: bool| {

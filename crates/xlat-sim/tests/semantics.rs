@@ -105,6 +105,8 @@ fn events(ops: &[Op], page: u64) -> Vec<Event> {
                 }
                 Event::Fork { child: Pid(child) }
             }
+            // A traced exec: the process goes on in a new, empty address space.
+            15 if v & 1 == 1 && cur.is_some() => Event::ExecTraced,
             14 | 15 if live.len() > 1 || k == 14 => {
                 // Exit (or exec) the current process, then switch to another if any.
                 if let Some(c) = cur.take() {
@@ -197,7 +199,9 @@ fn level_totals(r: &Report, levels: &[String]) -> Vec<(u64, u64)> {
         .collect()
 }
 
-fn check_counts(r: &Report, names: &[String]) -> Result<(), TestCaseError> {
+/// `clean`: no event was rejected (a rejected access may be counted with no process to
+/// belong to).
+fn check_counts(r: &Report, names: &[String], clean: bool) -> Result<(), TestCaseError> {
     let levels = names.len();
     let t = level_totals(r, names);
     prop_assert_eq!(t[0].0, r.refs.translations, "first-level lookups");
@@ -214,6 +218,14 @@ fn check_counts(r: &Report, names: &[String]) -> Result<(), TestCaseError> {
         write_faults
     );
     prop_assert!(r.memory.frames_live <= r.memory.frames_allocated);
+    // Every reference, first-level miss and walk belongs to exactly one program.
+    if clean {
+        let sum =
+            |f: fn(&xlat_sim::stats::ProgramStats) -> u64| r.programs.iter().map(f).sum::<u64>();
+        prop_assert_eq!(sum(|p| p.refs), r.refs.total, "program refs");
+        prop_assert_eq!(sum(|p| p.walks), r.walks.walks, "program walks");
+        prop_assert_eq!(sum(|p| p.l1_misses), t[0].1, "program first-level misses");
+    }
     if let Some(g) = &r.nested {
         // One 2-D walk per completed walk (a walk whose fault fails is counted by
         // `walks` but reads nothing); its guest entries are the walk counters'
@@ -242,9 +254,11 @@ fn run_preset(name: &str, ops: &[Op], thp: bool) -> Result<(), TestCaseError> {
         .map(|p| A + p * page)
         .chain((0..12).map(|p| G + p * page))
         .collect();
+    let mut clean = true;
     for (i, e) in ev.iter().enumerate() {
         let ra = a.run(std::slice::from_ref(e));
         let rb = b.run(std::slice::from_ref(e));
+        clean &= ra.is_ok();
         prop_assert_eq!(
             ra.as_ref().map_err(|e| e.to_string()),
             rb.as_ref().map_err(|e| e.to_string()),
@@ -262,7 +276,7 @@ fn run_preset(name: &str, ops: &[Op], thp: bool) -> Result<(), TestCaseError> {
         }
     }
     let (ra, rb) = (a.report(), b.report());
-    check_counts(&ra, &levels)?;
+    check_counts(&ra, &levels, clean)?;
     prop_assert_eq!(ra.refs.translations, rb.refs.translations);
     prop_assert_eq!(ra.walks.walks, rb.walks.walks);
     prop_assert_eq!(&ra.faults.demand, &rb.faults.demand);

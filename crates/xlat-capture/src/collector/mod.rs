@@ -270,6 +270,8 @@ pub struct Stats {
     pub processes: u64,
     /// Programs exec'd by a traced process and traced on.
     pub execs_followed: u64,
+    /// Programs exec'd by a traced process that ran untraced (QEMU cannot run them).
+    pub untraced: u64,
     /// Chunks received.
     pub chunks: u64,
     /// Events delivered.
@@ -490,7 +492,10 @@ impl Capture {
         let trace_pid = name_for(pid, self.root_pid);
         let note = match how {
             End::Exit | End::Handover => None,
-            End::Cut if exec => Some("exec'd a new program, which runs untraced".to_string()),
+            End::Cut if exec => {
+                self.stats.untraced += 1;
+                Some("exec'd a new program, which runs untraced".to_string())
+            }
             End::Cut => Some(
                 "ended without the plugin's exit callback (killed by a signal or crashed): \
                  its last unsent records are lost"

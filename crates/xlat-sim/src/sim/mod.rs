@@ -27,6 +27,7 @@ mod faults;
 mod hashed;
 mod nested;
 mod os;
+mod programs;
 mod report;
 
 use crate::cache::Caches;
@@ -97,6 +98,8 @@ pub struct Sim<P: PageTable> {
     /// The frame of each global page touched so far (by its virtual base).
     kernel_pages: FxHashMap<u64, u64>,
     pid_slot: FxHashMap<u32, usize>,
+    /// Per-program accounting (`programs.rs`).
+    programs: programs::Programs,
     cur: Option<usize>,
     asid: u16,
     next_asid: u32,
@@ -248,9 +251,11 @@ impl<P: PageTable> Sim<P> {
                 .map(|n| crate::nested::Nested::new(n).map(Box::new))
                 .transpose()?,
             precleared: Vec::new(),
+            programs: Default::default(),
             cfg: cfg.clone(),
         };
         sim.pid_slot.insert(Pid::INIT.0, 0);
+        sim.program_starts(Pid::INIT.0, 0);
         sim.assign_asid(0);
         Ok(sim)
     }

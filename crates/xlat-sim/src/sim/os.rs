@@ -407,16 +407,25 @@ impl<P: PageTable> Sim<P> {
                     Some(_) => {}
                 }
             }
-            Event::Fork { child } => self.fork(what, child)?,
+            Event::Fork { child } => {
+                self.fork(what, child)?;
+                self.program_starts(child.0, 0);
+            }
             // An exec'd program is not traced: its address space ends here as on exit
             // (counted as an exit, plus `os.execs`).
             Event::Exit | Event::Exec => {
                 let cur = self.current(what)?;
+                self.attribute();
+                self.program_ends(self.slots[cur].as_ref().expect("cur").pid);
                 self.c.os.execs += matches!(ev, Event::Exec) as u64;
                 self.exit(cur);
             }
             Event::ExecTraced => {
                 let cur = self.current(what)?;
+                self.attribute();
+                let pid = self.slots[cur].as_ref().expect("cur").pid;
+                let n = self.program_ends(pid);
+                self.program_starts(pid, n + 1);
                 self.c.os.execs_traced += 1;
                 self.exec(cur);
             }
@@ -425,6 +434,7 @@ impl<P: PageTable> Sim<P> {
                     event: self.event,
                     pid: pid.0,
                 })?;
+                self.attribute();
                 self.c.os.context_switches += 1;
                 if self.cfg.tlb.asid_bits == 0
                     && self.hash.is_none()
@@ -615,10 +625,16 @@ impl<P: PageTable> Sim<P> {
     /// ASID or context; an untagged TLB is flushed, as switching to the new `mm` does).
     pub(super) fn exec(&mut self, cur: usize) {
         let pid = self.slots[cur].as_ref().expect("cur").pid;
-        self.teardown(cur);
+        let global = self.teardown(cur);
+        // The kernel's pages are in every address space (as Linux's new `mm` shares the
+        // kernel half of the tables).
+        let mut pt = P::empty(&self.cfg, &mut self.mem);
+        for (va, leaf) in global {
+            pt.map(VirtAddr(va), leaf, &mut self.mem);
+        }
         self.slots[cur] = Some(Process {
             pid,
-            pt: P::empty(&self.cfg, &mut self.mem),
+            pt,
             vmas: self.kernel.clone(),
             heap: None,
             asid: 0,
@@ -638,18 +654,23 @@ impl<P: PageTable> Sim<P> {
     }
 
     pub(super) fn exit(&mut self, cur: usize) {
-        self.teardown(cur);
+        let _ = self.teardown(cur);
         self.c.os.exits += 1;
     }
 
-    /// Tears down process `cur`'s address space and frees its slot.
-    fn teardown(&mut self, cur: usize) {
+    /// Tears down process `cur`'s address space and frees its slot; returns its global
+    /// (kernel) leaves, which every address space maps.
+    fn teardown(&mut self, cur: usize) -> Vec<(u64, Leaf)> {
         let bs = self.base_shift;
         let mut p = self.slots[cur].take().expect("cur");
         let mut hashed: Vec<u64> = Vec::new();
+        let mut global = Vec::new();
         let sw = p.pt.teardown(&mut self.mem, &mut |va, leaf, mem| {
             if leaf.flags & FIXED == 0 {
                 mem.release(leaf.pfn, 1u64 << (leaf.shift as u32 - bs));
+            }
+            if leaf.flags & GLOBAL_PAGE != 0 {
+                global.push((va, leaf));
             }
             if leaf.flags & crate::hashed::HASHPTE != 0 && leaf.flags & GLOBAL_PAGE == 0 {
                 hashed.push(va);
@@ -664,5 +685,6 @@ impl<P: PageTable> Sim<P> {
         self.c.os.table_visits += sw.visits;
         self.os_cycles(&sw);
         self.cur = None;
+        global
     }
 }

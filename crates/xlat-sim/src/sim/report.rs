@@ -73,6 +73,7 @@ impl<P: PageTable> Sim<P> {
             refs,
             tlb_levels,
             tlb_structures: self.tlb.structs.iter().map(|s| s.stats.clone()).collect(),
+            programs: self.program_stats(),
             prefetch: Prefetch {
                 hits: self.tlb.prefetch_hits,
                 fills: self.tlb.prefetch_fills,

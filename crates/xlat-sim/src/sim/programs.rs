@@ -1,0 +1,81 @@
+//! Per-program accounting: references, first-level TLB misses and walks of each program
+//! (a process from its start or fork, and anew from each traced exec). The counters are
+//! attributed at process boundaries (switch, fork, exit, exec) as differences of the
+//! global ones, so the per-reference path pays nothing.
+
+use super::*;
+use crate::stats::ProgramStats;
+
+/// The programs seen so far and where the current one's share starts.
+#[derive(Default)]
+pub(super) struct Programs {
+    list: Vec<ProgramStats>,
+    /// Index in `list` of each live pid's current program.
+    live: FxHashMap<u32, usize>,
+    /// Global `(refs, l1_misses, walks)` when the current share started.
+    mark: [u64; 3],
+}
+
+impl Programs {
+    pub(super) fn start(&mut self, pid: u32, exec: u32) {
+        self.live.insert(pid, self.list.len());
+        self.list.push(ProgramStats {
+            pid,
+            exec,
+            ..Default::default()
+        });
+    }
+}
+
+impl<P: PageTable> Sim<P> {
+    fn totals(&self) -> [u64; 3] {
+        [
+            self.c.by_kind.iter().sum(),
+            self.tlb.l1_misses_total(),
+            self.c.walks,
+        ]
+    }
+
+    /// Gives the current program what happened since the last boundary.
+    pub(super) fn attribute(&mut self) {
+        let now = self.totals();
+        let mark = std::mem::replace(&mut self.programs.mark, now);
+        let Some(pid) = self.cur.and_then(|c| self.slots[c].as_ref()).map(|p| p.pid) else {
+            return;
+        };
+        if let Some(&i) = self.programs.live.get(&pid) {
+            let p = &mut self.programs.list[i];
+            p.refs += now[0] - mark[0];
+            p.l1_misses += now[1] - mark[1];
+            p.walks += now[2] - mark[2];
+        }
+    }
+
+    /// A process starts a program (`exec` 0: its first).
+    pub(super) fn program_starts(&mut self, pid: u32, exec: u32) {
+        self.programs.start(pid, exec);
+    }
+
+    /// The current process's program ended (exit, untraced exec) or was replaced (a
+    /// traced exec: the next one is started by the caller).
+    pub(super) fn program_ends(&mut self, pid: u32) -> u32 {
+        self.programs
+            .live
+            .remove(&pid)
+            .map_or(0, |i| self.programs.list[i].exec)
+    }
+
+    /// The programs, with the current one's share up to now.
+    pub(super) fn program_stats(&self) -> Vec<ProgramStats> {
+        let mut v = self.programs.list.clone();
+        let now = self.totals();
+        let mark = self.programs.mark;
+        let pid = self.cur.and_then(|c| self.slots[c].as_ref()).map(|p| p.pid);
+        if let Some(&i) = pid.and_then(|p| self.programs.live.get(&p)) {
+            v[i].refs += now[0] - mark[0];
+            v[i].l1_misses += now[1] - mark[1];
+            v[i].walks += now[2] - mark[2];
+        }
+        v
+    }
+}
