@@ -24,17 +24,27 @@ fn zen4() -> MachineConfig {
     presets::load("zen4").unwrap()
 }
 
+/// The default mock's report and its calibration from zen4, computed once for the tests.
+fn default_calibration() -> &'static (Report, MachineConfig) {
+    static CAL: std::sync::OnceLock<(Report, MachineConfig)> = std::sync::OnceLock::new();
+    CAL.get_or_init(|| {
+        let r = report(MockMachine::default(), 1);
+        let cfg = calibrated(&zen4(), "zen4", &r).unwrap();
+        (r, cfg)
+    })
+}
+
 #[test]
 fn the_host_page_size_comes_from_the_thp_comparison() {
     let small = MockMachine {
         host_small_pages: true,
         ..Default::default()
     };
-    for (m, want) in [
-        (small, PageSize::K4),
-        (MockMachine::default(), PageSize::M2),
+    let small = calibrated(&zen4(), "zen4", &report(small, 1)).unwrap();
+    for (cfg, want) in [
+        (&small, PageSize::K4),
+        (&default_calibration().1, PageSize::M2),
     ] {
-        let cfg = calibrated(&zen4(), "zen4", &report(m, 1)).unwrap();
         let n = cfg.nested.as_ref().expect("the mock is a guest");
         assert_eq!(n.host_page, want);
         assert!(cfg.sources.iter().any(|s| s.contains("detected:")));
@@ -45,7 +55,7 @@ fn the_host_page_size_comes_from_the_thp_comparison() {
 fn cache_latencies_and_geometry_are_the_mocks() {
     // Steps at 768 lines (+6 ticks) and 16,384 lines (+25) over a 2.5-tick L1 hit; sysfs
     // (mock) sizes 48 KiB and 1 MiB, 8-way: 96 sets are rounded down to 64.
-    let cfg = calibrated(&zen4(), "zen4", &report(MockMachine::default(), 1)).unwrap();
+    let cfg = &default_calibration().1;
     let c = &cfg.cache.levels;
     let hits: Vec<u64> = c.iter().map(|l| l.hit_cycles).collect();
     assert_eq!(hits, [3, 9, 34]);
@@ -63,15 +73,14 @@ fn cache_latencies_and_geometry_are_the_mocks() {
 fn the_fitted_walk_cost_brings_the_l2_miss_plateau_within_20_percent() {
     // The mock pays 60 ticks per L2 DTLB miss; a nested walk with cached tables costs
     // the model far less, so without the fitted constant the plateau is far off.
-    let r = report(MockMachine::default(), 1);
-    let cfg = calibrated(&zen4(), "zen4", &r).unwrap();
+    let (r, cfg) = default_calibration();
     assert!(cfg.walker.walk_cycles > 0);
     let mut unfitted = cfg.clone();
     unfitted.walker.walk_cycles = 0;
     let tlb = r.tlb.as_ref().unwrap();
     let (mut checked, mut unfitted_off) = (0, 0);
     for p in tlb.curve.iter().filter(|p| p.pages <= check::VALIDATE_MAX) {
-        let s = check::simulate(&cfg, p.pages).unwrap();
+        let s = check::simulate(cfg, p.pages).unwrap();
         if s.l2_miss < 0.95 {
             continue;
         }
