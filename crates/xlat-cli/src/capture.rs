@@ -243,6 +243,20 @@ fn progress(what: &'static str) -> ProgressBar {
     crate::progress::bar(what.to_string())
 }
 
+/// Gives the simulator's programs (in order of appearance) the command lines the capture
+/// saw, matched by pid and exec number in the same order.
+fn name_programs(r: &mut xlat_sim::Report, names: &[(u32, u32, Option<String>)]) {
+    let mut used = vec![false; names.len()];
+    for p in &mut r.programs {
+        if let Some(i) =
+            (0..names.len()).find(|&i| !used[i] && names[i].0 == p.pid && names[i].1 == p.exec)
+        {
+            used[i] = true;
+            p.command = names[i].2.clone();
+        }
+    }
+}
+
 /// After the report: a run in which programs ran untraced says so last and fails, unless
 /// allowed (what was traced is complete and written).
 fn check_untraced(stats: &xlat_capture::Stats, allow: bool) -> Result<()> {
@@ -325,10 +339,12 @@ pub fn run(a: RunArgs) -> Result<i32> {
         }
     };
     let code = exit_code(cap.exit_status(), cap.stats().processes)?;
+    let mut report = sim.report();
+    name_programs(&mut report, &cap.stats().programs);
     let o = Outcome {
         machine: cfg.name.clone(),
         input: label(&a.program),
-        report: sim.report(),
+        report,
         seconds: t.elapsed().as_secs_f64(),
         warnings: cap
             .stats()
@@ -431,6 +447,13 @@ pub fn trace(a: TraceArgs) -> Result<i32> {
     let sig = STOP_SIGNAL.load(SeqCst);
     if sig != 0 {
         meta.push(("stopped_by".to_string(), signal_name(sig)));
+    }
+    for (pid, exec, cmd) in &cap.stats().programs {
+        let cmd = cmd.as_deref().unwrap_or("?");
+        meta.push((
+            "program".to_string(),
+            format!("pid {pid} exec {exec}: {cmd}"),
+        ));
     }
     for w in &cap.stats().warnings {
         meta.push(("warning".to_string(), w.clone()));

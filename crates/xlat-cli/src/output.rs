@@ -336,13 +336,20 @@ fn programs(r: &xlat_sim::Report) -> String {
     );
     let _ = writeln!(
         s,
-        "  {:>8} {:>5} {:>14} {:>7} {:>12} {:>10}",
+        "  {:>8} {:>5} {:>14} {:>7} {:>12} {:>10}  command",
         "pid", "exec", "refs", "share", "L1 misses", "walks"
     );
     for p in v.iter().take(SHOWN) {
+        let cmd: String = p
+            .command
+            .as_deref()
+            .unwrap_or("-")
+            .chars()
+            .take(48)
+            .collect();
         let _ = writeln!(
             s,
-            "  {:>8} {:>5} {:>14} {:>6.1}% {:>12} {:>10}",
+            "  {:>8} {:>5} {:>14} {:>6.1}% {:>12} {:>10}  {cmd}",
             p.pid,
             p.exec,
             n(p.refs),

@@ -458,6 +458,32 @@ fn whole_exec_chains_are_traced() {
         (2, 2, 3)
     );
     assert_eq!(s.count(EventKind::Exec), 0);
+    // Each program is named in the trace: the shell, and ls and wc after their exec.
+    let info = stdout(&d.xlat(&["trace", "--info", t.to_str().unwrap()]));
+    let programs: Vec<&str> = info.lines().filter(|l| l.contains("program = ")).collect();
+    assert_eq!(programs.len(), 5, "{info}");
+    assert!(
+        programs[0].ends_with(&format!("pid 1 exec 0: sh -c {pipe}")),
+        "{info}"
+    );
+    for cmd in [format!("ls {}", files.display()), "wc -l".to_string()] {
+        assert!(
+            programs
+                .iter()
+                .any(|l| l.contains(" exec 1: ") && l.ends_with(&cmd)),
+            "{cmd}: {info}"
+        );
+    }
+    // `xlat run` names them in its programs table.
+    let o = d.xlat(&["run", "--", "sh", "-c", &pipe]);
+    let err = stderr(&o);
+    let table: Vec<&str> = err
+        .lines()
+        .skip_while(|l| !l.starts_with("programs "))
+        .take(6)
+        .collect();
+    assert!(table[0].starts_with("programs      5 "), "{err}");
+    assert!(table.iter().any(|l| l.ends_with("wc -l")), "{err}");
 
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/crash.c");
     let stat = d.path("crash-static");

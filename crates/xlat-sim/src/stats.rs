@@ -213,4 +213,8 @@ pub struct ProgramStats {
     pub l1_misses: u64,
     /// Page walks (misses in every TLB level).
     pub walks: u64,
+    /// Its command line, when the input says (a live capture does; the simulator does not
+    /// know it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
 }

@@ -273,6 +273,7 @@ pub(super) fn accept_loop(
                     pid,
                     continues: hello.continues,
                     pending: in_tree,
+                    command: qemu_program(pid),
                 })
                 .is_err()
             {
@@ -357,4 +358,46 @@ pub(super) fn check(
         }
     }
     Ok(hello)
+}
+
+/// The program QEMU runs in process `pid`, from its command line
+/// (`qemu-x86_64 -plugin … -0 ARGV0 EXE ARGS…`): `ARGV0 ARGS…`, at most 200 bytes.
+fn qemu_program(pid: u32) -> Option<String> {
+    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    program_of_cmdline(&raw)
+}
+
+pub(super) fn program_of_cmdline(raw: &[u8]) -> Option<String> {
+    let args: Vec<String> = raw
+        .split(|&b| b == 0)
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    let i = args.iter().position(|a| a == "-0")?;
+    let argv0 = args.get(i + 1)?;
+    let rest = args.get(i + 3..).unwrap_or(&[]);
+    let mut s = std::iter::once(argv0.as_str())
+        .chain(rest.iter().map(String::as_str).filter(|a| !a.is_empty()))
+        .collect::<Vec<_>>()
+        .join(" ");
+    if s.len() > 200 {
+        let mut cut = 200;
+        while !s.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        s.truncate(cut);
+        s.push('…');
+    }
+    Some(s)
+}
+
+#[cfg(test)]
+mod program_tests {
+    use super::program_of_cmdline;
+
+    #[test]
+    fn the_program_is_read_from_qemus_command_line() {
+        let raw = b"/usr/bin/qemu-x86_64\0-plugin\0/x/libxlat_qemu.so,sock=s\0-0\0ls\0/bin/ls\0-l\0/tmp\0";
+        assert_eq!(program_of_cmdline(raw).as_deref(), Some("ls -l /tmp"));
+        assert_eq!(program_of_cmdline(b"bash\0-c\0x\0"), None);
+    }
 }

@@ -69,6 +69,8 @@ enum Msg {
         pid: u32,
         continues: bool,
         pending: bool,
+        /// The program QEMU runs in that process, from its command line.
+        command: Option<String>,
     },
     /// A connection was refused (`pending`: it was announced by `Pending`).
     Refused {
@@ -270,6 +272,9 @@ pub struct Stats {
     pub processes: u64,
     /// Programs exec'd by a traced process and traced on.
     pub execs_followed: u64,
+    /// Each traced program: trace pid, traced execs before it in its process, command
+    /// line (as QEMU was given it; `None` if the process was gone before it was read).
+    pub programs: Vec<(u32, u32, Option<String>)>,
     /// Programs exec'd by a traced process that ran untraced (QEMU cannot run them).
     pub untraced: u64,
     /// Chunks received.
@@ -308,6 +313,8 @@ pub struct Capture {
     /// every descriptor after its parent exited: the capture is not over then).
     reconnecting: HashMap<u32, i32>,
     exec_pending: HashSet<u32>,
+    /// Per host pid: the program of its latest connection, and its traced execs so far.
+    commands: HashMap<u32, (Option<String>, u32)>,
     status: Option<std::io::Result<ExitStatus>>,
     stats: Stats,
     /// The warnings end with the count of refused connections.
@@ -416,6 +423,7 @@ impl Capture {
             expected: HashSet::new(),
             reconnecting: HashMap::new(),
             exec_pending: HashSet::new(),
+            commands: HashMap::new(),
             status: None,
             stats: Stats {
                 warnings: launch.warnings,
@@ -606,7 +614,17 @@ impl EventSource for Capture {
                     pid,
                     continues,
                     pending,
+                    command,
                 } => {
+                    if continues {
+                        if let Some(c) = self.commands.get_mut(&pid) {
+                            c.0 = command;
+                        }
+                    } else {
+                        let p = name_for(pid, self.root_pid).0;
+                        self.stats.programs.push((p, 0, command.clone()));
+                        self.commands.insert(pid, (command, 0));
+                    }
                     if pending {
                         self.checking -= 1;
                     }
@@ -647,6 +665,10 @@ impl EventSource for Capture {
                             // The exec'd program is traced on (`Event::ExecTraced`).
                             self.exec_pending.remove(&pid);
                             self.stats.execs_followed += 1;
+                            let p = name_for(pid, self.root_pid).0;
+                            let c = self.commands.entry(pid).or_insert((None, 0));
+                            c.1 += 1;
+                            self.stats.programs.push((p, c.1, c.0.clone()));
                         }
                         Some(Control::Exit(_)) | Some(Control::Handover) | None => {}
                     }
