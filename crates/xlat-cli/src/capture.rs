@@ -243,20 +243,6 @@ fn progress(what: &'static str) -> ProgressBar {
     crate::progress::bar(what.to_string())
 }
 
-/// Gives the simulator's programs (in order of appearance) the command lines the capture
-/// saw, matched by pid and exec number in the same order.
-fn name_programs(r: &mut xlat_sim::Report, names: &[(u32, u32, Option<String>)]) {
-    let mut used = vec![false; names.len()];
-    for p in &mut r.programs {
-        if let Some(i) =
-            (0..names.len()).find(|&i| !used[i] && names[i].0 == p.pid && names[i].1 == p.exec)
-        {
-            used[i] = true;
-            p.command = names[i].2.clone();
-        }
-    }
-}
-
 /// After the report: a run in which programs ran untraced says so last and fails, unless
 /// allowed (what was traced is complete and written).
 fn check_untraced(stats: &xlat_capture::Stats, allow: bool) -> Result<()> {
@@ -340,7 +326,7 @@ pub fn run(a: RunArgs) -> Result<i32> {
     };
     let code = exit_code(cap.exit_status(), cap.stats().processes)?;
     let mut report = sim.report();
-    name_programs(&mut report, &cap.stats().programs);
+    crate::run::name_programs(&mut report, &cap.stats().programs);
     let o = Outcome {
         machine: cfg.name.clone(),
         input: label(&a.program),

@@ -82,20 +82,55 @@ pub fn run_one(cfg: &MachineConfig, input: &Input, strict: bool) -> Result<Outco
     let mut sim = new_sim(cfg)?;
     let mut warnings = Vec::new();
     let t = Instant::now();
-    match input {
+    let names = match input {
         Input::Workload(spec) => {
             let mut w = xlat_workloads::parse(spec)?;
             drive(&mut w, &mut sim).with_context(|| format!("workload {spec}"))?;
+            Vec::new()
         }
         Input::Trace(path) => crate::traces::replay(path, strict, &mut sim, &mut warnings)?,
-    }
+    };
+    let mut report = sim.report();
+    name_programs(&mut report, &names);
     Ok(Outcome {
         machine: cfg.name.clone(),
         input: input.label(),
         seconds: t.elapsed().as_secs_f64(),
-        report: sim.report(),
+        report,
         warnings,
     })
+}
+
+/// A program's name as a capture saw it: trace pid, traced execs before it, command line.
+pub type ProgramName = (u32, u32, Option<String>);
+
+/// Gives the simulator's programs (in order of appearance) the command lines a capture
+/// saw, matched by pid and exec number in the same order.
+pub fn name_programs(r: &mut xlat_sim::Report, names: &[ProgramName]) {
+    let mut used = vec![false; names.len()];
+    for p in &mut r.programs {
+        if let Some(i) =
+            (0..names.len()).find(|&i| !used[i] && names[i].0 == p.pid && names[i].1 == p.exec)
+        {
+            used[i] = true;
+            p.command = names[i].2.clone();
+        }
+    }
+}
+
+/// The `program` entries of a trace's end metadata (`pid P exec N: COMMAND`, `?` when
+/// unknown), as `xlat trace` writes them.
+pub fn program_names(meta: &[(String, String)]) -> Vec<ProgramName> {
+    meta.iter()
+        .filter(|(k, _)| k == "program")
+        .filter_map(|(_, v)| {
+            let rest = v.strip_prefix("pid ")?;
+            let (pid, rest) = rest.split_once(" exec ")?;
+            let (exec, cmd) = rest.split_once(": ")?;
+            let cmd = (cmd != "?").then(|| cmd.to_string());
+            Some((pid.parse().ok()?, exec.parse().ok()?, cmd))
+        })
+        .collect()
 }
 
 /// A run of a sweep that produced no report.

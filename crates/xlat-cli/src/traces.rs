@@ -46,7 +46,7 @@ pub fn replay(
     strict: bool,
     sim: &mut Sim<Radix>,
     warnings: &mut Vec<String>,
-) -> Result<()> {
+) -> Result<Vec<crate::run::ProgramName>> {
     let what = shown(path);
     match open(path, strict)? {
         TraceInput::Xlt(r) => {
@@ -54,6 +54,10 @@ pub fn replay(
             if let Some(t) = r.truncation() {
                 warnings.push(format!("{what}: {t}"));
             }
+            // The programs' names, when a capture wrote them.
+            Ok(r.end_summary()
+                .map(|s| crate::run::program_names(&s.end_meta))
+                .unwrap_or_default())
         }
         TraceInput::Lackey(r) => {
             let r =
@@ -61,9 +65,9 @@ pub fn replay(
             if let Some(t) = r.truncation() {
                 warnings.push(format!("{what}: {t}"));
             }
+            Ok(Vec::new())
         }
     }
-    Ok(())
 }
 
 /// Events per batch handed from the decoding thread to the simulator: a batch (2.5 MiB)
