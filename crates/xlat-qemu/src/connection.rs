@@ -1,5 +1,6 @@
 //! The plugin's connection to the collector: connecting (on a descriptor kept out of
-//! the program's way), and noticing that the collector is gone.
+//! the program's way), handing the socket over to a new connection, and noticing that the
+//! collector is gone.
 
 use super::*;
 
@@ -106,4 +107,28 @@ pub(crate) fn collector_gone() {
     }
     say("the xlat collector is gone: stopping the program");
     unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
+}
+
+/// The program is about to close or replace our socket: send what this thread has and a
+/// HANDOVER, forget the descriptor, and reconnect after the syscall (`syscall_ret`).
+#[cold]
+pub(crate) fn hand_over(b: &mut Buf, vcpu: c_uint) {
+    b.os(os::HANDOVER, &[]);
+    let _g = SendLock::take();
+    b.send_locked();
+    FD.store(-1, Release);
+    HANDOVER_VCPU.store(vcpu, Release);
+    HANDING_OVER.store(true, Release);
+}
+
+#[cold]
+pub(crate) fn reopen() {
+    if let Some(name) = SOCK.get() {
+        match connect(name, true) {
+            Ok(fd) => FD.store(fd, Release),
+            Err(e) => say(&format!("process {}: {e}", std::process::id())),
+        }
+    }
+    HANDOVER_VCPU.store(u32::MAX, Release);
+    HANDING_OVER.store(false, Release);
 }

@@ -37,7 +37,7 @@ use xlat_capture::wire::{self, access_word, os};
 
 mod connection;
 mod follow;
-use connection::{collector_died, collector_gone, connect};
+use connection::{collector_died, collector_gone, connect, hand_over, reopen};
 
 #[no_mangle]
 pub static qemu_plugin_version: c_int = QEMU_PLUGIN_VERSION as c_int;
@@ -615,30 +615,6 @@ fn advice(a: u64) -> u64 {
         libc::MADV_NOHUGEPAGE => 2,
         _ => 255,
     }
-}
-
-/// The program is about to close or replace our socket: send what this thread has and a
-/// HANDOVER, forget the descriptor, and reconnect after the syscall (`syscall_ret`).
-#[cold]
-fn hand_over(b: &mut Buf, vcpu: c_uint) {
-    b.os(os::HANDOVER, &[]);
-    let _g = SendLock::take();
-    b.send_locked();
-    FD.store(-1, Release);
-    HANDOVER_VCPU.store(vcpu, Release);
-    HANDING_OVER.store(true, Release);
-}
-
-#[cold]
-fn reopen() {
-    if let Some(name) = SOCK.get() {
-        match connect(name, true) {
-            Ok(fd) => FD.store(fd, Release),
-            Err(e) => say(&format!("process {}: {e}", std::process::id())),
-        }
-    }
-    HANDOVER_VCPU.store(u32::MAX, Release);
-    HANDING_OVER.store(false, Release);
 }
 
 unsafe extern "C" fn syscall_ret(_id: qemu_plugin_id_t, vcpu: c_uint, num: i64, ret: i64) {

@@ -16,6 +16,13 @@ pub(super) struct Programs {
     mark: [u64; 3],
 }
 
+/// Adds the counters' growth from `mark` to `now` to `p`.
+fn add(p: &mut ProgramStats, mark: [u64; 3], now: [u64; 3]) {
+    p.refs += now[0] - mark[0];
+    p.l1_misses += now[1] - mark[1];
+    p.walks += now[2] - mark[2];
+}
+
 impl Programs {
     pub(super) fn start(&mut self, pid: u32, exec: u32) {
         self.live.insert(pid, self.list.len());
@@ -44,10 +51,7 @@ impl<P: PageTable> Sim<P> {
             return;
         };
         if let Some(&i) = self.programs.live.get(&pid) {
-            let p = &mut self.programs.list[i];
-            p.refs += now[0] - mark[0];
-            p.l1_misses += now[1] - mark[1];
-            p.walks += now[2] - mark[2];
+            add(&mut self.programs.list[i], mark, now);
         }
     }
 
@@ -68,13 +72,9 @@ impl<P: PageTable> Sim<P> {
     /// The programs, with the current one's share up to now.
     pub(super) fn program_stats(&self) -> Vec<ProgramStats> {
         let mut v = self.programs.list.clone();
-        let now = self.totals();
-        let mark = self.programs.mark;
         let pid = self.cur.and_then(|c| self.slots[c].as_ref()).map(|p| p.pid);
         if let Some(&i) = pid.and_then(|p| self.programs.live.get(&p)) {
-            v[i].refs += now[0] - mark[0];
-            v[i].l1_misses += now[1] - mark[1];
-            v[i].walks += now[2] - mark[2];
+            add(&mut v[i], self.programs.mark, self.totals());
         }
         v
     }

@@ -1,0 +1,205 @@
+//! Following `execve` under QEMU user mode (issue 17): exec'd programs are traced on,
+//! whole chains (pipelines, static binaries, `#!` scripts) are traced, programs are named,
+//! and a program QEMU cannot run is reported as untraced. Needs what `capture.rs` needs.
+
+use std::path::Path;
+use xlat_trace::EventKind;
+use xlat_types::Event;
+
+mod common;
+use common::*;
+
+/// 6. exec: the new program is traced on (same pid, a new address space: `ExecTraced`),
+///    its output and exit code are the result, and nothing runs untraced.
+#[test]
+fn an_execd_program_is_traced_on() {
+    let d = Dir::new();
+    let prog = d.compile("crash");
+    let p = prog.to_str().unwrap();
+    let (o, t) = d.trace("exec", &[], &[p, "exec"]);
+    let err = stderr(&o);
+    assert_eq!(code(&o), 0, "{err}");
+    let out = stdout(&o);
+    let (big, marker) = (addr_after(&out, "big"), addr_after(&out, "marker"));
+    assert_eq!(out, format!("big {big:#x} marker {marker:#x}\nexec'd\n"));
+    assert!(!err.contains("runs untraced"), "{err}");
+    let s = summary(&t);
+    assert_eq!(
+        (
+            s.count(EventKind::ExecTraced),
+            s.count(EventKind::Exec),
+            s.count(EventKind::Exit)
+        ),
+        (1, 0, 1)
+    );
+    assert_eq!(s.pids, 1);
+    // echo's own run follows the exec: its fetches, ending with its exit.
+    let ev = events(&t);
+    let at = ev
+        .iter()
+        .position(|e| matches!(e, Event::ExecTraced))
+        .unwrap();
+    let fetches_after = ev[at..]
+        .iter()
+        .filter(|e| matches!(e, Event::Block(_)))
+        .count();
+    assert!(
+        fetches_after > 1000,
+        "{fetches_after} blocks after the exec"
+    );
+    assert!(matches!(ev.last(), Some(Event::Exit)));
+
+    let o = d.xlat(&["run", "--", p, "exec"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).ends_with("\nexec'd\n"), "{}", stdout(&o));
+    assert!(!stderr(&o).contains("runs untraced"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("exec traced on 1"), "{}", stderr(&o));
+}
+
+/// 6a. Whole exec chains (issue 17): `sh -c 'ls DIR | wc -l'` is three traced programs;
+///     a static binary exec'd by a dynamic one is traced, and so are the program it execs
+///     and a `#!` script's interpreter.
+#[test]
+fn whole_exec_chains_are_traced() {
+    let d = Dir::new();
+    let files = d.path("files");
+    std::fs::create_dir(&files).unwrap();
+    for i in 0..5 {
+        std::fs::write(files.join(format!("f{i}")), "x").unwrap();
+    }
+    let pipe = format!("ls {} | wc -l", files.display());
+    let (o, t) = d.trace("pipe", &[], &["sh", "-c", &pipe]);
+    let err = stderr(&o);
+    assert_eq!((code(&o), stdout(&o).trim()), (0, "5"), "{err}");
+    assert!(!err.contains("runs untraced"), "{err}");
+    let s = summary(&t);
+    assert_eq!(s.pids, 3, "sh and the two programs of the pipe");
+    assert_eq!(
+        (
+            s.count(EventKind::Fork),
+            s.count(EventKind::ExecTraced),
+            s.count(EventKind::Exit)
+        ),
+        (2, 2, 3)
+    );
+    assert_eq!(s.count(EventKind::Exec), 0);
+    // Each program is named in the trace: the shell, and ls and wc after their exec.
+    let info = stdout(&d.xlat(&["trace", "--info", t.to_str().unwrap()]));
+    let programs: Vec<&str> = info.lines().filter(|l| l.contains("program = ")).collect();
+    assert_eq!(programs.len(), 5, "{info}");
+    assert!(
+        programs[0].ends_with(&format!("pid 1 exec 0: sh -c {pipe}")),
+        "{info}"
+    );
+    for cmd in [format!("ls {}", files.display()), "wc -l".to_string()] {
+        assert!(
+            programs
+                .iter()
+                .any(|l| l.contains(" exec 1: ") && l.ends_with(&cmd)),
+            "{cmd}: {info}"
+        );
+    }
+    // `xlat run` names them in its programs table.
+    let o = d.xlat(&["run", "--", "sh", "-c", &pipe]);
+    let err = stderr(&o);
+    let table: Vec<&str> = err
+        .lines()
+        .skip_while(|l| !l.starts_with("programs "))
+        .take(6)
+        .collect();
+    assert!(table[0].starts_with("programs      5 "), "{err}");
+    assert!(table.iter().any(|l| l.ends_with("wc -l")), "{err}");
+
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/crash.c");
+    let stat = d.path("crash-static");
+    let gcc = std::process::Command::new("gcc")
+        .args(["-O1", "-static", "-o"])
+        .arg(&stat)
+        .arg(&src)
+        .output()
+        .unwrap();
+    assert!(
+        gcc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&gcc.stderr)
+    );
+    let script = d.path("script.sh");
+    std::fs::write(&script, "#!/bin/sh\necho script $1\n").unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let chain = format!("{} exec; {} hi", stat.display(), script.display());
+    let (o, t) = d.trace("chain", &[], &["sh", "-c", &chain]);
+    let (err, out) = (stderr(&o), stdout(&o));
+    assert_eq!(code(&o), 0, "{err}");
+    assert!(out.ends_with("exec'd\nscript hi\n"), "{out}");
+    assert!(!err.contains("runs untraced"), "{err}");
+    // The static program, the echo it execs, the script's /bin/sh.
+    assert_eq!(summary(&t).count(EventKind::ExecTraced), 3, "{err}");
+}
+
+/// 6b. A program QEMU cannot run (a 32-bit x86 ELF: the kernel runs it natively) is left
+///     to the native execve: it runs, untraced, and the run says so.
+#[test]
+fn an_exec_that_cannot_be_traced_runs_untraced_with_a_warning() {
+    let d = Dir::new();
+    // The smallest i386 program: exit(42) (ELF header, one PT_LOAD, 7 bytes of code).
+    let mut elf = b"\x7fELF\x01\x01\x01\0\0\0\0\0\0\0\0\0".to_vec();
+    for (v, n) in [
+        (2u32, 2),
+        (3, 2),
+        (1, 4),
+        (0x0804_8054, 4),
+        (52, 4),
+        (0, 4),
+        (0, 4),
+        (52, 2),
+        (32, 2),
+        (1, 2),
+        (0, 2),
+        (0, 2),
+        (0, 2),
+        (1, 4),
+        (0, 4),
+        (0x0804_8000, 4),
+        (0x0804_8000, 4),
+        (91, 4),
+        (91, 4),
+        (5, 4),
+        (0x1000, 4),
+    ] {
+        elf.extend_from_slice(&v.to_le_bytes()[..n]);
+    }
+    elf.extend_from_slice(&[0x31, 0xc0, 0x40, 0xb3, 0x2a, 0xcd, 0x80]);
+    assert_eq!(elf.len(), 91);
+    let tiny = d.path("tiny32");
+    std::fs::write(&tiny, &elf).unwrap();
+    std::fs::set_permissions(&tiny, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let script = format!("{}; echo $?", tiny.display());
+    // By default the run fails, last, after the report, naming the cause and the flag.
+    let o = d.xlat(&["run", "--", "sh", "-c", &script]);
+    let err = stderr(&o);
+    assert_ne!(code(&o), 0, "{err}");
+    assert_eq!(stdout(&o), "42\n", "{err}");
+    assert!(
+        err.contains("exec'd a new program, which runs untraced"),
+        "{err}"
+    );
+    assert!(err.contains("(1 by untraced exec)"), "{err}");
+    let last = err.lines().last().unwrap();
+    assert!(
+        last.contains("1 program(s)") && last.contains("--allow-untraced"),
+        "{err}"
+    );
+    // Allowed: the program's exit status; `xlat trace` writes the trace and records it.
+    let o = d.xlat(&["run", "--allow-untraced", "--", "sh", "-c", &script]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let (o, t) = d.trace("untraced", &["--allow-untraced"], &["sh", "-c", &script]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let info = d.xlat(&["trace", "--info", t.to_str().unwrap()]);
+    assert!(stdout(&info).contains("untraced = 1"), "{}", stdout(&info));
+    let (o, t) = d.trace("untraced2", &[], &["sh", "-c", &script]);
+    assert_ne!(code(&o), 0);
+    assert!(
+        t.exists(),
+        "the trace of what was traced is complete and written"
+    );
+}
