@@ -101,8 +101,7 @@ pub fn run_one(cfg: &MachineConfig, input: &Input, strict: bool) -> Result<Outco
     })
 }
 
-/// A program's name as a capture saw it: trace pid, traced execs before it, command line.
-pub type ProgramName = (u32, u32, Option<String>);
+pub use xlat_trace::{program_names, ProgramName};
 
 /// Gives the simulator's programs (in order of appearance) the command lines a capture
 /// saw, matched by pid and exec number in the same order.
@@ -116,21 +115,6 @@ pub fn name_programs(r: &mut xlat_sim::Report, names: &[ProgramName]) {
             p.command = names[i].2.clone();
         }
     }
-}
-
-/// The `program` entries of a trace's end metadata (`pid P exec N: COMMAND`, `?` when
-/// unknown), as `xlat trace` writes them.
-pub fn program_names(meta: &[(String, String)]) -> Vec<ProgramName> {
-    meta.iter()
-        .filter(|(k, _)| k == "program")
-        .filter_map(|(_, v)| {
-            let rest = v.strip_prefix("pid ")?;
-            let (pid, rest) = rest.split_once(" exec ")?;
-            let (exec, cmd) = rest.split_once(": ")?;
-            let cmd = (cmd != "?").then(|| cmd.to_string());
-            Some((pid.parse().ok()?, exec.parse().ok()?, cmd))
-        })
-        .collect()
 }
 
 /// A run of a sweep that produced no report.

@@ -99,6 +99,30 @@ fn whole_exec_chains_are_traced() {
             "{cmd}: {info}"
         );
     }
+    // ... and counted: `--info` tables each program's references (from the file), which
+    // add up to the trace's, with ls and wc among them.
+    let rows: Vec<Vec<&str>> = info
+        .lines()
+        .skip_while(|l| !l.starts_with("programs    5 "))
+        .skip(2)
+        .take_while(|l| !l.starts_with("integrity"))
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(rows.len(), 5, "{info}");
+    let refs = |r: &Vec<&str>| r[2].parse::<u64>().unwrap();
+    let total: u64 = info
+        .lines()
+        .find_map(|l| l.strip_prefix("references  "))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(rows.iter().map(refs).sum::<u64>(), total, "{info}");
+    for cmd in ["ls", "wc"] {
+        let r = rows.iter().find(|r| r[7] == cmd).expect(cmd);
+        assert_eq!(r[1], "1", "{cmd} runs after one traced exec: {info}");
+        assert!(refs(r) > 10_000, "{info}");
+    }
     // `xlat run` names them in its programs table.
     let o = d.xlat(&["run", "--", "sh", "-c", &pipe]);
     let err = stderr(&o);

@@ -3,11 +3,12 @@
 use crate::error::{TraceError, Truncation};
 use crate::escape::escape;
 use crate::format::{EventKind, Header, Summary, Tally};
+use crate::programs::{ProgramRefs, ProgramTable, ProgramTally};
 use crate::reader::TraceReader;
 use std::fmt;
 use std::io::Read;
 use std::path::Path;
-use xlat_types::EventSource;
+use xlat_types::{Event, EventSource};
 
 /// A trace's header and totals.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -19,6 +20,8 @@ pub struct Info {
     pub summary: Summary,
     /// Set when the trace was cut off (the totals then cover its complete blocks).
     pub truncation: Option<Truncation>,
+    /// References per program, counted from the file (named from the end metadata).
+    pub programs: Vec<ProgramRefs>,
 }
 
 impl Info {
@@ -53,12 +56,15 @@ pub fn verify(path: impl AsRef<Path>) -> Result<Info, TraceError> {
     let path = path.as_ref();
     let file_bytes = file_len(path)?;
     let mut r = TraceReader::open(path)?;
-    let summary = scan(&mut r)?;
+    let mut programs = ProgramTally::default();
+    let summary = scan(&mut r, |e| programs.add(e))?;
+    let programs = programs.finish(&summary.end_meta);
     Ok(Info {
         header: r.header().clone(),
         file_bytes,
         summary,
         truncation: r.truncation().cloned(),
+        programs,
     })
 }
 
@@ -71,12 +77,18 @@ fn file_len(path: &Path) -> Result<u64, TraceError> {
         })
 }
 
-/// Counts every event of `r` the way the writer does.
-pub(crate) fn scan<R: Read>(r: &mut TraceReader<R>) -> Result<Summary, TraceError> {
+/// Counts every event of `r` the way the writer does, showing each to `each`.
+pub(crate) fn scan<R: Read>(
+    r: &mut TraceReader<R>,
+    mut each: impl FnMut(&Event),
+) -> Result<Summary, TraceError> {
     let mut t = Tally::default();
     let mut buf = Vec::with_capacity(1 << 16);
     while r.fill(&mut buf, 1 << 16)? {
-        buf.iter().for_each(|e| t.add(e));
+        for e in &buf {
+            t.add(e);
+            each(e);
+        }
     }
     let s = t.summary();
     s.blocks = r.blocks_read();
@@ -132,6 +144,16 @@ impl fmt::Display for Info {
             self.summary.references()
         )?;
         writeln!(f, "bytes/reference {:.3}", self.bytes_per_reference())?;
+        if self.programs.len() > 1 || self.programs.iter().any(|p| p.command.is_some()) {
+            write!(
+                f,
+                "{}",
+                ProgramTable {
+                    programs: &self.programs,
+                    top: 20
+                }
+            )?;
+        }
         match &self.truncation {
             None => write!(
                 f,
