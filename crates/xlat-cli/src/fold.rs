@@ -1,34 +1,36 @@
 //! Replaying a trace from a wider address space on a narrower machine (an x86-64 program
-//! on the 32-bit `mpc855t`): [`Fold`] keeps each address's low `bits` bits.
+//! on the 32-bit `mpc855t`): [`Fold`] places every 16 MiB window of source addresses in a
+//! window of the machine's space, keeping offsets within it (so every page of 16 MiB or
+//! less keeps its alignment).
 //!
-//! Folding is exact as long as no two source addresses land on the same target address:
-//! every address and mapped range is checked at 16 MiB granularity (a target window
-//! belongs to the first source window folded onto it), and a collision is an error, never
-//! a silent alias. Programs under qemu-user live in one small window (from 0x40_0000_0000),
-//! so their traces fold without collision onto any machine of 32 bits or more as long as
-//! their footprint fits.
+//! A window goes to its low bits when that target window is free in its address space,
+//! else to the lowest free run of windows below three quarters of the space (the user
+//! part of a 3G/1G split); a range spanning windows gets consecutive targets. This is a
+//! one-to-one map per address space, so folding is exact: no two source addresses of an
+//! address space share a target, and a trace that does not fit is an error, never a
+//! silent alias. Address spaces are tracked as the simulator does: a fork copies the
+//! parent's, a traced exec starts an empty one, an exit ends it. (qemu-user puts a PIE
+//! program and its libraries from 0x40_0000_0000, a non-PIE one at 0x40_0000: both fit.)
 
 /// Machines with fewer virtual-address bits than x86-64 user space get folded streams.
 pub const USER_BITS: u32 = 47;
 
 use std::collections::HashMap;
 use std::fmt;
-use xlat_types::{Event, EventSource, FlushScope, VirtAddr};
+use xlat_types::{Event, EventSource, FlushScope, Pid, VirtAddr};
 
 /// Collision-check granularity (16 MiB), or the whole space on machines narrower than that.
 const WINDOW_SHIFT: u32 = 24;
+
+/// An empty entry of the fast path (no window index reaches it).
+const NONE: (u64, u64) = (u64::MAX, 0);
 
 /// Why a stream cannot be folded (or its source failed).
 #[derive(Debug)]
 pub enum FoldError<E> {
     Source(E),
-    Collision {
-        event: u64,
-        addr: u64,
-        other_high: u64,
-        bits: u32,
-    },
-    TooWide {
+    /// No free target windows for `[addr, addr+len)` in its address space.
+    Full {
         event: u64,
         addr: u64,
         len: u64,
@@ -40,25 +42,16 @@ impl<E: fmt::Display> fmt::Display for FoldError<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             FoldError::Source(e) => e.fmt(f),
-            FoldError::Collision {
-                event,
-                addr,
-                other_high,
-                bits,
-            } => write!(
-                f,
-                "event {event}: folding {addr:#x} to {bits} bits collides with addresses \
-                 {:#x}… folded earlier: the trace does not fit this machine's address space",
-                other_high << bits
-            ),
-            FoldError::TooWide {
+            FoldError::Full {
                 event,
                 addr,
                 len,
                 bits,
             } => write!(
                 f,
-                "event {event}: the range {addr:#x}+{len:#x} does not fit a {bits}-bit address space"
+                "event {event}: the range {addr:#x}+{len:#x} cannot be folded to {bits} bits: \
+                 its address space has no free place for it (16 MiB windows used by earlier \
+                 addresses collide): the trace does not fit this machine's address space"
             ),
         }
     }
@@ -73,33 +66,66 @@ impl<E: std::error::Error + 'static> std::error::Error for FoldError<E> {
     }
 }
 
-/// An [`EventSource`] that folds every address of `S` to its low `bits` bits.
+/// One address space's placement: source window ↔ target window.
+#[derive(Clone, Default)]
+struct Space {
+    to: HashMap<u64, u64>,
+    from: HashMap<u64, u64>,
+    /// The program break (source address): the heap between breaks must stay contiguous.
+    brk: Option<u64>,
+}
+
+/// The start of `k` free target windows in the middle of the largest free run in
+/// `[1, user)`, if one is long enough.
+fn largest_gap(sp: &Space, user: u64, k: u64) -> Option<u64> {
+    let mut used: Vec<u64> = sp.from.keys().copied().filter(|&t| t < user).collect();
+    used.sort_unstable();
+    let (mut best, mut start) = (None::<(u64, u64)>, 1);
+    for t in used.into_iter().chain([user]) {
+        if t > start && t - start >= k && best.is_none_or(|(len, _)| t - start > len) {
+            best = Some((t - start, start));
+        }
+        start = start.max(t + 1);
+    }
+    best.map(|(len, s)| s + (len - k) / 2)
+}
+
+/// An [`EventSource`] that folds every address of `S` into `bits` bits.
 pub struct Fold<S> {
     src: S,
     bits: u32,
-    mask: u64,
-    /// log2 of the collision-check window: [`WINDOW_SHIFT`], at most `bits`.
+    /// log2 of the window: [`WINDOW_SHIFT`], at most `bits`.
     window: u32,
-    /// Target window → source high part (`addr >> bits`) that owns it.
-    owner: HashMap<u64, u64>,
-    last_window: u64,
+    /// Target windows in the machine's space.
+    windows: u64,
+    /// Per address space (by pid).
+    spaces: HashMap<u32, Space>,
+    /// The current process.
+    cur: u32,
+    /// The two source windows used last and their targets (a fast path: code and data
+    /// alternate); `NONE` when empty.
+    recent: [(u64, u64); 2],
     event: u64,
     folded: u64,
+    moved: u64,
 }
 
 impl<S: EventSource> Fold<S> {
     /// Folds to `bits` (< 64) address bits.
     pub fn new(src: S, bits: u32) -> Fold<S> {
         assert!(bits < 64, "a 64-bit machine needs no folding");
+        let window = WINDOW_SHIFT.min(bits);
         Fold {
             src,
             bits,
-            mask: (1u64 << bits) - 1,
-            window: WINDOW_SHIFT.min(bits),
-            owner: HashMap::new(),
-            last_window: u64::MAX,
+            window,
+            windows: 1 << (bits - window),
+            spaces: HashMap::new(),
+            cur: Pid::INIT.0,
+            recent: [NONE; 2],
             event: 0,
             folded: 0,
+            moved: 0,
         }
     }
 
@@ -111,54 +137,93 @@ impl<S: EventSource> Fold<S> {
     /// A warning for the report if any address was folded.
     pub fn warning(&self, what: &str) -> Option<String> {
         (self.folded > 0).then(|| {
+            let moved = match self.moved {
+                0 => String::new(),
+                n => format!(
+                    "; {n} 16 MiB window(s) whose low bits were taken in their address space \
+                     moved to free ones"
+                ),
+            };
             format!(
                 "{what}: {} events had addresses beyond this machine's {} bits and were folded \
-                 to their low bits (checked: no two source addresses share a target address)",
+                 to their low bits{moved} (one-to-one per address space: no two source \
+                 addresses share a target address)",
                 self.folded, self.bits
             )
         })
     }
 
-    /// Checks `[addr, addr+len)` and returns the folded `addr`.
+    /// Places `[addr, addr+len)` and returns the folded `addr`.
     #[inline]
     fn fold(&mut self, addr: u64, len: u64) -> Result<u64, FoldError<S::Error>> {
         let last = addr.saturating_add(len.max(1) - 1);
-        let w = addr >> self.window;
-        if w != self.last_window || last >> self.window != w {
-            self.check(addr, last, len)?;
-            self.last_window = if last >> self.window == w {
-                w
-            } else {
-                u64::MAX
-            };
-        }
-        Ok(addr & self.mask)
+        let (w, off) = (addr >> self.window, addr & ((1 << self.window) - 1));
+        let one = last >> self.window == w;
+        let t = match self.recent {
+            [(rw, t), _] | [_, (rw, t)] if rw == w && one => t,
+            _ => {
+                let t = self.place(addr, last, len)?;
+                if one {
+                    self.recent = [(w, t), self.recent[0]];
+                }
+                t
+            }
+        };
+        Ok(t << self.window | off)
     }
 
+    /// The target of the window of `addr`, placing `[addr, last]`'s windows consecutively
+    /// if they are not yet placed.
     #[cold]
-    fn check(&mut self, addr: u64, last: u64, len: u64) -> Result<(), FoldError<S::Error>> {
-        let high = addr >> self.bits;
-        if last >> self.bits != high {
-            return Err(FoldError::TooWide {
-                event: self.event,
-                addr,
-                len,
-                bits: self.bits,
-            });
+    fn place(&mut self, addr: u64, last: u64, len: u64) -> Result<u64, FoldError<S::Error>> {
+        let full = FoldError::Full {
+            event: self.event,
+            addr,
+            len,
+            bits: self.bits,
+        };
+        let (w0, w1) = (addr >> self.window, last >> self.window);
+        let k = w1 - w0 + 1;
+        if k > self.windows {
+            return Err(full);
         }
-        for w in addr >> self.window..=last >> self.window {
-            let target = w & (self.mask >> self.window);
-            let owner = *self.owner.entry(target).or_insert(high);
-            if owner != high {
-                return Err(FoldError::Collision {
-                    event: self.event,
-                    addr: w << self.window,
-                    other_high: owner,
-                    bits: self.bits,
-                });
+        let n = self.windows;
+        let sp = self.spaces.entry(self.cur).or_default();
+        // Where the run must start if any of its windows is placed already.
+        let placed = (w0..=w1).find_map(|w| sp.to.get(&w).map(|&t| (w, t)));
+        let fits = |t0: u64| {
+            t0 + k <= n
+                && (0..k).all(|i| match sp.to.get(&(w0 + i)) {
+                    Some(&t) => t == t0 + i,
+                    None => !sp.from.contains_key(&(t0 + i)),
+                })
+        };
+        let t0 = match placed {
+            Some((w, t)) => t.checked_sub(w - w0).filter(|&t0| fits(t0)),
+            None => {
+                // Next to a placed neighbour (a region growing), at its low bits, or in
+                // the middle of the largest free run, leaving room to grow both ways.
+                let after = w0
+                    .checked_sub(1)
+                    .and_then(|w| sp.to.get(&w))
+                    .map(|&t| t + 1);
+                let before = sp.to.get(&(w1 + 1)).and_then(|&t| t.checked_sub(k));
+                let low = w0 & (n - 1);
+                let t0 = [after, before, Some(low)]
+                    .into_iter()
+                    .flatten()
+                    .find(|&t| fits(t))
+                    .or_else(|| largest_gap(sp, (n - n / 4).max(1), k));
+                self.moved += t0.is_some_and(|t| t != low) as u64;
+                t0
             }
         }
-        Ok(())
+        .ok_or(full)?;
+        for i in 0..k {
+            sp.to.insert(w0 + i, t0 + i);
+            sp.from.insert(t0 + i, w0 + i);
+        }
+        Ok(t0)
     }
 
     fn event(&mut self, e: &mut Event) -> Result<(), FoldError<S::Error>> {
@@ -182,8 +247,27 @@ impl<S: EventSource> Fold<S> {
                 old.0 = self.fold(old.0, *old_len)?;
                 new.0 = self.fold(new.0, *new_len)?;
             }
-            Event::Brk { addr } | Event::Flush(FlushScope::Page(addr)) => {
+            Event::Brk { addr } => {
+                let sp = self.spaces.entry(self.cur).or_default();
+                if let Some(prev) = sp.brk.replace(addr.0) {
+                    // The heap grows or shrinks between the breaks: keep it one range.
+                    let (lo, hi) = (prev.min(addr.0), prev.max(addr.0));
+                    self.fold(lo, hi - lo + 1)?;
+                }
                 *addr = VirtAddr(self.fold(addr.0, 1)?)
+            }
+            Event::Flush(FlushScope::Page(addr)) => *addr = VirtAddr(self.fold(addr.0, 1)?),
+            Event::Fork { child } => {
+                let parent = self.spaces.get(&self.cur).cloned().unwrap_or_default();
+                self.spaces.insert(child.0, parent);
+            }
+            Event::Switch { pid } => {
+                self.cur = pid.0;
+                self.recent = [NONE; 2];
+            }
+            Event::Exit | Event::Exec | Event::ExecTraced => {
+                self.spaces.remove(&self.cur);
+                self.recent = [NONE; 2];
             }
             _ => {}
         }
@@ -257,27 +341,137 @@ mod tests {
         f.fill(&mut buf, 1).unwrap();
         assert_eq!(buf, vec![load(0x1234)]);
         let e = f.fill(&mut buf, 1).unwrap_err().to_string();
-        assert!(e.contains("collides"), "{e}");
+        assert!(e.contains("does not fit"), "{e}");
+    }
+
+    /// A non-PIE program at 0x40_0000 beside libraries at 0x40_0000_0000 (as gcc's
+    /// driver and cc1 run under qemu-user): both want target window 0; the later one
+    /// moves to the middle of the free space (window 96 of 192 user windows), offsets kept.
+    #[test]
+    fn a_taken_window_moves_to_a_free_one() {
+        let mut f = Fold::new(
+            VecSource::new(vec![
+                load(0x40_0000_1000),
+                load(0x40_1008),
+                load(0x40_1010),
+                load(0x40_0000_2000),
+            ]),
+            32,
+        );
+        let mut out = Vec::new();
+        let mut buf = Vec::new();
+        while f.fill(&mut buf, 8).unwrap() {
+            out.extend_from_slice(&buf);
+        }
+        assert_eq!(
+            out,
+            vec![
+                load(0x1000),
+                load(0x6000_0000 + 0x40_1008),
+                load(0x6000_0000 + 0x40_1010),
+                load(0x2000)
+            ]
+        );
+        let w = f.warning("t").unwrap();
+        assert!(w.contains("; 1 16 MiB window(s)"), "{w}");
+    }
+
+    /// A range over several windows gets consecutive targets, also across the 2^32
+    /// boundary of its source (where the low bits cannot hold it), and so does a heap
+    /// growing across a window boundary.
+    #[test]
+    fn ranges_stay_contiguous() {
+        let (out, _) = run(vec![
+            Event::Mmap {
+                addr: VirtAddr(0x40_ffff_f000),
+                len: 0x2000,
+                prot: Prot::RW,
+                flags: MapFlags(MapFlags::ANON),
+            },
+            load(0x40_ffff_fffc),
+            load(0x41_0000_0000),
+        ])
+        .unwrap();
+        assert!(
+            matches!(out[0], Event::Mmap { addr, .. } if addr.0 == 0x5fff_f000),
+            "{out:?}"
+        );
+        assert_eq!(out[1], load(0x5fff_fffc));
+        assert_eq!(out[2], load(0x6000_0000));
+        // A non-PIE heap at 0x60_0000 (its window 0 moved to 96, as the low bits are
+        // taken) growing by three windows at once stays one range: 96..=99.
+        let (out, _) = run(vec![
+            load(0x40_0000_1000),
+            Event::Brk {
+                addr: VirtAddr(0x60_0000),
+            },
+            Event::Brk {
+                addr: VirtAddr(0x360_0000),
+            },
+            load(0x200_0000),
+        ])
+        .unwrap();
+        assert_eq!(
+            out[1..],
+            [
+                Event::Brk {
+                    addr: VirtAddr(0x6060_0000)
+                },
+                Event::Brk {
+                    addr: VirtAddr(0x6360_0000)
+                },
+                load(0x6200_0000)
+            ]
+        );
+    }
+
+    /// Windows belong to an address space: a program exec'd after another starts afresh,
+    /// and a forked child inherits its parent's placement.
+    #[test]
+    fn each_address_space_folds_on_its_own() {
+        let child = Pid(Pid::INIT.0 + 1);
+        let (out, _) = run(vec![
+            load(0x40_0000_1000),
+            Event::ExecTraced,
+            load(0x40_1000),
+            Event::Fork { child },
+            Event::Switch { pid: child },
+            load(0x40_0000_1000),
+            Event::Exit,
+            Event::Switch { pid: Pid::INIT },
+            load(0x40_3000),
+        ])
+        .unwrap();
+        assert_eq!(out[2], load(0x40_1000), "low bits in the new program");
+        assert_eq!(
+            out[5],
+            load(0x6000_1000),
+            "the child's window 0 is its parent's"
+        );
+        assert_eq!(out[8], load(0x40_3000));
     }
 
     #[test]
-    fn collisions_and_wide_ranges_are_errors() {
-        let e = run(vec![load(0x40_0000_1000), load(0x7f_0000_1000)]).unwrap_err();
-        assert!(e.contains("collides") && e.contains("event 1"), "{e}");
-        let e = run(vec![load(0x1000), load(0x1_0000_1000)]).unwrap_err();
-        assert!(e.contains("collides"), "{e}");
+    fn a_full_space_and_wide_ranges_are_errors() {
+        // 26 bits: four 16 MiB windows, windows 1 and 2 for moved ones.
+        let mut f = Fold::new(
+            VecSource::new((0..4).map(|k| load((k << 32) + 8)).collect()),
+            26,
+        );
+        let mut buf = Vec::new();
+        let e = loop {
+            match f.fill(&mut buf, 1) {
+                Ok(true) => continue,
+                Ok(false) => panic!("folded {buf:?}"),
+                Err(e) => break e.to_string(),
+            }
+        };
+        assert!(e.contains("event 3") && e.contains("does not fit"), "{e}");
         let e = run(vec![Event::Munmap {
             addr: VirtAddr(0x40_0000_0000),
             len: 1 << 33,
         }])
         .unwrap_err();
-        assert!(e.contains("does not fit a 32-bit"), "{e}");
-        let e = run(vec![Event::Access(Access::new(
-            AccessKind::Load,
-            0x40_ffff_fffc,
-            8,
-        ))])
-        .unwrap_err();
-        assert!(e.contains("does not fit"), "{e}");
+        assert!(e.contains("cannot be folded to 32 bits"), "{e}");
     }
 }

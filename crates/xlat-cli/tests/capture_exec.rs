@@ -227,3 +227,66 @@ fn an_exec_that_cannot_be_traced_runs_untraced_with_a_warning() {
         "the trace of what was traced is complete and written"
     );
 }
+
+/// Part 1's benchmark in small: `make -j1` of a C project (two files and a link: make,
+/// the gcc driver, cc1, as, collect2 and ld, non-PIE ones among them) is traced whole,
+/// and the trace replays on every preset, the 32-bit ones folding it. The few-dozen-file
+/// run is `experiments/make-compile.sh` (its output is in the README).
+#[test]
+fn make_of_a_c_project_is_traced_whole_and_replays_on_every_preset() {
+    let d = Dir::new();
+    let proj = d.path("proj");
+    std::fs::create_dir(&proj).unwrap();
+    std::fs::write(proj.join("f.c"), "int f(int x) { return x + 1; }\n").unwrap();
+    std::fs::write(
+        proj.join("main.c"),
+        "int f(int);\nint main(void) { return f(-1); }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        proj.join("Makefile"),
+        "prog: main.o f.o\n\tgcc -o $@ $^\n%.o: %.c\n\tgcc -O2 -c $< -o $@\n",
+    )
+    .unwrap();
+    let (o, t) = d.trace("make", &[], &["make", "-j1", "-C", proj.to_str().unwrap()]);
+    let err = stderr(&o);
+    assert_eq!(code(&o), 0, "{err}");
+    assert!(!err.contains("untraced"), "{err}");
+    assert!(proj.join("prog").exists());
+    let s = summary(&t);
+    assert_eq!(s.count(EventKind::Exec), 0);
+    let info = stdout(&d.xlat(&["trace", "--info", t.to_str().unwrap()]));
+    let named = |what: &str| {
+        info.lines()
+            .filter(|l| l.contains("program = ") && l.contains(what))
+            .count()
+    };
+    // Two compiles (driver, cc1, as each) and a link (driver, collect2, ld).
+    assert_eq!(named("cc1 "), 2, "{info}");
+    assert!(named(" as ") + named("/as ") >= 2, "{info}");
+    assert!(named("collect2 ") >= 1, "{info}");
+    assert!(s.count(EventKind::ExecTraced) >= 8, "{info}");
+
+    let machines = stdout(&d.xlat(&["machines"]));
+    let mut args = vec!["sim".to_string()];
+    for m in machines.lines().filter_map(|l| l.split_whitespace().next()) {
+        args.extend(["-m".to_string(), m.to_string()]);
+    }
+    args.extend(["-t".to_string(), t.to_str().unwrap().to_string()]);
+    let o = d.xlat(&args);
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert_eq!(code(&o), 0, "{out}{err}");
+    let n = machines.lines().count();
+    assert!(n >= 10, "{machines}");
+    let refs: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains("make.xlt"))
+        .map(|l| l.split_whitespace().nth(2).unwrap())
+        .collect();
+    assert_eq!(refs.len(), n, "a row per preset: {out}{err}");
+    assert!(refs.iter().all(|r| *r == refs[0]), "{out}");
+    assert!(
+        err.contains("moved to free ones"),
+        "the 32-bit presets fold: {err}"
+    );
+}

@@ -274,6 +274,7 @@ pub(super) fn accept_loop(
                     continues: hello.continues,
                     pending: in_tree,
                     command: qemu_program(pid),
+                    ppid: hello.ppid,
                 })
                 .is_err()
             {

@@ -71,6 +71,8 @@ enum Msg {
         pending: bool,
         /// The program QEMU runs in that process, from its command line.
         command: Option<String>,
+        /// The parent the hello names.
+        ppid: u32,
     },
     /// A connection was refused (`pending`: it was announced by `Pending`).
     Refused {
@@ -615,12 +617,20 @@ impl EventSource for Capture {
                     continues,
                     pending,
                     command,
+                    ppid,
                 } => {
                     if continues {
                         if let Some(c) = self.commands.get_mut(&pid) {
                             c.0 = command;
                         }
                     } else {
+                        // A forked child runs its parent's program until it execs; its
+                        // own command line may already be the next program's (a vfork
+                        // child can exec before this is read).
+                        let command = match self.commands.get(&ppid) {
+                            Some((parent, _)) => parent.clone(),
+                            None => command,
+                        };
                         let p = name_for(pid, self.root_pid).0;
                         self.stats.programs.push((p, 0, command.clone()));
                         self.commands.insert(pid, (command, 0));
