@@ -251,8 +251,8 @@ fn check_untraced(stats: &xlat_capture::Stats, allow: bool) -> Result<()> {
         return Ok(());
     }
     let what = format!(
-        "{n} program(s) exec'd by the traced ones ran untraced (QEMU cannot run them): their \
-         references are not in this run"
+        "{n} program(s) ran untraced (exec'd ones QEMU cannot run, or processes whose \
+         connection was refused: see the warnings): their references are not in this run"
     );
     if allow {
         eprintln!("xlat: {what} (--allow-untraced)");

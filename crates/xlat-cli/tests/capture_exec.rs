@@ -290,3 +290,34 @@ fn make_of_a_c_project_is_traced_whole_and_replays_on_every_preset() {
         "the 32-bit presets fold: {err}"
     );
 }
+
+/// A forked child that execs before the collector has finished checking its first
+/// connection (a loaded machine, as in a `make` under load; here every first check is
+/// held back 300 ms): its continuation waits for it instead of being refused (it was:
+/// "continues a connection it never had", the program then ran untraced).
+#[test]
+fn a_continuation_waits_for_its_first_connection() {
+    let d = Dir::new();
+    let t = d.path("race.xlt");
+    let o = d.xlat_env(
+        &[
+            "trace",
+            "-o",
+            t.to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            "ls /; true",
+        ],
+        &[("XLAT_TEST_FIRST_CHECK_DELAY_MS", "300")],
+    );
+    let err = stderr(&o);
+    assert_eq!(code(&o), 0, "{err}");
+    assert!(
+        !err.contains("refused") && !err.contains("untraced"),
+        "{err}"
+    );
+    assert!(stdout(&o).lines().any(|l| l == "usr"), "{}", stdout(&o));
+    let s = summary(&t);
+    assert_eq!(s.count(EventKind::ExecTraced), 1);
+}

@@ -160,7 +160,7 @@ impl fmt::Display for ProgramTable<'_> {
             "pid", "exec", "references", "share", "instructions", "loads", "stores"
         )?;
         for p in v.iter().take(self.top) {
-            let cmd = p.command.as_deref().unwrap_or("?");
+            let cmd = shorten(p.command.as_deref().unwrap_or("?"), 100);
             writeln!(
                 f,
                 "  {:>8} {:>4} {:>14} {:>5.1}% {:>14} {:>13} {:>13}  {}",
@@ -171,7 +171,7 @@ impl fmt::Display for ProgramTable<'_> {
                 p.instructions,
                 p.loads,
                 p.stores,
-                crate::escape::escape(cmd)
+                crate::escape::escape(&cmd)
             )?;
         }
         if v.len() > self.top {
@@ -187,6 +187,14 @@ impl fmt::Display for ProgramTable<'_> {
             )?;
         }
         Ok(())
+    }
+}
+
+/// `s` cut to at most `max` characters, with `…` where it was cut.
+fn shorten(s: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    match s.char_indices().nth(max) {
+        None => s.into(),
+        Some((i, _)) => format!("{}…", &s[..i]).into(),
     }
 }
 

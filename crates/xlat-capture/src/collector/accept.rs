@@ -267,13 +267,18 @@ pub(super) fn accept_loop(
                     return;
                 }
             };
-            registry.opened(pid, !hello.continues);
+            let command = qemu_program(pid);
+            if !hello.continues && !acceptor.first_delay.is_zero() {
+                std::thread::sleep(acceptor.first_delay);
+            }
+            // Connected is queued before a continuation of this process can pass its
+            // check (which waits for `opened`), so the collector sees them in order.
             if tx
                 .send(Msg::Connected {
                     pid,
                     continues: hello.continues,
                     pending: in_tree,
-                    command: qemu_program(pid),
+                    command,
                     ppid: hello.ppid,
                 })
                 .is_err()
@@ -281,6 +286,7 @@ pub(super) fn accept_loop(
                 registry.closed(pid, false);
                 return;
             }
+            registry.opened(pid, !hello.continues);
             let after = hello.continues.then_some(hello.number);
             let how = read_process(
                 conn.as_raw_fd(),
@@ -346,7 +352,7 @@ pub(super) fn check(
         number: (hello[2] >> 32) as u32,
     };
     if hello.continues {
-        if !registry.lock().connected.contains(&pid) {
+        if !registry.wait_connected(pid, HELLO_TIMEOUT) {
             return Err("continues a connection it never had".into());
         }
     } else if pid != acceptor.root {

@@ -97,6 +97,16 @@ enum Msg {
 const ACCEPT_POLL_MS: c_int = 20;
 
 /// Shared between the consumer and the accept thread.
+/// A test aid's pause, from the environment (0 when unset).
+fn test_delay(var: &str) -> Duration {
+    Duration::from_millis(
+        std::env::var(var)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0),
+    )
+}
+
 struct Acceptor {
     listen: OwnedFd,
     /// QEMU's pid (the root of the traced tree) and this process's effective uid.
@@ -110,6 +120,9 @@ struct Acceptor {
     /// Test aid (`XLAT_TEST_ACCEPT_DELAY_MS`): a pause after accepting each connection,
     /// which widens the window between a process's connect and its acceptance.
     delay: Duration,
+    /// Test aid (`XLAT_TEST_FIRST_CHECK_DELAY_MS`): a pause before a process's first
+    /// connection counts as connected (a slow check racing its continuation).
+    first_delay: Duration,
 }
 
 #[derive(Debug)]
@@ -176,6 +189,30 @@ impl Registry {
         g.connected.insert(pid);
         if first {
             g.handed_over.remove(&pid);
+        }
+        drop(g);
+        self.cv.notify_all();
+    }
+    /// Whether `pid` had a connection that passed its check, waiting (up to `limit`)
+    /// while an earlier accepted one is still being checked: a process that execs at
+    /// once can continue before its first connection's check is done.
+    fn wait_connected(&self, pid: u32, limit: std::time::Duration) -> bool {
+        let until = std::time::Instant::now() + limit;
+        let mut g = self.lock();
+        loop {
+            if g.connected.contains(&pid) {
+                return true;
+            }
+            let now = std::time::Instant::now();
+            // Only this connection is open: no earlier one is left to pass.
+            if g.open.get(&pid).copied().unwrap_or(0) <= 1 || now >= until {
+                return false;
+            }
+            g = self
+                .cv
+                .wait_timeout(g, until - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
         }
     }
     /// A connection of `pid` ended (`handover`: with a HANDOVER record), or was refused.
@@ -277,7 +314,8 @@ pub struct Stats {
     /// Each traced program: trace pid, traced execs before it in its process, command
     /// line (as QEMU was given it; `None` if the process was gone before it was read).
     pub programs: Vec<(u32, u32, Option<String>)>,
-    /// Programs exec'd by a traced process that ran untraced (QEMU cannot run them).
+    /// Programs that ran untraced: exec'd ones QEMU cannot run, and processes of the
+    /// traced tree whose connection was refused.
     pub untraced: u64,
     /// Chunks received.
     pub chunks: u64,
@@ -386,12 +424,8 @@ impl Capture {
             checking: AtomicUsize::new(0),
             stop: AtomicBool::new(false),
             quiet_request: AtomicU64::new(0),
-            delay: Duration::from_millis(
-                std::env::var("XLAT_TEST_ACCEPT_DELAY_MS")
-                    .ok()
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(0),
-            ),
+            delay: test_delay("XLAT_TEST_ACCEPT_DELAY_MS"),
+            first_delay: test_delay("XLAT_TEST_FIRST_CHECK_DELAY_MS"),
         });
         let (tx, rx) = mpsc::sync_channel::<Msg>(QUEUE);
         let (free_tx, free_rx) = mpsc::sync_channel::<Vec<Event>>(QUEUE * 2);
@@ -601,6 +635,8 @@ impl EventSource for Capture {
                 Msg::Refused { why, pending } => {
                     if pending {
                         self.checking -= 1;
+                        // A process of the traced tree that was refused goes on untraced.
+                        self.stats.untraced += 1;
                     }
                     self.stats.refused += 1;
                     if self.stats.refused <= REFUSALS_SHOWN {
