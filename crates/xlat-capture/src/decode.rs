@@ -18,6 +18,12 @@ pub enum Control {
     Handover,
     /// The process exec'd and is traced on: emitted after the `ExecTraced` event.
     Execd,
+    /// System mode: the guest switched to the address space rooted at this `cr3`.
+    Space(u64),
+    /// System mode: the guest kernel freed the page-table root at this virtual address.
+    SpaceFree(u64),
+    /// System mode: the following records run in kernel (`true`) or user mode.
+    Mode(bool),
 }
 
 /// What a chunk decodes to: events, and at most one control record, which ends the chunk's
@@ -173,6 +179,22 @@ pub fn decode(
                     os::EXECD => {
                         control = Some(Control::Execd);
                         Some(Event::ExecTraced)
+                    }
+                    os::SPACE => {
+                        control = Some(Control::Space(a(0)?));
+                        None
+                    }
+                    os::SPACE_FREE => {
+                        control = Some(Control::SpaceFree(a(0)?));
+                        None
+                    }
+                    os::MODE => {
+                        control = Some(Control::Mode(match a(0)? {
+                            0 => false,
+                            1 => true,
+                            m => return Err((i, format!("privilege mode {m} is neither 0 nor 1"))),
+                        }));
+                        None
                     }
                     _ => unreachable!("os_words knows every code"),
                 };

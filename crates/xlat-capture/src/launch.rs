@@ -70,13 +70,21 @@ pub(crate) fn find_qemu(opts: &Options) -> Result<PathBuf, CaptureError> {
 }
 
 pub(crate) fn find_plugin(opts: &Options) -> Result<PathBuf, CaptureError> {
+    locate_plugin(opts.plugin.clone(), "XLAT_QEMU_PLUGIN", PLUGIN_FILE, "xlat-qemu")
+}
+
+/// Finds a plugin: `explicit`, else `$env`, else `file` next to the running executable,
+/// in its `deps/` (the newer of the two) or in `../lib/xlat/`; `package` names the crate
+/// that builds it, for the error message.
+pub fn locate_plugin(
+    explicit: Option<PathBuf>,
+    env: &str,
+    file: &str,
+    package: &str,
+) -> Result<PathBuf, CaptureError> {
     // A plugin named explicitly (option, then environment) is the only candidate: falling
     // back to another one would silently trace with a plugin the user did not ask for.
-    if let Some(p) = opts
-        .plugin
-        .clone()
-        .or_else(|| std::env::var_os("XLAT_QEMU_PLUGIN").map(PathBuf::from))
-    {
+    if let Some(p) = explicit.or_else(|| std::env::var_os(env).map(PathBuf::from)) {
         return if p.is_file() {
             Ok(p)
         } else {
@@ -94,9 +102,9 @@ pub(crate) fn find_plugin(opts: &Options) -> Result<PathBuf, CaptureError> {
     // Next to xlat (`cargo build`), in deps/ (`cargo test` builds it there; the newer of
     // the two wins), or an installed layout (…/bin/xlat, …/lib/xlat/).
     let candidates = [
-        dir.join(PLUGIN_FILE),
-        dir.join("deps").join(PLUGIN_FILE),
-        dir.join("../lib/xlat").join(PLUGIN_FILE),
+        dir.join(file),
+        dir.join("deps").join(file),
+        dir.join("../lib/xlat").join(file),
     ];
     let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
     let built = candidates[..2]
@@ -110,9 +118,9 @@ pub(crate) fn find_plugin(opts: &Options) -> Result<PathBuf, CaptureError> {
     let tried: Vec<String> = candidates.iter().map(|c| c.display().to_string()).collect();
     Err(CaptureError::NotFound {
         what: "QEMU plugin",
-        name: PLUGIN_FILE.into(),
+        name: file.into(),
         hint: format!(
-            "build it with `cargo build --release -p xlat-qemu` or set XLAT_QEMU_PLUGIN (looked in: {})",
+            "build it with `cargo build --release -p {package}` or set {env} (looked in: {})",
             tried.join(", ")
         ),
     })

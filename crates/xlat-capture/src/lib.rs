@@ -23,7 +23,7 @@ pub use collector::{Capture, Signaller, Stats};
 #[cfg(feature = "collector")]
 pub use decode::{decode, Control, Decoded};
 #[cfg(feature = "collector")]
-pub use launch::{which, Options, PLUGIN_FILE};
+pub use launch::{locate_plugin, which, Options, PLUGIN_FILE};
 
 /// Why a capture could not start or go on.
 #[cfg(feature = "collector")]

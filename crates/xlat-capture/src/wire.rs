@@ -84,6 +84,14 @@ pub mod os {
     /// traced on (its previous connection ended with `EXEC`, `HANDOVER`; this one
     /// continues it): the new program's address space starts empty.
     pub const EXECD: u64 = 14;
+    /// `cr3` (system mode): the guest switched to the address space whose page-table root
+    /// is at this physical address (the first such record gives the current one).
+    pub const SPACE: u64 = 15;
+    /// `pgd` (system mode): the guest kernel freed the page-table root at this kernel
+    /// (direct-map) virtual address: that address space has ended.
+    pub const SPACE_FREE: u64 = 16;
+    /// `1` kernel / `0` user (system mode): the privilege the following records run at.
+    pub const MODE: u64 = 17;
 }
 
 /// Argument words that follow an `OS` word with event `code`, or `None` if unknown.
@@ -93,6 +101,7 @@ pub fn os_words(code: u64) -> Option<usize> {
         os::MUNMAP => 2,
         os::MREMAP => 4,
         os::BRK | os::FORK | os::THREAD_START | os::THREAD_EXIT | os::EXIT => 1,
+        os::SPACE | os::SPACE_FREE | os::MODE => 1,
         os::EXEC | os::EXEC_FAILED | os::HANDOVER | os::EXECD => 0,
         _ => return None,
     })

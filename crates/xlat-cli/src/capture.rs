@@ -66,7 +66,7 @@ pub struct RunArgs {
 pub struct TraceArgs {
     /// Output `.xlt` file.
     #[arg(short, long, required_unless_present = "info")]
-    output: Option<PathBuf>,
+    pub(crate) output: Option<PathBuf>,
     /// Print what a trace file holds (header, counts, threads, processes, syscalls).
     #[arg(long, value_name = "TRACE", conflicts_with = "output")]
     info: Option<PathBuf>,
@@ -75,7 +75,16 @@ pub struct TraceArgs {
     null: bool,
     /// zstd level for the output (1 fastest … 19 smallest; 1 keeps up with QEMU).
     #[arg(long, default_value_t = 1)]
-    level: i32,
+    pub(crate) level: i32,
+    /// Trace a whole system: boot Debian's kernel under qemu-system-x86_64 (built and
+    /// cached on first use) and run the command in it as a shell command; records the
+    /// kernel and every process, with address spaces and privilege.
+    #[arg(long)]
+    pub(crate) system: bool,
+    /// With --system: stop the guest after this many seconds (the trace keeps what was
+    /// recorded and the run fails).
+    #[arg(long, default_value_t = 1800, value_name = "SECONDS", requires = "system")]
+    pub(crate) timeout: u64,
     #[command(flatten)]
     capture: CaptureArgs,
     /// The program and its arguments (found on PATH).
@@ -84,7 +93,7 @@ pub struct TraceArgs {
         allow_hyphen_values = true,
         required_unless_present = "info"
     )]
-    program: Vec<OsString>,
+    pub(crate) program: Vec<OsString>,
 }
 
 /// Events per batch from a capture: a whole plugin chunk, so batches are handed over
@@ -191,13 +200,13 @@ fn signal_name(sig: c_int) -> String {
 /// leaves an existing file as it was, and a killed one leaves what it had written in the
 /// temporary `.NAME.PID-N.partial` file. Anything else (`/dev/null`, a FIFO, a device)
 /// is written directly.
-enum Dest {
+pub(crate) enum Dest {
     Atomic(OutFile),
     Direct(BufWriter<File>),
 }
 
 impl Dest {
-    fn create(path: &Path) -> std::io::Result<Dest> {
+    pub(crate) fn create(path: &Path) -> std::io::Result<Dest> {
         match std::fs::metadata(path) {
             Ok(m) if !m.is_file() => Ok(Dest::Direct(BufWriter::with_capacity(
                 1 << 20,
@@ -211,7 +220,7 @@ impl Dest {
         }
     }
 
-    fn commit(self) -> std::io::Result<()> {
+    pub(crate) fn commit(self) -> std::io::Result<()> {
         match self {
             Dest::Atomic(f) => f.commit(),
             Dest::Direct(mut w) => w.flush(),
@@ -222,7 +231,7 @@ impl Dest {
 /// A [`Dest`] that outlives the [`TraceWriter`] writing it (which drops its writer when
 /// it finishes), so that it can be flushed meanwhile and committed after.
 #[derive(Clone)]
-struct Shared(Rc<RefCell<Dest>>);
+pub(crate) struct Shared(pub(crate) Rc<RefCell<Dest>>);
 
 impl Write for Shared {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
@@ -289,7 +298,7 @@ fn describe(status: &Option<std::io::Result<ExitStatus>>) -> String {
     }
 }
 
-fn label(program: &[OsString]) -> String {
+pub(crate) fn label(program: &[OsString]) -> String {
     program
         .iter()
         .map(|a| a.to_string_lossy())
@@ -375,6 +384,9 @@ pub fn trace(a: TraceArgs) -> Result<i32> {
             t.elapsed().as_secs_f64()
         );
         return Ok(stopped().unwrap_or(code));
+    }
+    if a.system {
+        return crate::system::trace(&a);
     }
     let out = a.output.as_ref().expect("clap requires --output");
     let header = Header::new("x86_64", PageSize::K4)

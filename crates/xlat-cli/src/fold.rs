@@ -261,6 +261,9 @@ impl<S: EventSource> Fold<S> {
                 let parent = self.spaces.get(&self.cur).cloned().unwrap_or_default();
                 self.spaces.insert(child.0, parent);
             }
+            // A new address space starts empty (its kernel half is not folded: system
+            // traces are refused before folding).
+            Event::Spawn { .. } => {}
             Event::Switch { pid } => {
                 self.cur = pid.0;
                 self.recent = [NONE; 2];

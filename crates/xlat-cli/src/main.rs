@@ -12,6 +12,7 @@ mod pipeline;
 mod progress;
 mod run;
 mod scenario;
+mod system;
 mod traces;
 
 use anyhow::Result;

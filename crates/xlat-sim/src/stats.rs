@@ -198,6 +198,33 @@ pub struct Report {
     /// Per program (a process from its fork or start, and again from each traced exec),
     /// in the order they appeared.
     pub programs: Vec<ProgramStats>,
+    /// Kernel and user shares, when the input names privileges (system traces).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub privileges: Vec<PrivilegeStats>,
+}
+
+/// One privilege's share of a run whose input names privileges (system traces): attributed
+/// when the privilege changes. The guest kernel's accesses to user memory count as kernel.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct PrivilegeStats {
+    /// `user` or `kernel`.
+    pub privilege: &'static str,
+    /// Memory-reference records (fetch, load, store).
+    pub refs: u64,
+    pub fetches: u64,
+    pub loads: u64,
+    pub stores: u64,
+    pub instructions: u64,
+    /// First-level TLB misses of instruction fetches (the I side, or a unified first level).
+    pub itlb_l1_misses: u64,
+    /// First-level TLB misses of loads and stores.
+    pub dtlb_l1_misses: u64,
+    /// Page walks (misses in every TLB level).
+    pub walks: u64,
+    /// Walk and software-reload trap cycles of the estimate.
+    pub walk_cycles: u64,
+    /// Faults of the simulator's OS model (demand, copy-on-write, write-protect).
+    pub faults: u64,
 }
 
 /// One program's share of the run (attributed at process boundaries: switch, exit, exec).

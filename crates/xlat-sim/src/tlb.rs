@@ -380,6 +380,12 @@ impl Tlbs {
     }
 
     /// First-level misses so far, both sides (no allocation: for per-program accounting).
+    /// First-level misses so far per side (instruction, data).
+    pub fn l1_misses_by_side(&self) -> [u64; 2] {
+        let l1 = self.level_stats.first();
+        [0, 1].map(|s| l1.map_or(0, |l| l[s].misses) + self.l1_misses[s])
+    }
+
     pub fn l1_misses_total(&self) -> u64 {
         let l1 = self
             .level_stats

@@ -53,6 +53,9 @@ pub mod tag {
     pub const EXEC: u8 = 0xd1;
     pub const IDLE: u8 = 0xd2;
     pub const EXEC_TRACED: u8 = 0xd3;
+    pub const SPAWN: u8 = 0xd4;
+    pub const USER_MODE: u8 = 0xd5;
+    pub const KERNEL_MODE: u8 = 0xd6;
 }
 
 /// The trace header: where the trace came from.
@@ -189,14 +192,18 @@ pub enum EventKind {
     Exec,
     Idle,
     ExecTraced,
+    Spawn,
+    Privilege,
 }
 
 impl EventKind {
-    pub const COUNT: usize = 19;
+    pub const COUNT: usize = 21;
     /// Event kinds in end blocks written before `idle` existed (read as 0 idle events).
     pub const COUNT_BEFORE_IDLE: usize = 17;
     /// Event kinds in end blocks written before `exec-traced` existed.
     pub const COUNT_BEFORE_EXEC_TRACED: usize = 18;
+    /// Event kinds in end blocks written before `spawn` and privilege changes existed.
+    pub const COUNT_BEFORE_SPAWN: usize = 19;
     pub const ALL: [EventKind; EventKind::COUNT] = [
         EventKind::Fetch,
         EventKind::Load,
@@ -217,6 +224,8 @@ impl EventKind {
         EventKind::Exec,
         EventKind::Idle,
         EventKind::ExecTraced,
+        EventKind::Spawn,
+        EventKind::Privilege,
     ];
 
     #[inline]
@@ -243,6 +252,8 @@ impl EventKind {
             Event::Exec => EventKind::Exec,
             Event::ExecTraced => EventKind::ExecTraced,
             Event::Idle { .. } => EventKind::Idle,
+            Event::Spawn { .. } => EventKind::Spawn,
+            Event::Privilege(_) => EventKind::Privilege,
         }
     }
 
@@ -268,6 +279,8 @@ impl EventKind {
             EventKind::Exec => "exec",
             EventKind::Idle => "idle",
             EventKind::ExecTraced => "exec-traced",
+            EventKind::Spawn => "spawn",
+            EventKind::Privilege => "privilege",
         }
     }
 }
@@ -369,6 +382,7 @@ impl Summary {
             EventKind::COUNT,
             EventKind::COUNT_BEFORE_IDLE,
             EventKind::COUNT_BEFORE_EXEC_TRACED,
+            EventKind::COUNT_BEFORE_SPAWN,
         ]
         .contains(&(n as usize))
         {
@@ -465,7 +479,7 @@ impl Tally {
                 b.tid.0
             }
             Event::ThreadStart { tid } | Event::ThreadExit { tid } => tid.0,
-            Event::Fork { child: p } | Event::Switch { pid: p } => {
+            Event::Fork { child: p } | Event::Spawn { child: p } | Event::Switch { pid: p } => {
                 self.pids.insert(p.0);
                 return;
             }

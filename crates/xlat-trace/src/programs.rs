@@ -78,7 +78,7 @@ impl ProgramTally {
                     p.instructions += b.insns as u64;
                 }
             }
-            Event::Fork { child } => {
+            Event::Fork { child } | Event::Spawn { child } => {
                 self.start(child.0, 0);
             }
             Event::Switch { pid } => {

@@ -3,7 +3,8 @@
 use crate::format::tag;
 use crate::varint::{self, VarintError};
 use xlat_types::{
-    Access, AccessKind, Advice, Block, Event, FlushScope, MapFlags, Pid, Prot, Tid, VirtAddr,
+    Access, AccessKind, Advice, Block, Event, FlushScope, MapFlags, Pid, Privilege, Prot, Tid,
+    VirtAddr,
     MAX_ACCESS_BYTES,
 };
 
@@ -109,6 +110,12 @@ impl Encoder {
                 out.push(tag::FORK);
                 varint::put(out, child.0 as u64);
             }
+            Event::Spawn { child } => {
+                out.push(tag::SPAWN);
+                varint::put(out, child.0 as u64);
+            }
+            Event::Privilege(Privilege::User) => out.push(tag::USER_MODE),
+            Event::Privilege(Privilege::Kernel) => out.push(tag::KERNEL_MODE),
             Event::Exit => out.push(tag::EXIT),
             Event::Exec => out.push(tag::EXEC),
             Event::ExecTraced => out.push(tag::EXEC_TRACED),
@@ -443,6 +450,11 @@ impl Decoder {
             tag::FORK => Event::Fork {
                 child: Pid(u32_field(raw, p, "pid")?),
             },
+            tag::SPAWN => Event::Spawn {
+                child: Pid(u32_field(raw, p, "pid")?),
+            },
+            tag::USER_MODE => Event::Privilege(Privilege::User),
+            tag::KERNEL_MODE => Event::Privilege(Privilege::Kernel),
             tag::EXIT => Event::Exit,
             tag::EXEC => Event::Exec,
             tag::EXEC_TRACED => Event::ExecTraced,

@@ -145,6 +145,26 @@ pub enum Advice {
     Other = 255,
 }
 
+/// The privilege the following references run at (system traces: the guest kernel's own
+/// references are `Kernel`, including its accesses to user memory).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+#[repr(u8)]
+pub enum Privilege {
+    #[default]
+    User = 0,
+    Kernel = 1,
+}
+
+impl Privilege {
+    pub const ALL: [Privilege; 2] = [Privilege::User, Privilege::Kernel];
+    pub fn name(self) -> &'static str {
+        match self {
+            Privilege::User => "user",
+            Privilege::Kernel => "kernel",
+        }
+    }
+}
+
 /// What an explicit TLB flush event invalidates in the current process.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FlushScope {
@@ -200,6 +220,15 @@ pub enum Event {
     Fork {
         child: Pid,
     },
+    /// A new process `child` with an address space of its own that holds only the global
+    /// (kernel) areas, as a system trace meets a new page-table root: nothing is copied
+    /// from the current process, which stays current.
+    Spawn {
+        child: Pid,
+    },
+    /// The references that follow run at this privilege (a stream starts in user mode).
+    /// Only attribution changes: translations do not depend on it.
+    Privilege(Privilege),
     /// The current process exits; a `Switch` must follow before the next access.
     Exit,
     /// The current process replaced its program (`execve`) with one that is not traced:
@@ -243,6 +272,9 @@ impl Event {
             Event::Mremap { .. } => "mremap",
             Event::Brk { .. } => "brk",
             Event::Fork { .. } => "fork",
+            Event::Spawn { .. } => "spawn",
+            Event::Privilege(Privilege::User) => "user-mode",
+            Event::Privilege(Privilege::Kernel) => "kernel-mode",
             Event::Exit => "exit",
             Event::Exec => "exec",
             Event::ExecTraced => "exec-traced",

@@ -11,7 +11,7 @@ mod units;
 
 pub use addr::{Asid, Cycles, PageSize, Pfn, PhysAddr, VirtAddr, Vpn};
 pub use event::{
-    Access, AccessKind, Advice, Block, Event, FlushScope, MapFlags, Pid, Prot, Tid,
+    Access, AccessKind, Advice, Block, Event, FlushScope, MapFlags, Pid, Privilege, Prot, Tid,
     MAX_ACCESS_BYTES,
 };
 pub use source::{EventSource, VecSource};

@@ -579,6 +579,8 @@ impl EventSource for Capture {
                             self.stats.programs.push((p, c.1, c.0.clone()));
                         }
                         Some(Control::Exit(_)) | Some(Control::Handover) | None => {}
+                        // Refused by the connection reader.
+                        Some(Control::Space(_) | Control::SpaceFree(_) | Control::Mode(_)) => {}
                     }
                     out.extend_from_slice(&head);
                     self.pending = events;
@@ -670,6 +672,9 @@ fn read_process(
             };
             rest = &rest[d.used..];
             exited |= matches!(d.control, Some(Control::Exit(_)));
+            if let Some(Control::Space(_) | Control::SpaceFree(_) | Control::Mode(_)) = d.control {
+                return End::Bad("a system-mode record from a user-mode plugin".to_string());
+            }
             let handover = matches!(d.control, Some(Control::Handover));
             if tx
                 .send(Msg::Events {

@@ -27,6 +27,7 @@ mod faults;
 mod hashed;
 mod nested;
 mod os;
+mod privilege;
 mod programs;
 mod report;
 
@@ -100,6 +101,7 @@ pub struct Sim<P: PageTable> {
     pid_slot: FxHashMap<u32, usize>,
     /// Per-program accounting (`programs.rs`).
     programs: programs::Programs,
+    privileges: privilege::Privileges,
     cur: Option<usize>,
     asid: u16,
     next_asid: u32,
@@ -252,6 +254,7 @@ impl<P: PageTable> Sim<P> {
                 .transpose()?,
             precleared: Vec::new(),
             programs: Default::default(),
+            privileges: Default::default(),
             cfg: cfg.clone(),
         };
         sim.pid_slot.insert(Pid::INIT.0, 0);

@@ -411,6 +411,11 @@ impl<P: PageTable> Sim<P> {
                 self.fork(what, child)?;
                 self.program_starts(child.0, 0);
             }
+            Event::Spawn { child } => {
+                self.spawn(what, child)?;
+                self.program_starts(child.0, 0);
+            }
+            Event::Privilege(p) => self.privilege(p),
             // An exec'd program is not traced: its address space ends here as on exit
             // (counted as an exit, plus `os.execs`).
             Event::Exit | Event::Exec => {
@@ -613,6 +618,54 @@ impl<P: PageTable> Sim<P> {
             }
             None => {
                 self.slots.push(Some(child_proc));
+                self.slots.len() - 1
+            }
+        };
+        self.pid_slot.insert(child.0, slot);
+        Ok(())
+    }
+
+    /// A new process with only the global (kernel) mappings, taken from the current
+    /// process (every live process maps every global page); no OS work is counted: a
+    /// system trace holds the guest kernel's own work.
+    pub(super) fn spawn(&mut self, what: &'static str, child: Pid) -> Result<(), SimError> {
+        let cur = self.current(what)?;
+        if self.pid_slot.contains_key(&child.0) {
+            return Err(SimError::PidExists {
+                event: self.event,
+                pid: child.0,
+            });
+        }
+        let mut global = Vec::new();
+        let top = if self.va_bits >= 64 { u64::MAX } else { 1u64 << self.va_bits };
+        let p = self.slots[cur].as_mut().expect("cur");
+        for (start, vma) in self.kernel.within(0, top) {
+            p.pt.update(start, vma.end, &mut self.mem, &mut |va, leaf| {
+                if leaf.flags & GLOBAL_PAGE != 0 {
+                    global.push((va, *leaf));
+                }
+            });
+        }
+        let mut pt = P::empty(&self.cfg, &mut self.mem);
+        for (va, leaf) in global {
+            pt.map(VirtAddr(va), leaf, &mut self.mem);
+        }
+        let proc = Process {
+            pid: child.0,
+            pt,
+            vmas: self.kernel.clone(),
+            heap: None,
+            asid: 0,
+            asid_gen: 0,
+            ctx: 0,
+        };
+        let slot = match self.slots.iter().position(|s| s.is_none()) {
+            Some(i) => {
+                self.slots[i] = Some(proc);
+                i
+            }
+            None => {
+                self.slots.push(Some(proc));
                 self.slots.len() - 1
             }
         };

@@ -74,6 +74,7 @@ impl<P: PageTable> Sim<P> {
             tlb_levels,
             tlb_structures: self.tlb.structs.iter().map(|s| s.stats.clone()).collect(),
             programs: self.program_stats(),
+            privileges: self.privilege_stats(),
             prefetch: Prefetch {
                 hits: self.tlb.prefetch_hits,
                 fills: self.tlb.prefetch_fills,

@@ -1,0 +1,180 @@
+//! Booting the guest under `qemu-system-x86_64` (TCG, one vCPU) and reading its console.
+
+use crate::SystemError;
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// The kallsyms boot copies ~95,000 lines through an emulated UART.
+pub const KALLSYMS_TIMEOUT: Duration = Duration::from_secs(600);
+/// After a SIGTERM (QEMU flushes the plugin's records and exits), how long to wait before
+/// SIGKILL.
+const TERM_GRACE: Duration = Duration::from_secs(20);
+/// Console lines kept for error messages.
+const TAIL: usize = 40;
+
+/// One boot of the guest.
+#[derive(Clone, Debug)]
+pub struct Boot {
+    pub qemu: PathBuf,
+    pub kernel: PathBuf,
+    pub initrd: PathBuf,
+    /// Kernel parameters after the fixed ones.
+    pub append: String,
+    /// `-plugin` argument (path and its `,key=value` arguments).
+    pub plugin: Option<String>,
+    /// A second serial port (the guest's ttyS1) written to this file.
+    pub second_serial: Option<PathBuf>,
+}
+
+/// What the guest's console said.
+#[derive(Clone, Debug, Default)]
+pub struct Console {
+    /// The command's exit status (`XLAT-EXIT status=N`), if it got that far.
+    pub status: Option<i32>,
+    /// The kernel panicked (`Kernel panic` on the console).
+    pub panicked: bool,
+    /// The last console lines outside the command's own output.
+    pub tail: Vec<String>,
+}
+
+/// A running guest.
+pub struct Running {
+    child: Child,
+    console: JoinHandle<Console>,
+}
+
+/// How a guest ended.
+#[derive(Debug)]
+pub struct Ended {
+    pub qemu: ExitStatus,
+    pub console: Console,
+    /// It was still running at the deadline and was stopped.
+    pub timed_out: bool,
+}
+
+impl Boot {
+    fn command(&self) -> Command {
+        let mut c = Command::new(&self.qemu);
+        // Kernel parameters: no KASLR (kallsyms addresses hold), no PTI (one CR3 per
+        // process; qemu64 is an AMD model, so PTI would stay off anyway), a panic powers
+        // off at once (with -no-reboot), no crypto self-tests (80 % of boot instructions).
+        let append = format!(
+            "console=ttyS0 nokaslr nopti panic=-1 quiet cryptomgr.notests {}",
+            self.append
+        );
+        c.args(["-accel", "tcg", "-cpu", "qemu64", "-smp", "1", "-m", "256M"])
+            .args(["-display", "none", "-monitor", "none", "-no-reboot", "-net", "none"])
+            .args(["-serial", "stdio"]);
+        if let Some(f) = &self.second_serial {
+            c.arg("-serial").arg(format!("file:{}", f.display()));
+        }
+        c.arg("-kernel").arg(&self.kernel);
+        c.arg("-initrd").arg(&self.initrd);
+        c.arg("-append").arg(append);
+        if let Some(p) = &self.plugin {
+            c.arg("-plugin").arg(p);
+        }
+        c.stdin(Stdio::null()).stdout(Stdio::piped());
+        c
+    }
+
+    /// Starts QEMU; the command's output (between the console markers) goes to this
+    /// process's standard output.
+    pub fn spawn(&self) -> Result<Running, SystemError> {
+        let mut child = self.command().spawn().map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => SystemError::Missing {
+                what: self.qemu.display().to_string(),
+                package: crate::QEMU_PACKAGES.to_string(),
+            },
+            _ => SystemError::Guest(format!("cannot start {}: {e}", self.qemu.display())),
+        })?;
+        let out = child.stdout.take().expect("piped");
+        let console = std::thread::spawn(move || read_console(out));
+        Ok(Running { child, console })
+    }
+
+    /// Boots, waits for the guest to power off (or the deadline), and fails unless it
+    /// ended by itself with QEMU's status 0.
+    pub fn run_to_end(&self, timeout: Duration) -> Result<Console, SystemError> {
+        let end = self.spawn()?.wait(timeout);
+        if end.timed_out || !end.qemu.success() || end.console.panicked {
+            return Err(SystemError::Guest(format!(
+                "the guest {} ({}); its console ended with:\n{}",
+                if end.timed_out { "did not finish in time" } else { "failed" },
+                end.qemu,
+                end.console.tail.join("\n")
+            )));
+        }
+        Ok(end.console)
+    }
+}
+
+impl Running {
+    /// QEMU's pid.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits until QEMU exits; at `timeout` asks it to stop (SIGTERM: the plugin sends
+    /// what it holds), then kills it.
+    pub fn wait(mut self, timeout: Duration) -> Ended {
+        let deadline = Instant::now() + timeout;
+        let mut timed_out = false;
+        let status = loop {
+            match self.child.try_wait() {
+                Ok(Some(s)) => break s,
+                Ok(None) => {}
+                Err(_) => break self.child.wait().expect("wait for QEMU"),
+            }
+            if !timed_out && Instant::now() > deadline {
+                timed_out = true;
+                // SAFETY: signals our own child.
+                unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+            }
+            if timed_out && Instant::now() > deadline + TERM_GRACE {
+                let _ = self.child.kill();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let console = self.console.join().unwrap_or_default();
+        Ended {
+            qemu: status,
+            console,
+            timed_out,
+        }
+    }
+}
+
+fn read_console(out: impl std::io::Read) -> Console {
+    let mut c = Console::default();
+    let mut inside = false;
+    let stdout = std::io::stdout();
+    for line in BufReader::new(out).split(b'\n') {
+        let Ok(line) = line else { break };
+        let line = String::from_utf8_lossy(&line).trim_end_matches('\r').to_string();
+        if line == "XLAT-BEGIN" {
+            inside = true;
+            continue;
+        }
+        if let Some(s) = line.strip_prefix("XLAT-EXIT status=") {
+            inside = false;
+            c.status = s.trim().parse().ok();
+            continue;
+        }
+        if inside {
+            let mut o = stdout.lock();
+            let _ = writeln!(o, "{line}");
+            let _ = o.flush();
+            continue;
+        }
+        c.panicked |= line.contains("Kernel panic");
+        if c.tail.len() == TAIL {
+            c.tail.remove(0);
+        }
+        c.tail.push(line);
+    }
+    c
+}

@@ -1,0 +1,353 @@
+//! A system capture: the guest runs one command under the system plugin; the plugin's
+//! records become one [`Event`] stream.
+//!
+//! Address spaces: the first page-table root (CR3) recorded is the stream's first
+//! process ([`Pid::INIT`]); each new root is a new process ([`Event::Spawn`], then
+//! [`Event::Switch`]), a root seen again is a switch back, and a root the kernel frees
+//! (`pgd_free`) ends its process ([`Event::Exit`]). A root freed and later reused is a new
+//! process. The kernel half is one global area ([`KERNEL_HALF`]), mapped before anything
+//! else: kernel translations are shared by every address space.
+
+use crate::boot::{Boot, Ended};
+use crate::guest::{Guest, FREE_SYMBOL, START_SYMBOL};
+use crate::SystemError;
+use std::collections::HashMap;
+use std::io::Read;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering::*};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+use xlat_capture::wire;
+use xlat_capture::{decode, Control};
+use xlat_types::{Event, EventSource, MapFlags, Pid, Privilege, Prot, Tid, VirtAddr};
+
+/// The x86-64 kernel half `[2^64 − 2^47, 2^64 − 4096)` (the top page, never mapped by
+/// Linux, is left out so the range's end fits 64 bits).
+pub const KERNEL_HALF: (u64, u64) = (0xffff_8000_0000_0000, (1 << 47) - 4096);
+/// Where the guest kernel (no KASLR, 4-level paging) maps physical memory: page-table
+/// roots are freed by their address here.
+const DIRECT_MAP: u64 = 0xffff_8880_0000_0000;
+/// The kernel image mapping (`__START_KERNEL_map`): the boot page tables live there.
+const KERNEL_MAP: u64 = 0xffff_ffff_8000_0000;
+
+/// How long QEMU may take to load the plugin and connect.
+const CONNECT_WAIT: Duration = Duration::from_secs(60);
+
+/// Counts of what the capture saw.
+#[derive(Clone, Debug, Default)]
+pub struct Stats {
+    /// Address spaces (processes of the stream).
+    pub spaces: u64,
+    /// Address spaces that ended.
+    pub spaces_freed: u64,
+    /// Privilege changes.
+    pub mode_changes: u64,
+    /// The plugin saw the stop marker (the trace holds the whole command).
+    pub complete: bool,
+}
+
+/// How the capture ended.
+#[derive(Debug)]
+pub struct Outcome {
+    pub ended: Ended,
+    pub stats: Stats,
+}
+
+/// A running system capture (an [`EventSource`]).
+pub struct SystemCapture {
+    rx: Receiver<Result<Vec<Event>, SystemError>>,
+    pending: Vec<Event>,
+    pos: usize,
+    waiter: Option<JoinHandle<Ended>>,
+    reader: Option<JoinHandle<Stats>>,
+    _dir: TempDir,
+}
+
+struct TempDir(PathBuf);
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+impl SystemCapture {
+    /// Boots `guest` and runs `command` (a `sh -c` string) in it under `plugin`.
+    pub fn start(
+        guest: &Guest,
+        qemu: PathBuf,
+        plugin: PathBuf,
+        command: &str,
+        timeout: Duration,
+    ) -> Result<SystemCapture, SystemError> {
+        use base64::Engine;
+        let syms = guest.symbols()?;
+        let sym = |s: &str| {
+            syms.addr(s)
+                .ok_or_else(|| SystemError::Guest(format!("the guest kernel has no symbol {s}")))
+        };
+        let (start, free) = (sym(START_SYMBOL)?, sym(FREE_SYMBOL)?);
+        let dir = std::env::temp_dir().join(format!("xlat-system-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| SystemError::Guest(format!("{}: {e}", dir.display())))?;
+        let dir = TempDir(dir);
+        let sock = dir.0.join("sock");
+        let listener = UnixListener::bind(&sock)
+            .map_err(|e| SystemError::Guest(format!("{}: {e}", sock.display())))?;
+        listener
+            .set_nonblocking(true)
+            .map_err(|e| SystemError::Guest(e.to_string()))?;
+        let cmd = base64::engine::general_purpose::STANDARD.encode(command);
+        let boot = Boot {
+            qemu,
+            kernel: guest.kernel.clone(),
+            initrd: guest.initrd.clone(),
+            append: format!("xlat.cmd={cmd}"),
+            plugin: Some(format!(
+                "{},sock={},start={start:x},free={free:x}",
+                plugin.display(),
+                sock.display()
+            )),
+            second_serial: None,
+        };
+        if boot.append.len() > 1900 {
+            return Err(SystemError::Guest(format!(
+                "the command is too long for the kernel command line ({} bytes base64, at most 1900)",
+                boot.append.len()
+            )));
+        }
+        let running = boot.spawn()?;
+        let exited = Arc::new(AtomicBool::new(false));
+        let ex = exited.clone();
+        let waiter = std::thread::spawn(move || {
+            let e = running.wait(timeout);
+            ex.store(true, Release);
+            e
+        });
+        let (tx, rx) = sync_channel(4);
+        let reader = std::thread::spawn(move || {
+            let mut st = Stats::default();
+            if let Err(e) = read(listener, &exited, &tx, &mut st) {
+                let _ = tx.send(Err(e));
+            }
+            st
+        });
+        Ok(SystemCapture {
+            rx,
+            pending: vec![Event::Mmap {
+                addr: VirtAddr(KERNEL_HALF.0),
+                len: KERNEL_HALF.1,
+                prot: Prot::RWX,
+                flags: MapFlags(MapFlags::GLOBAL),
+            }],
+            pos: 0,
+            waiter: Some(waiter),
+            reader: Some(reader),
+            _dir: dir,
+        })
+    }
+
+    /// Waits for the guest to end (call after the stream ended).
+    pub fn finish(mut self) -> Outcome {
+        let stats = self.reader.take().and_then(|r| r.join().ok()).unwrap_or_default();
+        let ended = self.waiter.take().expect("waiter").join().expect("waiter thread");
+        Outcome { ended, stats }
+    }
+}
+
+impl EventSource for SystemCapture {
+    type Error = SystemError;
+
+    fn fill(&mut self, buf: &mut Vec<Event>, max: usize) -> Result<bool, SystemError> {
+        loop {
+            if self.pos < self.pending.len() {
+                let n = (self.pending.len() - self.pos).min(max);
+                buf.extend_from_slice(&self.pending[self.pos..self.pos + n]);
+                self.pos += n;
+                return Ok(true);
+            }
+            match self.rx.recv() {
+                Ok(Ok(v)) => {
+                    self.pending = v;
+                    self.pos = 0;
+                }
+                Ok(Err(e)) => return Err(e),
+                Err(_) => return Ok(false),
+            }
+        }
+    }
+}
+
+fn accept(listener: &UnixListener, exited: &AtomicBool) -> Result<UnixStream, SystemError> {
+    let deadline = Instant::now() + CONNECT_WAIT;
+    loop {
+        match listener.accept() {
+            Ok((s, _)) => {
+                s.set_nonblocking(false)
+                    .map_err(|e| SystemError::Guest(e.to_string()))?;
+                return Ok(s);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(SystemError::Guest(format!("accept: {e}"))),
+        }
+        if exited.load(Acquire) || Instant::now() > deadline {
+            return Err(SystemError::Guest(
+                "QEMU ended or did not load the xlat plugin (see its messages above)".into(),
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Reads the plugin's stream into event batches.
+fn read(
+    listener: UnixListener,
+    exited: &AtomicBool,
+    tx: &SyncSender<Result<Vec<Event>, SystemError>>,
+    st: &mut Stats,
+) -> Result<(), SystemError> {
+    let bad = |m: String| SystemError::Guest(format!("the system plugin's stream: {m}"));
+    let mut s = std::io::BufReader::with_capacity(1 << 20, accept(&listener, exited)?);
+    let mut hello = [0u8; wire::HELLO_BYTES];
+    s.read_exact(&mut hello).map_err(|e| bad(format!("hello: {e}")))?;
+    let magic = u32::from_ne_bytes(hello[..4].try_into().expect("4 bytes"));
+    if magic != wire::HELLO_MAGIC {
+        return Err(bad("bad hello".into()));
+    }
+    let mut spaces = Spaces::default();
+    let mut words: Vec<u64> = Vec::new();
+    loop {
+        let mut head = [0u8; 8];
+        match s.read_exact(&mut head) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
+            Err(e) => return Err(bad(e.to_string())),
+        }
+        let n = (u64::from_ne_bytes(head) >> 32) as usize;
+        if n == 0 || n > wire::MAX_CHUNK_WORDS as usize {
+            return Err(bad(format!("chunk of {n} words")));
+        }
+        words.resize(n, 0);
+        // SAFETY: u64s viewed as their bytes.
+        let bytes =
+            unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr() as *mut u8, n * 8) };
+        s.read_exact(bytes).map_err(|e| bad(format!("chunk cut short: {e}")))?;
+        let mut out = Vec::with_capacity(n + 8);
+        let mut rest = &words[..];
+        while !rest.is_empty() {
+            let d = decode(rest, Tid(0), Pid, &mut out)
+                .map_err(|(at, e)| bad(format!("word {at} of a chunk: {e}")))?;
+            rest = &rest[d.used..];
+            match d.control {
+                Some(Control::Space(cr3)) => spaces.space(cr3, &mut out, st),
+                Some(Control::SpaceFree(pgd)) => spaces.free(pgd, &mut out, st),
+                Some(Control::Mode(k)) => {
+                    st.mode_changes += 1;
+                    out.push(Event::Privilege(if k {
+                        Privilege::Kernel
+                    } else {
+                        Privilege::User
+                    }));
+                }
+                Some(Control::Exit(status)) => st.complete = status == 0,
+                Some(c) => return Err(bad(format!("unexpected record {c:?}"))),
+                None => {}
+            }
+        }
+        if tx.send(Ok(out)).is_err() {
+            return Ok(()); // the consumer stopped
+        }
+    }
+}
+
+/// Page-table roots to stream processes.
+#[derive(Default)]
+struct Spaces {
+    pids: HashMap<u64, u32>,
+    cur: Option<u32>,
+    last: u32,
+}
+
+impl Spaces {
+    fn space(&mut self, cr3: u64, out: &mut Vec<Event>, st: &mut Stats) {
+        let pid = match self.pids.get(&cr3) {
+            Some(&p) => p,
+            None if self.cur.is_none() => {
+                // The stream starts in its first process.
+                self.last = Pid::INIT.0;
+                st.spaces += 1;
+                self.pids.insert(cr3, self.last);
+                self.cur = Some(self.last);
+                return;
+            }
+            None => {
+                self.last += 1;
+                st.spaces += 1;
+                self.pids.insert(cr3, self.last);
+                out.push(Event::Spawn {
+                    child: Pid(self.last),
+                });
+                self.last
+            }
+        };
+        if self.cur != Some(pid) {
+            out.push(Event::Switch { pid: Pid(pid) });
+            self.cur = Some(pid);
+        }
+    }
+
+    fn free(&mut self, pgd: u64, out: &mut Vec<Event>, st: &mut Stats) {
+        let cr3 = if pgd >= KERNEL_MAP {
+            pgd - KERNEL_MAP
+        } else {
+            pgd.wrapping_sub(DIRECT_MAP)
+        };
+        // The current root cannot be freed (the kernel switches away first); a root never
+        // loaded (an mm that never ran) is not a process of the stream.
+        let Some(&pid) = self.pids.get(&cr3).filter(|&&p| Some(p) != self.cur) else {
+            return;
+        };
+        self.pids.remove(&cr3);
+        st.spaces_freed += 1;
+        out.push(Event::Switch { pid: Pid(pid) });
+        out.push(Event::Exit);
+        if let Some(c) = self.cur {
+            out.push(Event::Switch { pid: Pid(c) });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roots_become_processes() {
+        let (mut s, mut st, mut out) = (Spaces::default(), Stats::default(), Vec::new());
+        s.space(0x1000, &mut out, &mut st); // the first: pid 1, nothing emitted
+        s.space(0x2000, &mut out, &mut st); // new: spawn 2, switch
+        s.space(0x1000, &mut out, &mut st); // back to 1
+        s.free(DIRECT_MAP + 0x2000, &mut out, &mut st); // 2 ends
+        s.free(DIRECT_MAP + 0x1000, &mut out, &mut st); // current: ignored
+        s.free(DIRECT_MAP + 0x9000, &mut out, &mut st); // never loaded: ignored
+        s.space(0x2000, &mut out, &mut st); // reused root: a new process 3
+        let sw = |p| Event::Switch { pid: Pid(p) };
+        assert_eq!(
+            out,
+            vec![
+                Event::Spawn { child: Pid(2) },
+                sw(2),
+                sw(1),
+                sw(2),
+                Event::Exit,
+                sw(1),
+                Event::Spawn { child: Pid(3) },
+                sw(3),
+            ]
+        );
+        assert_eq!((st.spaces, st.spaces_freed), (3, 1));
+    }
+}

@@ -1,0 +1,233 @@
+//! The guest image, built once from Debian's packages and cached: the kernel of
+//! `linux-image-amd64` (its ELF `vmlinux`, which QEMU boots directly through the PVH
+//! entry, ~5 s faster than the bzImage), an initramfs with `busybox-static`, and the
+//! kernel's symbols.
+
+use crate::boot::{self, Boot};
+use crate::kallsyms::Symbols;
+use crate::{initramfs, SystemError};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A built guest.
+#[derive(Clone, Debug)]
+pub struct Guest {
+    pub dir: PathBuf,
+    /// The kernel package it was built from, e.g. `linux-image-6.1.0-56-amd64`.
+    pub package: String,
+    pub kernel: PathBuf,
+    pub initrd: PathBuf,
+    pub kallsyms: PathBuf,
+}
+
+/// Symbols the capture needs from the kernel.
+pub const START_SYMBOL: &str = "__x64_sys_sethostname";
+pub const FREE_SYMBOL: &str = "pgd_free";
+
+impl Guest {
+    /// The guest's symbols.
+    pub fn symbols(&self) -> Result<Symbols, SystemError> {
+        let s = std::fs::read_to_string(&self.kallsyms).map_err(|e| io(&self.kallsyms, e))?;
+        Symbols::parse(&s).map_err(|e| SystemError::Guest(format!("{}: {e}", self.kallsyms.display())))
+    }
+
+    /// The guest in `cache` (`<cache>/<kernel package>/`), built first if missing.
+    /// `step` hears each stage of a build.
+    pub fn ensure(
+        cache: &Path,
+        qemu: &Path,
+        step: &mut dyn FnMut(&str),
+    ) -> Result<Guest, SystemError> {
+        let package = kernel_package()?;
+        let dir = cache.join(&package);
+        let guest = Guest {
+            kernel: dir.join("vmlinux"),
+            initrd: dir.join("initrd.gz"),
+            kallsyms: dir.join("kallsyms"),
+            dir: dir.clone(),
+            package: package.clone(),
+        };
+        if dir.join("ready").is_file() {
+            return Ok(guest);
+        }
+        // Built beside, then renamed: an interrupted build leaves no half guest.
+        let tmp = cache.join(format!(".{package}.build-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
+        std::fs::create_dir_all(&tmp).map_err(|e| io(&tmp, e))?;
+        let built = build(&tmp, &package, qemu, step);
+        if let Err(e) = built {
+            let _ = std::fs::remove_dir_all(&tmp);
+            return Err(e);
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::rename(&tmp, &dir).map_err(|e| io(&dir, e))?;
+        Ok(guest)
+    }
+}
+
+fn io(p: &Path, e: std::io::Error) -> SystemError {
+    SystemError::Guest(format!("{}: {e}", p.display()))
+}
+
+fn missing(what: &str, package: &str) -> SystemError {
+    SystemError::Missing {
+        what: what.to_string(),
+        package: package.to_string(),
+    }
+}
+
+/// The kernel package `linux-image-amd64` depends on (`$XLAT_KERNEL_PACKAGE` overrides).
+fn kernel_package() -> Result<String, SystemError> {
+    if let Ok(p) = std::env::var("XLAT_KERNEL_PACKAGE") {
+        return Ok(p);
+    }
+    let out = Command::new("apt-cache")
+        .args(["depends", "linux-image-amd64"])
+        .output()
+        .map_err(|_| missing("apt-cache", "apt"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .filter_map(|l| l.trim().strip_prefix("Depends: "))
+        .find(|p| p.starts_with("linux-image-") && !p.contains('<'))
+        .map(str::to_string)
+        .ok_or_else(|| {
+            SystemError::Guest(format!(
+                "apt-cache does not know linux-image-amd64 ({}): run `apt-get update` (Debian's \
+                 main suite has it) or set XLAT_KERNEL_PACKAGE",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ))
+        })
+}
+
+fn build(dir: &Path, package: &str, qemu: &Path, step: &mut dyn FnMut(&str)) -> Result<(), SystemError> {
+    step(&format!("downloading {package} and busybox-static (apt-get download)"));
+    let debs = dir.join("debs");
+    std::fs::create_dir_all(&debs).map_err(|e| io(&debs, e))?;
+    let out = Command::new("apt-get")
+        .args(["download", "-q", package, "busybox-static"])
+        .current_dir(&debs)
+        .output()
+        .map_err(|_| missing("apt-get", "apt"))?;
+    if !out.status.success() {
+        return Err(SystemError::Guest(format!(
+            "apt-get download {package} busybox-static failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    let deb = |prefix: &str| -> Result<PathBuf, SystemError> {
+        std::fs::read_dir(&debs)
+            .map_err(|e| io(&debs, e))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .find(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with(prefix) && n.ends_with(".deb"))
+            })
+            .ok_or_else(|| SystemError::Guest(format!("apt-get download left no {prefix}*.deb")))
+    };
+    let kdeb = deb(&format!("{package}_"))?;
+    let bdeb = deb("busybox-static_")?;
+
+    step("extracting the kernel and busybox");
+    let vmlinuz = extract(&kdeb, |n| n.starts_with("./boot/vmlinuz-"))?;
+    let busybox = extract(&bdeb, |n| n == "./bin/busybox")?;
+
+    step("decompressing vmlinux from the bzImage");
+    let vmlinux = vmlinux(&vmlinuz)?;
+    let kernel = dir.join("vmlinux");
+    std::fs::write(&kernel, vmlinux).map_err(|e| io(&kernel, e))?;
+
+    step("writing the initramfs");
+    let initrd = dir.join("initrd.gz");
+    let f = std::fs::File::create(&initrd).map_err(|e| io(&initrd, e))?;
+    initramfs::write(&busybox, std::io::BufWriter::new(f)).map_err(|e| io(&initrd, e))?;
+
+    step("booting once to read the kernel's symbols (/proc/kallsyms, ~30 s)");
+    let kallsyms = dir.join("kallsyms");
+    Boot {
+        qemu: qemu.to_path_buf(),
+        kernel,
+        initrd,
+        append: "xlat.kallsyms=1".to_string(),
+        plugin: None,
+        second_serial: Some(kallsyms.clone()),
+    }
+    .run_to_end(boot::KALLSYMS_TIMEOUT)?;
+    let text = std::fs::read_to_string(&kallsyms).map_err(|e| io(&kallsyms, e))?;
+    let syms = Symbols::parse(&text).map_err(|e| SystemError::Guest(format!("kallsyms: {e}")))?;
+    for s in ["_text", START_SYMBOL, FREE_SYMBOL] {
+        if syms.addr(s).is_none() {
+            return Err(SystemError::Guest(format!(
+                "the guest kernel has no symbol {s} (kallsyms holds {} text symbols)",
+                syms.text_symbols()
+            )));
+        }
+    }
+    std::fs::write(dir.join("ready"), format!("{package}\n")).map_err(|e| io(dir, e))?;
+    let _ = std::fs::remove_dir_all(&debs);
+    Ok(())
+}
+
+/// The first file of `deb`'s data archive whose name matches.
+fn extract(deb: &Path, want: impl Fn(&str) -> bool) -> Result<Vec<u8>, SystemError> {
+    let mut child = Command::new("dpkg-deb")
+        .arg("--fsys-tarfile")
+        .arg(deb)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|_| missing("dpkg-deb", "dpkg"))?;
+    let mut found = None;
+    {
+        let mut ar = tar::Archive::new(child.stdout.take().expect("piped"));
+        for e in ar.entries().map_err(|e| io(deb, e))? {
+            let mut e = e.map_err(|e| io(deb, e))?;
+            let name = e.path().map_err(|e| io(deb, e))?.to_string_lossy().into_owned();
+            if want(&name) {
+                let mut v = Vec::new();
+                e.read_to_end(&mut v).map_err(|e| io(deb, e))?;
+                found = Some(v);
+                break;
+            }
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    found.ok_or_else(|| SystemError::Guest(format!("{} holds no such file", deb.display())))
+}
+
+/// The ELF kernel inside a bzImage compressed with XZ (Debian's `CONFIG_KERNEL_XZ`): the
+/// first XZ stream (from a magic number) that decodes to a 64-bit ELF file.
+fn vmlinux(bzimage: &[u8]) -> Result<Vec<u8>, SystemError> {
+    const XZ: &[u8] = b"\xfd7zXZ\x00";
+    let mut last = "the bzImage holds no XZ stream (only XZ-compressed kernels are supported)";
+    for (at, _) in bzimage.windows(XZ.len()).enumerate().filter(|(_, w)| *w == XZ) {
+        match unxz(&bzimage[at..]) {
+            Some(out) if out.starts_with(b"\x7fELF\x02") => return Ok(out),
+            Some(_) => last = "the decompressed kernel is not a 64-bit ELF file",
+            None => last = "no XZ stream in the bzImage decodes",
+        }
+    }
+    Err(SystemError::Guest(last.to_string()))
+}
+
+/// One XZ stream at the start of `data` (whatever follows it is ignored).
+fn unxz(mut data: &[u8]) -> Option<Vec<u8>> {
+    let mut s = xz2::stream::Stream::new_stream_decoder(u64::MAX, 0).ok()?;
+    let mut out = Vec::with_capacity(64 << 20);
+    loop {
+        if out.capacity() - out.len() < 1 << 20 {
+            out.reserve(16 << 20);
+        }
+        let before = s.total_in();
+        match s.process_vec(data, &mut out, xz2::stream::Action::Run).ok()? {
+            xz2::stream::Status::StreamEnd => return Some(out),
+            _ => {
+                data = &data[(s.total_in() - before) as usize..];
+                if data.is_empty() {
+                    return None;
+                }
+            }
+        }
+    }
+}
