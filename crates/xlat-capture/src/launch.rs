@@ -70,7 +70,12 @@ pub(crate) fn find_qemu(opts: &Options) -> Result<PathBuf, CaptureError> {
 }
 
 pub(crate) fn find_plugin(opts: &Options) -> Result<PathBuf, CaptureError> {
-    locate_plugin(opts.plugin.clone(), "XLAT_QEMU_PLUGIN", PLUGIN_FILE, "xlat-qemu")
+    locate_plugin(
+        opts.plugin.clone(),
+        "XLAT_QEMU_PLUGIN",
+        PLUGIN_FILE,
+        "xlat-qemu",
+    )
 }
 
 /// Finds a plugin: `explicit`, else `$env`, else `file` next to the running executable,

@@ -83,7 +83,12 @@ pub struct TraceArgs {
     pub(crate) system: bool,
     /// With --system: stop the guest after this many seconds (the trace keeps what was
     /// recorded and the run fails).
-    #[arg(long, default_value_t = 1800, value_name = "SECONDS", requires = "system")]
+    #[arg(
+        long,
+        default_value_t = 1800,
+        value_name = "SECONDS",
+        requires = "system"
+    )]
     pub(crate) timeout: u64,
     #[command(flatten)]
     capture: CaptureArgs,

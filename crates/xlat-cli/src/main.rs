@@ -4,6 +4,7 @@
 
 mod bench;
 mod calibrate;
+mod canonical;
 mod capture;
 mod fold;
 mod memory;
@@ -13,6 +14,7 @@ mod progress;
 mod run;
 mod scenario;
 mod system;
+mod tables;
 mod traces;
 
 use anyhow::Result;

@@ -267,8 +267,9 @@ fn detailed_raw(o: &Outcome) -> String {
         n(os.asid_rollovers)
     );
     if r.programs.len() > 1 {
-        s.push_str(&programs(r));
+        s.push_str(&crate::tables::programs(r));
     }
+    s.push_str(&crate::tables::privileges(r));
     let fl = &r.flushes;
     let _ = writeln!(
         s,
@@ -320,57 +321,6 @@ fn detailed_raw(o: &Outcome) -> String {
         cost.flush_page_cycles,
         cost.flush_all_cycles
     );
-    s
-}
-
-/// The programs with the most references (a process from its start or fork, and anew
-/// from each traced exec), at most `SHOWN`, and the rest summed.
-fn programs(r: &xlat_sim::Report) -> String {
-    const SHOWN: usize = 12;
-    let mut v: Vec<_> = r.programs.iter().collect();
-    v.sort_by_key(|p| std::cmp::Reverse(p.refs));
-    let total = r.refs.total.max(1) as f64;
-    let mut s = format!(
-        "programs      {} (pid, traced execs before it; by references)\n",
-        r.programs.len()
-    );
-    let _ = writeln!(
-        s,
-        "  {:>8} {:>5} {:>14} {:>7} {:>12} {:>10}  command",
-        "pid", "exec", "refs", "share", "L1 misses", "walks"
-    );
-    for p in v.iter().take(SHOWN) {
-        let cmd: String = p
-            .command
-            .as_deref()
-            .unwrap_or("-")
-            .chars()
-            .take(48)
-            .collect();
-        let _ = writeln!(
-            s,
-            "  {:>8} {:>5} {:>14} {:>6.1}% {:>12} {:>10}  {cmd}",
-            p.pid,
-            p.exec,
-            n(p.refs),
-            p.refs as f64 * 100.0 / total,
-            n(p.l1_misses),
-            n(p.walks)
-        );
-    }
-    if v.len() > SHOWN {
-        let rest = &v[SHOWN..];
-        let sum = |f: fn(&&xlat_sim::stats::ProgramStats) -> u64| rest.iter().map(f).sum::<u64>();
-        let _ = writeln!(
-            s,
-            "  {:>14} {:>14} {:>6.1}% {:>12} {:>10}",
-            format!("{} more", rest.len()),
-            n(sum(|p| p.refs)),
-            sum(|p| p.refs) as f64 * 100.0 / total,
-            n(sum(|p| p.l1_misses)),
-            n(sum(|p| p.walks))
-        );
-    }
     s
 }
 

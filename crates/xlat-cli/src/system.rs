@@ -60,7 +60,11 @@ fn qemu() -> Result<PathBuf> {
             QEMU_MIN.0,
             QEMU_MIN.1
         ),
-        None => bail!("cannot tell the version of {}: {}", q.display(), text.trim()),
+        None => bail!(
+            "cannot tell the version of {}: {}",
+            q.display(),
+            text.trim()
+        ),
     }
 }
 
@@ -153,10 +157,19 @@ pub fn trace(a: &TraceArgs) -> Result<i32> {
     let o = cap.finish();
     let end = &o.ended;
     let mut meta = vec![
-        ("duration_s".to_string(), format!("{:.3}", t.elapsed().as_secs_f64())),
+        (
+            "duration_s".to_string(),
+            format!("{:.3}", t.elapsed().as_secs_f64()),
+        ),
         ("address_spaces".to_string(), o.stats.spaces.to_string()),
-        ("address_spaces_ended".to_string(), o.stats.spaces_freed.to_string()),
-        ("privilege_changes".to_string(), o.stats.mode_changes.to_string()),
+        (
+            "address_spaces_ended".to_string(),
+            o.stats.spaces_freed.to_string(),
+        ),
+        (
+            "privilege_changes".to_string(),
+            o.stats.mode_changes.to_string(),
+        ),
         (
             "exit".to_string(),
             end.console
@@ -175,7 +188,10 @@ pub fn trace(a: &TraceArgs) -> Result<i32> {
     } else if end.console.panicked {
         Some("the guest kernel panicked".to_string())
     } else if !o.stats.complete {
-        Some(format!("the guest ended ({}) before the command finished", end.qemu))
+        Some(format!(
+            "the guest ended ({}) before the command finished",
+            end.qemu
+        ))
     } else {
         None
     };
@@ -228,6 +244,9 @@ mod tests {
             shell_command(&v(&["dd", "if=/dev/zero", "bs=4k"])),
             "dd if=/dev/zero bs=4k"
         );
-        assert_eq!(shell_command(&v(&["echo", "a b", "it's"])), r"echo 'a b' 'it'\''s'");
+        assert_eq!(
+            shell_command(&v(&["echo", "a b", "it's"])),
+            r"echo 'a b' 'it'\''s'"
+        );
     }
 }

@@ -1,6 +1,7 @@
 //! Trace inputs (`.xlt` files and valgrind lackey text), `convert`, and the trace cases
 //! of `bench`.
 
+use crate::canonical::Canonical;
 use crate::fold::{Fold, USER_BITS};
 use crate::output::shown;
 use crate::pipeline::Pipelined;
@@ -49,6 +50,35 @@ pub fn replay(
 ) -> Result<Vec<crate::run::ProgramName>> {
     let what = shown(path);
     match open(path, strict)? {
+        TraceInput::Xlt(r) if is_system(r.header()) => {
+            let bits = sim.config().va_bits();
+            ensure!(
+                (48..=64).contains(&bits),
+                "trace {what} is a system trace (x86-64 kernel and user addresses): it \
+                 replays on machines with 48 to 64 virtual-address bits; {} has {bits} (folding \
+                 the kernel half onto narrower machines is not implemented yet)",
+                sim.config().name
+            );
+            let r = if bits < 64 {
+                feed(Canonical::new(*r, bits), sim, &what, warnings)
+                    .with_context(|| format!("trace {what}"))?
+                    .into_inner()
+            } else {
+                feed(*r, sim, &what, warnings).with_context(|| format!("trace {what}"))?
+            };
+            if let Some(t) = r.truncation() {
+                warnings.push(format!("{what}: {t}"));
+            }
+            if let Some(t) = r.end_summary().and_then(|s| {
+                s.end_meta
+                    .iter()
+                    .find(|(k, _)| k == "truncated")
+                    .map(|(_, v)| v.clone())
+            }) {
+                warnings.push(format!("{what} was cut short at capture: {t}"));
+            }
+            Ok(Vec::new())
+        }
         TraceInput::Xlt(r) => {
             let r = feed(*r, sim, &what, warnings).with_context(|| format!("trace {what}"))?;
             if let Some(t) = r.truncation() {
@@ -68,6 +98,11 @@ pub fn replay(
             Ok(Vec::new())
         }
     }
+}
+
+/// Whether a trace was captured by `xlat trace --system`.
+pub fn is_system(h: &Header) -> bool {
+    h.get("source") == Some("qemu-system")
 }
 
 /// Events per batch handed from the decoding thread to the simulator: a batch (2.5 MiB)

@@ -333,7 +333,10 @@ unsafe extern "C" fn tb_trans(_id: qemu_plugin_id_t, tb: *mut qemu_plugin_tb) {
         );
     }
     let key = [pc, len.clamp(1, u32::MAX as u64) | (n as u64) << 32];
-    let d: &'static [u64; 2] = s.blocks.entry(key).or_insert_with(|| Box::leak(Box::new(key)));
+    let d: &'static [u64; 2] = s
+        .blocks
+        .entry(key)
+        .or_insert_with(|| Box::leak(Box::new(key)));
     // The block callback runs before the instructions' memory callbacks.
     qemu_plugin_register_vcpu_tb_exec_cb(
         tb,
@@ -390,7 +393,14 @@ pub unsafe extern "C" fn qemu_plugin_install(
             return -1;
         }
     };
-    let hello: [u32; 6] = [wire::HELLO_MAGIC, wire::VERSION, std::process::id(), 0, 0, 0];
+    let hello: [u32; 6] = [
+        wire::HELLO_MAGIC,
+        wire::VERSION,
+        std::process::id(),
+        0,
+        0,
+        0,
+    ];
     let bytes: Vec<u8> = hello.iter().flat_map(|w| w.to_ne_bytes()).collect();
     if let Err(e) = stream.write_all(&bytes) {
         say(&format!("hello: {e}"));

@@ -66,7 +66,15 @@ impl Boot {
             self.append
         );
         c.args(["-accel", "tcg", "-cpu", "qemu64", "-smp", "1", "-m", "256M"])
-            .args(["-display", "none", "-monitor", "none", "-no-reboot", "-net", "none"])
+            .args([
+                "-display",
+                "none",
+                "-monitor",
+                "none",
+                "-no-reboot",
+                "-net",
+                "none",
+            ])
             .args(["-serial", "stdio"]);
         if let Some(f) = &self.second_serial {
             c.arg("-serial").arg(format!("file:{}", f.display()));
@@ -103,7 +111,11 @@ impl Boot {
         if end.timed_out || !end.qemu.success() || end.console.panicked {
             return Err(SystemError::Guest(format!(
                 "the guest {} ({}); its console ended with:\n{}",
-                if end.timed_out { "did not finish in time" } else { "failed" },
+                if end.timed_out {
+                    "did not finish in time"
+                } else {
+                    "failed"
+                },
                 end.qemu,
                 end.console.tail.join("\n")
             )));
@@ -154,7 +166,9 @@ fn read_console(out: impl std::io::Read) -> Console {
     let stdout = std::io::stdout();
     for line in BufReader::new(out).split(b'\n') {
         let Ok(line) = line else { break };
-        let line = String::from_utf8_lossy(&line).trim_end_matches('\r').to_string();
+        let line = String::from_utf8_lossy(&line)
+            .trim_end_matches('\r')
+            .to_string();
         if line == "XLAT-BEGIN" {
             inside = true;
             continue;

@@ -152,8 +152,17 @@ impl SystemCapture {
 
     /// Waits for the guest to end (call after the stream ended).
     pub fn finish(mut self) -> Outcome {
-        let stats = self.reader.take().and_then(|r| r.join().ok()).unwrap_or_default();
-        let ended = self.waiter.take().expect("waiter").join().expect("waiter thread");
+        let stats = self
+            .reader
+            .take()
+            .and_then(|r| r.join().ok())
+            .unwrap_or_default();
+        let ended = self
+            .waiter
+            .take()
+            .expect("waiter")
+            .join()
+            .expect("waiter thread");
         Outcome { ended, stats }
     }
 }
@@ -162,6 +171,7 @@ impl EventSource for SystemCapture {
     type Error = SystemError;
 
     fn fill(&mut self, buf: &mut Vec<Event>, max: usize) -> Result<bool, SystemError> {
+        buf.clear();
         loop {
             if self.pos < self.pending.len() {
                 let n = (self.pending.len() - self.pos).min(max);
@@ -212,7 +222,8 @@ fn read(
     let bad = |m: String| SystemError::Guest(format!("the system plugin's stream: {m}"));
     let mut s = std::io::BufReader::with_capacity(1 << 20, accept(&listener, exited)?);
     let mut hello = [0u8; wire::HELLO_BYTES];
-    s.read_exact(&mut hello).map_err(|e| bad(format!("hello: {e}")))?;
+    s.read_exact(&mut hello)
+        .map_err(|e| bad(format!("hello: {e}")))?;
     let magic = u32::from_ne_bytes(hello[..4].try_into().expect("4 bytes"));
     if magic != wire::HELLO_MAGIC {
         return Err(bad("bad hello".into()));
@@ -232,9 +243,9 @@ fn read(
         }
         words.resize(n, 0);
         // SAFETY: u64s viewed as their bytes.
-        let bytes =
-            unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr() as *mut u8, n * 8) };
-        s.read_exact(bytes).map_err(|e| bad(format!("chunk cut short: {e}")))?;
+        let bytes = unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr() as *mut u8, n * 8) };
+        s.read_exact(bytes)
+            .map_err(|e| bad(format!("chunk cut short: {e}")))?;
         let mut out = Vec::with_capacity(n + 8);
         let mut rest = &words[..];
         while !rest.is_empty() {

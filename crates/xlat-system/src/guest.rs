@@ -29,7 +29,8 @@ impl Guest {
     /// The guest's symbols.
     pub fn symbols(&self) -> Result<Symbols, SystemError> {
         let s = std::fs::read_to_string(&self.kallsyms).map_err(|e| io(&self.kallsyms, e))?;
-        Symbols::parse(&s).map_err(|e| SystemError::Guest(format!("{}: {e}", self.kallsyms.display())))
+        Symbols::parse(&s)
+            .map_err(|e| SystemError::Guest(format!("{}: {e}", self.kallsyms.display())))
     }
 
     /// The guest in `cache` (`<cache>/<kernel package>/`), built first if missing.
@@ -52,13 +53,21 @@ impl Guest {
             return Ok(guest);
         }
         // Built beside, then renamed: an interrupted build leaves no half guest.
-        let tmp = cache.join(format!(".{package}.build-{}", std::process::id()));
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let tmp = cache.join(format!(".{package}.build-{}-{nanos}", std::process::id()));
         let _ = std::fs::remove_dir_all(&tmp);
         std::fs::create_dir_all(&tmp).map_err(|e| io(&tmp, e))?;
         let built = build(&tmp, &package, qemu, step);
         if let Err(e) = built {
             let _ = std::fs::remove_dir_all(&tmp);
             return Err(e);
+        }
+        if dir.join("ready").is_file() {
+            // Another build finished first: use that one.
+            let _ = std::fs::remove_dir_all(&tmp);
+            return Ok(guest);
         }
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::rename(&tmp, &dir).map_err(|e| io(&dir, e))?;
@@ -100,8 +109,15 @@ fn kernel_package() -> Result<String, SystemError> {
         })
 }
 
-fn build(dir: &Path, package: &str, qemu: &Path, step: &mut dyn FnMut(&str)) -> Result<(), SystemError> {
-    step(&format!("downloading {package} and busybox-static (apt-get download)"));
+fn build(
+    dir: &Path,
+    package: &str,
+    qemu: &Path,
+    step: &mut dyn FnMut(&str),
+) -> Result<(), SystemError> {
+    step(&format!(
+        "downloading {package} and busybox-static (apt-get download)"
+    ));
     let debs = dir.join("debs");
     std::fs::create_dir_all(&debs).map_err(|e| io(&debs, e))?;
     let out = Command::new("apt-get")
@@ -182,7 +198,11 @@ fn extract(deb: &Path, want: impl Fn(&str) -> bool) -> Result<Vec<u8>, SystemErr
         let mut ar = tar::Archive::new(child.stdout.take().expect("piped"));
         for e in ar.entries().map_err(|e| io(deb, e))? {
             let mut e = e.map_err(|e| io(deb, e))?;
-            let name = e.path().map_err(|e| io(deb, e))?.to_string_lossy().into_owned();
+            let name = e
+                .path()
+                .map_err(|e| io(deb, e))?
+                .to_string_lossy()
+                .into_owned();
             if want(&name) {
                 let mut v = Vec::new();
                 e.read_to_end(&mut v).map_err(|e| io(deb, e))?;
@@ -201,7 +221,11 @@ fn extract(deb: &Path, want: impl Fn(&str) -> bool) -> Result<Vec<u8>, SystemErr
 fn vmlinux(bzimage: &[u8]) -> Result<Vec<u8>, SystemError> {
     const XZ: &[u8] = b"\xfd7zXZ\x00";
     let mut last = "the bzImage holds no XZ stream (only XZ-compressed kernels are supported)";
-    for (at, _) in bzimage.windows(XZ.len()).enumerate().filter(|(_, w)| *w == XZ) {
+    for (at, _) in bzimage
+        .windows(XZ.len())
+        .enumerate()
+        .filter(|(_, w)| *w == XZ)
+    {
         match unxz(&bzimage[at..]) {
             Some(out) if out.starts_with(b"\x7fELF\x02") => return Ok(out),
             Some(_) => last = "the decompressed kernel is not a 64-bit ELF file",
@@ -220,7 +244,10 @@ fn unxz(mut data: &[u8]) -> Option<Vec<u8>> {
             out.reserve(16 << 20);
         }
         let before = s.total_in();
-        match s.process_vec(data, &mut out, xz2::stream::Action::Run).ok()? {
+        match s
+            .process_vec(data, &mut out, xz2::stream::Action::Run)
+            .ok()?
+        {
             xz2::stream::Status::StreamEnd => return Some(out),
             _ => {
                 data = &data[(s.total_in() - before) as usize..];

@@ -49,10 +49,7 @@ pub fn write(busybox: &[u8], out: impl Write) -> io::Result<()> {
     let mut ino = 0;
     let mut entry = |name: &str, mode: u32, data: &[u8], rdev: Option<(u32, u32)>| {
         ino += 1;
-        let mut b = cpio::newc::Builder::new(name)
-            .ino(ino)
-            .mode(mode)
-            .nlink(1);
+        let mut b = cpio::newc::Builder::new(name).ino(ino).mode(mode).nlink(1);
         if let Some((major, minor)) = rdev {
             b = b.rdev_major(major).rdev_minor(minor);
         }

@@ -4,8 +4,7 @@ use crate::format::tag;
 use crate::varint::{self, VarintError};
 use xlat_types::{
     Access, AccessKind, Advice, Block, Event, FlushScope, MapFlags, Pid, Privilege, Prot, Tid,
-    VirtAddr,
-    MAX_ACCESS_BYTES,
+    VirtAddr, MAX_ACCESS_BYTES,
 };
 
 /// Access tag bits: `kk sss mm t` (kind, size class, address mode, tid follows).

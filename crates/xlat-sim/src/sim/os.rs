@@ -637,7 +637,11 @@ impl<P: PageTable> Sim<P> {
             });
         }
         let mut global = Vec::new();
-        let top = if self.va_bits >= 64 { u64::MAX } else { 1u64 << self.va_bits };
+        let top = if self.va_bits >= 64 {
+            u64::MAX
+        } else {
+            1u64 << self.va_bits
+        };
         let p = self.slots[cur].as_mut().expect("cur");
         for (start, vma) in self.kernel.within(0, top) {
             p.pt.update(start, vma.end, &mut self.mem, &mut |va, leaf| {

@@ -1,0 +1,97 @@
+//! The report's split tables: per program and per privilege (kernel / user).
+
+use crate::output::n;
+use std::fmt::Write;
+
+/// The programs with the most references (a process from its start or fork, and anew
+/// from each traced exec), at most `SHOWN`, and the rest summed.
+pub fn programs(r: &xlat_sim::Report) -> String {
+    const SHOWN: usize = 12;
+    let mut v: Vec<_> = r.programs.iter().collect();
+    v.sort_by_key(|p| std::cmp::Reverse(p.refs));
+    let total = r.refs.total.max(1) as f64;
+    let mut s = format!(
+        "programs      {} (pid, traced execs before it; by references)\n",
+        r.programs.len()
+    );
+    let _ = writeln!(
+        s,
+        "  {:>8} {:>5} {:>14} {:>7} {:>12} {:>10}  command",
+        "pid", "exec", "refs", "share", "L1 misses", "walks"
+    );
+    for p in v.iter().take(SHOWN) {
+        let cmd: String = p
+            .command
+            .as_deref()
+            .unwrap_or("-")
+            .chars()
+            .take(48)
+            .collect();
+        let _ = writeln!(
+            s,
+            "  {:>8} {:>5} {:>14} {:>6.1}% {:>12} {:>10}  {cmd}",
+            p.pid,
+            p.exec,
+            n(p.refs),
+            p.refs as f64 * 100.0 / total,
+            n(p.l1_misses),
+            n(p.walks)
+        );
+    }
+    if v.len() > SHOWN {
+        let rest = &v[SHOWN..];
+        let sum = |f: fn(&&xlat_sim::stats::ProgramStats) -> u64| rest.iter().map(f).sum::<u64>();
+        let _ = writeln!(
+            s,
+            "  {:>14} {:>14} {:>6.1}% {:>12} {:>10}",
+            format!("{} more", rest.len()),
+            n(sum(|p| p.refs)),
+            sum(|p| p.refs) as f64 * 100.0 / total,
+            n(sum(|p| p.l1_misses)),
+            n(sum(|p| p.walks))
+        );
+    }
+    s
+}
+
+/// Kernel and user shares (system traces), with misses per 1000 references of each.
+pub fn privileges(r: &xlat_sim::Report) -> String {
+    let mut s = String::new();
+    if r.privileges.is_empty() {
+        return s;
+    }
+    let _ = writeln!(
+        s,
+        "privilege     (the guest kernel's accesses to user memory count as kernel)"
+    );
+    let _ = writeln!(
+        s,
+        "  {:>7} {:>14} {:>14} {:>7} {:>12} {:>12} {:>10} {:>8} {:>14}",
+        "",
+        "refs",
+        "instructions",
+        "share",
+        "ITLB L1 miss",
+        "DTLB L1 miss",
+        "walks",
+        "walks/kref",
+        "walk cycles"
+    );
+    let total = r.privileges.iter().map(|p| p.refs).sum::<u64>().max(1) as f64;
+    for p in &r.privileges {
+        let _ = writeln!(
+            s,
+            "  {:>7} {:>14} {:>14} {:>6.1}% {:>12} {:>12} {:>10} {:>8.3} {:>14}",
+            p.privilege,
+            n(p.refs),
+            n(p.instructions),
+            p.refs as f64 * 100.0 / total,
+            n(p.itlb_l1_misses),
+            n(p.dtlb_l1_misses),
+            n(p.walks),
+            p.walks as f64 * 1000.0 / p.refs.max(1) as f64,
+            n(p.walk_cycles)
+        );
+    }
+    s
+}
