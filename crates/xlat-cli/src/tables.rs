@@ -93,5 +93,12 @@ pub fn privileges(r: &xlat_sim::Report) -> String {
             n(p.walk_cycles)
         );
     }
+    let (u, k) = (&r.privileges[0], &r.privileges[1]);
+    let _ = writeln!(
+        s,
+        "  as /proc/tlbmiss (8xx): I-TLB userspace misses: {}  I-TLB kernel misses: {}  \
+         D-TLB userspace misses: {}  D-TLB kernel misses: {}  (first level, by privilege)",
+        u.itlb_l1_misses, k.itlb_l1_misses, u.dtlb_l1_misses, k.dtlb_l1_misses
+    );
     s
 }

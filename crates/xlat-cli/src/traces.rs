@@ -53,18 +53,18 @@ pub fn replay(
         TraceInput::Xlt(r) if is_system(r.header()) => {
             let bits = sim.config().va_bits();
             ensure!(
-                (48..=64).contains(&bits),
+                (48..=64).contains(&bits) || (26..USER_BITS).contains(&bits),
                 "trace {what} is a system trace (x86-64 kernel and user addresses): it \
-                 replays on machines with 48 to 64 virtual-address bits; {} has {bits} (folding \
-                 the kernel half onto narrower machines is not implemented yet)",
+                 replays on machines with 48 to 64 virtual-address bits, or 26 to 46 (folded, \
+                 the kernel in the top quarter); {} has {bits}",
                 sim.config().name
             );
-            let r = if bits < 64 {
-                feed(Canonical::new(*r, bits), sim, &what, warnings)
+            let r = if (48..64).contains(&bits) {
+                feed(Canonical::new(*r, bits), sim, &what, warnings, true)
                     .with_context(|| format!("trace {what}"))?
                     .into_inner()
             } else {
-                feed(*r, sim, &what, warnings).with_context(|| format!("trace {what}"))?
+                feed(*r, sim, &what, warnings, true).with_context(|| format!("trace {what}"))?
             };
             if let Some(t) = r.truncation() {
                 warnings.push(format!("{what}: {t}"));
@@ -80,7 +80,8 @@ pub fn replay(
             Ok(Vec::new())
         }
         TraceInput::Xlt(r) => {
-            let r = feed(*r, sim, &what, warnings).with_context(|| format!("trace {what}"))?;
+            let r =
+                feed(*r, sim, &what, warnings, false).with_context(|| format!("trace {what}"))?;
             if let Some(t) = r.truncation() {
                 warnings.push(format!("{what}: {t}"));
             }
@@ -90,8 +91,8 @@ pub fn replay(
                 .unwrap_or_default())
         }
         TraceInput::Lackey(r) => {
-            let r =
-                feed(r, sim, &what, warnings).with_context(|| format!("lackey trace {what}"))?;
+            let r = feed(r, sim, &what, warnings, false)
+                .with_context(|| format!("lackey trace {what}"))?;
             if let Some(t) = r.truncation() {
                 warnings.push(format!("{what}: {t}"));
             }
@@ -112,12 +113,14 @@ pub fn is_system(h: &Header) -> bool {
 const PIPELINE_BATCH: usize = 1 << 16;
 
 /// Replays `src` (decoded on its own thread; folded when the machine's address space is
-/// narrower than x86-64 user space) and returns it.
+/// narrower than x86-64 user space, with the kernel half in the top quarter if `system`)
+/// and returns it.
 fn feed<S: EventSource + Send + 'static>(
     src: S,
     sim: &mut Sim<Radix>,
     what: &str,
     warnings: &mut Vec<String>,
+    system: bool,
 ) -> Result<S> {
     let bits = sim.config().va_bits();
     let p = Pipelined::new(src, PIPELINE_BATCH);
@@ -131,7 +134,11 @@ fn feed<S: EventSource + Send + 'static>(
         )?;
         return Ok(p.into_inner());
     }
-    let mut f = Fold::new(p, bits);
+    let mut f = if system {
+        Fold::system(p, bits)
+    } else {
+        Fold::new(p, bits)
+    };
     drive_progress(
         &mut f,
         sim,

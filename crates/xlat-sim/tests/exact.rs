@@ -3,7 +3,7 @@
 mod common;
 use common::{load, mmap, run, store};
 use xlat_sim::{MachineConfig, Radix, Sim};
-use xlat_types::{Access, AccessKind, Block, Event, MapFlags, Pid, Prot, Tid, VirtAddr};
+use xlat_types::{Access, AccessKind, Block, Event, MapFlags, Pid, Privilege, Prot, Tid, VirtAddr};
 
 /// A machine with one fully-associative or set-associative data TLB and no caches.
 fn machine(tlb: &str, extra: &str) -> MachineConfig {
@@ -587,6 +587,39 @@ fn software_reload_traps_once_per_miss() {
     );
     assert_eq!(r.walks.walks, 0);
     assert_eq!(r.tlb_structures[1].locked_hits, 3);
+    // A system trace maps the whole kernel quarter global: the pinned entry stays, the rest
+    // of the quarter is demand-paged (one walk for the page outside the pin), and both
+    // privileges are accounted.
+    let global = Event::Mmap {
+        addr: VirtAddr(0xc000_0000),
+        len: 1 << 30,
+        prot: Prot::RWX,
+        flags: MapFlags(MapFlags::GLOBAL),
+    };
+    let r = run(
+        &cfg,
+        &[
+            global,
+            Event::Privilege(Privilege::Kernel),
+            load(0xc000_1000),
+            load(0xd000_0000),
+            load(0xd000_0008),
+            Event::Privilege(Privilege::User),
+            load(0x1000),
+        ],
+    );
+    assert_eq!(r.walks.walks, 2);
+    assert_eq!(r.tlb_structures[1].locked_hits, 1);
+    let k = &r.privileges[1];
+    assert_eq!(
+        (k.privilege, k.loads, k.dtlb_l1_misses, k.walks),
+        ("kernel", 3, 1, 1)
+    );
+    let u = &r.privileges[0];
+    assert_eq!(
+        (u.privilege, u.loads, u.dtlb_l1_misses, u.walks),
+        ("user", 1, 1, 1)
+    );
 }
 
 #[test]

@@ -249,7 +249,9 @@ impl<P: PageTable> Sim<P> {
                 if start == end {
                     return Ok(());
                 }
-                self.outside_kernel(start, end, what)?;
+                if !flags.has(MapFlags::GLOBAL) {
+                    self.outside_kernel(start, end, what)?;
+                }
                 let vma = Vma {
                     end,
                     prot,
@@ -258,7 +260,18 @@ impl<P: PageTable> Sim<P> {
                     phys: None,
                 };
                 if flags.has(MapFlags::GLOBAL) {
-                    self.add_global(start, vma)?;
+                    // Kernel areas already there (a pinned region) stay as they are: the
+                    // new global area fills the gaps around them.
+                    let mut at = start;
+                    for (a, v) in self.kernel.within(start, end) {
+                        if a > at {
+                            self.add_global(at, Vma { end: a, ..vma })?;
+                        }
+                        at = at.max(v.end);
+                    }
+                    if at < end {
+                        self.add_global(at, vma)?;
+                    }
                 } else {
                     let vmas = &mut self.slots[cur].as_mut().expect("cur").vmas;
                     if vmas.remove(start, end) {

@@ -15,9 +15,12 @@
 /// Machines with fewer virtual-address bits than x86-64 user space get folded streams.
 pub const USER_BITS: u32 = 47;
 
+mod kernel;
+use kernel::KernelFold;
+
 use std::collections::HashMap;
 use std::fmt;
-use xlat_types::{Event, EventSource, FlushScope, Pid, VirtAddr};
+use xlat_types::{Event, EventSource, FlushScope, MapFlags, Pid, VirtAddr};
 
 /// Collision-check granularity (16 MiB), or the whole space on machines narrower than that.
 const WINDOW_SHIFT: u32 = 24;
@@ -108,6 +111,8 @@ pub struct Fold<S> {
     event: u64,
     folded: u64,
     moved: u64,
+    /// System traces: the kernel half's placement (user windows then stay below it).
+    kernel: Option<KernelFold>,
 }
 
 impl<S: EventSource> Fold<S> {
@@ -126,7 +131,16 @@ impl<S: EventSource> Fold<S> {
             event: 0,
             folded: 0,
             moved: 0,
+            kernel: None,
         }
+    }
+
+    /// Folds a system trace: the kernel half goes to the top quarter ([`kernel`]), user
+    /// windows below it.
+    pub fn system(src: S, bits: u32) -> Fold<S> {
+        let mut f = Fold::new(src, bits);
+        f.kernel = Some(KernelFold::new(bits));
+        f
     }
 
     /// The wrapped source.
@@ -156,6 +170,16 @@ impl<S: EventSource> Fold<S> {
     /// Places `[addr, addr+len)` and returns the folded `addr`.
     #[inline]
     fn fold(&mut self, addr: u64, len: u64) -> Result<u64, FoldError<S::Error>> {
+        if addr >> 63 != 0 {
+            if let Some(k) = &mut self.kernel {
+                return k.fold(addr, len).ok_or(FoldError::Full {
+                    event: self.event,
+                    addr,
+                    len,
+                    bits: self.bits,
+                });
+            }
+        }
         let last = addr.saturating_add(len.max(1) - 1);
         let (w, off) = (addr >> self.window, addr & ((1 << self.window) - 1));
         let one = last >> self.window == w;
@@ -188,11 +212,13 @@ impl<S: EventSource> Fold<S> {
             return Err(full);
         }
         let n = self.windows;
+        // User windows stay below the kernel's quarter in a system trace.
+        let top = if self.kernel.is_some() { n - n / 4 } else { n };
         let sp = self.spaces.entry(self.cur).or_default();
         // Where the run must start if any of its windows is placed already.
         let placed = (w0..=w1).find_map(|w| sp.to.get(&w).map(|&t| (w, t)));
         let fits = |t0: u64| {
-            t0 + k <= n
+            t0 + k <= top
                 && (0..k).all(|i| match sp.to.get(&(w0 + i)) {
                     Some(&t) => t == t0 + i,
                     None => !sp.from.contains_key(&(t0 + i)),
@@ -229,6 +255,13 @@ impl<S: EventSource> Fold<S> {
     fn event(&mut self, e: &mut Event) -> Result<(), FoldError<S::Error>> {
         let before = *e;
         match e {
+            // The kernel half as one global area: the top quarter.
+            Event::Mmap {
+                addr, len, flags, ..
+            } if addr.0 >> 63 != 0 && flags.has(MapFlags::GLOBAL) && self.kernel.is_some() => {
+                let (a, l) = self.kernel.as_ref().expect("kernel").area();
+                (addr.0, *len) = (a, l);
+            }
             Event::Access(a) => a.addr.0 = self.fold(a.addr.0, a.size as u64)?,
             Event::Block(b) => b.addr.0 = self.fold(b.addr.0, b.len as u64)?,
             Event::Mmap { addr, len, .. }
@@ -261,8 +294,7 @@ impl<S: EventSource> Fold<S> {
                 let parent = self.spaces.get(&self.cur).cloned().unwrap_or_default();
                 self.spaces.insert(child.0, parent);
             }
-            // A new address space starts empty (its kernel half is not folded: system
-            // traces are refused before folding).
+            // A new address space starts empty (the kernel's windows are global).
             Event::Spawn { .. } => {}
             Event::Switch { pid } => {
                 self.cur = pid.0;
