@@ -13,6 +13,7 @@ mod pipeline;
 mod progress;
 mod run;
 mod scenario;
+mod syscalls;
 mod system;
 mod tables;
 mod traces;
@@ -91,6 +92,23 @@ enum Cmd {
         #[command(subcommand)]
         cmd: ScenarioCmd,
     },
+    /// Code pages per kernel entry of a system trace, by system call (the ITLB entries a
+    /// `read` needs), with the kernel functions on them.
+    ///
+    /// `xlat syscalls dd.xlt`
+    Syscalls {
+        /// A trace made by `xlat trace --system`.
+        trace: PathBuf,
+        /// Page size the pages are counted in.
+        #[arg(long, default_value = "4KiB", value_parser = parse_bytes)]
+        page: u64,
+        /// Kinds of entry shown.
+        #[arg(long, default_value_t = 15)]
+        top: usize,
+        /// List the pages of this kind of entry (e.g. `read`; default: the most common).
+        #[arg(long)]
+        entry: Option<String>,
+    },
     /// Measure simulator throughput (refs/s) on fixed cases; asserts their counts.
     Bench {
         /// Only run cases whose name contains this.
@@ -152,6 +170,20 @@ fn main() {
         Cmd::Machines { name } => run::machines(name),
         Cmd::Workloads => run::workloads(),
         Cmd::Bench { filter } => bench::run(filter.as_deref()),
+        Cmd::Syscalls {
+            trace,
+            page,
+            top,
+            entry,
+        } => {
+            if !page.is_power_of_two() || page < 1024 {
+                Err(anyhow::anyhow!(
+                    "--page {page}: a power of two of at least 1 KiB"
+                ))
+            } else {
+                syscalls::report(&trace, page, top, entry.as_deref()).map(|s| print!("{s}"))
+            }
+        }
         Cmd::Scenario { cmd } => match cmd {
             ScenarioCmd::List => scenario::list(),
             ScenarioCmd::Run { name, check, quick } => scenario::run(&name, check, quick),
