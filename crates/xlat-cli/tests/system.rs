@@ -165,9 +165,47 @@ fn a_system_capture_records_the_kernel_and_every_process() {
     );
     assert!(split[0]["refs"].as_u64().unwrap() > 0 && split[1]["walks"].as_u64().unwrap() > 0);
 
-    let o = d.xlat(&["sim", "-m", "i386", "-t", t.to_str().unwrap()]);
+    // On the 8xx, folded: the kernel image at 0xc000_0000 under the pinned 8 MiB entry.
+    let r = replay_report(&d, &t, &["-m", "mpc855t"]);
+    assert!(r["tlb_structures"][0]["locked_hits"].as_u64().unwrap() > 1000);
+    let split = r["privileges"].as_array().unwrap();
+    assert_eq!(
+        split[1]["instructions"].as_u64().unwrap(),
+        kernel_fetch_insns(&ev)
+    );
+
+    // Code pages per kernel entry: every entry counted once, named.
+    let o = d.xlat(&["syscalls", t.to_str().unwrap(), "--top", "100"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    let entries: u64 = out
+        .lines()
+        .skip(3)
+        .take_while(|l| l.starts_with("  ") && !l.starts_with("  ("))
+        .map(|l| l.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap())
+        .sum();
+    let kernel_entries = ev
+        .iter()
+        .filter(|e| matches!(e, Event::Privilege(Privilege::Kernel)))
+        .count() as u64;
+    // The last entry (the stop marker's `sethostname`) never returns to user mode.
+    assert_eq!(entries + 1, kernel_entries, "{out}");
+    for call in ["execve", "read", "write", "exit_group"] {
+        assert!(
+            out.lines()
+                .any(|l| l.trim_start().starts_with(&format!("{call} "))),
+            "{call}\n{out}"
+        );
+    }
+    let o = d.xlat(&["syscalls", t.to_str().unwrap(), "--entry", "read"]);
+    assert!(stdout(&o).contains("ksys_read"), "{}", stdout(&o));
+    let o = d.xlat(&["syscalls", t.to_str().unwrap(), "--entry", "nosuchcall"]);
     assert_eq!(code(&o), 1);
-    assert!(stderr(&o).contains("is a system trace"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no `nosuchcall` kernel entries"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 fn kernel_fetch_insns(ev: &[Event]) -> u64 {
