@@ -270,6 +270,7 @@ fn detailed_raw(o: &Outcome) -> String {
         s.push_str(&crate::tables::programs(r));
     }
     s.push_str(&crate::tables::privileges(r));
+    s.push_str(&crate::tables::fetch_miss_pages(r));
     let fl = &r.flushes;
     let _ = writeln!(
         s,

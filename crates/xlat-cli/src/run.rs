@@ -92,6 +92,9 @@ pub fn run_one(cfg: &MachineConfig, input: &Input, strict: bool) -> Result<Outco
     };
     let mut report = sim.report();
     name_programs(&mut report, &names);
+    if let Input::Trace(path) = input {
+        crate::traces::name_fetch_misses(path, &mut report)?;
+    }
     Ok(Outcome {
         machine: cfg.name.clone(),
         input: input.label(),

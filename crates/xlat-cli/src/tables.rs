@@ -102,3 +102,43 @@ pub fn privileges(r: &xlat_sim::Report) -> String {
     );
     s
 }
+
+/// The code pages with the most first-level instruction-fetch misses, with the functions
+/// on them (system traces: the guest kernel's, from its kallsyms).
+pub fn fetch_miss_pages(r: &xlat_sim::Report) -> String {
+    const SHOWN: usize = 12;
+    let mut s = String::new();
+    let v = &r.fetch_miss_pages;
+    if !v.iter().any(|p| !p.functions.is_empty()) {
+        return s;
+    }
+    let total: u64 = r.privileges.iter().map(|p| p.itlb_l1_misses).sum();
+    let _ = writeln!(
+        s,
+        "ITLB misses   by code page (first level; {} pages shown of the most missed; kernel functions on each)",
+        SHOWN.min(v.len())
+    );
+    for p in v.iter().take(SHOWN) {
+        let at = match p.source {
+            Some(src) => format!("{:#x} ({src:#x})", p.page),
+            None => format!("{:#x}", p.page),
+        };
+        let mut f = p
+            .functions
+            .iter()
+            .take(4)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(" ");
+        if p.functions.len() > 4 {
+            f += &format!(" +{}", p.functions.len() - 4);
+        }
+        let _ = writeln!(
+            s,
+            "  {at:<40} {:>10} {:>5.1}%  {f}",
+            n(p.misses),
+            p.misses as f64 * 100.0 / total.max(1) as f64
+        );
+    }
+    s
+}

@@ -51,6 +51,8 @@ pub fn replay(
     let what = shown(path);
     match open(path, strict)? {
         TraceInput::Xlt(r) if is_system(r.header()) => {
+            // Which code pages miss in the ITLB: named from the kernel's symbols after the run.
+            sim.count_fetch_misses();
             let bits = sim.config().va_bits();
             ensure!(
                 (48..=64).contains(&bits) || (26..USER_BITS).contains(&bits),
@@ -99,6 +101,36 @@ pub fn replay(
             Ok(Vec::new())
         }
     }
+}
+
+/// For a system trace: where each of the report's most-missed code pages came from in
+/// the trace, and the guest kernel's functions on it.
+pub fn name_fetch_misses(path: &Path, r: &mut xlat_sim::Report) -> Result<()> {
+    if r.fetch_miss_pages.is_empty() {
+        return Ok(());
+    }
+    let what = shown(path);
+    let reader = TraceReader::open(path).with_context(|| format!("trace {what}"))?;
+    let syms = crate::syscalls::kernel_symbols(&reader, &what)?;
+    let bits = r.machine.va_bits();
+    let page = r.machine.page_table.base_page().bytes();
+    for p in &mut r.fetch_miss_pages {
+        let src = match bits {
+            64.. => Some(p.page),
+            48..=63 if p.page >> (bits - 1) & 1 == 1 => Some(p.page | !((1u64 << bits) - 1)),
+            48..=63 => Some(p.page),
+            _ => crate::fold::image_address(p.page, bits),
+        };
+        p.source = src.filter(|&s| s != p.page);
+        if let Some(s) = src.filter(|s| s >> 63 == 1) {
+            p.functions = syms
+                .functions_in(s, s + page)
+                .into_iter()
+                .map(str::to_string)
+                .collect();
+        }
+    }
+    Ok(())
 }
 
 /// Whether a trace was captured by `xlat trace --system`.

@@ -173,6 +173,24 @@ fn a_system_capture_records_the_kernel_and_every_process() {
         split[1]["instructions"].as_u64().unwrap(),
         kernel_fetch_insns(&ev)
     );
+    // The most-missed code pages, kernel ones traced back to their kallsyms functions.
+    let pages = r["fetch_miss_pages"].as_array().unwrap();
+    let itlb: u64 = split
+        .iter()
+        .map(|p| p["itlb_l1_misses"].as_u64().unwrap())
+        .sum();
+    let listed: u64 = pages.iter().map(|p| p["misses"].as_u64().unwrap()).sum();
+    assert!(!pages.is_empty() && listed <= itlb, "{listed} of {itlb}");
+    let named: Vec<_> = pages.iter().filter(|p| p["functions"].is_array()).collect();
+    assert!(!named.is_empty(), "{pages:?}");
+    for p in named {
+        let (page, src) = (p["page"].as_u64().unwrap(), p["source"].as_u64().unwrap());
+        assert!(
+            page >= 0xc000_0000 && src >= text & !0xfff && src < etext,
+            "{p}"
+        );
+        assert_eq!(page & 0xfff, src & 0xfff);
+    }
 
     // Code pages per kernel entry: every entry counted once, named.
     let o = d.xlat(&["syscalls", t.to_str().unwrap(), "--top", "100"]);

@@ -201,6 +201,25 @@ pub struct Report {
     /// Kernel and user shares, when the input names privileges (system traces).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub privileges: Vec<PrivilegeStats>,
+    /// The code pages with the most first-level instruction-fetch misses, most first
+    /// (when counted: `Sim::count_fetch_misses`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fetch_miss_pages: Vec<PageMisses>,
+}
+
+/// First-level instruction-fetch misses on one page.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct PageMisses {
+    /// The page's address in the machine's space.
+    pub page: u64,
+    pub misses: u64,
+    /// The page's address in the input, where it differs (a folded or narrowed trace).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<u64>,
+    /// The functions on the page, when symbols are known (system traces: the guest
+    /// kernel's).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub functions: Vec<String>,
 }
 
 /// One privilege's share of a run whose input names privileges (system traces): attributed

@@ -49,6 +49,19 @@ impl Symbols {
         Some((name.as_str(), addr - a))
     }
 
+    /// The text symbols in `[lo, hi)`, the one containing `lo` first.
+    pub fn functions_in(&self, lo: u64, hi: u64) -> Vec<&str> {
+        let mut v: Vec<&str> = self.function(lo).map(|(f, _)| f).into_iter().collect();
+        let from = self.text.partition_point(|(a, _)| *a <= lo);
+        let to = self.text.partition_point(|(a, _)| *a < hi);
+        v.extend(
+            self.text[from..to.max(from)]
+                .iter()
+                .map(|(_, n)| n.as_str()),
+        );
+        v
+    }
+
     pub fn text_symbols(&self) -> usize {
         self.text.len()
     }
@@ -71,6 +84,14 @@ mod tests {
         assert_eq!(s.function(0xffffffff81089b00), Some(("pgd_ctor", 0)));
         assert_eq!(s.function(0xffffffff80ffffff), None);
         assert_eq!(s.text_symbols(), 3);
+        assert_eq!(
+            s.functions_in(0xffffffff81089000, 0xffffffff8108a000),
+            ["_text", "pgd_free", "pgd_ctor"]
+        );
+        assert_eq!(
+            s.functions_in(0xffffffff81089ac4, 0xffffffff81089ac8),
+            ["pgd_free"]
+        );
         assert!(Symbols::parse("zz T x").is_err());
         assert!(Symbols::parse("ffff T").is_err());
     }

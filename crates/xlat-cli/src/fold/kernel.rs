@@ -22,6 +22,14 @@ const KERNEL_MAP: u64 = 0xffff_ffff_8000_0000;
 const KERNEL_PHYS: u64 = 16 << 20;
 const WINDOW_SHIFT: u32 = 24;
 
+/// The kernel image address that `va` (in the linear map of a `bits`-bit machine's top
+/// quarter) came from, or `None` outside it (the inverse of the linear-map placement).
+pub fn image_address(va: u64, bits: u32) -> Option<u64> {
+    let k = KernelFold::new(bits);
+    let off = va.checked_sub(k.base).filter(|&o| o < k.lowmem)?;
+    Some(KERNEL_MAP + (off + KERNEL_PHYS) % k.lowmem)
+}
+
 /// The kernel half's placement in one machine's top quarter.
 pub struct KernelFold {
     /// The quarter's start (`KERNELBASE`) and the linear map's size.
@@ -113,5 +121,8 @@ mod tests {
             assert!(k.fold(0xffff_fe00_0000_0000 + (i << 24), 1).is_some());
         }
         assert_eq!(k.fold(0xffff_ffff_ff60_0000, 1), None, "32 windows only");
+        assert_eq!(image_address(0xc0c0_0080, 32), Some(0xffff_ffff_81c0_0080));
+        assert_eq!(image_address(0xdf00_1000, 32), Some(0xffff_ffff_8000_1000));
+        assert_eq!(image_address(0xe000_0000, 32), None);
     }
 }

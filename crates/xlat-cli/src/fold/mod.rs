@@ -16,6 +16,7 @@
 pub const USER_BITS: u32 = 47;
 
 mod kernel;
+pub use kernel::image_address;
 use kernel::KernelFold;
 
 use std::collections::HashMap;

@@ -102,6 +102,8 @@ pub struct Sim<P: PageTable> {
     /// Per-program accounting (`programs.rs`).
     programs: programs::Programs,
     privileges: privilege::Privileges,
+    /// First-level misses of instruction fetches per page (`count_fetch_misses`).
+    fetch_misses: Option<FxHashMap<u64, u64>>,
     cur: Option<usize>,
     asid: u16,
     next_asid: u32,
@@ -255,6 +257,7 @@ impl<P: PageTable> Sim<P> {
             precleared: Vec::new(),
             programs: Default::default(),
             privileges: Default::default(),
+            fetch_misses: None,
             cfg: cfg.clone(),
         };
         sim.pid_slot.insert(Pid::INIT.0, 0);
@@ -539,9 +542,26 @@ impl<P: PageTable> Sim<P> {
         self.past_l1(kind, va, l1)
     }
 
+    /// Counts first-level misses of instruction fetches per page from now on (the report's
+    /// `fetch_miss_pages`).
+    pub fn count_fetch_misses(&mut self) {
+        self.fetch_misses.get_or_insert_with(FxHashMap::default);
+    }
+
+    /// A first-level miss of an instruction fetch at `va`, if they are counted.
+    #[inline(always)]
+    fn note_fetch_miss(&mut self, kind: AccessKind, va: u64, l1: &Option<Entry>) {
+        if kind == AccessKind::Fetch && l1.is_none() {
+            if let Some(m) = &mut self.fetch_misses {
+                *m.entry(va >> self.base_shift).or_default() += 1;
+            }
+        }
+    }
+
     /// [`Sim::translate_past_l1`]'s body.
     #[inline(always)]
     fn past_l1(&mut self, kind: AccessKind, va: u64, l1: Option<Entry>) -> Result<u32, SimError> {
+        self.note_fetch_miss(kind, va, &l1);
         let side = (kind != AccessKind::Fetch) as usize;
         let store = kind == AccessKind::Store;
         let cur = self.cur.expect("checked by translate");

@@ -1,7 +1,8 @@
 //! Kernel / user accounting (system traces): references, first-level TLB misses per side,
 //! walks and translation cycles at each privilege. Like per-program accounting, the
 //! counters are attributed when the privilege changes, as differences of the global
-//! ones, so the per-reference path pays nothing.
+//! ones, so the per-reference path pays nothing. Also the report's most-missed code pages
+//! (counted on the first-level miss path only when asked for).
 
 use super::*;
 use crate::stats::PrivilegeStats;
@@ -93,6 +94,27 @@ impl<P: PageTable> Sim<P> {
                     walk_cycles: m.walk_cycles,
                     faults: m.faults,
                 }
+            })
+            .collect()
+    }
+}
+
+/// Pages listed in the report's `fetch_miss_pages`.
+const MISS_PAGES: usize = 64;
+
+impl<P: PageTable> Sim<P> {
+    pub(super) fn fetch_miss_pages(&self) -> Vec<crate::stats::PageMisses> {
+        let Some(m) = &self.fetch_misses else {
+            return Vec::new();
+        };
+        let mut v: Vec<(u64, u64)> = m.iter().map(|(&p, &n)| (n, p)).collect();
+        v.sort_unstable_by_key(|&(n, p)| (std::cmp::Reverse(n), p));
+        v.into_iter()
+            .take(MISS_PAGES)
+            .map(|(misses, p)| crate::stats::PageMisses {
+                page: p << self.base_shift,
+                misses,
+                ..Default::default()
             })
             .collect()
     }

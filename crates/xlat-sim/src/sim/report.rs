@@ -75,6 +75,7 @@ impl<P: PageTable> Sim<P> {
             tlb_structures: self.tlb.structs.iter().map(|s| s.stats.clone()).collect(),
             programs: self.program_stats(),
             privileges: self.privilege_stats(),
+            fetch_miss_pages: self.fetch_miss_pages(),
             prefetch: Prefetch {
                 hits: self.tlb.prefetch_hits,
                 fills: self.tlb.prefetch_fills,
