@@ -233,6 +233,25 @@ impl Dest {
     }
 }
 
+/// Ends trace `w` with the end metadata `meta` and commits `dest` (which it wrote) as
+/// `out`: the file is complete or this fails.
+pub(crate) fn finish_trace(
+    w: TraceWriter<Shared>,
+    meta: Vec<(String, String)>,
+    dest: Shared,
+    out: &Path,
+) -> Result<xlat_trace::Summary> {
+    let s = w
+        .finish_with_meta(meta)
+        .with_context(|| format!("finishing {}", out.display()))?;
+    let dest = Rc::try_unwrap(dest.0)
+        .map_err(|_| anyhow::anyhow!("the trace writer still holds {}", out.display()))?
+        .into_inner();
+    dest.commit()
+        .with_context(|| format!("finishing {}", out.display()))?;
+    Ok(s)
+}
+
 /// A [`Dest`] that outlives the [`TraceWriter`] writing it (which drops its writer when
 /// it finishes), so that it can be flushed meanwhile and committed after.
 #[derive(Clone)]
@@ -463,15 +482,8 @@ pub fn trace(a: TraceArgs) -> Result<i32> {
     }
     // Nothing traced (QEMU failed): an error, and `out` stays as it was.
     let code = exit_code(status, cap.stats().processes)?;
-    let s = w
-        .finish_with_meta(meta)
-        .with_context(|| format!("finishing {}", out.display()))?;
     drop(sink);
-    let dest = Rc::try_unwrap(dest.0)
-        .map_err(|_| anyhow::anyhow!("the trace writer still holds {}", out.display()))?
-        .into_inner();
-    dest.commit()
-        .with_context(|| format!("finishing {}", out.display()))?;
+    let s = finish_trace(w, meta, dest, out)?;
     for w in &cap.stats().warnings {
         eprintln!("xlat: warning: {w}");
     }

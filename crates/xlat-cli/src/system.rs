@@ -1,6 +1,6 @@
 //! `xlat trace --system`: a whole guest (Debian's kernel, busybox, the command) to `.xlt`.
 
-use crate::capture::{label, Dest, Shared, TraceArgs};
+use crate::capture::{finish_trace, label, Dest, Shared, TraceArgs};
 use anyhow::{bail, Context, Result};
 use std::cell::RefCell;
 use std::io::Write;
@@ -198,15 +198,8 @@ pub fn trace(a: &TraceArgs) -> Result<i32> {
     if let Some(p) = &problem {
         meta.push(("truncated".to_string(), p.clone()));
     }
-    let s = w
-        .finish_with_meta(meta)
-        .with_context(|| format!("finishing {}", out.display()))?;
     drop(sink);
-    let dest = Rc::try_unwrap(dest.0)
-        .map_err(|_| anyhow::anyhow!("the trace writer still holds {}", out.display()))?
-        .into_inner();
-    dest.commit()
-        .with_context(|| format!("finishing {}", out.display()))?;
+    let s = finish_trace(w, meta, dest, out)?;
     let bytes = std::fs::metadata(out)?.len();
     eprintln!(
         "xlat: {} events ({} references: {} instructions, {} loads, {} stores) from {} \

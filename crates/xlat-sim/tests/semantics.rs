@@ -18,7 +18,8 @@ use proptest::prelude::*;
 use xlat_sim::config::{LevelConfig, PageTableConfig, Thp};
 use xlat_sim::{presets, MachineConfig, Radix, Report, Sim};
 use xlat_types::{
-    Access, AccessKind, Advice, Block, Event, FlushScope, MapFlags, Pid, Prot, Tid, VirtAddr,
+    Access, AccessKind, Advice, Block, Event, FlushScope, MapFlags, Pid, Privilege, Prot, Tid,
+    VirtAddr,
 };
 
 /// The region the sequences work in, and where global mappings go.
@@ -30,7 +31,7 @@ const PAGES: u64 = 96;
 type Op = (u8, u64, u64, u8);
 
 fn ops() -> impl Strategy<Value = Vec<Op>> {
-    prop::collection::vec((0u8..21, 0..PAGES, 0u64..40, any::<u8>()), 1..120)
+    prop::collection::vec((0u8..23, 0..PAGES, 0u64..40, any::<u8>()), 1..120)
 }
 
 fn prot(v: u8) -> Prot {
@@ -141,6 +142,14 @@ fn events(ops: &[Op], page: u64) -> Vec<Event> {
             20 => Event::Idle {
                 cycles: v as u64 * 50,
             },
+            // A new address space holding only the global areas (system traces).
+            21 if cur.is_some() => {
+                let child = next;
+                next += 1;
+                live.push(child);
+                Event::Spawn { child: Pid(child) }
+            }
+            22 => Event::Privilege([Privilege::User, Privilege::Kernel][(v & 1) as usize]),
             _ => match live.get(v as usize % live.len().max(1)) {
                 Some(&p) => {
                     cur = Some(p);
@@ -225,6 +234,24 @@ fn check_counts(r: &Report, names: &[String], clean: bool) -> Result<(), TestCas
         prop_assert_eq!(sum(|p| p.refs), r.refs.total, "program refs");
         prop_assert_eq!(sum(|p| p.walks), r.walks.walks, "program walks");
         prop_assert_eq!(sum(|p| p.l1_misses), t[0].1, "program first-level misses");
+    }
+    // ... and to exactly one privilege, once the stream names one.
+    if clean && !r.privileges.is_empty() {
+        let sum = |f: fn(&xlat_sim::stats::PrivilegeStats) -> u64| {
+            r.privileges.iter().map(f).sum::<u64>()
+        };
+        prop_assert_eq!(sum(|p| p.refs), r.refs.total, "privilege refs");
+        prop_assert_eq!(
+            sum(|p| p.instructions),
+            r.refs.instructions,
+            "privilege instructions"
+        );
+        prop_assert_eq!(sum(|p| p.walks), r.walks.walks, "privilege walks");
+        prop_assert_eq!(
+            sum(|p| p.itlb_l1_misses + p.dtlb_l1_misses),
+            t[0].1,
+            "privilege first-level misses"
+        );
     }
     if let Some(g) = &r.nested {
         // One 2-D walk per completed walk (a walk whose fault fails is counted by

@@ -624,18 +624,43 @@ impl<P: PageTable> Sim<P> {
         self.os_cycles(&sw);
         // The parent's writable entries became read-only: flush its address space.
         self.flush_space();
+        self.add_process(child_proc);
+        Ok(())
+    }
+
+    /// Puts `p` in a free slot (or a new one) under its pid.
+    fn add_process(&mut self, p: Process<P>) -> usize {
+        let pid = p.pid;
         let slot = match self.slots.iter().position(|s| s.is_none()) {
             Some(i) => {
-                self.slots[i] = Some(child_proc);
+                self.slots[i] = Some(p);
                 i
             }
             None => {
-                self.slots.push(Some(child_proc));
+                self.slots.push(Some(p));
                 self.slots.len() - 1
             }
         };
-        self.pid_slot.insert(child.0, slot);
-        Ok(())
+        self.pid_slot.insert(pid, slot);
+        slot
+    }
+
+    /// A process `pid` whose tables hold only the global `leaves` (the kernel's pages are
+    /// in every address space, as Linux's new `mm` shares the kernel half of the tables).
+    fn fresh_process(&mut self, pid: u32, leaves: Vec<(u64, Leaf)>) -> Process<P> {
+        let mut pt = P::empty(&self.cfg, &mut self.mem);
+        for (va, leaf) in leaves {
+            pt.map(VirtAddr(va), leaf, &mut self.mem);
+        }
+        Process {
+            pid,
+            pt,
+            vmas: self.kernel.clone(),
+            heap: None,
+            asid: 0,
+            asid_gen: 0,
+            ctx: 0,
+        }
     }
 
     /// A new process with only the global (kernel) mappings, taken from the current
@@ -663,30 +688,8 @@ impl<P: PageTable> Sim<P> {
                 }
             });
         }
-        let mut pt = P::empty(&self.cfg, &mut self.mem);
-        for (va, leaf) in global {
-            pt.map(VirtAddr(va), leaf, &mut self.mem);
-        }
-        let proc = Process {
-            pid: child.0,
-            pt,
-            vmas: self.kernel.clone(),
-            heap: None,
-            asid: 0,
-            asid_gen: 0,
-            ctx: 0,
-        };
-        let slot = match self.slots.iter().position(|s| s.is_none()) {
-            Some(i) => {
-                self.slots[i] = Some(proc);
-                i
-            }
-            None => {
-                self.slots.push(Some(proc));
-                self.slots.len() - 1
-            }
-        };
-        self.pid_slot.insert(child.0, slot);
+        let proc = self.fresh_process(child.0, global);
+        self.add_process(proc);
         Ok(())
     }
 
@@ -696,21 +699,7 @@ impl<P: PageTable> Sim<P> {
     pub(super) fn exec(&mut self, cur: usize) {
         let pid = self.slots[cur].as_ref().expect("cur").pid;
         let global = self.teardown(cur);
-        // The kernel's pages are in every address space (as Linux's new `mm` shares the
-        // kernel half of the tables).
-        let mut pt = P::empty(&self.cfg, &mut self.mem);
-        for (va, leaf) in global {
-            pt.map(VirtAddr(va), leaf, &mut self.mem);
-        }
-        self.slots[cur] = Some(Process {
-            pid,
-            pt,
-            vmas: self.kernel.clone(),
-            heap: None,
-            asid: 0,
-            asid_gen: 0,
-            ctx: 0,
-        });
+        self.slots[cur] = Some(self.fresh_process(pid, global));
         self.pid_slot.insert(pid, cur);
         self.cur = Some(cur);
         if self.cfg.tlb.asid_bits == 0 && self.hash.is_none() {

@@ -50,7 +50,8 @@ impl<P: PageTable> Sim<P> {
             fetches: self.c.by_kind[0],
             loads: self.c.by_kind[1],
             stores: self.c.by_kind[2],
-            instructions: self.c.refs.instructions,
+            // As the report counts them: each block's instructions, one per fetch access.
+            instructions: self.c.refs.instructions + self.c.by_kind[0] - self.c.refs.blocks,
             l1_misses: self.tlb.l1_misses_by_side(),
             walks: self.c.walks,
             walk_cycles: self.c.cyc.walk.saturating_add(self.c.cyc.trap),
