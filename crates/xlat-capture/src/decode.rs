@@ -1,7 +1,9 @@
 //! Plugin words to [`Event`]s (one chunk at a time).
 
 use crate::wire::{self, os};
-use xlat_types::{Access, AccessKind, Advice, Block, Event, MapFlags, Pid, Prot, Tid, VirtAddr};
+use xlat_types::{
+    Access, AccessKind, Advice, Block, Event, FlushScope, MapFlags, Pid, Prot, Tid, VirtAddr,
+};
 
 /// A process-level record that the collector, not the simulator, acts on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,6 +26,8 @@ pub enum Control {
     SpaceFree(u64),
     /// System mode: the following records run in kernel (`true`) or user mode.
     Mode(bool),
+    /// System mode: the current address space's program name (NUL-padded).
+    Comm([u8; 16]),
 }
 
 /// What a chunk decodes to: events, and at most one control record, which ends the chunk's
@@ -186,6 +190,16 @@ pub fn decode(
                     }
                     os::SPACE_FREE => {
                         control = Some(Control::SpaceFree(a(0)?));
+                        None
+                    }
+                    os::FLUSH_PAGE => Some(Event::Flush(FlushScope::Page(VirtAddr(a(0)?)))),
+                    os::FLUSH_LOCAL => Some(Event::Flush(FlushScope::Asid)),
+                    os::FLUSH_GLOBAL => Some(Event::Flush(FlushScope::All)),
+                    os::COMM => {
+                        let mut name = [0u8; 16];
+                        name[..8].copy_from_slice(&a(0)?.to_le_bytes());
+                        name[8..].copy_from_slice(&a(1)?.to_le_bytes());
+                        control = Some(Control::Comm(name));
                         None
                     }
                     os::MODE => {

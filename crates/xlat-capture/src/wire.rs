@@ -92,6 +92,18 @@ pub mod os {
     pub const SPACE_FREE: u64 = 16;
     /// `1` kernel / `0` user (system mode): the privilege the following records run at.
     pub const MODE: u64 = 17;
+    /// `addr` (system mode): the guest kernel flushed the TLB entry of this page in the
+    /// current address space (`native_flush_tlb_one_user`).
+    pub const FLUSH_PAGE: u64 = 18;
+    /// (none, system mode): it flushed the current address space's non-global entries
+    /// (`native_flush_tlb_local`).
+    pub const FLUSH_LOCAL: u64 = 19;
+    /// (none, system mode): it flushed every entry, global ones included
+    /// (`native_flush_tlb_global`).
+    pub const FLUSH_GLOBAL: u64 = 20;
+    /// 2 words, a NUL-padded name of up to 16 bytes (system mode): the current address
+    /// space's program is now called this (`__set_task_comm`, at exec).
+    pub const COMM: u64 = 21;
 }
 
 /// Argument words that follow an `OS` word with event `code`, or `None` if unknown.
@@ -101,7 +113,9 @@ pub fn os_words(code: u64) -> Option<usize> {
         os::MUNMAP => 2,
         os::MREMAP => 4,
         os::BRK | os::FORK | os::THREAD_START | os::THREAD_EXIT | os::EXIT => 1,
-        os::SPACE | os::SPACE_FREE | os::MODE => 1,
+        os::SPACE | os::SPACE_FREE | os::MODE | os::FLUSH_PAGE => 1,
+        os::FLUSH_LOCAL | os::FLUSH_GLOBAL => 0,
+        os::COMM => 2,
         os::EXEC | os::EXEC_FAILED | os::HANDOVER | os::EXECD => 0,
         _ => return None,
     })

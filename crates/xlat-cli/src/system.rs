@@ -177,6 +177,9 @@ pub fn trace(a: &TraceArgs) -> Result<i32> {
                 .map_or("unknown".to_string(), |s| format!("exit status: {s}")),
         ),
     ];
+    for (pid, name) in &o.stats.programs {
+        meta.push(("program".to_string(), format!("pid {pid} exec 0: {name}")));
+    }
     // Why the trace is cut short, if it is.
     let problem = if let Some(e) = &failed {
         Some(format!("the capture failed: {e}"))

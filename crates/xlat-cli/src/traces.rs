@@ -79,7 +79,9 @@ pub fn replay(
             }) {
                 warnings.push(format!("{what} was cut short at capture: {t}"));
             }
-            Ok(Vec::new())
+            Ok(r.end_summary()
+                .map(|s| crate::run::program_names(&s.end_meta))
+                .unwrap_or_default())
         }
         TraceInput::Xlt(r) => {
             let r =

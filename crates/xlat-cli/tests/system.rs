@@ -94,6 +94,17 @@ fn a_system_capture_records_the_kernel_and_every_process() {
         .filter(|e| matches!(e, Event::Spawn { .. }))
         .count() as u64;
     assert_eq!(spawns + 1, spaces);
+    // Programs named at their exec; the guest kernel's own TLB flushes recorded.
+    for name in ["ls", "wc", "hostname"] {
+        assert!(
+            s.end_meta
+                .iter()
+                .any(|(k, v)| k == "program" && v.ends_with(&format!(": {name}"))),
+            "{name}: {:?}",
+            s.end_meta
+        );
+    }
+    assert!(ev.iter().any(|e| matches!(e, Event::Flush(_))));
 
     let mut privilege = Privilege::User;
     let (mut kernel_code, mut user_fetches, mut kernel_loads, mut user_loads) =

@@ -11,7 +11,11 @@
 //!   stops when it runs the second time (the guest's `/init` calls `sethostname` right
 //!   before and right after the command; default: record from the start);
 //! * `free=ADDR` the entry of `pgd_free(mm, pgd)`: its second argument (`rsi`) names an
-//!   address space that ended.
+//!   address space that ended;
+//! * `page=ADDR`, `local=ADDR`, `global=ADDR` the entries of `native_flush_tlb_one_user(addr)`,
+//!   `native_flush_tlb_local()`, `native_flush_tlb_global()`: the guest kernel's TLB flushes;
+//! * `comm=ADDR` the entry of `__set_task_comm(task, buf, exec)`: the 16 bytes at `buf`
+//!   (`rsi`) name the program an exec started.
 //!
 //! Until recording starts only `start` is instrumented (the boot runs at nearly full
 //! speed); then the plugin resets itself so every block is translated again with
@@ -58,17 +62,40 @@ struct State {
     /// Recording: `Idle` before the start marker, `On` between the markers, `Done` after.
     phase: Phase,
     start: Option<u64>,
-    free: Option<u64>,
+    /// Kernel functions whose entry is a record (address → what).
+    hooks: HashMap<u64, Hook>,
     cr3: u64,
     /// Privilege of the last recorded block (`None` before the first).
     kernel: Option<bool>,
     cr3_reg: *mut qemu_plugin_register,
     rsi_reg: *mut qemu_plugin_register,
+    rdi_reg: *mut qemu_plugin_register,
     regbuf: *mut GByteArray,
     /// Per-vCPU flag, set by `mov %reg,%cr3`: the next block reads CR3.
     dirty: qemu_plugin_u64,
     /// Interned block descriptors `[pc, len | insns << 32]`.
     blocks: HashMap<[u64; 2], &'static [u64; 2]>,
+}
+
+/// A kernel function whose entry the plugin records.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(usize)]
+enum Hook {
+    Free = 1,
+    FlushPage = 2,
+    FlushLocal = 3,
+    FlushGlobal = 4,
+    Comm = 5,
+}
+
+impl Hook {
+    const ALL: [(Hook, &'static str); 5] = [
+        (Hook::Free, "free"),
+        (Hook::FlushPage, "page"),
+        (Hook::FlushLocal, "local"),
+        (Hook::FlushGlobal, "global"),
+        (Hook::Comm, "comm"),
+    ];
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -172,12 +199,13 @@ unsafe extern "C" fn vcpu_init(_id: qemu_plugin_id_t, vcpu: c_uint) {
         match CStr::from_ptr(d.name).to_bytes() {
             b"cr3" => s.cr3_reg = d.handle,
             b"rsi" => s.rsi_reg = d.handle,
+            b"rdi" => s.rdi_reg = d.handle,
             _ => {}
         }
     }
     g_array_free(regs, 1);
-    if s.cr3_reg.is_null() || s.rsi_reg.is_null() {
-        say("this QEMU does not offer the cr3 and rsi registers (an x86-64 guest is needed)");
+    if s.cr3_reg.is_null() || s.rsi_reg.is_null() || s.rdi_reg.is_null() {
+        say("this QEMU does not offer the cr3, rsi and rdi registers (an x86-64 guest is needed)");
         std::process::exit(1);
     }
     qemu_plugin_u64_set(s.dirty, vcpu, 1);
@@ -209,12 +237,40 @@ unsafe fn register(id: qemu_plugin_id_t) {
     qemu_plugin_register_atexit_cb(id, Some(at_exit), null_mut());
 }
 
-/// `pgd_free(mm, pgd)` starts: the address space rooted at `pgd` ended.
-unsafe extern "C" fn pgd_free(_vcpu: c_uint, _udata: *mut c_void) {
+/// A hooked kernel function starts (`udata` is its [`Hook`]).
+unsafe extern "C" fn hook(_vcpu: c_uint, udata: *mut c_void) {
     let s = st();
-    if s.phase == Phase::On {
-        let pgd = s.read_reg(s.rsi_reg);
-        s.os(os::SPACE_FREE, pgd);
+    if s.phase != Phase::On {
+        return;
+    }
+    match udata as usize {
+        // `pgd_free(mm, pgd)`: the address space rooted at `pgd` ended.
+        x if x == Hook::Free as usize => {
+            let pgd = s.read_reg(s.rsi_reg);
+            s.os(os::SPACE_FREE, pgd);
+        }
+        x if x == Hook::FlushPage as usize => {
+            let addr = s.read_reg(s.rdi_reg);
+            s.os(os::FLUSH_PAGE, addr);
+        }
+        x if x == Hook::FlushLocal as usize => {
+            s.push(&[wire::OS << wire::TAG_SHIFT | os::FLUSH_LOCAL])
+        }
+        x if x == Hook::FlushGlobal as usize => {
+            s.push(&[wire::OS << wire::TAG_SHIFT | os::FLUSH_GLOBAL])
+        }
+        x if x == Hook::Comm as usize => {
+            let buf = s.read_reg(s.rsi_reg);
+            let mut name = [0u8; 16];
+            (*s.regbuf).len = 0;
+            if qemu_plugin_read_memory_vaddr(buf, s.regbuf, 16) {
+                let n = ((*s.regbuf).len as usize).min(16);
+                name[..n].copy_from_slice(std::slice::from_raw_parts((*s.regbuf).data, n));
+                let w = |i: usize| u64::from_le_bytes(name[i..i + 8].try_into().expect("8"));
+                s.push(&[wire::OS << wire::TAG_SHIFT | os::COMM, w(0), w(8)]);
+            }
+        }
+        _ => {}
     }
 }
 
@@ -316,12 +372,12 @@ unsafe extern "C" fn tb_trans(_id: qemu_plugin_id_t, tb: *mut qemu_plugin_tb) {
                 null_mut(),
             );
         }
-        if Some(va) == s.free {
+        if let Some(&h) = s.hooks.get(&va) {
             qemu_plugin_register_vcpu_insn_exec_cb(
                 insn,
-                Some(pgd_free),
+                Some(hook),
                 qemu_plugin_cb_flags::QEMU_PLUGIN_CB_R_REGS,
-                null_mut(),
+                h as usize as *mut c_void,
             );
         }
         qemu_plugin_register_vcpu_mem_cb(
@@ -367,16 +423,20 @@ pub unsafe extern "C" fn qemu_plugin_install(
         say("this plugin is for qemu-system-x86_64 (user mode uses libxlat_qemu.so)");
         return -1;
     }
-    let (mut sock, mut start, mut free) = (None, None, None);
+    let (mut sock, mut start, mut hooks) = (None, None, HashMap::new());
     for i in 0..argc as usize {
         let arg = CStr::from_ptr(*argv.add(i)).to_string_lossy().into_owned();
+        let hooked = |k: &str| Hook::ALL.iter().find(|(_, n)| *n == k).map(|(h, _)| *h);
         match arg.split_once('=') {
             Some(("sock", v)) => sock = Some(v.to_string()),
             Some(("start", v)) if hex(v).is_some() => start = hex(v),
-            Some(("free", v)) if hex(v).is_some() => free = hex(v),
+            Some((k, v)) if hooked(k).is_some() && hex(v).is_some() => {
+                hooks.insert(hex(v).expect("checked"), hooked(k).expect("checked"));
+            }
             _ => {
                 say(&format!(
-                    "bad argument '{arg}' (expected sock=PATH, start=HEX, free=HEX)"
+                    "bad argument '{arg}' (expected sock=PATH, start=HEX, free=HEX, page=HEX, \
+                     local=HEX, global=HEX, comm=HEX)"
                 ));
                 return -1;
             }
@@ -415,11 +475,12 @@ pub unsafe extern "C" fn qemu_plugin_install(
         words,
         phase: Phase::Idle,
         start,
-        free,
+        hooks,
         cr3: 0,
         kernel: None,
         cr3_reg: null_mut(),
         rsi_reg: null_mut(),
+        rdi_reg: null_mut(),
         regbuf: g_byte_array_new(),
         dirty: qemu_plugin_u64 {
             score: sb,

@@ -9,7 +9,7 @@
 //! else: kernel translations are shared by every address space.
 
 use crate::boot::{Boot, Ended};
-use crate::guest::{Guest, FREE_SYMBOL, START_SYMBOL};
+use crate::guest::{Guest, FREE_SYMBOL, HOOKS, START_SYMBOL};
 use crate::SystemError;
 use std::collections::HashMap;
 use std::io::Read;
@@ -47,6 +47,9 @@ pub struct Stats {
     pub mode_changes: u64,
     /// The plugin saw the stop marker (the trace holds the whole command).
     pub complete: bool,
+    /// The program names of the processes that exec'd while recording (`__set_task_comm`;
+    /// the others, forks and processes older than the recording, are not named).
+    pub programs: Vec<(u32, String)>,
 }
 
 /// How the capture ended.
@@ -107,9 +110,13 @@ impl SystemCapture {
             initrd: guest.initrd.clone(),
             append: format!("xlat.cmd={cmd}"),
             plugin: Some(format!(
-                "{},sock={},start={start:x},free={free:x}",
+                "{},sock={},start={start:x},free={free:x}{}",
                 plugin.display(),
-                sock.display()
+                sock.display(),
+                HOOKS
+                    .iter()
+                    .filter_map(|(arg, s)| syms.addr(s).map(|a| format!(",{arg}={a:x}")))
+                    .collect::<String>()
             )),
             second_serial: None,
         };
@@ -130,9 +137,12 @@ impl SystemCapture {
         let (tx, rx) = sync_channel(4);
         let reader = std::thread::spawn(move || {
             let mut st = Stats::default();
-            if let Err(e) = read(listener, &exited, &tx, &mut st) {
+            let mut spaces = Spaces::default();
+            if let Err(e) = read(listener, &exited, &tx, &mut st, &mut spaces) {
                 let _ = tx.send(Err(e));
             }
+            st.programs = spaces.names.into_iter().collect();
+            st.programs.sort();
             st
         });
         Ok(SystemCapture {
@@ -218,6 +228,7 @@ fn read(
     exited: &AtomicBool,
     tx: &SyncSender<Result<Vec<Event>, SystemError>>,
     st: &mut Stats,
+    spaces: &mut Spaces,
 ) -> Result<(), SystemError> {
     let bad = |m: String| SystemError::Guest(format!("the system plugin's stream: {m}"));
     let mut s = std::io::BufReader::with_capacity(1 << 20, accept(&listener, exited)?);
@@ -228,7 +239,6 @@ fn read(
     if magic != wire::HELLO_MAGIC {
         return Err(bad("bad hello".into()));
     }
-    let mut spaces = Spaces::default();
     let mut words: Vec<u64> = Vec::new();
     loop {
         let mut head = [0u8; 8];
@@ -264,6 +274,7 @@ fn read(
                     }));
                 }
                 Some(Control::Exit(status)) => st.complete = status == 0,
+                Some(Control::Comm(name)) => spaces.name(&name),
                 Some(c) => return Err(bad(format!("unexpected record {c:?}"))),
                 None => {}
             }
@@ -280,9 +291,19 @@ struct Spaces {
     pids: HashMap<u64, u32>,
     cur: Option<u32>,
     last: u32,
+    names: HashMap<u32, String>,
 }
 
 impl Spaces {
+    /// The current process's program is called `name` (NUL-padded).
+    fn name(&mut self, name: &[u8; 16]) {
+        let end = name.iter().position(|&b| b == 0).unwrap_or(16);
+        if let Some(c) = self.cur {
+            self.names
+                .insert(c, String::from_utf8_lossy(&name[..end]).into_owned());
+        }
+    }
+
     fn space(&mut self, cr3: u64, out: &mut Vec<Event>, st: &mut Stats) {
         let pid = match self.pids.get(&cr3) {
             Some(&p) => p,

@@ -24,6 +24,14 @@ pub struct Guest {
 /// Symbols the capture needs from the kernel.
 pub const START_SYMBOL: &str = "__x64_sys_sethostname";
 pub const FREE_SYMBOL: &str = "pgd_free";
+/// Kernel functions whose entry the plugin records if the kernel has them: plugin argument
+/// and symbol (the guest kernel's TLB flushes; the program an exec starts).
+pub const HOOKS: [(&str, &str); 4] = [
+    ("page", "native_flush_tlb_one_user"),
+    ("local", "native_flush_tlb_local"),
+    ("global", "native_flush_tlb_global"),
+    ("comm", "__set_task_comm"),
+];
 
 impl Guest {
     /// The guest's symbols.

@@ -580,7 +580,12 @@ impl EventSource for Capture {
                         }
                         Some(Control::Exit(_)) | Some(Control::Handover) | None => {}
                         // Refused by the connection reader.
-                        Some(Control::Space(_) | Control::SpaceFree(_) | Control::Mode(_)) => {}
+                        Some(
+                            Control::Space(_)
+                            | Control::SpaceFree(_)
+                            | Control::Mode(_)
+                            | Control::Comm(_),
+                        ) => {}
                     }
                     out.extend_from_slice(&head);
                     self.pending = events;
@@ -672,7 +677,10 @@ fn read_process(
             };
             rest = &rest[d.used..];
             exited |= matches!(d.control, Some(Control::Exit(_)));
-            if let Some(Control::Space(_) | Control::SpaceFree(_) | Control::Mode(_)) = d.control {
+            if let Some(
+                Control::Space(_) | Control::SpaceFree(_) | Control::Mode(_) | Control::Comm(_),
+            ) = d.control
+            {
                 return End::Bad("a system-mode record from a user-mode plugin".to_string());
             }
             let handover = matches!(d.control, Some(Control::Handover));
