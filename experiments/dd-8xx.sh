@@ -24,5 +24,6 @@ for m in mpc855t "$dir/mpc855t-unpinned.toml"; do
   echo
   echo "== xlat sim -m $(basename "$m" .toml) -t dd.xlt"
   "$xlat" sim -m "$m" -t "$dir/dd.xlt" 2>/dev/null |
-    grep -E '^  L1 |^privilege|^ +(user|kernel) |/proc/tlbmiss|^walks'
+    sed -n -e '/^  L1 /p' -e '/^walks/p' -e '/^privilege/,/tlbmiss/p' -e '/^ITLB misses/,/^flushes/p' |
+    grep -v '^flushes'
 done
