@@ -9,7 +9,7 @@ use xlat_sim::{presets, Radix, Sim};
 use xlat_trace::{Header, TraceReader, TraceWriter};
 use xlat_types::{
     Access, AccessKind, Advice, Block, Event, EventSource, FlushScope, MapFlags, PageSize, Pid,
-    Prot, Tid, VirtAddr,
+    Privilege, Prot, Tid, VirtAddr,
 };
 
 #[derive(Arbitrary, Debug)]
@@ -63,6 +63,12 @@ enum Ev {
     },
     Fork {
         child: u32,
+    },
+    Spawn {
+        child: u32,
+    },
+    Privilege {
+        kernel: bool,
     },
     Exit,
     Exec,
@@ -178,6 +184,12 @@ fn event(e: &Ev, last: &mut u64) -> Event {
             addr: VirtAddr(addr),
         },
         Ev::Fork { child } => Event::Fork { child: Pid(child) },
+        Ev::Spawn { child } => Event::Spawn { child: Pid(child) },
+        Ev::Privilege { kernel } => Event::Privilege(if kernel {
+            Privilege::Kernel
+        } else {
+            Privilege::User
+        }),
         Ev::Exit => Event::Exit,
         Ev::Exec => Event::Exec,
         Ev::ExecTraced => Event::ExecTraced,
@@ -279,7 +291,7 @@ fuzz_target!(|input: Input| {
         .collect();
     let forks = events
         .iter()
-        .filter(|e| matches!(e, Event::Fork { .. }))
+        .filter(|e| matches!(e, Event::Fork { .. } | Event::Spawn { .. }))
         .count();
     if forks > 16 {
         return;
