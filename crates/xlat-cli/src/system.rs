@@ -189,7 +189,7 @@ pub fn trace(a: &TraceArgs) -> Result<i32> {
             a.timeout
         ))
     } else if end.console.panicked {
-        Some("the guest kernel panicked".to_string())
+        Some("the guest kernel crashed (a kernel panic)".to_string())
     } else if !o.stats.complete {
         Some(format!(
             "the guest ended ({}) before the command finished",
@@ -218,11 +218,13 @@ pub fn trace(a: &TraceArgs) -> Result<i32> {
         bytes,
     );
     if let Some(p) = problem {
+        eprintln!("xlat: the guest's console ended with:");
+        for l in &end.console.tail {
+            eprintln!("  {l}");
+        }
         bail!(
-            "{p}; {} holds what was recorded until then (marked truncated). The guest's \
-             console ended with:\n{}",
-            out.display(),
-            end.console.tail.join("\n")
+            "{p}; {} holds what was recorded until then (marked truncated)",
+            out.display()
         );
     }
     Ok(end.console.status.unwrap_or(0))

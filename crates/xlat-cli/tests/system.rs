@@ -285,3 +285,33 @@ fn a_hung_guest_is_stopped_with_a_truncated_trace() {
     assert!(why.is_some_and(|w| w.contains("did not finish")), "{why:?}");
     assert!(s.references() > 0);
 }
+
+/// A guest kernel that panics ends the run at once: the run fails saying so, with the
+/// console's last lines, and the trace is a readable file marked truncated.
+#[test]
+fn a_panicking_guest_kernel_gives_a_truncated_trace_and_a_clear_error() {
+    let d = Dir::new();
+    let (o, t) = system_trace(
+        &d,
+        "panic",
+        &[],
+        "echo going; echo c > /proc/sysrq-trigger; echo survived",
+    );
+    let err = stderr(&o);
+    assert_eq!(code(&o), 1, "{err}");
+    assert!(
+        err.contains("the guest kernel crashed (a kernel panic)"),
+        "{err}"
+    );
+    assert!(err.contains("Kernel panic - not syncing"), "{err}");
+    assert!(stdout(&o).starts_with("going\n"), "{}", stdout(&o));
+    assert!(!stdout(&o).contains("survived"));
+    let s = summary(&t);
+    let why = s
+        .end_meta
+        .iter()
+        .find(|(k, _)| k == "truncated")
+        .map(|(_, v)| v.as_str());
+    assert_eq!(why, Some("the guest kernel crashed (a kernel panic)"));
+    assert!(s.references() > 0);
+}

@@ -36,7 +36,7 @@ pub struct Console {
     pub status: Option<i32>,
     /// The kernel panicked (`Kernel panic` on the console).
     pub panicked: bool,
-    /// The last console lines outside the command's own output.
+    /// The last console lines (the command's output included).
     pub tail: Vec<String>,
 }
 
@@ -109,15 +109,18 @@ impl Boot {
     pub fn run_to_end(&self, timeout: Duration) -> Result<Console, SystemError> {
         let end = self.spawn()?.wait(timeout);
         if end.timed_out || !end.qemu.success() || end.console.panicked {
+            let last = end.console.tail.len().saturating_sub(8);
             return Err(SystemError::Guest(format!(
-                "the guest {} ({}); its console ended with:\n{}",
+                "the guest {} ({}); its console ended with: {}",
                 if end.timed_out {
                     "did not finish in time"
+                } else if end.console.panicked {
+                    "crashed (a kernel panic)"
                 } else {
                     "failed"
                 },
                 end.qemu,
-                end.console.tail.join("\n")
+                end.console.tail[last..].join(" | ")
             )));
         }
         Ok(end.console)
@@ -182,7 +185,6 @@ fn read_console(out: impl std::io::Read) -> Console {
             let mut o = stdout.lock();
             let _ = writeln!(o, "{line}");
             let _ = o.flush();
-            continue;
         }
         c.panicked |= line.contains("Kernel panic");
         if c.tail.len() == TAIL {
