@@ -10,9 +10,11 @@ mod index;
 #[cfg(test)]
 mod index_tests;
 mod skewed;
+mod stack;
 
 pub use index::{Indexer, SetIndex};
 use skewed::Skewed;
+pub use stack::StackArray;
 
 use crate::replacement::{Fifo, Lru, LruList, LruOrder, Policy, Random, Replacement, TreePlru};
 use crate::sets::Sets;
