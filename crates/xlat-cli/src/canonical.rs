@@ -25,10 +25,6 @@ impl<S> Canonical<S> {
         }
     }
 
-    pub fn into_inner(self) -> S {
-        self.src
-    }
-
     #[inline]
     fn va(&self, a: &mut VirtAddr) {
         if a.0 >> 47 == 0x1_ffff {

@@ -104,6 +104,97 @@ pub fn run_one(cfg: &MachineConfig, input: &Input, strict: bool) -> Result<Outco
     })
 }
 
+/// Runs `input` on every machine of `cfgs` from one read of it: a trace is decoded once
+/// (a workload generated once) and every machine, on its own thread, replays the same
+/// batches ([`crate::fanout`]). The same reports as separate [`run_one`] calls, in the
+/// order of `cfgs`; a machine that fails does not stop the others. `seconds` is the
+/// group's wall time.
+pub fn run_group(cfgs: &[&MachineConfig], input: &Input, strict: bool) -> Vec<Result<Outcome>> {
+    if cfgs.len() == 1 {
+        return vec![run_one(cfgs[0], input, strict)];
+    }
+    let t = Instant::now();
+    let mut sims: Vec<Result<Sim<Radix>>> = cfgs.iter().map(|c| new_sim(c)).collect();
+    let mut ok: Vec<(&mut Sim<Radix>, Vec<String>)> = sims
+        .iter_mut()
+        .filter_map(|s| s.as_mut().ok())
+        .map(|s| (s, Vec::new()))
+        .collect();
+    let (runs, names): (Result<Vec<Result<()>>>, Vec<ProgramName>) = match input {
+        Input::Workload(spec) => match xlat_workloads::parse(spec) {
+            Ok(w) => (Ok(drive_group(w, &mut ok, spec)), Vec::new()),
+            Err(e) => (Err(e.into()), Vec::new()),
+        },
+        Input::Trace(path) => match crate::traces::replay_many(path, strict, &mut ok) {
+            Ok((r, names)) => (Ok(r), names),
+            Err(e) => (Err(e), Vec::new()),
+        },
+    };
+    let warnings: Vec<Vec<String>> = ok.into_iter().map(|(_, w)| w).collect();
+    let seconds = t.elapsed().as_secs_f64();
+    let mut runs = match runs {
+        Ok(r) => r.into_iter(),
+        Err(e) => {
+            // The input itself failed: every machine's run did.
+            let msg = format!("{e:#}");
+            return cfgs.iter().map(|_| Err(anyhow::anyhow!("{msg}"))).collect();
+        }
+    };
+    let mut warnings = warnings.into_iter();
+    sims.into_iter()
+        .map(|s| {
+            let sim = s?;
+            let (r, w) = (
+                runs.next().expect("a run per sim"),
+                warnings.next().expect("warnings per sim"),
+            );
+            r?;
+            let mut report = sim.report();
+            name_programs(&mut report, &names);
+            if let Input::Trace(path) = input {
+                crate::traces::name_fetch_misses(path, &mut report)?;
+            }
+            Ok(Outcome {
+                machine: sim.config().name.clone(),
+                input: input.label(),
+                seconds,
+                report,
+                warnings: w,
+            })
+        })
+        .collect()
+}
+
+/// Generates workload `spec` once and replays it on every simulator of `sims`.
+fn drive_group(
+    w: xlat_workloads::Workload,
+    sims: &mut [(&mut Sim<Radix>, Vec<String>)],
+    spec: &str,
+) -> Vec<Result<()>> {
+    let pb = crate::progress::bar(format!("events · {spec} · {} machines", sims.len()));
+    let pbc = pb.clone();
+    let (taps, handle) = crate::fanout::fan_out(w, sims.len(), 1 << 16, move |k| pbc.inc(k as u64));
+    let mut jobs: Vec<(&mut Sim<Radix>, Option<crate::fanout::Tap>)> = sims
+        .iter_mut()
+        .zip(taps)
+        .map(|((sim, _), tap)| (&mut **sim, Some(tap)))
+        .collect();
+    let r = crate::fanout::run_jobs(
+        &mut jobs,
+        |(sim, tap)| match tap.as_mut().and_then(|t| t.next_batch()) {
+            Some(b) => {
+                sim.run(&b?).with_context(|| format!("workload {spec}"))?;
+                Ok(true)
+            }
+            None => Ok(false),
+        },
+        |(_, tap)| drop(tap.take()),
+    );
+    pb.finish_and_clear();
+    let _ = handle.join();
+    r
+}
+
 pub use xlat_trace::{program_names, ProgramName};
 
 /// Gives the simulator's programs (in order of appearance) the command lines a capture
@@ -186,14 +277,22 @@ pub fn sim(a: SimArgs) -> Result<()> {
             }),
         }
     }
-    let jobs: Vec<(&MachineConfig, &Input)> = machines
-        .iter()
-        .flat_map(|m| good.iter().map(move |i| (m, i)))
-        .collect();
-    let results: Vec<Result<Outcome>> = jobs
+    // One group per input: its machines replay one decode of it together.
+    let refs: Vec<&MachineConfig> = machines.iter().collect();
+    let by_input: Vec<Vec<Result<Outcome>>> = good
         .par_iter()
-        .map(|(m, i)| run_one(m, i, a.strict))
+        .map(|i| run_group(&refs, i, a.strict))
         .collect();
+    // Reported machine by machine, as the runs are listed.
+    let mut by_input: Vec<_> = by_input.into_iter().map(Vec::into_iter).collect();
+    let mut jobs: Vec<(&MachineConfig, &Input)> = Vec::new();
+    let mut results: Vec<Result<Outcome>> = Vec::new();
+    for m in &machines {
+        for (i, runs) in good.iter().zip(&mut by_input) {
+            jobs.push((m, i));
+            results.push(runs.next().expect("a run per machine"));
+        }
+    }
     let mut outcomes = Vec::new();
     for (r, (m, i)) in results.into_iter().zip(&jobs) {
         match r {

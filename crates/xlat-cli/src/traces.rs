@@ -2,10 +2,10 @@
 //! of `bench`.
 
 use crate::canonical::Canonical;
+use crate::fanout::{fan_out, run_jobs, Tap};
 use crate::fold::{Fold, USER_BITS};
 use crate::output::shown;
-use crate::pipeline::Pipelined;
-use crate::run::{drive, drive_progress, BATCH};
+use crate::run::{drive, BATCH};
 use anyhow::{ensure, Context, Result};
 use std::fs::File;
 use std::io::{BufReader, Write};
@@ -21,6 +21,17 @@ type Input = BufReader<Rewound<File>>;
 pub enum TraceInput {
     Xlt(Box<TraceReader<Input>>),
     Lackey(LackeyReader<Input>),
+}
+
+impl EventSource for TraceInput {
+    type Error = xlat_trace::TraceError;
+
+    fn fill(&mut self, buf: &mut Vec<Event>, max: usize) -> Result<bool, Self::Error> {
+        match self {
+            TraceInput::Xlt(r) => r.fill(buf, max),
+            TraceInput::Lackey(r) => r.fill(buf, max),
+        }
+    }
 }
 
 /// Opens the trace at `path` and picks its reader from its first bytes
@@ -48,28 +59,121 @@ pub fn replay(
     sim: &mut Sim<Radix>,
     warnings: &mut Vec<String>,
 ) -> Result<Vec<crate::run::ProgramName>> {
+    let mut one = [(sim, Vec::new())];
+    let (mut results, names) = replay_many(path, strict, &mut one)?;
+    let r = results.pop().expect("one result");
+    warnings.append(&mut one[0].1);
+    r.map(|()| names)
+}
+
+/// How one machine sees a trace's addresses.
+#[derive(Clone, Copy)]
+enum View {
+    /// As recorded.
+    Plain,
+    /// A system trace's kernel half narrowed to `bits` (48..63).
+    Canonical(u32),
+    /// Folded onto a `bits`-bit space (the kernel half in the top quarter if `system`).
+    Fold { bits: u32, system: bool },
+}
+
+/// The view of a trace (a system trace if `system`) that machine `sim` replays.
+fn view(sim: &Sim<Radix>, system: bool, what: &str) -> Result<View> {
+    let bits = sim.config().va_bits();
+    if system {
+        ensure!(
+            (48..=64).contains(&bits) || (26..USER_BITS).contains(&bits),
+            "trace {what} is a system trace (x86-64 kernel and user addresses): it \
+             replays on machines with 48 to 64 virtual-address bits, or 26 to 46 (folded, \
+             the kernel in the top quarter); {} has {bits}",
+            sim.config().name
+        );
+        if (48..64).contains(&bits) {
+            return Ok(View::Canonical(bits));
+        }
+    }
+    Ok(if bits >= USER_BITS {
+        View::Plain
+    } else {
+        View::Fold { bits, system }
+    })
+}
+
+/// Replays the trace at `path` into every simulator of `sims` from **one** decode (its
+/// own thread; each machine on a thread of its own, all fed the same batches). Per
+/// machine: `Ok` or the error that stopped it (the others go on), and the warnings
+/// added to its list; also the programs' names from the trace's end meta. An error
+/// opening the trace is the whole call's.
+#[allow(clippy::type_complexity)]
+pub fn replay_many(
+    path: &Path,
+    strict: bool,
+    sims: &mut [(&mut Sim<Radix>, Vec<String>)],
+) -> Result<(Vec<Result<()>>, Vec<crate::run::ProgramName>)> {
     let what = shown(path);
-    match open(path, strict)? {
-        TraceInput::Xlt(r) if is_system(r.header()) => {
-            // Which code pages miss in the ITLB: named from the kernel's symbols after the run.
-            sim.count_fetch_misses();
-            let bits = sim.config().va_bits();
-            ensure!(
-                (48..=64).contains(&bits) || (26..USER_BITS).contains(&bits),
-                "trace {what} is a system trace (x86-64 kernel and user addresses): it \
-                 replays on machines with 48 to 64 virtual-address bits, or 26 to 46 (folded, \
-                 the kernel in the top quarter); {} has {bits}",
-                sim.config().name
-            );
-            let r = if (48..64).contains(&bits) {
-                feed(Canonical::new(*r, bits), sim, &what, warnings, true)
-                    .with_context(|| format!("trace {what}"))?
-                    .into_inner()
-            } else {
-                feed(*r, sim, &what, warnings, true).with_context(|| format!("trace {what}"))?
-            };
+    let input = open(path, strict)?;
+    let (system, kind) = match &input {
+        TraceInput::Xlt(r) => (is_system(r.header()), "trace"),
+        TraceInput::Lackey(_) => (false, "lackey trace"),
+    };
+    let views: Vec<Result<View>> = sims
+        .iter_mut()
+        .map(|(sim, _)| {
+            if system {
+                // Which code pages miss in the ITLB: named from the kernel's symbols after the run.
+                sim.count_fetch_misses();
+            }
+            view(sim, system, &what)
+        })
+        .collect();
+    let n = views.iter().filter(|v| v.is_ok()).count();
+    let label = match sims.len() {
+        1 => format!("events replayed · {what}"),
+        m => format!("events replayed · {what} · {m} machines"),
+    };
+    let pb = crate::progress::bar(label);
+    let pbc = pb.clone();
+    let (taps, handle) = fan_out(input, n, PIPELINE_BATCH, move |k| pbc.inc(k as u64));
+    let mut taps = taps.into_iter();
+    let mut jobs: Vec<Job> = Vec::new();
+    let mut results: Vec<Option<Result<()>>> = Vec::new();
+    for ((sim, warnings), v) in sims.iter_mut().zip(views) {
+        match v {
+            Ok(v) => {
+                let tap = taps.next().expect("a tap per view");
+                results.push(None);
+                jobs.push(Job {
+                    sim,
+                    warnings,
+                    feed: Some(Feed::new(tap, v)),
+                });
+            }
+            Err(e) => results.push(Some(Err(e))),
+        }
+    }
+    let mut ran = run_jobs(
+        &mut jobs,
+        |j| j.step().with_context(|| format!("{kind} {what}")),
+        |j| {
+            if let Some(w) = j.feed.take().and_then(|f| f.warning(&what)) {
+                j.warnings.push(w);
+            }
+        },
+    )
+    .into_iter();
+    let results: Vec<Result<()>> = results
+        .into_iter()
+        .map(|r| r.unwrap_or_else(|| ran.next().expect("a result per job")))
+        .collect();
+    pb.finish_and_clear();
+    let input = handle
+        .join()
+        .unwrap_or_else(|e| std::panic::resume_unwind(e));
+    let mut common = Vec::new();
+    let names = match &input {
+        TraceInput::Xlt(r) => {
             if let Some(t) = r.truncation() {
-                warnings.push(format!("{what}: {t}"));
+                common.push(format!("{what}: {t}"));
             }
             if let Some(t) = r.end_summary().and_then(|s| {
                 s.end_meta
@@ -77,30 +181,90 @@ pub fn replay(
                     .find(|(k, _)| k == "truncated")
                     .map(|(_, v)| v.clone())
             }) {
-                warnings.push(format!("{what} was cut short at capture: {t}"));
-            }
-            Ok(r.end_summary()
-                .map(|s| crate::run::program_names(&s.end_meta))
-                .unwrap_or_default())
-        }
-        TraceInput::Xlt(r) => {
-            let r =
-                feed(*r, sim, &what, warnings, false).with_context(|| format!("trace {what}"))?;
-            if let Some(t) = r.truncation() {
-                warnings.push(format!("{what}: {t}"));
+                common.push(format!("{what} was cut short at capture: {t}"));
             }
             // The programs' names, when a capture wrote them.
-            Ok(r.end_summary()
+            r.end_summary()
                 .map(|s| crate::run::program_names(&s.end_meta))
-                .unwrap_or_default())
+                .unwrap_or_default()
         }
         TraceInput::Lackey(r) => {
-            let r = feed(r, sim, &what, warnings, false)
-                .with_context(|| format!("lackey trace {what}"))?;
             if let Some(t) = r.truncation() {
-                warnings.push(format!("{what}: {t}"));
+                common.push(format!("{what}: {t}"));
             }
-            Ok(Vec::new())
+            Vec::new()
+        }
+    };
+    for (_, w) in sims.iter_mut() {
+        w.extend(common.iter().cloned());
+    }
+    Ok((results, names))
+}
+
+/// One machine's view of the shared stream, a batch per step.
+pub enum Feed {
+    /// The shared batches, read in place.
+    Plain(Tap),
+    Canonical(Canonical<Tap>, Vec<Event>),
+    Fold(Fold<Tap>, Vec<Event>),
+}
+
+impl Feed {
+    fn new(tap: Tap, v: View) -> Feed {
+        match v {
+            View::Plain => Feed::Plain(tap),
+            View::Canonical(bits) => Feed::Canonical(Canonical::new(tap, bits), Vec::new()),
+            View::Fold { bits, system: true } => Feed::Fold(Fold::system(tap, bits), Vec::new()),
+            View::Fold { bits, .. } => Feed::Fold(Fold::new(tap, bits), Vec::new()),
+        }
+    }
+
+    /// Replays the next shared batch into `sim`; `false` at the end of the stream.
+    pub fn step(&mut self, sim: &mut Sim<Radix>) -> Result<bool> {
+        // A tap hands out a whole batch when asked for this many events.
+        const ALL: usize = PIPELINE_BATCH;
+        match self {
+            Feed::Plain(tap) => match tap.next_batch() {
+                Some(b) => sim.run(&b?)?,
+                None => return Ok(false),
+            },
+            Feed::Canonical(src, buf) => {
+                if !src.fill(buf, ALL)? {
+                    return Ok(false);
+                }
+                sim.run(buf)?;
+            }
+            Feed::Fold(src, buf) => {
+                if !src.fill(buf, ALL)? {
+                    return Ok(false);
+                }
+                sim.run(buf)?;
+            }
+        }
+        Ok(true)
+    }
+
+    /// What folding had to say, if anything.
+    fn warning(&self, what: &str) -> Option<String> {
+        match self {
+            Feed::Fold(f, _) => f.warning(what),
+            _ => None,
+        }
+    }
+}
+
+/// One machine of a replay: its simulator, warnings and feed (gone once it ended).
+struct Job<'a, 'b> {
+    sim: &'a mut &'b mut Sim<Radix>,
+    warnings: &'a mut Vec<String>,
+    feed: Option<Feed>,
+}
+
+impl Job<'_, '_> {
+    fn step(&mut self) -> Result<bool> {
+        match &mut self.feed {
+            Some(f) => f.step(self.sim),
+            None => Ok(false),
         }
     }
 }
@@ -145,43 +309,6 @@ pub fn is_system(h: &Header) -> bool {
 /// and forth (measured here: 4 K-event batches were slower than no second thread at all;
 /// 64 K-event batches replay gzip's trace at 150 M events/s instead of 110).
 const PIPELINE_BATCH: usize = 1 << 16;
-
-/// Replays `src` (decoded on its own thread; folded when the machine's address space is
-/// narrower than x86-64 user space, with the kernel half in the top quarter if `system`)
-/// and returns it.
-fn feed<S: EventSource + Send + 'static>(
-    src: S,
-    sim: &mut Sim<Radix>,
-    what: &str,
-    warnings: &mut Vec<String>,
-    system: bool,
-) -> Result<S> {
-    let bits = sim.config().va_bits();
-    let p = Pipelined::new(src, PIPELINE_BATCH);
-    if bits >= USER_BITS {
-        let mut p = p;
-        drive_progress(
-            &mut p,
-            sim,
-            format!("events replayed · {what}"),
-            PIPELINE_BATCH,
-        )?;
-        return Ok(p.into_inner());
-    }
-    let mut f = if system {
-        Fold::system(p, bits)
-    } else {
-        Fold::new(p, bits)
-    };
-    drive_progress(
-        &mut f,
-        sim,
-        format!("events replayed · {what}"),
-        PIPELINE_BATCH,
-    )?;
-    warnings.extend(f.warning(what));
-    Ok(f.into_inner().into_inner())
-}
 
 /// Copies every event of `src` (named `what` in its errors) into `w` (writing `dest`).
 fn copy<S: EventSource, W: Write>(

@@ -579,3 +579,58 @@ fn calibrate_writes_a_machine_that_matches_the_measured_l2_ramp() {
     assert!(!ok && err.contains("--base"), "{err}");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A sweep decodes each input once and feeds every machine the same batches: its
+/// reports equal separate runs', report for report (every preset, 32-bit folding
+/// included), and a machine that fails does not stop the others.
+#[test]
+fn one_decode_sweep_equals_separate_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("mixed.xlt");
+    let (ok, _, err) = xlat(&[
+        "convert",
+        "-w",
+        "mixed:refs=200K",
+        "-o",
+        trace.to_str().unwrap(),
+    ]);
+    assert!(ok, "{err}");
+    let (ok, list, _) = xlat(&["machines"]);
+    assert!(ok);
+    let presets: Vec<&str> = list
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert!(presets.len() >= 8, "{list}");
+    let inputs = [
+        ["-t", trace.to_str().unwrap()],
+        ["-w", "forkexit:iterations=20"],
+    ];
+    let report = |json: &std::path::Path, i: usize| -> serde_json::Value {
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+        v["runs"][i]["report"].clone()
+    };
+    for input in inputs {
+        let all = dir.path().join("all.json");
+        let mut args = vec!["sim"];
+        for p in &presets {
+            args.extend(["-m", p]);
+        }
+        args.extend(["-m", "no-such-machine"]);
+        args.extend(input);
+        args.extend(["--json", all.to_str().unwrap()]);
+        let (ok, _, err) = xlat(&args);
+        assert!(!ok, "a machine that does not exist fails the sweep");
+        assert!(err.contains("no-such-machine"), "{err}");
+        for (i, p) in presets.iter().enumerate() {
+            let one = dir.path().join(format!("{p}.json"));
+            let mut args = vec!["sim", "-m", p];
+            args.extend(input);
+            args.extend(["--json", one.to_str().unwrap()]);
+            let (ok, _, err) = xlat(&args);
+            assert!(ok, "{p}: {err}");
+            assert_eq!(report(&all, i), report(&one, 0), "{p} × {input:?}");
+        }
+    }
+}

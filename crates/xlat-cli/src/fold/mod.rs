@@ -144,11 +144,6 @@ impl<S: EventSource> Fold<S> {
         f
     }
 
-    /// The wrapped source.
-    pub fn into_inner(self) -> S {
-        self.src
-    }
-
     /// A warning for the report if any address was folded.
     pub fn warning(&self, what: &str) -> Option<String> {
         (self.folded > 0).then(|| {
