@@ -6,6 +6,7 @@ mod bench;
 mod calibrate;
 mod canonical;
 mod capture;
+mod curve;
 mod fanout;
 mod fold;
 mod memory;
@@ -109,6 +110,10 @@ enum Cmd {
         #[arg(long)]
         entry: Option<String>,
     },
+    /// A TLB structure's exact miss-ratio curve in one pass: misses and MPKI per size.
+    ///
+    /// `xlat curve -m skylake -t gzip.xlt`; `--tlb tlb.levels[1].unified[0] --ways`
+    Curve(curve::CurveArgs),
     /// Measure simulator throughput (refs/s) on fixed cases; asserts their counts.
     Bench {
         /// Only run cases whose name contains this.
@@ -152,6 +157,10 @@ pub struct SimArgs {
     /// Treat a trace whose end was cut off as an error instead of a warning.
     #[arg(long)]
     strict: bool,
+    /// Change a field of every machine, e.g. `tlb.levels[1].unified[0].entries=2048`
+    /// or `os.thp=never` (repeatable; the machine's name then lists the changes).
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    sets: Vec<String>,
 }
 
 fn main() {
@@ -167,6 +176,7 @@ fn main() {
         Cmd::Run(a) => capture::run(a).map(|c| std::process::exit(c)),
         Cmd::Trace(a) => capture::trace(a).map(|c| std::process::exit(c)),
         Cmd::Sim(a) => run::sim(a),
+        Cmd::Curve(a) => curve::run(a),
         Cmd::Machines { name } => run::machines(name),
         Cmd::Workloads => run::workloads(),
         Cmd::Bench { filter } => bench::run(filter.as_deref()),

@@ -469,6 +469,11 @@ fn write_file(path: &Path, body: impl FnOnce(&mut OutFile) -> std::io::Result<()
         .with_context(|| format!("cannot write {name}"))
 }
 
+/// Writes `text` to `path`, complete or not at all.
+pub fn write_text(path: &Path, text: &str) -> Result<()> {
+    write_file(path, |f| f.write_all(text.as_bytes()))
+}
+
 pub fn write_json(path: &Path, outcomes: &[Outcome]) -> Result<()> {
     write_json_with_failures(path, outcomes, &[])
 }

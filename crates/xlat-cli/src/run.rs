@@ -51,6 +51,33 @@ pub fn new_sim(cfg: &MachineConfig) -> Result<Sim<Radix>> {
     Ok(sim)
 }
 
+/// Machine `name` (a preset or TOML file) with each `PATH=VALUE` of `sets` applied
+/// (`tlb.levels[1].unified[0].entries=2048`, `os.thp=never`: a VALUE that is not TOML is
+/// a string); the name then lists them.
+pub fn machine_with_sets(name: &str, sets: &[String]) -> Result<MachineConfig> {
+    let cfg = presets::load(name)?;
+    if sets.is_empty() {
+        return Ok(cfg);
+    }
+    let mut parsed = Vec::new();
+    for s in sets {
+        let Some((path, value)) = s.split_once('=') else {
+            bail!("--set {s}: write PATH=VALUE, e.g. tlb.levels[0].d[0].entries=128");
+        };
+        let (path, value) = (path.trim(), value.trim());
+        let v = toml::from_str::<toml::Table>(&format!("v = {value}"))
+            .ok()
+            .and_then(|mut t| t.remove("v"))
+            .unwrap_or_else(|| toml::Value::String(value.to_string()));
+        parsed.push((path.to_string(), v));
+    }
+    let mut cfg = cfg
+        .with_overrides(parsed.iter().map(|(p, v)| (p.as_str(), v)))
+        .with_context(|| format!("machine {name}"))?;
+    cfg.name = format!("{} {}", cfg.name, sets.join(" "));
+    Ok(cfg)
+}
+
 /// Feeds `src` to `sim` in batches; bounded memory whatever the stream length.
 pub fn drive<S: EventSource>(src: &mut S, sim: &mut Sim<Radix>) -> Result<()> {
     let mut buf: Vec<Event> = Vec::with_capacity(BATCH);
@@ -257,12 +284,12 @@ pub fn sim(a: SimArgs) -> Result<()> {
     let mut failures = Vec::new();
     let mut machines = Vec::new();
     for n in &names {
-        match presets::load(n) {
+        match machine_with_sets(n, &a.sets) {
             Ok(m) => machines.push(m),
-            Err(e) => failures.push(Failure {
+            Err(error) => failures.push(Failure {
                 machine: n.clone(),
                 input: "(every input)".into(),
-                error: e.into(),
+                error,
             }),
         }
     }

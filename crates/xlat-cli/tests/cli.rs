@@ -634,3 +634,75 @@ fn one_decode_sweep_equals_separate_runs() {
         }
     }
 }
+
+/// `xlat curve` gives, in one pass, the misses that `xlat sim --set` gives one size at a
+/// time (fully associative and with the sets kept), and writes its JSON and CSV.
+#[test]
+fn curve_equals_one_run_per_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("c.json");
+    let csv = dir.path().join("c.csv");
+    let w = "gups:footprint=16MiB,refs=50K";
+    let s = dir.path().join("s.json");
+    for (ways_flag, sizes, path) in [
+        (false, "1,3,16,64,200,256,300", "tlb.levels[0].d[0]"),
+        (true, "1,2,6,12", "tlb.levels[1].unified[0]"),
+    ] {
+        let mut args = vec!["curve", "-w", w, "--sizes", sizes, "--tlb", path];
+        if ways_flag {
+            args.push("--ways");
+        }
+        args.extend([
+            "--json",
+            json.to_str().unwrap(),
+            "--csv",
+            csv.to_str().unwrap(),
+        ]);
+        let (ok, out, err) = xlat(&args);
+        assert!(ok, "{err}");
+        assert!(out.contains("miss-ratio curve"), "{out}");
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let points = v["points"].as_array().unwrap();
+        assert_eq!(points.len(), sizes.split(',').count());
+        let rows = std::fs::read_to_string(&csv).unwrap();
+        assert_eq!(rows.lines().count(), points.len() + 1, "{rows}");
+        let mut distinct = std::collections::HashSet::new();
+        for p in points {
+            let (entries, ways) = (p["entries"].as_u64().unwrap(), p["ways"].as_u64().unwrap());
+            let e = format!("{path}.entries={entries}");
+            let wy = format!("{path}.ways={ways}");
+            let (ok, _, err) = xlat(&[
+                "sim",
+                "-w",
+                w,
+                "--set",
+                &e,
+                "--set",
+                &wy,
+                "--json",
+                s.to_str().unwrap(),
+            ]);
+            assert!(ok, "{err}");
+            let r: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&s).unwrap()).unwrap();
+            let structs = r["runs"][0]["report"]["tlb_structures"].as_array().unwrap();
+            let name = if path.contains("unified") {
+                "STLB TLB[0]"
+            } else {
+                "L1 DTLB[0]"
+            };
+            let st = structs
+                .iter()
+                .find(|t| t["name"].as_str().unwrap().starts_with(name))
+                .unwrap();
+            assert_eq!(p["misses"], st["fills"], "{path} at {entries} entries");
+            distinct.insert(p["misses"].as_u64().unwrap());
+        }
+        assert!(distinct.len() > 2, "{path}: a curve, not a constant");
+    }
+    let (ok, _, err) = xlat(&["curve", "-m", "mpc855t", "-w", w]);
+    assert!(!ok && err.contains("replacement"), "{err}");
+    let (ok, _, err) = xlat(&["sim", "-w", w, "--set", "tlb.levels[0].d[0].nope=1"]);
+    assert!(!ok && err.contains("nope"), "{err}");
+}

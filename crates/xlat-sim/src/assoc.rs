@@ -311,7 +311,69 @@ pub enum Assoc {
     W16(Fixed<16, Order>),
     W32(Fixed<32, List>),
     Dyn(Dynamic),
-    Skew(Box<Skewed>),
+    /// The rare kinds, behind one pointer and one out-of-line call (a variant of their
+    /// own each changed the inlined code of the common ones).
+    Boxed(Box<Boxed>),
+}
+
+/// Arrays kept out of the hot path's inlined code.
+#[derive(Debug, Clone)]
+pub enum Boxed {
+    /// Skewed-associative.
+    Skew(Skewed),
+    /// LRU that also counts every other associativity's misses (miss-ratio curves).
+    Stack(StackArray),
+}
+
+macro_rules! boxed {
+    ($self:expr, $a:ident => $e:expr) => {
+        match $self {
+            Boxed::Skew($a) => $e,
+            Boxed::Stack($a) => $e,
+        }
+    };
+}
+
+impl Boxed {
+    #[inline(never)]
+    fn lookup(&mut self, index: u64, key: u64, asid: u16) -> Option<Slot> {
+        boxed!(self, a => a.lookup(index, key, asid))
+    }
+
+    fn peek(&self, index: u64, key: u64, asid: u16) -> Option<Slot> {
+        boxed!(self, a => a.peek(index, key, asid))
+    }
+
+    #[inline(never)]
+    fn lookup_or_fill(&mut self, index: u64, asid: u16, slot: Slot) -> bool {
+        match self {
+            Boxed::Skew(a) => {
+                let hit = a.lookup(index, slot.key, asid).is_some();
+                if !hit {
+                    a.fill(index, slot);
+                }
+                hit
+            }
+            Boxed::Stack(a) => a.lookup_or_fill(index, asid, slot),
+        }
+    }
+
+    #[inline(never)]
+    fn fill(&mut self, index: u64, slot: Slot) -> Displaced {
+        boxed!(self, a => a.fill(index, slot))
+    }
+
+    fn invalidate_where(&mut self, pred: impl FnMut(&Slot) -> bool) -> u64 {
+        boxed!(self, a => a.invalidate_where(pred))
+    }
+
+    fn invalidate(&mut self, index: u64, key: u64, asid: u16) -> bool {
+        boxed!(self, a => a.invalidate(index, key, asid))
+    }
+
+    fn valid_entries(&self) -> usize {
+        boxed!(self, a => a.valid_entries())
+    }
 }
 
 macro_rules! arr {
@@ -324,7 +386,7 @@ macro_rules! arr {
             Assoc::W16($a) => $e,
             Assoc::W32($a) => $e,
             Assoc::Dyn($a) => $e,
-            Assoc::Skew($a) => $e,
+            Assoc::Boxed($a) => $e,
         }
     };
 }
@@ -335,7 +397,7 @@ impl Assoc {
     pub fn new(policy: Policy, sets: usize, ways: usize, index: SetIndex, seed: u64) -> Self {
         let ix = Indexer::new(index, sets);
         if index == SetIndex::Skewed {
-            return Assoc::Skew(Box::new(Skewed::new(policy, ix, ways, seed)));
+            return Assoc::Boxed(Box::new(Boxed::Skew(Skewed::new(policy, ix, ways, seed))));
         }
         if !ix.is_mask() {
             return Assoc::Dyn(Dynamic::new(policy, ix, ways, seed));
@@ -381,13 +443,7 @@ impl Assoc {
                 }
                 hit
             }
-            Assoc::Skew(a) => {
-                let hit = a.lookup(index, slot.key, asid).is_some();
-                if !hit {
-                    a.fill(index, slot);
-                }
-                hit
-            }
+            Assoc::Boxed(a) => a.lookup_or_fill(index, asid, slot),
         }
     }
 
@@ -410,6 +466,17 @@ impl Assoc {
 
     pub fn valid_entries(&self) -> usize {
         arr!(self, a => a.valid_entries())
+    }
+
+    /// A [`StackArray`]'s misses per associativity (`None` for any other array).
+    pub fn stack_misses(&self) -> Option<Vec<(usize, u64)>> {
+        match self {
+            Assoc::Boxed(b) => match &**b {
+                Boxed::Stack(a) => Some(a.misses()),
+                Boxed::Skew(_) => None,
+            },
+            _ => None,
+        }
     }
 }
 

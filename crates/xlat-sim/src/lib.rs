@@ -15,6 +15,7 @@
 pub mod assoc;
 pub mod cache;
 pub mod config;
+pub mod curve;
 mod error;
 pub mod hashed;
 mod hugepage;

@@ -192,7 +192,7 @@ impl StackArray {
 
     /// Finds `key` (VALID-tagged) for `asid` in the set chosen by `index` among the
     /// `ways` most recent entries, touching it on a hit; a miss changes nothing.
-    #[inline]
+    #[inline(never)]
     pub fn lookup(&mut self, index: u64, key: u64, asid: u16) -> Option<Slot> {
         let set = self.index.set(index);
         let n = self.find(set, key, asid)?;
@@ -212,7 +212,7 @@ impl StackArray {
 
     /// `lookup`, then on a miss `fill` with `slot` (whose key is the one looked up);
     /// returns whether it hit.
-    #[inline]
+    #[inline(never)]
     pub fn lookup_or_fill(&mut self, index: u64, asid: u16, slot: Slot) -> bool {
         let set = self.index.set(index);
         let found = self.find(set, slot.key, asid);
@@ -235,7 +235,7 @@ impl StackArray {
     /// deeper than `ways`, taking the new values); returns what the `ways`-way array
     /// evicted (key 0 if it had a free way). The caller guarantees the key is not among
     /// the `ways` most recent (if it is, it is only touched and updated).
-    #[inline]
+    #[inline(never)]
     pub fn fill(&mut self, index: u64, slot: Slot) -> Displaced {
         let set = self.index.set(index);
         let x = self.find(set, slot.key, slot.asid);

@@ -266,6 +266,19 @@ impl<P: PageTable> Sim<P> {
         Ok(sim)
     }
 
+    /// Simulates structure `p.index` as an LRU stack that also counts the misses of
+    /// every size of the curve `p` (see [`crate::curve`]). Call before any event, on a
+    /// simulator of `p.machine`.
+    pub fn profile(&mut self, p: &crate::curve::Prepared) {
+        debug_assert_eq!(self.event, 0, "profile before any event");
+        self.tlb.structs[p.index].profile(p.sets, p.set_index, &p.ways);
+    }
+
+    /// The curve of a structure [`Sim::profile`] set up.
+    pub fn curve(&self, p: &crate::curve::Prepared) -> Vec<crate::curve::Point> {
+        p.points(&self.tlb.structs[p.index].stack_misses().unwrap_or_default())
+    }
+
     pub fn config(&self) -> &MachineConfig {
         &self.cfg
     }

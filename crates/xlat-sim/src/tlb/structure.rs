@@ -2,7 +2,7 @@
 //! lockdown slots, and its counters.
 
 use super::Entry;
-use crate::assoc::{Assoc, GLOBAL, VALID};
+use crate::assoc::{Assoc, Boxed, Indexer, SetIndex, StackArray, GLOBAL, VALID};
 use crate::config::{geometry, ConfigError, TlbStructConfig};
 use serde::Serialize;
 
@@ -129,6 +129,19 @@ impl Structure {
         }
         self.stats.invalidations += n;
         n
+    }
+
+    /// Replaces the (empty) array by an LRU stack of `ways` ways over `sets` sets that also
+    /// counts the misses of every associativity in `bounds` ([`crate::curve`]).
+    pub fn profile(&mut self, sets: usize, index: SetIndex, bounds: &[usize]) {
+        let ways = self.stats.ways as usize;
+        let ix = Indexer::new(index, sets);
+        self.arr = Assoc::Boxed(Box::new(Boxed::Stack(StackArray::new(ix, ways, bounds))));
+    }
+
+    /// The misses per associativity of a profiled structure.
+    pub fn stack_misses(&self) -> Option<Vec<(usize, u64)>> {
+        self.arr.stack_misses()
     }
 
     /// Recomputes `present` exactly after a bulk invalidation.

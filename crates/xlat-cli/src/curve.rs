@@ -1,0 +1,243 @@
+//! `xlat curve`: a TLB structure's exact miss-ratio curve from one pass
+//! ([`xlat_sim::curve`]).
+
+use crate::output::n;
+use crate::run::{machine_with_sets, Input};
+use anyhow::{bail, Context, Result};
+use serde::Serialize;
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::time::Instant;
+use xlat_sim::curve::{prepare, CurveKind, CurveSpec, Point};
+
+#[derive(clap::Args)]
+pub struct CurveArgs {
+    /// Machine preset name or TOML file.
+    #[arg(short, long = "machine", default_value = xlat_sim::presets::DEFAULT)]
+    machine: String,
+    /// Built-in workload spec.
+    #[arg(short, long, conflicts_with = "trace")]
+    workload: Option<String>,
+    /// Trace file (`.xlt` or valgrind lackey text).
+    #[arg(short, long)]
+    trace: Option<PathBuf>,
+    /// The structure, by field path (default: the first level's first data structure).
+    #[arg(long, value_name = "PATH")]
+    tlb: Option<String>,
+    /// Vary the ways with the structure's sets and index kept (default: vary the entries
+    /// of the structure made fully associative).
+    #[arg(long)]
+    ways: bool,
+    /// Points, comma-separated: entries (or ways with `--ways`). Default: 32 points,
+    /// 1 to 65,536 entries in half powers of two (or 1 to twice the structure's ways).
+    #[arg(long, value_delimiter = ',')]
+    sizes: Vec<usize>,
+    /// Change a field of the machine first, e.g. `os.thp=never` (repeatable).
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    sets: Vec<String>,
+    /// Write the curve as CSV.
+    #[arg(long)]
+    csv: Option<PathBuf>,
+    /// Write the curve as JSON.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Treat a trace whose end was cut off as an error instead of a warning.
+    #[arg(long)]
+    strict: bool,
+}
+
+/// The default points of a fully-associative curve: 2^k and 3·2^k up to 65,536.
+fn default_entries() -> Vec<usize> {
+    let mut v: Vec<usize> = (0..=16).map(|k| 1 << k).collect();
+    v.extend((0..=14).map(|k| 3 << k));
+    v.sort_unstable();
+    v
+}
+
+/// The JSON output (`schema` 1).
+#[derive(Serialize)]
+struct CurveOut<'a> {
+    schema: u32,
+    machine: &'a str,
+    input: &'a str,
+    structure: &'a str,
+    /// `entries` (fully associative) or `ways` (sets kept).
+    kind: &'static str,
+    sets: usize,
+    /// The structure's size in the pass (its other counters are the report's).
+    configured_entries: u64,
+    instructions: u64,
+    references: u64,
+    points: Vec<PointOut>,
+}
+
+#[derive(Serialize)]
+struct PointOut {
+    entries: u64,
+    ways: u64,
+    misses: u64,
+    /// Per 1000 instructions (`null` when the input has none).
+    mpki: Option<f64>,
+    /// Per 1000 references (the report's `refs.total`).
+    misses_per_kref: f64,
+}
+
+pub fn run(a: CurveArgs) -> Result<()> {
+    let cfg = machine_with_sets(&a.machine, &a.sets)?;
+    let input = match (&a.workload, &a.trace) {
+        (Some(w), None) => Input::Workload(w.clone()),
+        (None, Some(t)) => Input::Trace(t.clone()),
+        _ => bail!("give one input: --workload SPEC or --trace FILE"),
+    };
+    let structure = a.tlb.clone().unwrap_or_else(|| {
+        let l0 = cfg.tlb.levels.first();
+        if l0.is_some_and(|l| l.d.is_empty()) {
+            "tlb.levels[0].unified[0]".into()
+        } else {
+            "tlb.levels[0].d[0]".into()
+        }
+    });
+    let kind = if a.ways {
+        CurveKind::Ways
+    } else {
+        CurveKind::Entries
+    };
+    let sizes = if !a.sizes.is_empty() {
+        a.sizes.clone()
+    } else if a.ways {
+        let (_, s) = xlat_sim::curve::find_structure(&cfg, &structure)?;
+        let w = s.ways.unwrap_or(s.entries) as usize;
+        (1..=(2 * w).clamp(4, 64)).collect()
+    } else {
+        default_entries()
+    };
+    let spec = CurveSpec {
+        structure: structure.clone(),
+        kind,
+        sizes,
+    };
+    let p = prepare(&cfg, &spec).with_context(|| format!("machine {}", cfg.name))?;
+    let mut sim = crate::run::new_sim(&p.machine)?;
+    sim.profile(&p);
+    let t = Instant::now();
+    let mut warnings = Vec::new();
+    match &input {
+        Input::Workload(spec) => {
+            let mut w = xlat_workloads::parse(spec)?;
+            crate::run::drive(&mut w, &mut sim).with_context(|| format!("workload {spec}"))?;
+        }
+        Input::Trace(path) => {
+            crate::traces::replay(path, a.strict, &mut sim, &mut warnings)?;
+        }
+    }
+    let secs = t.elapsed().as_secs_f64();
+    for w in &warnings {
+        eprintln!("xlat: warning: {}", xlat_trace::escape(w));
+    }
+    let r = sim.report();
+    let points = sim.curve(&p);
+    let configured = r.tlb_structures[p.index].entries as u64;
+    let out = CurveOut {
+        schema: 1,
+        machine: &cfg.name,
+        input: &input.label(),
+        structure: &structure,
+        kind: if a.ways { "ways" } else { "entries" },
+        sets: p.sets,
+        configured_entries: configured,
+        instructions: r.refs.instructions,
+        references: r.refs.total,
+        points: points
+            .iter()
+            .map(|pt: &Point| PointOut {
+                entries: pt.entries,
+                ways: pt.ways,
+                misses: pt.misses,
+                mpki: (r.refs.instructions > 0)
+                    .then(|| pt.misses as f64 * 1000.0 / r.refs.instructions as f64),
+                misses_per_kref: pt.misses as f64 * 1000.0 / r.refs.total.max(1) as f64,
+            })
+            .collect(),
+    };
+    print!("{}", table(&out, &r.tlb_structures[p.index].name, secs));
+    if let Some(path) = &a.csv {
+        crate::output::write_text(path, &csv(&out))?;
+    }
+    if let Some(path) = &a.json {
+        let mut s = serde_json::to_string_pretty(&out)?;
+        s.push('\n');
+        crate::output::write_text(path, &s)?;
+    }
+    let _ = std::io::stdout().flush();
+    Ok(())
+}
+
+fn table(o: &CurveOut, name: &str, secs: f64) -> String {
+    let mut s = String::new();
+    let what = if o.kind == "ways" {
+        format!("{} sets kept, ways varied", o.sets)
+    } else {
+        "fully associative".to_string()
+    };
+    let _ = writeln!(
+        s,
+        "miss-ratio curve of {} ({}: {}, {what}) · machine {} · input {}",
+        o.structure,
+        name.trim(),
+        o.configured_entries,
+        o.machine,
+        o.input
+    );
+    let _ = writeln!(
+        s,
+        "one pass, exact for LRU (Mattson et al. 1970 stack algorithm), {} refs in {secs:.2} s",
+        n(o.references)
+    );
+    let _ = writeln!(
+        s,
+        "\n{:>9} {:>6} {:>14} {:>12} {:>12}",
+        "entries", "ways", "misses", "MPKI", "misses/kref"
+    );
+    for p in &o.points {
+        let mpki = p.mpki.map_or("-".to_string(), |v| format!("{v:.4}"));
+        let _ = writeln!(
+            s,
+            "{:>9} {:>6} {:>14} {:>12} {:>12.4}",
+            p.entries,
+            p.ways,
+            n(p.misses),
+            mpki,
+            p.misses_per_kref
+        );
+    }
+    let _ = writeln!(
+        s,
+        "\nmisses = the structure's fills at that size (cold misses included); the rest of the \
+         machine as configured"
+    );
+    s
+}
+
+fn csv(o: &CurveOut) -> String {
+    let mut s = String::from(
+        "machine,input,structure,kind,sets,entries,ways,misses,mpki,misses_per_kref\n",
+    );
+    for p in &o.points {
+        let _ = writeln!(
+            s,
+            "{},\"{}\",{},{},{},{},{},{},{},{:.6}",
+            o.machine,
+            o.input.replace('"', "\"\""),
+            o.structure,
+            o.kind,
+            o.sets,
+            p.entries,
+            p.ways,
+            p.misses,
+            p.mpki.map_or(String::new(), |v| format!("{v:.6}")),
+            p.misses_per_kref
+        );
+    }
+    s
+}

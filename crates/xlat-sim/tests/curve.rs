@@ -1,0 +1,170 @@
+//! One-pass miss-ratio curves ([`xlat_sim::curve`]) equal one simulation per size, and
+//! the profiled pass itself equals the configured machine, report for report.
+
+use xlat_sim::curve::{prepare, CurveKind, CurveSpec, Prepared};
+use xlat_sim::{presets, MachineConfig, Radix, Report, Sim};
+use xlat_types::{Event, EventSource};
+
+fn events(spec: &str) -> Vec<Event> {
+    let mut w = xlat_workloads::parse(spec).unwrap();
+    let (mut all, mut buf) = (Vec::new(), Vec::new());
+    while w.fill(&mut buf, 4096).unwrap() {
+        all.extend_from_slice(&buf);
+    }
+    all
+}
+
+fn run(cfg: &MachineConfig, ev: &[Event], profile: Option<&Prepared>) -> (Report, Sim<Radix>) {
+    let mut sim: Sim<Radix> = Sim::new(cfg).unwrap();
+    if let Some(p) = profile {
+        sim.profile(p);
+    }
+    sim.run(ev).unwrap();
+    (sim.report(), sim)
+}
+
+/// The machine with structure `path` at one point of the curve.
+fn at_point(p: &Prepared, path: &str, ways: usize) -> MachineConfig {
+    let entries = toml::Value::Integer((ways * p.sets) as i64);
+    let w = toml::Value::Integer(ways as i64);
+    let e_path = format!("{path}.entries");
+    let w_path = format!("{path}.ways");
+    p.machine
+        .with_overrides([(e_path.as_str(), &entries), (w_path.as_str(), &w)])
+        .unwrap()
+}
+
+fn check(machine: &str, path: &str, kind: CurveKind, sizes: &[usize], workloads: &[&str]) {
+    let cfg = presets::preset(machine).unwrap();
+    let spec = CurveSpec {
+        structure: path.to_string(),
+        kind,
+        sizes: sizes.to_vec(),
+    };
+    let p = prepare(&cfg, &spec).unwrap();
+    let mut some_differ = false;
+    for w in workloads {
+        let ev = events(w);
+        let (profiled, sim) = run(&p.machine, &ev, Some(&p));
+        // The stack answers the machine exactly as the configured structure does.
+        let (plain, _) = run(&p.machine, &ev, None);
+        assert_eq!(
+            serde_json::to_string(&profiled).unwrap(),
+            serde_json::to_string(&plain).unwrap(),
+            "{machine} {path} × {w}: the profiled pass differs from the machine"
+        );
+        let curve = sim.curve(&p);
+        assert_eq!(curve.len(), p.ways.len());
+        for pt in &curve {
+            let (r, _) = run(&at_point(&p, path, pt.ways as usize), &ev, None);
+            let fills = r.tlb_structures[p.index].fills;
+            assert_eq!(
+                pt.misses, fills,
+                "{machine} {path} × {w}: {} entries ({} ways): curve {} vs simulated {fills}",
+                pt.entries, pt.ways, pt.misses
+            );
+            some_differ |= pt.misses != curve[0].misses;
+        }
+    }
+    assert!(some_differ, "{machine} {path}: flat curves test little");
+}
+
+const DATA: &[&str] = &[
+    "chase:footprint=2MiB,refs=60K",
+    "gups:footprint=8MiB,refs=60K",
+    "stride:footprint=1MiB,stride=4KiB,refs=30K",
+    "forkexit:footprint=512KiB,iterations=6,child_touch=16",
+    "churn",
+    "mixed:refs=80K",
+];
+
+#[test]
+fn fully_associative_l1_dtlb() {
+    let sizes = [1, 2, 3, 4, 6, 8, 16, 24, 32, 64, 100, 128, 256, 1024];
+    check(
+        "skylake",
+        "tlb.levels[0].d[0]",
+        CurveKind::Entries,
+        &sizes,
+        DATA,
+    );
+    // Untagged TLBs: every switch flushes.
+    check(
+        "i386",
+        "tlb.levels[0].d[0]",
+        CurveKind::Entries,
+        &sizes,
+        DATA,
+    );
+}
+
+#[test]
+fn associativity_with_the_sets_kept() {
+    check(
+        "skylake",
+        "tlb.levels[0].d[0]",
+        CurveKind::Ways,
+        &[1, 2, 3, 4, 8, 16, 32],
+        DATA,
+    );
+    // The second level behind a fixed first one, mixed page sizes in one structure.
+    check(
+        "skylake",
+        "tlb.levels[1].unified[0]",
+        CurveKind::Ways,
+        &[1, 2, 4, 6, 12, 16],
+        DATA,
+    );
+}
+
+#[test]
+fn instruction_side_and_last_level() {
+    let code = &["code", "mixed:refs=80K", "churn"];
+    check(
+        "skylake",
+        "tlb.levels[0].i[0]",
+        CurveKind::Entries,
+        &[1, 2, 4, 8, 16, 32, 128],
+        code,
+    );
+    check(
+        "skylake",
+        "tlb.levels[1].unified[0]",
+        CurveKind::Entries,
+        &[1, 8, 64, 512, 1536, 2048],
+        DATA,
+    );
+}
+
+#[test]
+fn hashed_machine() {
+    check(
+        "ppc604",
+        "tlb.levels[0].d[0]",
+        CurveKind::Entries,
+        &[1, 4, 16, 64, 128, 512],
+        DATA,
+    );
+}
+
+#[test]
+fn inexact_cases_are_refused_with_the_field() {
+    let cases = [
+        ("mpc855t", "tlb.levels[0].d[0]", "replacement"),
+        ("zen4", "tlb.levels[1].d[0]", "index"),
+        ("skylake", "tlb.levels[2].d[0]", "TLB levels"),
+        ("skylake", "tlb.levels[0].x[0]", "structure is named"),
+        ("skylake", "tlb.levels[0].d[7]", "`d` structures"),
+    ];
+    for (m, path, want) in cases {
+        let spec = CurveSpec {
+            structure: path.into(),
+            kind: CurveKind::Entries,
+            sizes: vec![1, 2],
+        };
+        let e = prepare(&presets::preset(m).unwrap(), &spec)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(want), "{m} {path}: {e}");
+    }
+}
