@@ -372,6 +372,8 @@ pub fn run(a: RunArgs) -> Result<i32> {
             .cloned()
             .chain(fold_warning)
             .collect(),
+        params: Vec::new(),
+        workload: None,
     };
     for w in &o.warnings {
         eprintln!("xlat: warning: {w}");

@@ -181,7 +181,8 @@ pub fn run_jobs<J: Send>(
                     while !lane.is_empty() {
                         let mut k = 0;
                         while k < lane.len() {
-                            match step(lane[k].1) {
+                            let r = crate::run::check_interrupt().and_then(|()| step(lane[k].1));
+                            match r {
                                 Ok(true) => k += 1,
                                 r => {
                                     let (i, j) = lane.remove(k);

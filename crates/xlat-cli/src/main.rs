@@ -161,6 +161,10 @@ pub struct SimArgs {
     /// or `os.thp=never` (repeatable; the machine's name then lists the changes).
     #[arg(long = "set", value_name = "PATH=VALUE")]
     sets: Vec<String>,
+    /// Sweep a field over values, e.g. `tlb.levels[0].d[0].entries=16,32,64,128`
+    /// (repeatable: every combination; each value is a run of every machine).
+    #[arg(long = "sweep", value_name = "PATH=V1,V2,...")]
+    sweeps: Vec<String>,
 }
 
 fn main() {
@@ -207,6 +211,10 @@ fn main() {
         } => traces::convert(input.as_deref(), workload.as_deref(), &output),
     };
     if let Err(e) = r {
+        if let Some(i) = e.downcast_ref::<run::Interrupted>() {
+            eprintln!("xlat: {i}");
+            std::process::exit(130);
+        }
         // Messages quote input files and names: no raw control bytes to the terminal.
         eprintln!("xlat: error: {}", xlat_trace::escape(&format!("{e:#}")));
         std::process::exit(1);

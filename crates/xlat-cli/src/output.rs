@@ -440,9 +440,20 @@ fn summary_table_raw(outcomes: &[Outcome]) -> String {
 struct JsonRun<'a> {
     machine: &'a str,
     input: &'a str,
+    /// The machine's changed fields (`--set`, `--sweep`): path → value as given.
+    params: std::collections::BTreeMap<&'a str, &'a str>,
+    /// A workload input's name and parameters.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    workload: Option<JsonWorkload<'a>>,
     seconds: f64,
     warnings: &'a [String],
     report: &'a xlat_sim::Report,
+}
+
+#[derive(Serialize)]
+struct JsonWorkload<'a> {
+    name: &'a str,
+    params: std::collections::BTreeMap<&'a str, &'a str>,
 }
 
 #[derive(Serialize)]
@@ -491,6 +502,15 @@ pub fn write_json_with_failures(
             .map(|o| JsonRun {
                 machine: &o.machine,
                 input: &o.input,
+                params: o
+                    .params
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), v.as_str()))
+                    .collect(),
+                workload: o.workload.as_ref().map(|(name, ps)| JsonWorkload {
+                    name,
+                    params: ps.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect(),
+                }),
                 seconds: o.seconds,
                 warnings: &o.warnings,
                 report: &o.report,
@@ -511,17 +531,77 @@ pub fn write_json_with_failures(
     })
 }
 
+/// A CSV field, quoted when it holds a comma, a quote or a line break.
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// The columns every run may fill: the machines' changed fields (`--set`, `--sweep`)
+/// and the workloads' parameters, in order of first appearance.
+fn param_columns(outcomes: &[Outcome]) -> (Vec<String>, Vec<String>) {
+    let (mut fields, mut wparams) = (Vec::new(), Vec::new());
+    for o in outcomes {
+        for (k, _) in &o.params {
+            if !fields.contains(k) {
+                fields.push(k.clone());
+            }
+        }
+        for (k, _) in o.workload.iter().flat_map(|(_, p)| p) {
+            if !wparams.contains(k) {
+                wparams.push(k.clone());
+            }
+        }
+    }
+    (fields, wparams)
+}
+
+/// One summary row per run: the machine (its name lists its changed fields) and input,
+/// the workload's name, a column per changed machine field and per workload parameter
+/// (`workload.NAME`), then the counters.
 pub fn write_csv(path: &Path, outcomes: &[Outcome]) -> Result<()> {
-    let mut s = String::from(
-        "machine,input,refs,l1_misses_per_kref,last_level_misses_per_kref,walks,walk_refs,faults,page_table_bytes_peak,cycles_per_ref,seconds\n",
-    );
+    let (fields, wparams) = param_columns(outcomes);
+    let mut s = String::from("machine,input,workload");
+    for f in &fields {
+        s.push(',');
+        s.push_str(&csv_field(f));
+    }
+    for p in &wparams {
+        s.push_str(&format!(",workload.{}", csv_field(p)));
+    }
+    s.push_str(",refs,l1_misses_per_kref,last_level_misses_per_kref,walks,walk_refs,faults,page_table_bytes_peak,cycles_per_ref,seconds\n");
     for o in outcomes {
         let r = row(o);
+        let _ = write!(
+            s,
+            "{},{},{}",
+            csv_field(&r.machine),
+            csv_field(&r.input),
+            o.workload.as_ref().map_or("", |(n, _)| n.as_str())
+        );
+        for f in &fields {
+            let v = o
+                .params
+                .iter()
+                .find(|(k, _)| k == f)
+                .map_or("", |(_, v)| v.as_str());
+            let _ = write!(s, ",{}", csv_field(v));
+        }
+        for p in &wparams {
+            let v = o
+                .workload
+                .iter()
+                .flat_map(|(_, ps)| ps)
+                .find(|(k, _)| k == p)
+                .map_or("", |(_, v)| v.as_str());
+            let _ = write!(s, ",{}", csv_field(v));
+        }
         let _ = writeln!(
             s,
-            "{},\"{}\",{},{:.6},{:.6},{},{},{},{},{:.6},{:.6}",
-            r.machine,
-            r.input.replace('"', "\"\""),
+            ",{},{:.6},{:.6},{},{},{},{},{:.6},{:.6}",
             r.refs,
             r.l1_mpkr,
             r.last_mpkr,

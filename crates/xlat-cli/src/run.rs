@@ -37,6 +37,64 @@ pub struct Outcome {
     pub report: Report,
     pub seconds: f64,
     pub warnings: Vec<String>,
+    /// The machine's changed fields (`--set`, `--sweep`), in order: (path, value).
+    pub params: Vec<(String, String)>,
+    /// A built-in workload input's name and every parameter (defaults included).
+    pub workload: Option<(String, Vec<(String, String)>)>,
+}
+
+impl Input {
+    /// A workload input's name and parameters.
+    pub fn workload(&self) -> Option<(String, Vec<(String, String)>)> {
+        let Input::Workload(spec) = self else {
+            return None;
+        };
+        let w = xlat_workloads::parse(spec).ok()?;
+        let params = w
+            .params()
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+        Some((w.name().to_string(), params))
+    }
+}
+
+/// `Ctrl-C` during `xlat sim`: runs stop at their next batch; finished ones are written.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// Whether the user interrupted the sweep.
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::Relaxed)
+}
+
+/// The error of a run stopped by `Ctrl-C` (exit status 130).
+#[derive(Debug)]
+pub struct Interrupted(pub String);
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Interrupted {}
+
+/// Stops at the next batch if the user pressed Ctrl-C.
+pub fn check_interrupt() -> Result<()> {
+    if interrupted() {
+        return Err(Interrupted("interrupted".into()).into());
+    }
+    Ok(())
+}
+
+extern "C" fn on_sigint(_: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::Relaxed);
+}
+
+/// From now on Ctrl-C (SIGINT) stops the runs instead of killing xlat.
+fn catch_interrupt() {
+    // SAFETY: the handler only stores to an atomic (async-signal-safe).
+    unsafe { libc::signal(libc::SIGINT, on_sigint as *const () as libc::sighandler_t) };
 }
 
 /// `--portable`: every simulator [`new_sim`] makes runs the portable hot path.
@@ -82,6 +140,7 @@ pub fn machine_with_sets(name: &str, sets: &[String]) -> Result<MachineConfig> {
 pub fn drive<S: EventSource>(src: &mut S, sim: &mut Sim<Radix>) -> Result<()> {
     let mut buf: Vec<Event> = Vec::with_capacity(BATCH);
     while src.fill(&mut buf, BATCH)? {
+        check_interrupt()?;
         sim.run(&buf)?;
     }
     Ok(())
@@ -128,6 +187,8 @@ pub fn run_one(cfg: &MachineConfig, input: &Input, strict: bool) -> Result<Outco
         seconds: t.elapsed().as_secs_f64(),
         report,
         warnings,
+        params: Vec::new(),
+        workload: input.workload(),
     })
 }
 
@@ -187,6 +248,8 @@ pub fn run_group(cfgs: &[&MachineConfig], input: &Input, strict: bool) -> Vec<Re
                 seconds,
                 report,
                 warnings: w,
+                params: Vec::new(),
+                workload: input.workload(),
             })
         })
         .collect()
@@ -280,19 +343,25 @@ pub fn sim(a: SimArgs) -> Result<()> {
             .map(|w| Input::Workload(w.name.to_string()))
             .collect();
     }
-    let total = names.len() * inputs.len();
+    let combos = combinations(&a.sweeps)?;
+    let total = names.len() * combos.len() * inputs.len();
     let mut failures = Vec::new();
-    let mut machines = Vec::new();
+    // Each machine with its changed fields.
+    let mut machines: Vec<(MachineConfig, Vec<(String, String)>)> = Vec::new();
     for n in &names {
-        match machine_with_sets(n, &a.sets) {
-            Ok(m) => machines.push(m),
-            Err(error) => failures.push(Failure {
-                machine: n.clone(),
-                input: "(every input)".into(),
-                error,
-            }),
+        for c in &combos {
+            let sets: Vec<String> = a.sets.iter().chain(c).cloned().collect();
+            match machine_with_sets(n, &sets) {
+                Ok(m) => machines.push((m, params_of(&sets))),
+                Err(error) => failures.push(Failure {
+                    machine: n.clone(),
+                    input: "(every input)".into(),
+                    error,
+                }),
+            }
         }
     }
+    catch_interrupt();
     let mut good = Vec::new();
     for i in inputs {
         match check(&i) {
@@ -305,25 +374,30 @@ pub fn sim(a: SimArgs) -> Result<()> {
         }
     }
     // One group per input: its machines replay one decode of it together.
-    let refs: Vec<&MachineConfig> = machines.iter().collect();
+    let refs: Vec<&MachineConfig> = machines.iter().map(|m| &m.0).collect();
     let by_input: Vec<Vec<Result<Outcome>>> = good
         .par_iter()
         .map(|i| run_group(&refs, i, a.strict))
         .collect();
     // Reported machine by machine, as the runs are listed.
     let mut by_input: Vec<_> = by_input.into_iter().map(Vec::into_iter).collect();
-    let mut jobs: Vec<(&MachineConfig, &Input)> = Vec::new();
+    let mut jobs: Vec<(&MachineConfig, &Input, &Params)> = Vec::new();
     let mut results: Vec<Result<Outcome>> = Vec::new();
-    for m in &machines {
+    for (m, params) in &machines {
         for (i, runs) in good.iter().zip(&mut by_input) {
-            jobs.push((m, i));
+            jobs.push((m, i, params));
             results.push(runs.next().expect("a run per machine"));
         }
     }
     let mut outcomes = Vec::new();
-    for (r, (m, i)) in results.into_iter().zip(&jobs) {
+    let mut stopped = 0;
+    for (r, (m, i, params)) in results.into_iter().zip(&jobs) {
         match r {
-            Ok(o) => outcomes.push(o),
+            Ok(mut o) => {
+                o.params = params.to_vec();
+                outcomes.push(o);
+            }
+            Err(e) if e.downcast_ref::<Interrupted>().is_some() => stopped += 1,
             Err(error) => failures.push(Failure {
                 machine: m.name.clone(),
                 input: i.label(),
@@ -354,6 +428,13 @@ pub fn sim(a: SimArgs) -> Result<()> {
             output::write_csv(p, &outcomes)?;
         }
     }
+    if stopped > 0 || interrupted() {
+        return Err(Interrupted(format!(
+            "interrupted: {} of {total} runs finished (printed and written), {stopped} stopped",
+            outcomes.len()
+        ))
+        .into());
+    }
     if failures.is_empty() {
         return Ok(());
     }
@@ -371,6 +452,47 @@ pub fn sim(a: SimArgs) -> Result<()> {
         .map(|f| format!("{} × {}", escape(&f.machine), escape(&f.input)))
         .collect();
     bail!("{failed} of {total} runs failed: {}", list.join(", "))
+}
+
+/// Every combination of the `--sweep PATH=V1,V2,...` values, as `PATH=V` lists (the
+/// last sweep varies fastest); one empty combination without sweeps.
+fn combinations(sweeps: &[String]) -> Result<Vec<Vec<String>>> {
+    let mut out: Vec<Vec<String>> = vec![Vec::new()];
+    for s in sweeps {
+        let Some((path, values)) = s.split_once('=') else {
+            bail!("--sweep {s}: write PATH=V1,V2,..., e.g. tlb.levels[0].d[0].entries=16,32,64");
+        };
+        let values: Vec<&str> = values
+            .split(',')
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .collect();
+        if values.is_empty() {
+            bail!("--sweep {s}: no values");
+        }
+        out = out
+            .into_iter()
+            .flat_map(|c| {
+                values.iter().map(move |v| {
+                    let mut c = c.clone();
+                    c.push(format!("{}={v}", path.trim()));
+                    c
+                })
+            })
+            .collect();
+    }
+    Ok(out)
+}
+
+/// A machine's changed fields: (path, value).
+type Params = [(String, String)];
+
+/// `PATH=VALUE` strings as (path, value) pairs.
+fn params_of(sets: &[String]) -> Vec<(String, String)> {
+    sets.iter()
+        .filter_map(|s| s.split_once('='))
+        .map(|(p, v)| (p.trim().to_string(), v.trim().to_string()))
+        .collect()
 }
 
 pub fn machines(name: Option<String>) -> Result<()> {

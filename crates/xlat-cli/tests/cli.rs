@@ -131,7 +131,10 @@ fn sweep_writes_csv() {
     );
     let text = std::fs::read_to_string(&csv).unwrap();
     assert_eq!(text.lines().count(), 5);
-    assert!(text.starts_with("machine,input,refs,"));
+    assert!(
+        text.starts_with("machine,input,workload,workload.footprint,"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -705,4 +708,45 @@ fn curve_equals_one_run_per_size() {
     assert!(!ok && err.contains("replacement"), "{err}");
     let (ok, _, err) = xlat(&["sim", "-w", w, "--set", "tlb.levels[0].d[0].nope=1"]);
     assert!(!ok && err.contains("nope"), "{err}");
+}
+
+/// Ctrl-C (SIGINT) stops a sweep's runs at their next batch; the runs that finished are
+/// printed and written (complete files), and xlat exits with 130.
+#[test]
+fn ctrl_c_keeps_the_finished_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("out.csv");
+    let json = dir.path().join("out.json");
+    let child = Command::new(env!("CARGO_BIN_EXE_xlat"))
+        .args([
+            "sim",
+            "-w",
+            "stride:refs=1000",
+            "-w",
+            "gups:footprint=8GiB,refs=4G",
+            "--sweep",
+            "tlb.levels[0].d[0].entries=32,64",
+            "--csv",
+            csv.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(err.contains("interrupted: 2 of 4 runs finished"), "{err}");
+    let text = std::fs::read_to_string(&csv).unwrap();
+    assert_eq!(text.lines().count(), 3, "{text}");
+    assert!(text.lines().skip(1).all(|l| l.contains("stride")), "{text}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["runs"].as_array().unwrap().len(), 2);
+    assert_eq!(v["runs"][1]["params"]["tlb.levels[0].d[0].entries"], "64");
 }

@@ -36,23 +36,103 @@ pub fn preset(name: &str) -> Result<MachineConfig, ConfigError> {
     MachineConfig::from_toml(text, &format!("preset {n}"))
 }
 
-/// A preset name, or else a path to a TOML file.
+/// A preset name, or else a path to a TOML file. A file may start from another machine
+/// with `base = "NAME"` (a preset, or a file path relative to this file) and give only
+/// what differs: its tables are merged into the base's field by field, an array of
+/// tables element by element (`[[tlb.levels]]` entries in order; an empty `{}` or
+/// table keeps an element as it is), anything else replaces the base's value. Without
+/// `name` the machine is named after the file.
 pub fn load(name_or_path: &str) -> Result<MachineConfig, ConfigError> {
+    load_at(name_or_path, 0)
+}
+
+/// `base` links followed at most.
+const MAX_BASES: usize = 8;
+
+fn load_at(name_or_path: &str, depth: usize) -> Result<MachineConfig, ConfigError> {
     if PRESETS.iter().any(|p| p.0 == name_or_path) {
         return preset(name_or_path);
     }
     let path = std::path::Path::new(name_or_path);
     if path.extension().is_some_and(|e| e == "toml") || path.exists() {
-        let text = read_bounded(path).map_err(|msg| ConfigError::Parse {
+        let parse_err = |msg: String| ConfigError::Parse {
             source_name: name_or_path.to_string(),
             msg,
-        })?;
-        return MachineConfig::from_toml(&text, name_or_path);
+        };
+        let text = read_bounded(path).map_err(parse_err)?;
+        let mut table: toml::Table = toml::from_str(&text).map_err(|e| parse_err(e.to_string()))?;
+        let Some(base) = table.remove("base") else {
+            return MachineConfig::from_toml(&text, name_or_path);
+        };
+        let bad = |msg: String| ConfigError::Invalid {
+            field: format!("{name_or_path}: base"),
+            msg,
+        };
+        let base = base
+            .as_str()
+            .ok_or_else(|| bad("a preset name or a machine file's path".into()))?;
+        if depth >= MAX_BASES {
+            return Err(bad(format!(
+                "more than {MAX_BASES} `base` links (a cycle?)"
+            )));
+        }
+        let base_path = if PRESETS.iter().any(|p| p.0 == base) {
+            base.to_string()
+        } else {
+            let dir = path.parent().unwrap_or(std::path::Path::new(""));
+            dir.join(base).to_string_lossy().into_owned()
+        };
+        let base_cfg = load_at(&base_path, depth + 1)?;
+        let mut merged = toml::Value::try_from(&base_cfg).map_err(|e| parse_err(e.to_string()))?;
+        if !table.contains_key("name") {
+            let stem = path
+                .file_stem()
+                .map_or(name_or_path.into(), |s| s.to_string_lossy());
+            table.insert("name".into(), toml::Value::String(stem.into_owned()));
+        }
+        if !table.contains_key("description") {
+            let d = format!("{} with changes ({name_or_path})", base_cfg.name);
+            table.insert("description".into(), toml::Value::String(d));
+        }
+        merge(&mut merged, toml::Value::Table(table));
+        let cfg: MachineConfig = merged
+            .try_into()
+            .map_err(|e: toml::de::Error| parse_err(e.to_string()))?;
+        cfg.validate()?;
+        return Ok(cfg);
     }
     Err(ConfigError::UnknownPreset(
         name_or_path.to_string(),
         names(),
     ))
+}
+
+/// Merges `top` into `base`: tables key by key, arrays of tables element by element,
+/// anything else replaced.
+fn merge(base: &mut toml::Value, top: toml::Value) {
+    match (base, top) {
+        (toml::Value::Table(b), toml::Value::Table(t)) => {
+            for (k, v) in t {
+                match b.get_mut(&k) {
+                    Some(old) => merge(old, v),
+                    None => {
+                        b.insert(k, v);
+                    }
+                }
+            }
+        }
+        (toml::Value::Array(b), toml::Value::Array(t))
+            if b.iter().chain(&t).all(toml::Value::is_table) =>
+        {
+            for (i, v) in t.into_iter().enumerate() {
+                match b.get_mut(i) {
+                    Some(old) => merge(old, v),
+                    None => b.push(v),
+                }
+            }
+        }
+        (b, t) => *b = t,
+    }
 }
 
 /// Largest machine file read (the presets are ~2 KiB).
@@ -73,4 +153,66 @@ fn read_bounded(path: &std::path::Path) -> Result<String, String> {
         ));
     }
     String::from_utf8(buf).map_err(|e| format!("not UTF-8 text: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir() -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("xlat-presets-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn a_file_starts_from_a_base_and_changes_only_what_it_says() {
+        let d = dir();
+        let big = d.join("big-stlb.toml");
+        std::fs::write(
+            &big,
+            "base = \"skylake\"\n[os]\nthp = \"never\"\n\
+             [[tlb.levels]]\n[[tlb.levels]]\n[[tlb.levels.unified]]\nentries = 3072\n",
+        )
+        .unwrap();
+        let c = load(big.to_str().unwrap()).unwrap();
+        let s = preset("skylake").unwrap();
+        assert_eq!(c.name, "big-stlb");
+        assert_eq!(c.tlb.levels[1].unified[0].entries, 3072);
+        assert_eq!(
+            c.tlb.levels[1].unified[0].ways,
+            s.tlb.levels[1].unified[0].ways
+        );
+        assert_eq!(
+            c.tlb.levels[1].unified.len(),
+            2,
+            "the 1 GiB structure stays"
+        );
+        assert_eq!(c.tlb.levels[0].d.len(), s.tlb.levels[0].d.len());
+        assert_eq!(c.page_table.levels().len(), s.page_table.levels().len());
+        // A chain: a file based on that file (a relative path), renamed.
+        let chain = d.join("chain.toml");
+        std::fs::write(
+            &chain,
+            "base = \"big-stlb.toml\"\nname = \"x\"\n[tlb]\nasid_bits = 0\n",
+        )
+        .unwrap();
+        let c2 = load(chain.to_str().unwrap()).unwrap();
+        assert_eq!((c2.name.as_str(), c2.tlb.asid_bits), ("x", 0));
+        assert_eq!(c2.tlb.levels[1].unified[0].entries, 3072);
+        // A cycle and a bad base are errors naming the file.
+        let cyc = d.join("cyc.toml");
+        std::fs::write(&cyc, "base = \"cyc.toml\"\n").unwrap();
+        let e = load(cyc.to_str().unwrap()).unwrap_err().to_string();
+        assert!(e.contains("base") && e.contains("cycle"), "{e}");
+        let bad = d.join("bad.toml");
+        std::fs::write(&bad, "base = \"nope\"\n").unwrap();
+        let e = load(bad.to_str().unwrap()).unwrap_err().to_string();
+        assert!(e.contains("nope"), "{e}");
+        // Unknown keys are still errors.
+        std::fs::write(&bad, "base = \"skylake\"\n[os]\nno_such = 1\n").unwrap();
+        let e = load(bad.to_str().unwrap()).unwrap_err().to_string();
+        assert!(e.contains("no_such"), "{e}");
+        std::fs::remove_dir_all(d).unwrap();
+    }
 }
