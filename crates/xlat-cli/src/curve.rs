@@ -42,6 +42,10 @@ pub struct CurveArgs {
     /// Write the curve as JSON.
     #[arg(long)]
     json: Option<PathBuf>,
+    /// Plot the curve (MPKI, or misses per 1000 references without instructions) to an
+    /// `.svg` or `.png` file.
+    #[arg(long)]
+    plot: Option<PathBuf>,
     /// Treat a trace whose end was cut off as an error instead of a warning.
     #[arg(long)]
     strict: bool,
@@ -169,8 +173,41 @@ pub fn run(a: CurveArgs) -> Result<()> {
         s.push('\n');
         crate::output::write_text(path, &s)?;
     }
+    if let Some(path) = &a.plot {
+        xlat_plot::write(&plot(&out), path)?;
+    }
     let _ = std::io::stdout().flush();
     Ok(())
+}
+
+/// The curve as a chart: per 1000 instructions when the input has them.
+fn plot(o: &CurveOut) -> xlat_plot::Chart {
+    let mpki = o.instructions > 0;
+    let ways = o.kind == "ways";
+    let x_label = if ways {
+        format!("ways ({} sets)", o.sets)
+    } else {
+        "entries (fully associative)".to_string()
+    };
+    let x = |p: &PointOut| if ways { p.ways } else { p.entries } as f64;
+    xlat_plot::Chart {
+        title: format!("{} of {} · {}", o.structure, o.machine, o.input),
+        x_label,
+        y_label: if mpki {
+            "misses per 1000 instructions".into()
+        } else {
+            "misses per 1000 references".into()
+        },
+        x_log2: true,
+        series: vec![xlat_plot::Series {
+            name: String::new(),
+            points: o
+                .points
+                .iter()
+                .map(|p| (x(p), p.mpki.unwrap_or(p.misses_per_kref)))
+                .collect(),
+        }],
+    }
 }
 
 fn table(o: &CurveOut, name: &str, secs: f64) -> String {

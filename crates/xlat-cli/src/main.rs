@@ -11,6 +11,7 @@ mod fanout;
 mod fold;
 mod memory;
 mod output;
+mod plots;
 mod progress;
 mod run;
 mod scenario;
@@ -165,6 +166,13 @@ pub struct SimArgs {
     /// (repeatable: every combination; each value is a run of every machine).
     #[arg(long = "sweep", value_name = "PATH=V1,V2,...")]
     sweeps: Vec<String>,
+    /// Plot a metric of the sweep against its first numeric `--sweep` field, one line
+    /// per machine and input, to an `.svg` or `.png` file.
+    #[arg(long)]
+    plot: Option<PathBuf>,
+    /// The metric `--plot` draws: a counter column of the CSV.
+    #[arg(long, default_value = "l1_misses_per_kref", requires = "plot")]
+    plot_metric: String,
 }
 
 fn main() {

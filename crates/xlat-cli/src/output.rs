@@ -339,6 +339,32 @@ struct Row {
     mrefs_s: f64,
 }
 
+/// The metrics `xlat sim --plot-metric` knows (the CSV's counter columns).
+pub const METRICS: &[&str] = &[
+    "l1_misses_per_kref",
+    "last_level_misses_per_kref",
+    "walks",
+    "walk_refs",
+    "faults",
+    "page_table_bytes_peak",
+    "cycles_per_ref",
+];
+
+/// Metric `name` (one of [`METRICS`]) of a run.
+pub fn metric(o: &Outcome, name: &str) -> Option<f64> {
+    let r = row(o);
+    Some(match name {
+        "l1_misses_per_kref" => r.l1_mpkr,
+        "last_level_misses_per_kref" => r.last_mpkr,
+        "walks" => r.walks as f64,
+        "walk_refs" => r.walk_refs as f64,
+        "faults" => r.faults as f64,
+        "page_table_bytes_peak" => r.pt_bytes as f64,
+        "cycles_per_ref" => r.cycles_per_ref,
+        _ => return None,
+    })
+}
+
 fn row(o: &Outcome) -> Row {
     let r = &o.report;
     let k = |m: u64| m as f64 * 1000.0 / r.refs.total.max(1) as f64;

@@ -427,6 +427,9 @@ pub fn sim(a: SimArgs) -> Result<()> {
         if let Some(p) = &a.csv {
             output::write_csv(p, &outcomes)?;
         }
+        if let Some(p) = &a.plot {
+            crate::plots::sweep(&outcomes, &a.plot_metric, p)?;
+        }
     }
     if stopped > 0 || interrupted() {
         return Err(Interrupted(format!(

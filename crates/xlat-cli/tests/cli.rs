@@ -750,3 +750,66 @@ fn ctrl_c_keeps_the_finished_runs() {
     assert_eq!(v["runs"].as_array().unwrap().len(), 2);
     assert_eq!(v["runs"][1]["params"]["tlb.levels[0].d[0].entries"], "64");
 }
+
+/// `--plot` draws a sweep's metric against its numeric field (SVG or PNG), one line per
+/// machine and input; `xlat curve --plot` draws the curve; bad requests are errors.
+#[test]
+fn plots_are_written_as_svg_and_png() {
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("s.svg");
+    let (ok, _, err) = xlat(&[
+        "sim",
+        "-m",
+        "skylake",
+        "-m",
+        "i386",
+        "-w",
+        "gups:footprint=16MiB,refs=20K",
+        "--sweep",
+        "tlb.levels[0].d[0].entries=16,32,64",
+        "--plot",
+        svg.to_str().unwrap(),
+        "--plot-metric",
+        "walks",
+    ]);
+    assert!(ok, "{err}");
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.starts_with("<svg") && text.contains("walks by tlb.levels[0].d[0].entries"));
+    assert!(
+        text.contains("skylake · gups") && text.contains("i386 · gups"),
+        "legend"
+    );
+    assert_eq!(text.matches("<circle").count(), 6, "3 points × 2 machines");
+    let png = dir.path().join("c.png");
+    let (ok, _, err) = xlat(&[
+        "curve",
+        "-w",
+        "gups:footprint=16MiB,refs=20K",
+        "--sizes",
+        "1,8,64",
+        "--plot",
+        png.to_str().unwrap(),
+    ]);
+    assert!(ok, "{err}");
+    assert_eq!(&std::fs::read(&png).unwrap()[1..4], b"PNG");
+    let (ok, _, err) = xlat(&[
+        "sim",
+        "-w",
+        "stride:refs=100",
+        "--plot",
+        svg.to_str().unwrap(),
+    ]);
+    assert!(!ok && err.contains("--sweep"), "{err}");
+    let (ok, _, err) = xlat(&[
+        "sim",
+        "-w",
+        "stride:refs=100",
+        "--sweep",
+        "os.flush_ceiling=1,2",
+        "--plot",
+        svg.to_str().unwrap(),
+        "--plot-metric",
+        "nope",
+    ]);
+    assert!(!ok && err.contains("one of"), "{err}");
+}

@@ -1,0 +1,75 @@
+//! `xlat sim --plot`: a metric of a sweep as a chart ([`xlat_plot`]).
+
+use crate::output::{metric, METRICS};
+use crate::run::Outcome;
+use anyhow::{bail, Result};
+use std::path::Path;
+
+/// Plots `name` (one of [`METRICS`]) of every run against the first swept field that
+/// is a number (`--sweep`): one line per machine and input, the other changed fields
+/// named in its legend.
+pub fn sweep(outcomes: &[Outcome], name: &str, path: &Path) -> Result<()> {
+    if !METRICS.contains(&name) {
+        bail!("--plot-metric {name}: one of {}", METRICS.join(", "));
+    }
+    let numeric = |v: &str| v.parse::<f64>().ok();
+    let Some(field) = outcomes.first().and_then(|o| {
+        o.params
+            .iter()
+            .find(|(_, v)| numeric(v).is_some())
+            .map(|(k, _)| k.clone())
+    }) else {
+        bail!("--plot needs a --sweep of a numeric field (the x axis), e.g. --sweep 'tlb.levels[0].d[0].entries=16,32,64'");
+    };
+    let mut series: Vec<xlat_plot::Series> = Vec::new();
+    for o in outcomes {
+        let Some(x) = o
+            .params
+            .iter()
+            .find(|(k, _)| *k == field)
+            .and_then(|(_, v)| numeric(v))
+        else {
+            continue;
+        };
+        let others: Vec<String> = o
+            .params
+            .iter()
+            .filter(|(k, _)| *k != field)
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        let base = o
+            .report
+            .machine
+            .name
+            .split(' ')
+            .next()
+            .unwrap_or("")
+            .to_string();
+        let label = [base, o.input.clone()]
+            .into_iter()
+            .chain(others)
+            .collect::<Vec<_>>()
+            .join(" · ");
+        let y = metric(o, name).expect("a known metric");
+        match series.iter_mut().find(|s| s.name == label) {
+            Some(s) => s.points.push((x, y)),
+            None => series.push(xlat_plot::Series {
+                name: label,
+                points: vec![(x, y)],
+            }),
+        }
+    }
+    for s in &mut series {
+        s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    let positive = series.iter().flat_map(|s| &s.points).all(|p| p.0 > 0.0);
+    let chart = xlat_plot::Chart {
+        title: format!("{name} by {field}"),
+        x_label: field,
+        y_label: name.to_string(),
+        x_log2: positive,
+        series,
+    };
+    xlat_plot::write(&chart, path)?;
+    Ok(())
+}

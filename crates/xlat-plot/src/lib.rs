@@ -1,0 +1,283 @@
+//! Line charts of xlat's results (miss-ratio curves, sweeps), written as SVG or PNG
+//! files a user opens directly; no Python needed.
+//!
+//! Text is drawn with a TrueType font read at run time (`plotters`' `ab_glyph`
+//! backend: no system font library): `$XLAT_FONT`, else DejaVu Sans from Debian's
+//! `fonts-dejavu-core`. Without one, [`write`] fails saying which package to install.
+//! A file is written under a temporary name and renamed into place when complete.
+
+use plotters::prelude::*;
+use std::path::{Path, PathBuf};
+
+/// One line of a chart.
+#[derive(Clone, Debug)]
+pub struct Series {
+    pub name: String,
+    /// (x, y) points in drawing order.
+    pub points: Vec<(f64, f64)>,
+}
+
+/// A chart: lines over shared axes.
+#[derive(Clone, Debug)]
+pub struct Chart {
+    pub title: String,
+    pub x_label: String,
+    pub y_label: String,
+    /// A log2 x axis (sizes in powers of two); every x must then be > 0.
+    pub x_log2: bool,
+    pub series: Vec<Series>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PlotError {
+    #[error("{0}: a plot is written as .svg or .png")]
+    Format(PathBuf),
+    #[error("no font to draw text with: install Debian's fonts-dejavu-core, or set XLAT_FONT to a .ttf file ({0})")]
+    Font(String),
+    #[error("nothing to plot: {0}")]
+    Empty(String),
+    #[error("drawing {path}: {msg}")]
+    Draw { path: PathBuf, msg: String },
+    #[error("writing {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// Fonts tried in order when `XLAT_FONT` is not set.
+const FONTS: &[&str] = &[
+    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/TTF/DejaVuSans.ttf",
+    "/usr/share/fonts/dejavu/DejaVuSans.ttf",
+];
+
+/// Registers a TrueType font as plotters' `sans-serif` (once per process).
+fn font() -> Result<(), PlotError> {
+    static DONE: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    DONE.get_or_init(|| {
+        let paths: Vec<String> = match std::env::var("XLAT_FONT") {
+            Ok(p) => vec![p],
+            Err(_) => FONTS.iter().map(|s| s.to_string()).collect(),
+        };
+        for p in &paths {
+            if let Ok(bytes) = std::fs::read(p) {
+                // plotters keeps the font for the process's life.
+                let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+                if plotters::style::register_font("sans-serif", FontStyle::Normal, bytes).is_ok() {
+                    return Ok(());
+                }
+            }
+        }
+        Err(format!("tried {}", paths.join(", ")))
+    })
+    .clone()
+    .map_err(PlotError::Font)
+}
+
+/// Chart size in pixels (SVG user units).
+const SIZE: (u32, u32) = (960, 600);
+
+/// Writes `chart` to `path` (`.svg` or `.png`, by extension).
+pub fn write(chart: &Chart, path: &Path) -> Result<(), PlotError> {
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_lowercase);
+    let svg = match ext.as_deref() {
+        Some("svg") => true,
+        Some("png") => false,
+        _ => return Err(PlotError::Format(path.to_path_buf())),
+    };
+    let points = chart.series.iter().flat_map(|s| &s.points);
+    let ok = |&&(x, y): &&(f64, f64)| x.is_finite() && y.is_finite() && (!chart.x_log2 || x > 0.0);
+    if chart.series.iter().all(|s| s.points.is_empty()) || !points.clone().all(|p| ok(&p)) {
+        return Err(PlotError::Empty(format!(
+            "{}: no points, or a point that is not a finite number (or x ≤ 0 on a log axis)",
+            chart.title
+        )));
+    }
+    font()?;
+    let tmp = temp_path(path);
+    let draw = |e: String| PlotError::Draw {
+        path: path.to_path_buf(),
+        msg: e,
+    };
+    if svg {
+        let root = SVGBackend::new(&tmp, SIZE).into_drawing_area();
+        draw_on(chart, root).map_err(draw)?;
+    } else {
+        let root = BitMapBackend::new(&tmp, SIZE).into_drawing_area();
+        draw_on(chart, root).map_err(draw)?;
+    }
+    std::fs::rename(&tmp, path).map_err(|source| {
+        let _ = std::fs::remove_file(&tmp);
+        PlotError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    })
+}
+
+fn temp_path(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map_or("plot".into(), |n| n.to_string_lossy());
+    let ext = path
+        .extension()
+        .map_or("svg".into(), |e| e.to_string_lossy());
+    path.with_file_name(format!(".{name}.{}.partial.{ext}", std::process::id()))
+}
+
+/// The axis range of `v` with a margin (a single value gets a range around it).
+fn range(v: impl Iterator<Item = f64> + Clone, log: bool) -> (f64, f64) {
+    let lo = v.clone().fold(f64::INFINITY, f64::min);
+    let hi = v.fold(f64::NEG_INFINITY, f64::max);
+    if log {
+        return (lo / 1.2, hi * 1.2);
+    }
+    let lo = lo.min(0.0);
+    if hi <= lo {
+        return (lo, lo + 1.0);
+    }
+    (lo, hi + (hi - lo) * 0.05)
+}
+
+fn draw_on<DB: DrawingBackend>(
+    chart: &Chart,
+    root: DrawingArea<DB, plotters::coord::Shift>,
+) -> Result<(), String>
+where
+    DB::ErrorType: 'static,
+{
+    let e = |x: DrawingAreaErrorKind<DB::ErrorType>| x.to_string();
+    root.fill(&WHITE).map_err(e)?;
+    let xs = chart
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.0));
+    let ys = chart
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.1));
+    let (x0, x1) = range(xs, chart.x_log2);
+    let (y0, y1) = range(ys, false);
+    let mut builder = ChartBuilder::on(&root);
+    builder
+        .caption(&chart.title, ("sans-serif", 22))
+        .margin(16)
+        .x_label_area_size(48)
+        .y_label_area_size(80);
+    let colors = |i: usize| Palette99::pick(i).to_rgba();
+    macro_rules! body {
+        ($ctx:expr) => {{
+            let mut ctx = $ctx;
+            ctx.configure_mesh()
+                .x_label_formatter(&|x: &f64| number(*x))
+                .y_label_formatter(&|y: &f64| number(*y))
+                .x_desc(&chart.x_label)
+                .y_desc(&chart.y_label)
+                .label_style(("sans-serif", 14))
+                .draw()
+                .map_err(e)?;
+            for (i, s) in chart.series.iter().enumerate() {
+                let c = colors(i);
+                ctx.draw_series(LineSeries::new(s.points.iter().copied(), c.stroke_width(2)))
+                    .map_err(e)?
+                    .label(s.name.clone())
+                    .legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
+                    });
+                ctx.draw_series(s.points.iter().map(|&p| Circle::new(p, 3, c.filled())))
+                    .map_err(e)?;
+            }
+            if chart.series.len() > 1 || !chart.series[0].name.is_empty() {
+                ctx.configure_series_labels()
+                    .background_style(WHITE.mix(0.85))
+                    .border_style(BLACK)
+                    .label_font(("sans-serif", 14))
+                    .draw()
+                    .map_err(e)?;
+            }
+        }};
+    }
+    if chart.x_log2 {
+        body!(builder
+            .build_cartesian_2d((x0..x1).log_scale().base(2.0), y0..y1)
+            .map_err(e)?);
+    } else {
+        body!(builder.build_cartesian_2d(x0..x1, y0..y1).map_err(e)?);
+    }
+    root.present().map_err(e)?;
+    Ok(())
+}
+
+/// An axis label: whole numbers without decimals, others with up to 3.
+fn number(v: f64) -> String {
+    if v == v.round() && v.abs() < 1e15 {
+        format!("{}", v as i64)
+    } else {
+        let s = format!("{v:.3}");
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chart() -> Chart {
+        Chart {
+            title: "misses of the L1 DTLB".into(),
+            x_label: "entries".into(),
+            y_label: "MPKI".into(),
+            x_log2: true,
+            series: vec![
+                Series {
+                    name: "gzip".into(),
+                    points: vec![(1.0, 30.0), (2.0, 20.0), (64.0, 1.0), (4096.0, 0.01)],
+                },
+                Series {
+                    name: "gups".into(),
+                    points: vec![(1.0, 900.0), (64.0, 890.0), (4096.0, 700.0)],
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn writes_svg_and_png_with_every_series() {
+        let dir = std::env::temp_dir().join(format!("xlat-plot-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let svg = dir.join("c.svg");
+        write(&chart(), &svg).unwrap();
+        let text = std::fs::read_to_string(&svg).unwrap();
+        assert!(text.starts_with("<svg"), "{}", &text[..80.min(text.len())]);
+        for s in ["misses of the L1 DTLB", "gzip", "gups", "entries", "MPKI"] {
+            assert!(text.contains(s), "{s} missing from the SVG");
+        }
+        // Four points and three points: seven markers.
+        assert_eq!(text.matches("<circle").count(), 7);
+        let png = dir.join("c.png");
+        write(&chart(), &png).unwrap();
+        let bytes = std::fs::read(&png).unwrap();
+        assert_eq!(&bytes[1..4], b"PNG");
+        assert!(bytes.len() > 10_000, "{} bytes", bytes.len());
+        // No temporary files are left behind.
+        let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+        assert_eq!(left.len(), 2);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn bad_requests_are_errors() {
+        let p = std::env::temp_dir().join("x.jpg");
+        assert!(matches!(write(&chart(), &p), Err(PlotError::Format(_))));
+        let mut c = chart();
+        c.series[0].points.push((0.0, 1.0));
+        let p = std::env::temp_dir().join("x.svg");
+        assert!(matches!(write(&c, &p), Err(PlotError::Empty(_))));
+        c.series.clear();
+        assert!(matches!(write(&c, &p), Err(PlotError::Empty(_))));
+    }
+}
