@@ -164,7 +164,16 @@ pub fn run(a: CurveArgs) -> Result<()> {
             })
             .collect(),
     };
-    print!("{}", table(&out, &r.tlb_structures[p.index].name, secs));
+    let stdout = [&a.json, &a.csv]
+        .iter()
+        .filter(|p| p.as_deref().is_some_and(crate::output::is_stdout))
+        .count();
+    if stdout > 1 {
+        bail!("only one of --json and --csv can be `-` (standard output)");
+    }
+    if stdout == 0 {
+        print!("{}", table(&out, &r.tlb_structures[p.index].name, secs));
+    }
     if let Some(path) = &a.csv {
         crate::output::write_text(path, &csv(&out))?;
     }

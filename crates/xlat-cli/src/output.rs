@@ -336,7 +336,7 @@ struct Row {
     faults: u64,
     pt_bytes: u64,
     cycles_per_ref: f64,
-    mrefs_s: f64,
+    l1_misses: u64,
 }
 
 /// The metrics `xlat sim --plot-metric` knows (the CSV's counter columns).
@@ -405,7 +405,7 @@ fn row(o: &Outcome) -> Row {
             + r.faults.outside_mappings,
         pt_bytes: r.page_tables.bytes_peak,
         cycles_per_ref: r.cycles.per_ref,
-        mrefs_s: rate(r.refs.total, o.seconds),
+        l1_misses: l1,
     }
 }
 
@@ -414,14 +414,48 @@ pub fn summary_table(outcomes: &[Outcome]) -> String {
     terminal_safe(summary_table_raw(outcomes))
 }
 
+/// A rate with enough digits to tell small values apart (0.0026 vs 0.0007, not 0.00):
+/// two decimals from 1 up, three significant digits below (at most 6 decimals).
+pub fn rate_str(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return format!("{v:.2}");
+    }
+    let d = (2 - v.abs().log10().floor() as i32).clamp(2, 6) as usize;
+    format!("{v:.d$}")
+}
+
+/// `s` cut to `w` characters, its start replaced by `…` (the end of a path or of a
+/// machine's changes is what tells runs apart).
+fn fit(s: &str, w: usize) -> String {
+    let chars = s.chars().count();
+    if chars <= w {
+        return s.to_string();
+    }
+    format!("…{}", s.chars().skip(chars - (w - 1)).collect::<String>())
+}
+
 fn summary_table_raw(outcomes: &[Outcome]) -> String {
     let mut s = String::new();
+    // Columns as wide as their longest entry, within limits.
+    let mw = outcomes
+        .iter()
+        .map(|o| o.machine.chars().count())
+        .max()
+        .unwrap_or(0)
+        .clamp(7, 48);
+    let iw = outcomes
+        .iter()
+        .map(|o| o.input.chars().count())
+        .max()
+        .unwrap_or(0)
+        .clamp(5, 40);
     let _ = writeln!(
         s,
-        "{:<13} {:<28} {:>12} {:>9} {:>9} {:>12} {:>9} {:>10} {:>11} {:>9} {:>8}",
+        "{:<mw$} {:<iw$} {:>12} {:>9} {:>9} {:>9} {:>12} {:>9} {:>10} {:>11} {:>9}",
         "machine",
         "input",
         "refs",
+        "L1 MPKI",
         "L1 m/kr",
         "LL m/kr",
         "walks",
@@ -429,23 +463,25 @@ fn summary_table_raw(outcomes: &[Outcome]) -> String {
         "faults",
         "PT peak",
         "cyc/ref",
-        "Mref/s"
     );
+    let (mut lo, mut hi) = (f64::INFINITY, 0f64);
     for o in outcomes {
         let r = row(o);
-        let mut input = r.input.clone();
-        let chars = input.chars().count();
-        if chars > 28 {
-            input = format!("…{}", input.chars().skip(chars - 27).collect::<String>());
-        }
+        let speed = rate(r.refs, o.seconds);
+        (lo, hi) = (lo.min(speed), hi.max(speed));
+        let mpki = match o.report.refs.instructions {
+            0 => "-".to_string(),
+            i => rate_str(r.l1_misses as f64 * 1000.0 / i as f64),
+        };
         let _ = writeln!(
             s,
-            "{:<13} {:<28} {:>12} {:>9.2} {:>9.2} {:>12} {:>9.2} {:>10} {:>11} {:>9.2} {:>8.1}",
-            r.machine,
-            input,
+            "{:<mw$} {:<iw$} {:>12} {:>9} {:>9} {:>9} {:>12} {:>9.2} {:>10} {:>11} {:>9}",
+            fit(&r.machine, mw),
+            fit(&r.input, iw),
             n(r.refs),
-            r.l1_mpkr,
-            r.last_mpkr,
+            mpki,
+            rate_str(r.l1_mpkr),
+            rate_str(r.last_mpkr),
             n(r.walks),
             if r.walks > 0 {
                 r.walk_refs as f64 / r.walks as f64
@@ -454,11 +490,15 @@ fn summary_table_raw(outcomes: &[Outcome]) -> String {
             },
             n(r.faults),
             bytes(r.pt_bytes),
-            r.cycles_per_ref,
-            r.mrefs_s
+            rate_str(r.cycles_per_ref),
         );
     }
-    let _ = writeln!(s, "\nL1/LL m/kr: first/last TLB level misses per 1000 references; cyc/ref: translation cycle estimate (latency sum, approximate).");
+    let _ = writeln!(s, "\nL1 MPKI: first TLB level misses per 1000 instructions (- without instruction records); L1/LL m/kr: first/last level misses per 1000 references (`refs`: loads, stores and fetch records, a basic block counting once); cyc/ref: translation cycle estimate (latency sum, approximate).");
+    let _ = writeln!(
+        s,
+        "simulator speed (not a model result): {lo:.1}–{hi:.1} M refs/s per run \
+         (a sweep's machines share the cores and one decode)"
+    );
     s
 }
 
@@ -498,7 +538,16 @@ struct JsonOut<'a> {
 
 /// Writes `path` through an [`OutFile`] with `body`, committing it; any error (a full
 /// disk) is the command's.
-fn write_file(path: &Path, body: impl FnOnce(&mut OutFile) -> std::io::Result<()>) -> Result<()> {
+fn write_file(
+    path: &Path,
+    body: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> Result<()> {
+    if is_stdout(path) {
+        let mut out = std::io::stdout().lock();
+        return body(&mut out)
+            .and_then(|()| out.flush())
+            .context("cannot write to standard output");
+    }
     let name = shown(path);
     let mut f = OutFile::create(path).with_context(|| format!("cannot create {name}"))?;
     body(&mut f)
@@ -506,7 +555,12 @@ fn write_file(path: &Path, body: impl FnOnce(&mut OutFile) -> std::io::Result<()
         .with_context(|| format!("cannot write {name}"))
 }
 
-/// Writes `text` to `path`, complete or not at all.
+/// Whether an output path means standard output (`-`).
+pub fn is_stdout(path: &Path) -> bool {
+    path.as_os_str() == "-"
+}
+
+/// Writes `text` to `path` (`-`: standard output), complete or not at all.
 pub fn write_text(path: &Path, text: &str) -> Result<()> {
     write_file(path, |f| f.write_all(text.as_bytes()))
 }

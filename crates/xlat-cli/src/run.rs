@@ -415,10 +415,18 @@ pub fn sim(a: SimArgs) -> Result<()> {
             eprintln!("xlat: warning: {}", escape(w));
         }
     }
+    // `--json -` or `--csv -`: standard output carries that and nothing else.
+    let to_stdout = [&a.json, &a.csv]
+        .iter()
+        .filter(|p| p.as_deref().is_some_and(output::is_stdout))
+        .count();
+    if to_stdout > 1 {
+        bail!("only one of --json and --csv can be `-` (standard output)");
+    }
     if !outcomes.is_empty() {
-        if total == 1 {
+        if to_stdout == 0 && total == 1 {
             print!("{}", output::detailed(&outcomes[0]));
-        } else {
+        } else if to_stdout == 0 {
             print!("{}", output::summary_table(&outcomes));
         }
         if let Some(p) = &a.json {

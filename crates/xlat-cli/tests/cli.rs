@@ -813,3 +813,49 @@ fn plots_are_written_as_svg_and_png() {
     ]);
     assert!(!ok && err.contains("one of"), "{err}");
 }
+
+/// `--json -` and `--csv -` put that and nothing else on standard output; small rates
+/// keep their digits and long machine names keep the table's columns.
+#[test]
+fn stdout_outputs_and_readable_tables() {
+    let (ok, out, err) = xlat(&[
+        "sim",
+        "-w",
+        "stride:refs=1000",
+        "-w",
+        "code:refs=2000",
+        "--json",
+        "-",
+    ]);
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("stdout is the JSON alone");
+    assert_eq!(v["runs"].as_array().unwrap().len(), 2);
+    let (ok, out, err) = xlat(&["sim", "-w", "stride:refs=1000", "--csv", "-"]);
+    assert!(ok, "{err}");
+    assert!(
+        out.starts_with("machine,input,") && out.lines().count() == 2,
+        "{out}"
+    );
+    let (ok, _, err) = xlat(&["sim", "-w", "stride:refs=1000", "--csv", "-", "--json", "-"]);
+    assert!(!ok && err.contains("only one"), "{err}");
+    let (ok, out, err) = xlat(&[
+        "sim",
+        "-w",
+        "stride:footprint=64KiB,refs=200K",
+        "-w",
+        "stride:refs=1000",
+        "--sweep",
+        "tlb.levels[0].d[0].entries=16,32",
+    ]);
+    assert!(ok, "{err}");
+    let rows: Vec<&str> = out.lines().filter(|l| l.starts_with("skylake")).collect();
+    assert_eq!(rows.len(), 4, "{out}");
+    // 16 cold misses in 200,000 references: 0.0800 per 1000, not 0.08 rounded to 0.00.
+    assert!(rows[0].contains("0.0800"), "{out}");
+    // Every row has its columns in the same places as the header.
+    let end = out.lines().next().unwrap().find(" refs").unwrap() + 5;
+    for r in &rows {
+        let b = r.as_bytes();
+        assert!(b[end - 1].is_ascii_digit() && b[end] == b' ', "{out}");
+    }
+}
