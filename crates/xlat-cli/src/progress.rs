@@ -24,3 +24,18 @@ pub fn bar(what: String) -> ProgressBar {
     pb.enable_steady_tick(Duration::from_millis(250));
     pb
 }
+
+/// A bar through `total` bytes of input with the time left: `elapsed [bar] % ETA what`.
+pub fn bytes_bar(what: String, total: u64) -> ProgressBar {
+    let pb = multi().add(ProgressBar::new(total));
+    pb.set_style(
+        ProgressStyle::with_template(
+            "{elapsed:>4} [{bar:30}] {percent:>3}% of {total_bytes} · ETA {eta} · {msg}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> "),
+    );
+    pb.set_message(what);
+    pb.enable_steady_tick(Duration::from_millis(250));
+    pb
+}

@@ -10,12 +10,28 @@ use anyhow::{ensure, Context, Result};
 use std::fs::File;
 use std::io::{BufReader, Write};
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 use xlat_sim::{presets, Radix, Sim};
 use xlat_trace::{Format, Header, LackeyReader, Rewound, TraceReader, TraceWriter};
 use xlat_types::{Event, EventSource, PageSize};
 
-type Input = BufReader<Rewound<File>>;
+type Input = BufReader<Rewound<Counted>>;
+
+/// A file that counts the bytes read from it (progress of a replay).
+pub struct Counted {
+    file: File,
+    read: Arc<AtomicU64>,
+}
+
+impl std::io::Read for Counted {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = std::io::Read::read(&mut self.file, buf)?;
+        self.read.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
 
 /// A trace file with the reader its content calls for.
 pub enum TraceInput {
@@ -38,18 +54,29 @@ impl EventSource for TraceInput {
 /// ([`xlat_trace::detect`]): an empty, cut, damaged or unrecognized file is an error
 /// naming it. With `strict`, a cut-off trace is an error at its end.
 pub fn open(path: &Path, strict: bool) -> Result<TraceInput> {
+    open_counted(path, strict).map(|(t, _)| t)
+}
+
+/// [`open`], with a counter of the bytes read from the file so far.
+fn open_counted(path: &Path, strict: bool) -> Result<(TraceInput, Arc<AtomicU64>)> {
     let name = shown(path);
-    let f = File::open(path).with_context(|| format!("cannot open trace {name}"))?;
+    let file = File::open(path).with_context(|| format!("cannot open trace {name}"))?;
+    let read = Arc::new(AtomicU64::new(0));
+    let f = Counted {
+        file,
+        read: read.clone(),
+    };
     let (format, r) = xlat_trace::detect(f).with_context(|| format!("trace {name}"))?;
     let r = BufReader::with_capacity(1 << 20, r);
-    Ok(match format {
+    let input = match format {
         Format::Xlt => TraceInput::Xlt(Box::new(
             TraceReader::new(r)
                 .with_context(|| format!("trace {name}"))?
                 .strict(strict),
         )),
         Format::Lackey => TraceInput::Lackey(LackeyReader::new(r).strict(strict)),
-    })
+    };
+    Ok((input, read))
 }
 
 /// Replays a trace file into `sim`; a cut-off trace adds a warning (or fails if `strict`).
@@ -111,7 +138,8 @@ pub fn replay_many(
     sims: &mut [(&mut Sim<Radix>, Vec<String>)],
 ) -> Result<(Vec<Result<()>>, Vec<crate::run::ProgramName>)> {
     let what = shown(path);
-    let input = open(path, strict)?;
+    let (input, read) = open_counted(path, strict)?;
+    let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
     let (system, kind) = match &input {
         TraceInput::Xlt(r) => (is_system(r.header()), "trace"),
         TraceInput::Lackey(_) => (false, "lackey trace"),
@@ -128,12 +156,20 @@ pub fn replay_many(
         .collect();
     let n = views.iter().filter(|v| v.is_ok()).count();
     let label = match sims.len() {
-        1 => format!("events replayed · {what}"),
-        m => format!("events replayed · {what} · {m} machines"),
+        1 => format!("replaying {what}"),
+        m => format!("replaying {what} on {m} machines"),
     };
-    let pb = crate::progress::bar(label);
+    // Progress through the file (a pipe or special file: events counted instead).
+    let pb = match size {
+        0 => crate::progress::bar(label),
+        size => crate::progress::bytes_bar(label, size),
+    };
     let pbc = pb.clone();
-    let (taps, handle) = fan_out(input, n, PIPELINE_BATCH, move |k| pbc.inc(k as u64));
+    let progress = move |k: usize| match size {
+        0 => pbc.inc(k as u64),
+        _ => pbc.set_position(read.load(Ordering::Relaxed)),
+    };
+    let (taps, handle) = fan_out(input, n, PIPELINE_BATCH, progress);
     let mut taps = taps.into_iter();
     let mut jobs: Vec<Job> = Vec::new();
     let mut results: Vec<Option<Result<()>>> = Vec::new();
