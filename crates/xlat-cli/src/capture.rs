@@ -57,8 +57,9 @@ pub struct RunArgs {
     json: Option<PathBuf>,
     #[command(flatten)]
     capture: CaptureArgs,
-    /// The program and its arguments (found on PATH).
-    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+    /// The program and its arguments (found on PATH). A flag before the program is
+    /// xlat's (an unknown one is an error); put `--` first to run a program named `-x`.
+    #[arg(required = true, trailing_var_arg = true)]
     program: Vec<OsString>,
 }
 
@@ -68,7 +69,12 @@ pub struct TraceArgs {
     #[arg(short, long, required_unless_present = "info")]
     pub(crate) output: Option<PathBuf>,
     /// Print what a trace file holds (header, counts, threads, processes, syscalls).
-    #[arg(long, value_name = "TRACE", conflicts_with = "output")]
+    /// Takes no capture flag and no program.
+    #[arg(
+        long,
+        value_name = "TRACE",
+        conflicts_with_all = ["output", "null", "level", "system", "timeout", "per_insn", "qemu", "plugin", "allow_untraced", "program"]
+    )]
     info: Option<PathBuf>,
     /// Capture and decode, but write nothing (measures capture overhead alone).
     #[arg(long, hide = true)]
@@ -92,12 +98,9 @@ pub struct TraceArgs {
     pub(crate) timeout: u64,
     #[command(flatten)]
     capture: CaptureArgs,
-    /// The program and its arguments (found on PATH).
-    #[arg(
-        trailing_var_arg = true,
-        allow_hyphen_values = true,
-        required_unless_present = "info"
-    )]
+    /// The program and its arguments (found on PATH). A flag before the program is
+    /// xlat's (an unknown one is an error); put `--` first to run a program named `-x`.
+    #[arg(trailing_var_arg = true, required_unless_present = "info")]
     pub(crate) program: Vec<OsString>,
 }
 

@@ -859,3 +859,23 @@ fn stdout_outputs_and_readable_tables() {
         assert!(b[end - 1].is_ascii_digit() && b[end] == b' ', "{out}");
     }
 }
+
+/// A flag before the program is xlat's: an unknown one is an error, not a program name;
+/// `trace --info` refuses the capture flags and programs it would ignore.
+#[test]
+fn unknown_flags_before_the_program_are_errors() {
+    for args in [
+        &["run", "--no-such-flag", "true"][..],
+        &["trace", "-o", "/dev/null", "--no-such-flag", "true"],
+        &["trace", "--info", "x.xlt", "-m", "skylake"],
+        &["trace", "--info", "x.xlt", "--level", "3"],
+        &["trace", "--info", "x.xlt", "true"],
+    ] {
+        let (ok, _, err) = xlat(args);
+        assert!(!ok, "{args:?}");
+        assert!(
+            err.contains("unexpected argument") || err.contains("cannot be used with"),
+            "{args:?}: {err}"
+        );
+    }
+}
