@@ -36,7 +36,7 @@ impl std::io::Read for Counted {
 /// A trace file with the reader its content calls for.
 pub enum TraceInput {
     Xlt(Box<TraceReader<Input>>),
-    Lackey(LackeyReader<Input>),
+    Lackey(Box<LackeyReader<Input>>),
 }
 
 impl EventSource for TraceInput {
@@ -74,7 +74,7 @@ fn open_counted(path: &Path, strict: bool) -> Result<(TraceInput, Arc<AtomicU64>
                 .with_context(|| format!("trace {name}"))?
                 .strict(strict),
         )),
-        Format::Lackey => TraceInput::Lackey(LackeyReader::new(r).strict(strict)),
+        Format::Lackey => TraceInput::Lackey(Box::new(LackeyReader::new(r).strict(strict))),
     };
     Ok((input, read))
 }
@@ -381,7 +381,7 @@ pub fn convert(input: Option<&Path>, workload: Option<&str>, out: &Path) -> Resu
             match open(p, false)? {
                 TraceInput::Lackey(mut r) => {
                     let mut w = create(header.with_meta("source", format!("lackey:{name}")))?;
-                    let n = copy(&mut r, &mut w, &format!("lackey trace {name}"), &dest)?;
+                    let n = copy(&mut *r, &mut w, &format!("lackey trace {name}"), &dest)?;
                     warning = r.truncation().map(|t| format!("{name}: {t}"));
                     (w, n)
                 }
