@@ -218,6 +218,14 @@ pub fn trace(a: &TraceArgs) -> Result<i32> {
         bytes,
     );
     if let Some(p) = problem {
+        if let Some(l) = end
+            .console
+            .panic_line
+            .as_ref()
+            .filter(|l| !end.console.tail.contains(l))
+        {
+            eprintln!("xlat: the guest kernel said: {l}");
+        }
         eprintln!("xlat: the guest's console ended with:");
         for l in &end.console.tail {
             eprintln!("  {l}");

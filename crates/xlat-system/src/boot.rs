@@ -36,6 +36,9 @@ pub struct Console {
     pub status: Option<i32>,
     /// The kernel panicked (`Kernel panic` on the console).
     pub panicked: bool,
+    /// The console's first `Kernel panic` line (it may be far above the tail: the stack
+    /// dump after it has a varying length).
+    pub panic_line: Option<String>,
     /// The last console lines (the command's output included).
     pub tail: Vec<String>,
 }
@@ -186,11 +189,37 @@ fn read_console(out: impl std::io::Read) -> Console {
             let _ = writeln!(o, "{line}");
             let _ = o.flush();
         }
-        c.panicked |= line.contains("Kernel panic");
+        if line.contains("Kernel panic") {
+            c.panicked = true;
+            c.panic_line.get_or_insert_with(|| line.clone());
+        }
         if c.tail.len() == TAIL {
             c.tail.remove(0);
         }
         c.tail.push(line);
     }
     c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_line_is_kept_however_long_the_dump_after_it() {
+        let mut text = String::from("XLAT-BEGIN\ngoing\n");
+        text.push_str("[    3.0] Kernel panic - not syncing: sysrq triggered crash\n");
+        for i in 0..(TAIL + 50) {
+            text.push_str(&format!("[    3.1]  ? frame_{i}+0x10/0x20\n"));
+        }
+        let c = read_console(text.as_bytes());
+        assert!(c.panicked);
+        assert_eq!(
+            c.panic_line.as_deref(),
+            Some("[    3.0] Kernel panic - not syncing: sysrq triggered crash")
+        );
+        assert_eq!(c.tail.len(), TAIL);
+        assert!(!c.tail.iter().any(|l| l.contains("Kernel panic")));
+        assert_eq!(c.status, None);
+    }
 }
