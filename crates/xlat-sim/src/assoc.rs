@@ -481,10 +481,11 @@ impl Assoc {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn slot(k: u64) -> Slot {
+    /// A valid entry of key `k` (data `k`), ASID 0, no flags.
+    pub(crate) fn slot(k: u64) -> Slot {
         Slot {
             key: k | VALID,
             asid: 0,

@@ -737,14 +737,7 @@ mod tests {
         }
     }
 
-    fn slot(k: u64) -> Slot {
-        Slot {
-            key: k | VALID,
-            asid: 0,
-            flags: 0,
-            data: k,
-        }
-    }
+    use crate::assoc::tests::slot;
 
     fn touch(st: &mut StackArray, k: u64) -> bool {
         st.lookup_or_fill(0, 0, slot(k))
