@@ -384,7 +384,7 @@ pub fn run(a: RunArgs) -> Result<i32> {
     // The program owns stdout: the report goes to stderr, like `perf stat`.
     eprint!("{}", output::detailed(&o));
     if let Some(p) = &a.json {
-        output::write_json(p, std::slice::from_ref(&o))?;
+        crate::export::write_json(p, std::slice::from_ref(&o))?;
     }
     check_untraced(cap.stats(), a.capture.allow_untraced)?;
     Ok(stopped().unwrap_or(code))

@@ -166,7 +166,7 @@ pub fn run(a: CurveArgs) -> Result<()> {
     };
     let stdout = [&a.json, &a.csv]
         .iter()
-        .filter(|p| p.as_deref().is_some_and(crate::output::is_stdout))
+        .filter(|p| p.as_deref().is_some_and(crate::export::is_stdout))
         .count();
     if stdout > 1 {
         bail!("only one of --json and --csv can be `-` (standard output)");
@@ -175,12 +175,12 @@ pub fn run(a: CurveArgs) -> Result<()> {
         print!("{}", table(&out, &r.tlb_structures[p.index].name, secs));
     }
     if let Some(path) = &a.csv {
-        crate::output::write_text(path, &csv(&out))?;
+        crate::export::write_text(path, &csv(&out))?;
     }
     if let Some(path) = &a.json {
         let mut s = serde_json::to_string_pretty(&out)?;
         s.push('\n');
-        crate::output::write_text(path, &s)?;
+        crate::export::write_text(path, &s)?;
     }
     if let Some(path) = &a.plot {
         xlat_plot::write(&plot(&out), path)?;

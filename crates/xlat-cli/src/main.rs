@@ -7,6 +7,7 @@ mod calibrate;
 mod canonical;
 mod capture;
 mod curve;
+mod export;
 mod fanout;
 mod fold;
 mod memory;

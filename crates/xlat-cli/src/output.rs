@@ -1,23 +1,10 @@
-//! Human tables, JSON and CSV.
-//!
-//! # JSON format (schema 1)
-//! `{"schema": 1, "runs": [{"machine": NAME, "input": LABEL, "seconds": F,
-//! "warnings": [..], "report": REPORT}], "failures": [{"machine": NAME, "input": LABEL,
-//! "error": TEXT}]}` where REPORT is `xlat_sim::Report` (see its rustdoc): the fully
-//! resolved machine, every counter and the cycle estimate. `failures` lists the runs of
-//! a sweep that failed (empty when none did; the command then exits non-zero).
-//!
-//! JSON and CSV files are written through [`OutFile`]: complete, or the command fails
-//! and an existing file is left as it was. Text for the terminal passes names through
-//! [`shown`]/[`escape`] (no raw control bytes from input files).
+//! Human tables (the files are [`crate::export`]'s). Text for the terminal passes names
+//! through [`shown`]/[`escape`] (no raw control bytes from input files).
 
-use crate::run::{Failure, Outcome};
-use anyhow::{Context, Result};
-use serde::Serialize;
+use crate::run::Outcome;
 use std::fmt::Write as _;
-use std::io::Write as _;
 use std::path::Path;
-use xlat_trace::{escape, OutFile};
+use xlat_trace::escape;
 use xlat_types::format_bytes;
 
 /// A path as text for a message, control characters escaped.
@@ -325,18 +312,18 @@ fn detailed_raw(o: &Outcome) -> String {
     s
 }
 
-struct Row {
-    machine: String,
-    input: String,
-    refs: u64,
-    l1_mpkr: f64,
-    last_mpkr: f64,
-    walks: u64,
-    walk_refs: u64,
-    faults: u64,
-    pt_bytes: u64,
-    cycles_per_ref: f64,
-    l1_misses: u64,
+pub(crate) struct Row {
+    pub(crate) machine: String,
+    pub(crate) input: String,
+    pub(crate) refs: u64,
+    pub(crate) l1_mpkr: f64,
+    pub(crate) last_mpkr: f64,
+    pub(crate) walks: u64,
+    pub(crate) walk_refs: u64,
+    pub(crate) faults: u64,
+    pub(crate) pt_bytes: u64,
+    pub(crate) cycles_per_ref: f64,
+    pub(crate) l1_misses: u64,
 }
 
 /// The metrics `xlat sim --plot-metric` knows (the CSV's counter columns).
@@ -365,7 +352,7 @@ pub fn metric(o: &Outcome, name: &str) -> Option<f64> {
     })
 }
 
-fn row(o: &Outcome) -> Row {
+pub(crate) fn row(o: &Outcome) -> Row {
     let r = &o.report;
     let k = |m: u64| m as f64 * 1000.0 / r.refs.total.max(1) as f64;
     let first = r
@@ -500,200 +487,6 @@ fn summary_table_raw(outcomes: &[Outcome]) -> String {
          (a sweep's machines share the cores and one decode)"
     );
     s
-}
-
-#[derive(Serialize)]
-struct JsonRun<'a> {
-    machine: &'a str,
-    input: &'a str,
-    /// The machine's changed fields (`--set`, `--sweep`): path → value as given.
-    params: std::collections::BTreeMap<&'a str, &'a str>,
-    /// A workload input's name and parameters.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    workload: Option<JsonWorkload<'a>>,
-    seconds: f64,
-    warnings: &'a [String],
-    report: &'a xlat_sim::Report,
-}
-
-#[derive(Serialize)]
-struct JsonWorkload<'a> {
-    name: &'a str,
-    params: std::collections::BTreeMap<&'a str, &'a str>,
-}
-
-#[derive(Serialize)]
-struct JsonFailure {
-    machine: String,
-    input: String,
-    error: String,
-}
-
-#[derive(Serialize)]
-struct JsonOut<'a> {
-    schema: u32,
-    runs: Vec<JsonRun<'a>>,
-    failures: Vec<JsonFailure>,
-}
-
-/// Writes `path` through an [`OutFile`] with `body`, committing it; any error (a full
-/// disk) is the command's.
-fn write_file(
-    path: &Path,
-    body: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
-) -> Result<()> {
-    if is_stdout(path) {
-        let mut out = std::io::stdout().lock();
-        return body(&mut out)
-            .and_then(|()| out.flush())
-            .context("cannot write to standard output");
-    }
-    let name = shown(path);
-    let mut f = OutFile::create(path).with_context(|| format!("cannot create {name}"))?;
-    body(&mut f)
-        .and_then(|()| f.commit())
-        .with_context(|| format!("cannot write {name}"))
-}
-
-/// Whether an output path means standard output (`-`).
-pub fn is_stdout(path: &Path) -> bool {
-    path.as_os_str() == "-"
-}
-
-/// Writes `text` to `path` (`-`: standard output), complete or not at all.
-pub fn write_text(path: &Path, text: &str) -> Result<()> {
-    write_file(path, |f| f.write_all(text.as_bytes()))
-}
-
-pub fn write_json(path: &Path, outcomes: &[Outcome]) -> Result<()> {
-    write_json_with_failures(path, outcomes, &[])
-}
-
-/// The JSON report of a sweep, with its failed runs.
-pub fn write_json_with_failures(
-    path: &Path,
-    outcomes: &[Outcome],
-    failures: &[Failure],
-) -> Result<()> {
-    let out = JsonOut {
-        schema: 1,
-        runs: outcomes
-            .iter()
-            .map(|o| JsonRun {
-                machine: &o.machine,
-                input: &o.input,
-                params: o
-                    .params
-                    .iter()
-                    .map(|(k, v)| (k.as_str(), v.as_str()))
-                    .collect(),
-                workload: o.workload.as_ref().map(|(name, ps)| JsonWorkload {
-                    name,
-                    params: ps.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect(),
-                }),
-                seconds: o.seconds,
-                warnings: &o.warnings,
-                report: &o.report,
-            })
-            .collect(),
-        failures: failures
-            .iter()
-            .map(|f| JsonFailure {
-                machine: f.machine.clone(),
-                input: f.input.clone(),
-                error: format!("{:#}", f.error),
-            })
-            .collect(),
-    };
-    write_file(path, |f| {
-        serde_json::to_writer_pretty(&mut *f, &out)?;
-        f.write_all(b"\n")
-    })
-}
-
-/// A CSV field, quoted when it holds a comma, a quote or a line break.
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
-
-/// The columns every run may fill: the machines' changed fields (`--set`, `--sweep`)
-/// and the workloads' parameters, in order of first appearance.
-fn param_columns(outcomes: &[Outcome]) -> (Vec<String>, Vec<String>) {
-    let (mut fields, mut wparams) = (Vec::new(), Vec::new());
-    for o in outcomes {
-        for (k, _) in &o.params {
-            if !fields.contains(k) {
-                fields.push(k.clone());
-            }
-        }
-        for (k, _) in o.workload.iter().flat_map(|(_, p)| p) {
-            if !wparams.contains(k) {
-                wparams.push(k.clone());
-            }
-        }
-    }
-    (fields, wparams)
-}
-
-/// One summary row per run: the machine (its name lists its changed fields) and input,
-/// the workload's name, a column per changed machine field and per workload parameter
-/// (`workload.NAME`), then the counters.
-pub fn write_csv(path: &Path, outcomes: &[Outcome]) -> Result<()> {
-    let (fields, wparams) = param_columns(outcomes);
-    let mut s = String::from("machine,input,workload");
-    for f in &fields {
-        s.push(',');
-        s.push_str(&csv_field(f));
-    }
-    for p in &wparams {
-        s.push_str(&format!(",workload.{}", csv_field(p)));
-    }
-    s.push_str(",refs,l1_misses_per_kref,last_level_misses_per_kref,walks,walk_refs,faults,page_table_bytes_peak,cycles_per_ref,seconds\n");
-    for o in outcomes {
-        let r = row(o);
-        let _ = write!(
-            s,
-            "{},{},{}",
-            csv_field(&r.machine),
-            csv_field(&r.input),
-            o.workload.as_ref().map_or("", |(n, _)| n.as_str())
-        );
-        for f in &fields {
-            let v = o
-                .params
-                .iter()
-                .find(|(k, _)| k == f)
-                .map_or("", |(_, v)| v.as_str());
-            let _ = write!(s, ",{}", csv_field(v));
-        }
-        for p in &wparams {
-            let v = o
-                .workload
-                .iter()
-                .flat_map(|(_, ps)| ps)
-                .find(|(k, _)| k == p)
-                .map_or("", |(_, v)| v.as_str());
-            let _ = write!(s, ",{}", csv_field(v));
-        }
-        let _ = writeln!(
-            s,
-            ",{},{:.6},{:.6},{},{},{},{},{:.6},{:.6}",
-            r.refs,
-            r.l1_mpkr,
-            r.last_mpkr,
-            r.walks,
-            r.walk_refs,
-            r.faults,
-            r.pt_bytes,
-            r.cycles_per_ref,
-            o.seconds
-        );
-    }
-    write_file(path, |f| f.write_all(s.as_bytes()))
 }
 
 /// The hashed MMU's lines of the text report.

@@ -418,7 +418,7 @@ pub fn sim(a: SimArgs) -> Result<()> {
     // `--json -` or `--csv -`: standard output carries that and nothing else.
     let to_stdout = [&a.json, &a.csv]
         .iter()
-        .filter(|p| p.as_deref().is_some_and(output::is_stdout))
+        .filter(|p| p.as_deref().is_some_and(crate::export::is_stdout))
         .count();
     if to_stdout > 1 {
         bail!("only one of --json and --csv can be `-` (standard output)");
@@ -430,10 +430,10 @@ pub fn sim(a: SimArgs) -> Result<()> {
             print!("{}", output::summary_table(&outcomes));
         }
         if let Some(p) = &a.json {
-            output::write_json_with_failures(p, &outcomes, &failures)?;
+            crate::export::write_json_with_failures(p, &outcomes, &failures)?;
         }
         if let Some(p) = &a.csv {
-            output::write_csv(p, &outcomes)?;
+            crate::export::write_csv(p, &outcomes)?;
         }
         if let Some(p) = &a.plot {
             crate::plots::sweep(&outcomes, &a.plot_metric, p)?;
