@@ -49,12 +49,16 @@ impl CaptureArgs {
 
 #[derive(clap::Args)]
 pub struct RunArgs {
-    /// Machine preset name or TOML file.
-    #[arg(short, long, default_value = presets::DEFAULT)]
-    machine: String,
-    /// Write the full report as JSON (same schema as `sim --json`).
+    /// Machine preset name or TOML file; repeat to simulate several machines at once
+    /// from the one capture (as `sim` does).
+    #[arg(short, long = "machine", default_value = presets::DEFAULT)]
+    machines: Vec<String>,
+    /// Write the full reports as JSON (same schema as `sim --json`).
     #[arg(long)]
     json: Option<PathBuf>,
+    /// Write one summary row per machine as CSV (same columns as `sim --csv`).
+    #[arg(long)]
+    csv: Option<PathBuf>,
     #[command(flatten)]
     capture: CaptureArgs,
     /// The program and its arguments (found on PATH). A flag before the program is
@@ -335,7 +339,10 @@ pub(crate) fn label(program: &[OsString]) -> String {
 
 /// `xlat run`: simulate while the program runs. Returns the program's exit code.
 pub fn run(a: RunArgs) -> Result<i32> {
-    let cfg = presets::load(&a.machine)?;
+    if a.machines.len() > 1 {
+        return run_many(a);
+    }
+    let cfg = presets::load(&a.machines[0])?;
     let mut sim = crate::run::new_sim(&cfg)?;
     let t = Instant::now();
     let mut cap = Capture::start(&a.program[0], &a.program[1..], &a.capture.options())?;
@@ -386,7 +393,102 @@ pub fn run(a: RunArgs) -> Result<i32> {
     if let Some(p) = &a.json {
         crate::export::write_json(p, std::slice::from_ref(&o))?;
     }
+    if let Some(p) = &a.csv {
+        crate::export::write_csv(p, std::slice::from_ref(&o))?;
+    }
     check_untraced(cap.stats(), a.capture.allow_untraced)?;
+    Ok(stopped().unwrap_or(code))
+}
+
+/// `xlat run` with several machines: one capture, its batches fed to every machine
+/// ([`crate::fanout`]); a summary table on stderr, the reports in the files.
+fn run_many(a: RunArgs) -> Result<i32> {
+    let cfgs: Vec<_> = a
+        .machines
+        .iter()
+        .map(|m| presets::load(m))
+        .collect::<Result<_, _>>()?;
+    let mut sims: Vec<xlat_sim::Sim<xlat_sim::Radix>> = cfgs
+        .iter()
+        .map(crate::run::new_sim)
+        .collect::<Result<_>>()?;
+    let t = Instant::now();
+    let cap = Capture::start(&a.program[0], &a.program[1..], &a.capture.options())?;
+    leave_interrupts_to_the_program();
+    forward_stop_signals(cap.signaller());
+    let pb = crate::progress::bar(format!("events simulated on {} machines", sims.len()));
+    let pbc = pb.clone();
+    let (taps, handle) = crate::fanout::fan_out(cap, sims.len(), BATCH, move |k| pbc.inc(k as u64));
+    type Job<'a> = (
+        usize,
+        &'a mut xlat_sim::Sim<xlat_sim::Radix>,
+        Option<crate::traces::Feed>,
+    );
+    let mut jobs: Vec<Job> = sims
+        .iter_mut()
+        .zip(taps)
+        .enumerate()
+        .map(|(i, (sim, tap))| {
+            let bits = sim.config().va_bits();
+            (i, sim, Some(crate::traces::Feed::for_user(tap, bits)))
+        })
+        .collect();
+    let warnings = std::sync::Mutex::new(vec![Vec::new(); jobs.len()]);
+    let results = crate::fanout::run_jobs(
+        &mut jobs,
+        |(_, sim, feed)| match feed {
+            Some(f) => f.step(sim),
+            None => Ok(false),
+        },
+        |(i, _, feed)| {
+            if let Some(w) = feed.take().and_then(|f| f.fold_warning("the program")) {
+                warnings.lock().expect("not poisoned")[*i].push(w);
+            }
+        },
+    );
+    pb.finish_and_clear();
+    let mut cap = handle
+        .join()
+        .unwrap_or_else(|e| std::panic::resume_unwind(e));
+    // Machines that failed left the program running on: let it finish.
+    let mut buf = Vec::new();
+    while cap.fill(&mut buf, BATCH).unwrap_or(false) {}
+    let code = exit_code(cap.exit_status(), cap.stats().processes)?;
+    let seconds = t.elapsed().as_secs_f64();
+    let mut outcomes = Vec::new();
+    let mut failed = Vec::new();
+    let warnings = warnings.into_inner().expect("not poisoned");
+    for ((sim, r), w) in sims.iter().zip(results).zip(warnings) {
+        if let Err(e) = r {
+            failed.push(format!("{}: {e:#}", sim.config().name));
+            continue;
+        }
+        let mut report = sim.report();
+        crate::run::name_programs(&mut report, &cap.stats().programs);
+        outcomes.push(Outcome {
+            machine: sim.config().name.clone(),
+            input: label(&a.program),
+            report,
+            seconds,
+            warnings: cap.stats().warnings.iter().cloned().chain(w).collect(),
+            params: Vec::new(),
+            workload: None,
+        });
+    }
+    for w in outcomes.iter().flat_map(|o| &o.warnings) {
+        eprintln!("xlat: warning: {w}");
+    }
+    eprint!("{}", output::summary_table(&outcomes));
+    if let Some(p) = &a.json {
+        crate::export::write_json(p, &outcomes)?;
+    }
+    if let Some(p) = &a.csv {
+        crate::export::write_csv(p, &outcomes)?;
+    }
+    check_untraced(cap.stats(), a.capture.allow_untraced)?;
+    if !failed.is_empty() {
+        bail!("the simulation failed on {}", failed.join("; "));
+    }
     Ok(stopped().unwrap_or(code))
 }
 

@@ -280,6 +280,21 @@ impl Feed {
         Ok(true)
     }
 
+    /// A user-mode stream on a machine of `bits` virtual-address bits (folded when
+    /// narrower than x86-64 user space).
+    pub fn for_user(tap: Tap, bits: u32) -> Feed {
+        if bits >= USER_BITS {
+            Feed::Plain(tap)
+        } else {
+            Feed::Fold(Fold::new(tap, bits), Vec::new())
+        }
+    }
+
+    /// What folding had to say, if anything.
+    pub fn fold_warning(&self, what: &str) -> Option<String> {
+        self.warning(what)
+    }
+
     /// What folding had to say, if anything.
     fn warning(&self, what: &str) -> Option<String> {
         match self {

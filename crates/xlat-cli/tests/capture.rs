@@ -710,3 +710,43 @@ fn handovers_under_a_busy_thread_lose_nothing() {
 }
 
 // ---- issue 14: robustness of the capture ----
+
+/// `xlat run` with several machines simulates them all from the one capture: each report
+/// equals that machine's own run (a 32-bit one folded), the program's output and exit
+/// status pass through, and `--csv`/`--json` hold a row/run per machine.
+#[test]
+fn run_feeds_several_machines_from_one_capture() {
+    let d = Dir::new();
+    let prog = d.compile("output");
+    let p = prog.to_str().unwrap();
+    let (json, csv) = (d.path("all.json"), d.path("all.csv"));
+    let o = d.xlat(&[
+        "run",
+        "-m",
+        "skylake",
+        "-m",
+        "i386",
+        "--json",
+        json.to_str().unwrap(),
+        "--csv",
+        csv.to_str().unwrap(),
+        "--",
+        p,
+    ]);
+    assert_eq!(code(&o), 5, "{}", stderr(&o));
+    assert!(o.stdout.ends_with(b"last line without newline"));
+    let all: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(std::fs::read_to_string(&csv).unwrap().lines().count(), 3);
+    for (i, m) in ["skylake", "i386"].iter().enumerate() {
+        let one = d.path(&format!("{m}.json"));
+        let o = d.xlat(&["run", "-m", m, "--json", one.to_str().unwrap(), "--", p]);
+        assert_eq!(code(&o), 5, "{}", stderr(&o));
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&one).unwrap()).unwrap();
+        let (a, b) = (&all["runs"][i]["report"], &v["runs"][0]["report"]);
+        for k in ["refs", "tlb_levels", "walks", "faults"] {
+            assert_eq!(a[k], b[k], "{m}: {k}");
+        }
+    }
+}
