@@ -164,14 +164,8 @@ pub fn run(a: CurveArgs) -> Result<()> {
             })
             .collect(),
     };
-    let stdout = [&a.json, &a.csv]
-        .iter()
-        .filter(|p| p.as_deref().is_some_and(crate::export::is_stdout))
-        .count();
-    if stdout > 1 {
-        bail!("only one of --json and --csv can be `-` (standard output)");
-    }
-    if stdout == 0 {
+    let stdout = crate::export::one_to_stdout(&[&a.json, &a.csv])?;
+    if !stdout {
         print!("{}", table(&out, &r.tlb_structures[p.index].name, secs));
     }
     if let Some(path) = &a.csv {

@@ -73,6 +73,19 @@ fn write_file(
         .with_context(|| format!("cannot write {name}"))
 }
 
+/// Whether one of `outputs` is standard output (`-`); more than one is an error.
+pub fn one_to_stdout(outputs: &[&Option<std::path::PathBuf>]) -> Result<bool> {
+    let n = outputs
+        .iter()
+        .filter(|p| p.as_deref().is_some_and(is_stdout))
+        .count();
+    anyhow::ensure!(
+        n <= 1,
+        "only one of --json and --csv can be `-` (standard output)"
+    );
+    Ok(n == 1)
+}
+
 /// Whether an output path means standard output (`-`).
 pub fn is_stdout(path: &Path) -> bool {
     path.as_os_str() == "-"

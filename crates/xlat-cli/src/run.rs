@@ -416,17 +416,11 @@ pub fn sim(a: SimArgs) -> Result<()> {
         }
     }
     // `--json -` or `--csv -`: standard output carries that and nothing else.
-    let to_stdout = [&a.json, &a.csv]
-        .iter()
-        .filter(|p| p.as_deref().is_some_and(crate::export::is_stdout))
-        .count();
-    if to_stdout > 1 {
-        bail!("only one of --json and --csv can be `-` (standard output)");
-    }
+    let to_stdout = crate::export::one_to_stdout(&[&a.json, &a.csv])?;
     if !outcomes.is_empty() {
-        if to_stdout == 0 && total == 1 {
+        if !to_stdout && total == 1 {
             print!("{}", output::detailed(&outcomes[0]));
-        } else if to_stdout == 0 {
+        } else if !to_stdout {
             print!("{}", output::summary_table(&outcomes));
         }
         if let Some(p) = &a.json {

@@ -1,0 +1,303 @@
+//! Sweeps, miss-ratio curves, plots and output flags of the real `xlat` binary (issue 18).
+
+use std::process::Command;
+
+mod common;
+use common::run_xlat as xlat;
+
+/// A sweep decodes each input once and feeds every machine the same batches: its
+/// reports equal separate runs', report for report (every preset, 32-bit folding
+/// included), and a machine that fails does not stop the others.
+#[test]
+fn one_decode_sweep_equals_separate_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("mixed.xlt");
+    let (ok, _, err) = xlat(&[
+        "convert",
+        "-w",
+        "mixed:refs=200K",
+        "-o",
+        trace.to_str().unwrap(),
+    ]);
+    assert!(ok, "{err}");
+    let (ok, list, _) = xlat(&["machines"]);
+    assert!(ok);
+    let presets: Vec<&str> = list
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert!(presets.len() >= 8, "{list}");
+    let inputs = [
+        ["-t", trace.to_str().unwrap()],
+        ["-w", "forkexit:iterations=20"],
+    ];
+    let report = |json: &std::path::Path, i: usize| -> serde_json::Value {
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+        v["runs"][i]["report"].clone()
+    };
+    for input in inputs {
+        let all = dir.path().join("all.json");
+        let mut args = vec!["sim"];
+        for p in &presets {
+            args.extend(["-m", p]);
+        }
+        args.extend(["-m", "no-such-machine"]);
+        args.extend(input);
+        args.extend(["--json", all.to_str().unwrap()]);
+        let (ok, _, err) = xlat(&args);
+        assert!(!ok, "a machine that does not exist fails the sweep");
+        assert!(err.contains("no-such-machine"), "{err}");
+        for (i, p) in presets.iter().enumerate() {
+            let one = dir.path().join(format!("{p}.json"));
+            let mut args = vec!["sim", "-m", p];
+            args.extend(input);
+            args.extend(["--json", one.to_str().unwrap()]);
+            let (ok, _, err) = xlat(&args);
+            assert!(ok, "{p}: {err}");
+            assert_eq!(report(&all, i), report(&one, 0), "{p} × {input:?}");
+        }
+    }
+}
+
+/// `xlat curve` gives, in one pass, the misses that `xlat sim --set` gives one size at a
+/// time (fully associative and with the sets kept), and writes its JSON and CSV.
+#[test]
+fn curve_equals_one_run_per_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("c.json");
+    let csv = dir.path().join("c.csv");
+    let w = "gups:footprint=16MiB,refs=50K";
+    let s = dir.path().join("s.json");
+    for (ways_flag, sizes, path) in [
+        (false, "1,3,16,64,200,256,300", "tlb.levels[0].d[0]"),
+        (true, "1,2,6,12", "tlb.levels[1].unified[0]"),
+    ] {
+        let mut args = vec!["curve", "-w", w, "--sizes", sizes, "--tlb", path];
+        if ways_flag {
+            args.push("--ways");
+        }
+        args.extend([
+            "--json",
+            json.to_str().unwrap(),
+            "--csv",
+            csv.to_str().unwrap(),
+        ]);
+        let (ok, out, err) = xlat(&args);
+        assert!(ok, "{err}");
+        assert!(out.contains("miss-ratio curve"), "{out}");
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let points = v["points"].as_array().unwrap();
+        assert_eq!(points.len(), sizes.split(',').count());
+        let rows = std::fs::read_to_string(&csv).unwrap();
+        assert_eq!(rows.lines().count(), points.len() + 1, "{rows}");
+        let mut distinct = std::collections::HashSet::new();
+        for p in points {
+            let (entries, ways) = (p["entries"].as_u64().unwrap(), p["ways"].as_u64().unwrap());
+            let e = format!("{path}.entries={entries}");
+            let wy = format!("{path}.ways={ways}");
+            let (ok, _, err) = xlat(&[
+                "sim",
+                "-w",
+                w,
+                "--set",
+                &e,
+                "--set",
+                &wy,
+                "--json",
+                s.to_str().unwrap(),
+            ]);
+            assert!(ok, "{err}");
+            let r: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&s).unwrap()).unwrap();
+            let structs = r["runs"][0]["report"]["tlb_structures"].as_array().unwrap();
+            let name = if path.contains("unified") {
+                "STLB TLB[0]"
+            } else {
+                "L1 DTLB[0]"
+            };
+            let st = structs
+                .iter()
+                .find(|t| t["name"].as_str().unwrap().starts_with(name))
+                .unwrap();
+            assert_eq!(p["misses"], st["fills"], "{path} at {entries} entries");
+            distinct.insert(p["misses"].as_u64().unwrap());
+        }
+        assert!(distinct.len() > 2, "{path}: a curve, not a constant");
+    }
+    let (ok, _, err) = xlat(&["curve", "-m", "mpc855t", "-w", w]);
+    assert!(!ok && err.contains("replacement"), "{err}");
+    let (ok, _, err) = xlat(&["sim", "-w", w, "--set", "tlb.levels[0].d[0].nope=1"]);
+    assert!(!ok && err.contains("nope"), "{err}");
+}
+
+/// Ctrl-C (SIGINT) stops a sweep's runs at their next batch; the runs that finished are
+/// printed and written (complete files), and xlat exits with 130.
+#[test]
+fn ctrl_c_keeps_the_finished_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("out.csv");
+    let json = dir.path().join("out.json");
+    let child = Command::new(env!("CARGO_BIN_EXE_xlat"))
+        .args([
+            "sim",
+            "-w",
+            "stride:refs=1000",
+            "-w",
+            "gups:footprint=8GiB,refs=4G",
+            "--sweep",
+            "tlb.levels[0].d[0].entries=32,64",
+            "--csv",
+            csv.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(err.contains("interrupted: 2 of 4 runs finished"), "{err}");
+    let text = std::fs::read_to_string(&csv).unwrap();
+    assert_eq!(text.lines().count(), 3, "{text}");
+    assert!(text.lines().skip(1).all(|l| l.contains("stride")), "{text}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["runs"].as_array().unwrap().len(), 2);
+    assert_eq!(v["runs"][1]["params"]["tlb.levels[0].d[0].entries"], "64");
+}
+
+/// `--plot` draws a sweep's metric against its numeric field (SVG or PNG), one line per
+/// machine and input; `xlat curve --plot` draws the curve; bad requests are errors.
+#[test]
+fn plots_are_written_as_svg_and_png() {
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("s.svg");
+    let (ok, _, err) = xlat(&[
+        "sim",
+        "-m",
+        "skylake",
+        "-m",
+        "i386",
+        "-w",
+        "gups:footprint=16MiB,refs=20K",
+        "--sweep",
+        "tlb.levels[0].d[0].entries=16,32,64",
+        "--plot",
+        svg.to_str().unwrap(),
+        "--plot-metric",
+        "walks",
+    ]);
+    assert!(ok, "{err}");
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.starts_with("<svg") && text.contains("walks by tlb.levels[0].d[0].entries"));
+    assert!(
+        text.contains("skylake · gups") && text.contains("i386 · gups"),
+        "legend"
+    );
+    assert_eq!(text.matches("<circle").count(), 6, "3 points × 2 machines");
+    let png = dir.path().join("c.png");
+    let (ok, _, err) = xlat(&[
+        "curve",
+        "-w",
+        "gups:footprint=16MiB,refs=20K",
+        "--sizes",
+        "1,8,64",
+        "--plot",
+        png.to_str().unwrap(),
+    ]);
+    assert!(ok, "{err}");
+    assert_eq!(&std::fs::read(&png).unwrap()[1..4], b"PNG");
+    let (ok, _, err) = xlat(&[
+        "sim",
+        "-w",
+        "stride:refs=100",
+        "--plot",
+        svg.to_str().unwrap(),
+    ]);
+    assert!(!ok && err.contains("--sweep"), "{err}");
+    let (ok, _, err) = xlat(&[
+        "sim",
+        "-w",
+        "stride:refs=100",
+        "--sweep",
+        "os.flush_ceiling=1,2",
+        "--plot",
+        svg.to_str().unwrap(),
+        "--plot-metric",
+        "nope",
+    ]);
+    assert!(!ok && err.contains("one of"), "{err}");
+}
+
+/// `--json -` and `--csv -` put that and nothing else on standard output; small rates
+/// keep their digits and long machine names keep the table's columns.
+#[test]
+fn stdout_outputs_and_readable_tables() {
+    let (ok, out, err) = xlat(&[
+        "sim",
+        "-w",
+        "stride:refs=1000",
+        "-w",
+        "code:refs=2000",
+        "--json",
+        "-",
+    ]);
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("stdout is the JSON alone");
+    assert_eq!(v["runs"].as_array().unwrap().len(), 2);
+    let (ok, out, err) = xlat(&["sim", "-w", "stride:refs=1000", "--csv", "-"]);
+    assert!(ok, "{err}");
+    assert!(
+        out.starts_with("machine,input,") && out.lines().count() == 2,
+        "{out}"
+    );
+    let (ok, _, err) = xlat(&["sim", "-w", "stride:refs=1000", "--csv", "-", "--json", "-"]);
+    assert!(!ok && err.contains("only one"), "{err}");
+    let (ok, out, err) = xlat(&[
+        "sim",
+        "-w",
+        "stride:footprint=64KiB,refs=200K",
+        "-w",
+        "stride:refs=1000",
+        "--sweep",
+        "tlb.levels[0].d[0].entries=16,32",
+    ]);
+    assert!(ok, "{err}");
+    let rows: Vec<&str> = out.lines().filter(|l| l.starts_with("skylake")).collect();
+    assert_eq!(rows.len(), 4, "{out}");
+    // 16 cold misses in 200,000 references: 0.0800 per 1000, not 0.08 rounded to 0.00.
+    assert!(rows[0].contains("0.0800"), "{out}");
+    // Every row has its columns in the same places as the header.
+    let end = out.lines().next().unwrap().find(" refs").unwrap() + 5;
+    for r in &rows {
+        let b = r.as_bytes();
+        assert!(b[end - 1].is_ascii_digit() && b[end] == b' ', "{out}");
+    }
+}
+
+/// A flag before the program is xlat's: an unknown one is an error, not a program name;
+/// `trace --info` refuses the capture flags and programs it would ignore.
+#[test]
+fn unknown_flags_before_the_program_are_errors() {
+    for args in [
+        &["run", "--no-such-flag", "true"][..],
+        &["trace", "-o", "/dev/null", "--no-such-flag", "true"],
+        &["trace", "--info", "x.xlt", "-m", "skylake"],
+        &["trace", "--info", "x.xlt", "--level", "3"],
+        &["trace", "--info", "x.xlt", "true"],
+    ] {
+        let (ok, _, err) = xlat(args);
+        assert!(!ok, "{args:?}");
+        assert!(
+            err.contains("unexpected argument") || err.contains("cannot be used with"),
+            "{args:?}: {err}"
+        );
+    }
+}
