@@ -12,10 +12,12 @@ mod fanout;
 mod fold;
 mod memory;
 mod output;
+mod plan;
 mod plots;
 mod progress;
 mod run;
 mod scenario;
+mod slurm;
 mod syscalls;
 mod system;
 mod tables;
@@ -45,6 +47,10 @@ struct Cli {
     /// more stops with an error naming the event.
     #[arg(long, global = true, default_value = "1GiB", value_parser = parse_bytes)]
     max_memory: u64,
+}
+
+fn parse_count(s: &str) -> Result<u64, String> {
+    xlat_types::parse_count(s).map_err(|e| e.to_string())
 }
 
 fn parse_bytes(s: &str) -> Result<u64, String> {
@@ -116,6 +122,34 @@ enum Cmd {
     ///
     /// `xlat curve -m skylake -t gzip.xlt`; `--tlb tlb.levels[1].unified[0] --ways`
     Curve(curve::CurveArgs),
+    /// Run shard K of a sweep plan (`xlat sim --plan DIR`): writes `DIR/shard-K.json`.
+    ///
+    /// What each task of `--slurm`'s job array runs; any scheduler can run it.
+    Shard {
+        /// The plan's directory.
+        dir: PathBuf,
+        /// The shard, 0..shards-1.
+        shard: usize,
+    },
+    /// Merge a sweep plan's shard results: the table and files a local `xlat sim` makes.
+    ///
+    /// `xlat merge sweep/ --csv sweep.csv --json sweep.json`
+    Merge {
+        /// The plan's directory.
+        dir: PathBuf,
+        /// Write the full reports as JSON.
+        #[arg(long)]
+        json: Option<PathBuf>,
+        /// Write one summary row per run as CSV.
+        #[arg(long)]
+        csv: Option<PathBuf>,
+        /// Plot a metric against the first numeric `--sweep` field (`.svg`, `.png`).
+        #[arg(long)]
+        plot: Option<PathBuf>,
+        /// The metric `--plot` draws: a counter column of the CSV.
+        #[arg(long, default_value = "l1_misses_per_kref", requires = "plot")]
+        plot_metric: String,
+    },
     /// Measure simulator throughput (refs/s) on fixed cases; asserts their counts.
     Bench {
         /// Only run cases whose name contains this.
@@ -159,6 +193,10 @@ pub struct SimArgs {
     /// Treat a trace whose end was cut off as an error instead of a warning.
     #[arg(long)]
     strict: bool,
+    /// Simulate the first N references (e.g. `10M`) without counting them: the report
+    /// covers the rest, on a warmed machine.
+    #[arg(long, value_name = "N", default_value = "0", value_parser = parse_count)]
+    warmup: u64,
     /// Change a field of every machine, e.g. `tlb.levels[1].unified[0].entries=2048`
     /// or `os.thp=never` (repeatable; the machine's name then lists the changes).
     #[arg(long = "set", value_name = "PATH=VALUE")]
@@ -174,6 +212,29 @@ pub struct SimArgs {
     /// The metric `--plot` draws: a counter column of the CSV.
     #[arg(long, default_value = "l1_misses_per_kref", requires = "plot")]
     plot_metric: String,
+    /// Write the runs as a plan of shards to DIR instead of running them (`xlat shard
+    /// DIR K` runs one, `xlat merge DIR` merges them; `DIR/job.sh` is a Slurm job array).
+    #[arg(long, value_name = "DIR", conflicts_with = "slurm")]
+    plan: Option<PathBuf>,
+    /// Run the sweep on a Slurm cluster: write the plan to DIR (shared with the nodes)
+    /// and submit it as a job array, a task per shard.
+    #[arg(long, value_name = "DIR")]
+    slurm: Option<PathBuf>,
+    /// Shards of `--plan`/`--slurm` (default: a run each, at most 1000); a shard's runs
+    /// of one input share its decode.
+    #[arg(long)]
+    shards: Option<usize>,
+    /// An `sbatch` option for the job array, e.g. `--partition=short` (repeatable).
+    #[arg(
+        long,
+        value_name = "OPTION",
+        allow_hyphen_values = true,
+        requires = "slurm"
+    )]
+    sbatch: Vec<String>,
+    /// With `--slurm`: wait for the job array, then merge (print, `--json`, `--csv`).
+    #[arg(long, requires = "slurm")]
+    wait: bool,
 }
 
 fn main() {
@@ -190,6 +251,22 @@ fn main() {
         Cmd::Trace(a) => capture::trace(a).map(|c| std::process::exit(c)),
         Cmd::Sim(a) => run::sim(a),
         Cmd::Curve(a) => curve::run(a),
+        Cmd::Shard { dir, shard } => plan::shard(&dir, shard),
+        Cmd::Merge {
+            dir,
+            json,
+            csv,
+            plot,
+            plot_metric,
+        } => plan::merge(
+            &dir,
+            &plan::Outputs {
+                json: &json,
+                csv: &csv,
+                plot: &plot,
+                plot_metric: &plot_metric,
+            },
+        ),
         Cmd::Machines { name } => run::machines(name),
         Cmd::Workloads => run::workloads(),
         Cmd::Bench { filter } => bench::run(filter.as_deref()),

@@ -73,6 +73,13 @@ fn detailed_raw(o: &Outcome) -> String {
         o.seconds,
         rate(r.refs.total, o.seconds)
     );
+    if r.warmup > 0 {
+        let _ = writeln!(
+            s,
+            "warm-up       the first {} references were simulated and not counted\n",
+            n(r.warmup)
+        );
+    }
     let _ = writeln!(
         s,
         "references    fetch {}  load {}  store {}  translations {}  page-crossing {}",
@@ -118,7 +125,7 @@ fn detailed_raw(o: &Outcome) -> String {
         } else {
             String::new()
         };
-        let index = match t.index {
+        let index = match &*t.index {
             "modulo" => String::new(),
             other => format!(" {other}"),
         };

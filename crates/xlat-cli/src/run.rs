@@ -1,14 +1,13 @@
 //! `sim`, `machines` and `workloads`: build the components, drive them, print.
 
 use crate::output;
+use crate::plan::{Outputs, Plan};
 use crate::SimArgs;
 use anyhow::{bail, Context, Result};
-use rayon::prelude::*;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 use xlat_sim::{presets, MachineConfig, Radix, Report, Sim};
-use xlat_trace::escape;
 use xlat_types::{Event, EventSource};
 
 /// Events per batch handed from a source to the simulator.
@@ -92,7 +91,7 @@ extern "C" fn on_sigint(_: libc::c_int) {
 }
 
 /// From now on Ctrl-C (SIGINT) stops the runs instead of killing xlat.
-fn catch_interrupt() {
+pub fn catch_interrupt() {
     // SAFETY: the handler only stores to an atomic (async-signal-safe).
     unsafe { libc::signal(libc::SIGINT, on_sigint as *const () as libc::sighandler_t) };
 }
@@ -163,9 +162,18 @@ pub fn drive_progress<S: EventSource>(
     Ok(())
 }
 
-/// Runs `input` on machine `cfg`.
-pub fn run_one(cfg: &MachineConfig, input: &Input, strict: bool) -> Result<Outcome> {
+/// The error of a run whose input ended before its warm-up did.
+fn check_warm(sim: &Sim<Radix>, warmup: u64) -> Result<()> {
+    if sim.warming() {
+        bail!("--warmup {warmup}: the input has fewer references, so nothing would be counted");
+    }
+    Ok(())
+}
+
+/// Runs `input` on machine `cfg`, the first `warmup` references not counted.
+pub fn run_one(cfg: &MachineConfig, input: &Input, strict: bool, warmup: u64) -> Result<Outcome> {
     let mut sim = new_sim(cfg)?;
+    sim.set_warmup(warmup);
     let mut warnings = Vec::new();
     let t = Instant::now();
     let names = match input {
@@ -176,6 +184,7 @@ pub fn run_one(cfg: &MachineConfig, input: &Input, strict: bool) -> Result<Outco
         }
         Input::Trace(path) => crate::traces::replay(path, strict, &mut sim, &mut warnings)?,
     };
+    check_warm(&sim, warmup)?;
     let mut report = sim.report();
     name_programs(&mut report, &names);
     if let Input::Trace(path) = input {
@@ -197,12 +206,24 @@ pub fn run_one(cfg: &MachineConfig, input: &Input, strict: bool) -> Result<Outco
 /// batches ([`crate::fanout`]). The same reports as separate [`run_one`] calls, in the
 /// order of `cfgs`; a machine that fails does not stop the others. `seconds` is the
 /// group's wall time.
-pub fn run_group(cfgs: &[&MachineConfig], input: &Input, strict: bool) -> Vec<Result<Outcome>> {
+pub fn run_group(
+    cfgs: &[&MachineConfig],
+    input: &Input,
+    strict: bool,
+    warmup: u64,
+) -> Vec<Result<Outcome>> {
     if cfgs.len() == 1 {
-        return vec![run_one(cfgs[0], input, strict)];
+        return vec![run_one(cfgs[0], input, strict, warmup)];
     }
     let t = Instant::now();
-    let mut sims: Vec<Result<Sim<Radix>>> = cfgs.iter().map(|c| new_sim(c)).collect();
+    let mut sims: Vec<Result<Sim<Radix>>> = cfgs
+        .iter()
+        .map(|c| {
+            let mut s = new_sim(c)?;
+            s.set_warmup(warmup);
+            Ok(s)
+        })
+        .collect();
     let mut ok: Vec<(&mut Sim<Radix>, Vec<String>)> = sims
         .iter_mut()
         .filter_map(|s| s.as_mut().ok())
@@ -237,6 +258,7 @@ pub fn run_group(cfgs: &[&MachineConfig], input: &Input, strict: bool) -> Vec<Re
                 warnings.next().expect("warnings per sim"),
             );
             r?;
+            check_warm(&sim, warmup)?;
             let mut report = sim.report();
             name_programs(&mut report, &names);
             if let Input::Trace(path) = input {
@@ -310,7 +332,7 @@ pub struct Failure {
 
 /// Checks an input before any run: a workload spec parses, a trace opens and is of a
 /// known format.
-fn check(input: &Input) -> Result<()> {
+pub fn check(input: &Input) -> Result<()> {
     match input {
         Input::Workload(s) => xlat_workloads::parse(s).map(drop).map_err(Into::into),
         Input::Trace(p) => {
@@ -328,176 +350,69 @@ fn check(input: &Input) -> Result<()> {
 /// `xlat sim`: every machine × input. Machines and inputs are checked before any run;
 /// one that fails is reported and the rest still run. Every run that succeeded is
 /// printed and written (JSON, CSV); if any failed, each is reported as `machine ×
-/// input: error` and the command fails naming them.
+/// input: error` and the command fails naming them. With `--plan`/`--slurm` the runs
+/// are written as a plan for shards instead ([`crate::plan`], [`crate::slurm`]).
 pub fn sim(a: SimArgs) -> Result<()> {
-    let names = if a.machines.is_empty() {
-        vec![presets::DEFAULT.to_string()]
-    } else {
-        a.machines.clone()
+    let mut plan = Plan::new(
+        &a.machines,
+        &a.workloads,
+        &a.traces,
+        &a.sets,
+        &a.sweeps,
+        a.strict,
+    )?;
+    plan.warmup = a.warmup;
+    let out = Outputs {
+        json: &a.json,
+        csv: &a.csv,
+        plot: &a.plot,
+        plot_metric: &a.plot_metric,
     };
-    let mut inputs: Vec<Input> = a.workloads.iter().cloned().map(Input::Workload).collect();
-    inputs.extend(a.traces.iter().cloned().map(Input::Trace));
-    if inputs.is_empty() {
-        inputs = xlat_workloads::registry()
-            .iter()
-            .map(|w| Input::Workload(w.name.to_string()))
-            .collect();
+    if a.plan.is_some() || a.slurm.is_some() {
+        return crate::slurm::plan_and_submit(&mut plan, &a, &out);
     }
-    let combos = combinations(&a.sweeps)?;
-    let total = names.len() * combos.len() * inputs.len();
-    let mut failures = Vec::new();
-    // Each machine with its changed fields.
-    let mut machines: Vec<(MachineConfig, Vec<(String, String)>)> = Vec::new();
-    for n in &names {
-        for c in &combos {
-            let sets: Vec<String> = a.sets.iter().chain(c).cloned().collect();
-            match machine_with_sets(n, &sets) {
-                Ok(m) => machines.push((m, params_of(&sets))),
-                Err(error) => failures.push(Failure {
-                    machine: n.clone(),
-                    input: "(every input)".into(),
-                    error,
-                }),
-            }
-        }
-    }
+    let total = plan.runs();
+    let ni = plan.inputs.len();
+    let machines = plan.load_machines();
+    let checked = plan.check_inputs();
     catch_interrupt();
-    let mut good = Vec::new();
-    for i in inputs {
-        match check(&i) {
-            Ok(()) => good.push(i),
-            Err(error) => failures.push(Failure {
+    let mut failures = Vec::new();
+    for (m, r) in plan.machines.iter().zip(&machines) {
+        if let Err(e) = r {
+            failures.push(Failure {
+                machine: m.name.clone(),
+                input: "(every input)".into(),
+                error: anyhow::anyhow!("{e:#}"),
+            });
+        }
+    }
+    for (i, r) in plan.inputs.iter().zip(&checked) {
+        if let Err(e) = r {
+            failures.push(Failure {
                 machine: "(every machine)".into(),
-                input: i.label(),
-                error,
-            }),
+                input: i.input().label(),
+                error: anyhow::anyhow!("{e:#}"),
+            });
         }
     }
-    // One group per input: its machines replay one decode of it together.
-    let refs: Vec<&MachineConfig> = machines.iter().map(|m| &m.0).collect();
-    let by_input: Vec<Vec<Result<Outcome>>> = good
-        .par_iter()
-        .map(|i| run_group(&refs, i, a.strict))
-        .collect();
-    // Reported machine by machine, as the runs are listed.
-    let mut by_input: Vec<_> = by_input.into_iter().map(Vec::into_iter).collect();
-    let mut jobs: Vec<(&MachineConfig, &Input, &Params)> = Vec::new();
-    let mut results: Vec<Result<Outcome>> = Vec::new();
-    for (m, params) in &machines {
-        for (i, runs) in good.iter().zip(&mut by_input) {
-            jobs.push((m, i, params));
-            results.push(runs.next().expect("a run per machine"));
-        }
-    }
+    let inputs_ok: Vec<bool> = checked.iter().map(Result::is_ok).collect();
+    let all: Vec<usize> = (0..total).collect();
     let mut outcomes = Vec::new();
     let mut stopped = 0;
-    for (r, (m, i, params)) in results.into_iter().zip(&jobs) {
-        match r {
-            Ok(mut o) => {
-                o.params = params.to_vec();
-                outcomes.push(o);
-            }
+    for (r, o) in plan.execute(&machines, &inputs_ok, &all) {
+        match o {
+            Ok(o) => outcomes.push(o),
             Err(e) if e.downcast_ref::<Interrupted>().is_some() => stopped += 1,
             Err(error) => failures.push(Failure {
-                machine: m.name.clone(),
-                input: i.label(),
+                machine: machines[r / ni]
+                    .as_ref()
+                    .map_or_else(|_| plan.machines[r / ni].name.clone(), |c| c.name.clone()),
+                input: plan.inputs[r % ni].input().label(),
                 error,
             }),
         }
     }
-    if total == 1 {
-        if let Some(f) = failures.pop() {
-            return Err(f.error);
-        }
-    }
-    for o in &outcomes {
-        for w in &o.warnings {
-            eprintln!("xlat: warning: {}", escape(w));
-        }
-    }
-    // `--json -` or `--csv -`: standard output carries that and nothing else.
-    let to_stdout = crate::export::one_to_stdout(&[&a.json, &a.csv])?;
-    if !outcomes.is_empty() {
-        if !to_stdout && total == 1 {
-            print!("{}", output::detailed(&outcomes[0]));
-        } else if !to_stdout {
-            print!("{}", output::summary_table(&outcomes));
-        }
-        if let Some(p) = &a.json {
-            crate::export::write_json_with_failures(p, &outcomes, &failures)?;
-        }
-        if let Some(p) = &a.csv {
-            crate::export::write_csv(p, &outcomes)?;
-        }
-        if let Some(p) = &a.plot {
-            crate::plots::sweep(&outcomes, &a.plot_metric, p)?;
-        }
-    }
-    if stopped > 0 || interrupted() {
-        return Err(Interrupted(format!(
-            "interrupted: {} of {total} runs finished (printed and written), {stopped} stopped",
-            outcomes.len()
-        ))
-        .into());
-    }
-    if failures.is_empty() {
-        return Ok(());
-    }
-    let failed = total - outcomes.len();
-    for f in &failures {
-        eprintln!(
-            "xlat: error: {} × {}: {}",
-            escape(&f.machine),
-            escape(&f.input),
-            escape(&format!("{:#}", f.error))
-        );
-    }
-    let list: Vec<String> = failures
-        .iter()
-        .map(|f| format!("{} × {}", escape(&f.machine), escape(&f.input)))
-        .collect();
-    bail!("{failed} of {total} runs failed: {}", list.join(", "))
-}
-
-/// Every combination of the `--sweep PATH=V1,V2,...` values, as `PATH=V` lists (the
-/// last sweep varies fastest); one empty combination without sweeps.
-fn combinations(sweeps: &[String]) -> Result<Vec<Vec<String>>> {
-    let mut out: Vec<Vec<String>> = vec![Vec::new()];
-    for s in sweeps {
-        let Some((path, values)) = s.split_once('=') else {
-            bail!("--sweep {s}: write PATH=V1,V2,..., e.g. tlb.levels[0].d[0].entries=16,32,64");
-        };
-        let values: Vec<&str> = values
-            .split(',')
-            .map(str::trim)
-            .filter(|v| !v.is_empty())
-            .collect();
-        if values.is_empty() {
-            bail!("--sweep {s}: no values");
-        }
-        out = out
-            .into_iter()
-            .flat_map(|c| {
-                values.iter().map(move |v| {
-                    let mut c = c.clone();
-                    c.push(format!("{}={v}", path.trim()));
-                    c
-                })
-            })
-            .collect();
-    }
-    Ok(out)
-}
-
-/// A machine's changed fields: (path, value).
-type Params = [(String, String)];
-
-/// `PATH=VALUE` strings as (path, value) pairs.
-fn params_of(sets: &[String]) -> Vec<(String, String)> {
-    sets.iter()
-        .filter_map(|s| s.split_once('='))
-        .map(|(p, v)| (p.trim().to_string(), v.trim().to_string()))
-        .collect()
+    crate::plan::finish(&out, total, outcomes, failures, stopped)
 }
 
 pub fn machines(name: Option<String>) -> Result<()> {

@@ -301,3 +301,34 @@ fn unknown_flags_before_the_program_are_errors() {
         );
     }
 }
+
+/// `--warmup N`: the report counts the references after the first N (the JSON says N),
+/// the detailed report says so, and an input shorter than its warm-up is an error.
+#[test]
+fn warmup_leaves_the_first_references_uncounted() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("w.json");
+    let (ok, out, err) = xlat(&[
+        "sim",
+        "-m",
+        "skylake",
+        "-w",
+        "stride:footprint=128KiB,refs=50K",
+        "--warmup",
+        "32",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(ok, "{err}");
+    assert!(out.contains("the first 32 references were simulated and not counted"), "{out}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let r = &v["runs"][0]["report"];
+    assert_eq!(r["warmup"], 32);
+    assert_eq!(r["refs"]["total"], 50_000 - 32);
+    // One pass over 32 pages warmed the 64-entry L1 DTLB: nothing misses after it.
+    assert_eq!(r["tlb_levels"][1]["misses"], 0);
+    assert_eq!(r["walks"]["walks"], 0);
+    let (ok, _, err) = xlat(&["sim", "-w", "stride:refs=1K", "--warmup", "2K"]);
+    assert!(!ok && err.contains("--warmup 2000"), "{err}");
+}

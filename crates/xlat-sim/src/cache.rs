@@ -7,7 +7,7 @@ use crate::replacement::order;
 use crate::sets::Sets;
 use serde::Serialize;
 
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct CacheStats {
     pub name: String,
     pub hit_cycles: u64,

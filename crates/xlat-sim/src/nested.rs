@@ -25,7 +25,7 @@ const HOST_TABLES: u64 = 1 << 58;
 const REGION_SHIFT: u32 = 48;
 
 /// Counters of the host dimension.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
 pub struct NestedStats {
     pub host_page: String,
     pub host_levels: u32,

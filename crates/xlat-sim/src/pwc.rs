@@ -9,7 +9,7 @@ use crate::pagetable::PageTable;
 use crate::replacement::Policy;
 use serde::Serialize;
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
 pub struct PwcStats {
     pub level: String,
     /// Walks whose deepest page-walk-cache hit was at this level.

@@ -13,7 +13,7 @@ use crate::pwc::PwcStats;
 use crate::tlb::{LevelStats, StructStats};
 use serde::Serialize;
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
 pub struct Refs {
     /// Fetch references: per-instruction fetch records and basic-block records.
     pub fetch: u64,
@@ -30,19 +30,19 @@ pub struct Refs {
     pub instructions: u64,
 }
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
 pub struct Prefetch {
     pub hits: u64,
     pub fills: u64,
 }
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
 pub struct LevelRefs {
     pub level: String,
     pub refs: u64,
 }
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
 pub struct Walks {
     /// Walks started (hardware) or miss handlers run (software), retries included.
     pub walks: u64,
@@ -61,7 +61,7 @@ pub struct Walks {
     pub traps: u64,
 }
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
 pub struct Faults {
     /// First touches of mapped memory (base-page faults).
     pub demand: u64,
@@ -79,14 +79,14 @@ pub struct Faults {
     pub precleared: u64,
 }
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
 pub struct LevelTables {
     pub level: String,
     pub tables: u64,
     pub bytes: u64,
 }
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
 pub struct PageTables {
     /// Tables of all live processes now.
     pub tables_live: u64,
@@ -98,14 +98,14 @@ pub struct PageTables {
     pub per_level: Vec<LevelTables>,
 }
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
 pub struct Memory {
     pub frames_allocated: u64,
     pub frames_live: u64,
     pub base_page_bytes: u64,
 }
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
 pub struct Os {
     pub mmaps: u64,
     pub munmaps: u64,
@@ -140,7 +140,7 @@ pub struct Os {
     pub idle_pages_cleared: u64,
 }
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
 pub struct Flushes {
     /// Single-page invalidations.
     pub page: u64,
@@ -154,10 +154,10 @@ pub struct Flushes {
     pub entries_invalidated: u64,
 }
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
 pub struct CycleEstimate {
     /// "latency sum without overlap": approximate.
-    pub model: &'static str,
+    pub model: std::borrow::Cow<'static, str>,
     /// Translations served by a TLB level beyond the first.
     pub tlb_hit: u64,
     /// Walk references and page-walk-cache lookups.
@@ -174,9 +174,12 @@ pub struct CycleEstimate {
     pub saturated: bool,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct Report {
     pub schema: u32,
+    /// References simulated first and not counted (`--warmup`; 0: every one counted).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub warmup: u64,
     pub machine: crate::config::MachineConfig,
     pub refs: Refs,
     pub tlb_levels: Vec<LevelStats>,
@@ -190,44 +193,44 @@ pub struct Report {
     pub flushes: Flushes,
     pub cycles: CycleEstimate,
     /// The hashed MMU's counters (hashed machines only).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hash: Option<crate::hashed::HashStats>,
     /// The host dimension's counters (guests only).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nested: Option<crate::nested::NestedStats>,
     /// Per program (a process from its fork or start, and again from each traced exec),
     /// in the order they appeared.
     pub programs: Vec<ProgramStats>,
     /// Kernel and user shares, when the input names privileges (system traces).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub privileges: Vec<PrivilegeStats>,
     /// The code pages with the most first-level instruction-fetch misses, most first
     /// (when counted: `Sim::count_fetch_misses`).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fetch_miss_pages: Vec<PageMisses>,
 }
 
 /// First-level instruction-fetch misses on one page.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct PageMisses {
     /// The page's address in the machine's space.
     pub page: u64,
     pub misses: u64,
     /// The page's address in the input, where it differs (a folded or narrowed trace).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<u64>,
     /// The functions on the page, when symbols are known (system traces: the guest
     /// kernel's).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub functions: Vec<String>,
 }
 
 /// One privilege's share of a run whose input names privileges (system traces): attributed
 /// when the privilege changes. The guest kernel's accesses to user memory count as kernel.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct PrivilegeStats {
     /// `user` or `kernel`.
-    pub privilege: &'static str,
+    pub privilege: std::borrow::Cow<'static, str>,
     /// Memory-reference records (fetch, load, store).
     pub refs: u64,
     pub fetches: u64,
@@ -247,7 +250,7 @@ pub struct PrivilegeStats {
 }
 
 /// One program's share of the run (attributed at process boundaries: switch, exit, exec).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct ProgramStats {
     /// The trace's pid (1 for the first process).
     pub pid: u32,
@@ -261,6 +264,10 @@ pub struct ProgramStats {
     pub walks: u64,
     /// Its command line, when the input says (a live capture does; the simulator does not
     /// know it).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

@@ -33,10 +33,10 @@ pub struct Entry {
 }
 
 /// Hit/miss counts of one level on one side.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
 pub struct LevelStats {
     pub name: String,
-    pub side: &'static str,
+    pub side: std::borrow::Cow<'static, str>,
     pub hit_cycles: u64,
     /// `hits + misses` (filled in by the report).
     pub lookups: u64,
@@ -189,7 +189,7 @@ impl Tlbs {
             add(&lc.unified, "TLB", &[0, 1])?;
             let mk = |side: &'static str| LevelStats {
                 name: lc.name.clone(),
-                side,
+                side: side.into(),
                 hit_cycles: lc.hit_cycles,
                 ..Default::default()
             };

@@ -612,12 +612,12 @@ fn software_reload_traps_once_per_miss() {
     assert_eq!(r.tlb_structures[1].locked_hits, 1);
     let k = &r.privileges[1];
     assert_eq!(
-        (k.privilege, k.loads, k.dtlb_l1_misses, k.walks),
+        (&*k.privilege, k.loads, k.dtlb_l1_misses, k.walks),
         ("kernel", 3, 1, 1)
     );
     let u = &r.privileges[0];
     assert_eq!(
-        (u.privilege, u.loads, u.dtlb_l1_misses, u.walks),
+        (&*u.privilege, u.loads, u.dtlb_l1_misses, u.walks),
         ("user", 1, 1, 1)
     );
 }

@@ -228,7 +228,7 @@ fn any_set_count_and_index_function_is_a_machine() {
         s.run(&ev).unwrap();
         let r = s.report();
         let l2 = r.tlb_structures.iter().find(|t| t.entries == 3072).unwrap();
-        assert_eq!((l2.ways, l2.index), (8, index.name()));
+        assert_eq!((l2.ways, &*l2.index), (8, index.name()));
         // 3,000 pages fit: modulo keeps them all (7 or 8 per set); xor folds into 512
         // values, so sets 0..127 take twice the pages and thrash (its documented bias).
         if index == SetIndex::Modulo {

@@ -43,7 +43,7 @@ pub struct Bat {
 }
 
 /// The hashed MMU's counters (the report's `hash` section).
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
 pub struct HashStats {
     /// HTAB searches, by the hardware or a software handler (retries included).
     pub searches: u64,
@@ -419,6 +419,13 @@ impl HashMmu {
         if !self.live[old.ctx as usize] {
             self.zombies -= 1;
         }
+    }
+
+    /// Peaks from now on (a warm-up ended).
+    pub fn reset_peaks(&mut self) {
+        self.stats.peak_live = 0;
+        self.stats.peak_zombies = 0;
+        self.note_peaks();
     }
 
     fn note_peaks(&mut self) {

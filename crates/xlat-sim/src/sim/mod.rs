@@ -30,6 +30,7 @@ mod os;
 mod privilege;
 mod programs;
 mod report;
+mod warmup;
 
 use crate::cache::Caches;
 use crate::config::ContextFlush;
@@ -125,6 +126,8 @@ pub struct Sim<P: PageTable> {
     nested: Option<Box<crate::nested::Nested>>,
     /// Frames the idle task cleared, for the next demand faults (`os.idle_clear`).
     precleared: Vec<u64>,
+    /// References not counted at the start (`warmup.rs`).
+    warmup: warmup::Warmup,
 }
 
 /// The default of [`Sim::with_memory_limit`]: 1 GiB of host memory.
@@ -258,6 +261,7 @@ impl<P: PageTable> Sim<P> {
             programs: Default::default(),
             privileges: Default::default(),
             fetch_misses: None,
+            warmup: Default::default(),
             cfg: cfg.clone(),
         };
         sim.pid_slot.insert(Pid::INIT.0, 0);
@@ -285,6 +289,13 @@ impl<P: PageTable> Sim<P> {
 
     /// Replays a batch of events. On error, `events_done()` says how far it got.
     pub fn run(&mut self, events: &[Event]) -> Result<(), SimError> {
+        if self.warmup.left > 0 {
+            return self.run_warming(events);
+        }
+        self.run_batch(events)
+    }
+
+    fn run_batch(&mut self, events: &[Event]) -> Result<(), SimError> {
         if self.mem_probe.is_some() {
             self.host_check("the events so far", 0, "the host memory in use")?;
         }

@@ -83,7 +83,7 @@ impl<P: PageTable> Sim<P> {
             .map(|&p| {
                 let m = by[p as usize];
                 PrivilegeStats {
-                    privilege: p.name(),
+                    privilege: p.name().into(),
                     refs: m.fetches + m.loads + m.stores,
                     fetches: m.fetches,
                     loads: m.loads,

@@ -4,8 +4,13 @@
 use super::*;
 
 impl<P: PageTable> Sim<P> {
-    /// The report as of now.
+    /// The report as of now (after a warm-up: since it ended).
     pub fn report(&self) -> Report {
+        self.since_warm(self.report_all())
+    }
+
+    /// Every count from the first event.
+    fn report_all(&self) -> Report {
         let c = &self.c;
         let mut refs = c.refs.clone();
         refs.fetch = c.by_kind[AccessKind::Fetch as usize];
@@ -59,7 +64,7 @@ impl<P: PageTable> Sim<P> {
         }
         let m = &self.mem.counters;
         let mut cyc = c.cyc.clone();
-        cyc.model = "latency sum without overlap (approximate)";
+        cyc.model = "latency sum without overlap (approximate)".into();
         cyc.total = [cyc.walk, cyc.trap, cyc.fault, cyc.os, cyc.flush]
             .iter()
             .fold(cyc.tlb_hit, |a, &b| a.saturating_add(b));
@@ -69,6 +74,7 @@ impl<P: PageTable> Sim<P> {
         os.processes_live = self.slots.iter().flatten().count() as u64;
         Report {
             schema: 1,
+            warmup: 0,
             machine: self.cfg.clone(),
             refs,
             tlb_levels,

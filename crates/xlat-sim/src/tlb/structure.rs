@@ -12,7 +12,7 @@ pub(super) fn key(va: u64, shift: u32) -> u64 {
 }
 
 /// Counters of one structure.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
 pub struct StructStats {
     pub name: String,
     pub entries: u32,
@@ -20,7 +20,7 @@ pub struct StructStats {
     pub sizes: Vec<String>,
     pub replacement: String,
     /// Set index function (`modulo`, `xor`, `skewed`).
-    pub index: &'static str,
+    pub index: std::borrow::Cow<'static, str>,
     pub lockdown: u32,
     pub hits: u64,
     pub locked_hits: u64,
@@ -66,7 +66,7 @@ impl Structure {
                 ways: ways as u32,
                 sizes: c.sizes.iter().map(|s| s.to_string()).collect(),
                 replacement: format!("{:?}", c.replacement).to_lowercase(),
-                index: c.index.name(),
+                index: c.index.name().into(),
                 lockdown: c.lockdown,
                 ..Default::default()
             },
