@@ -59,6 +59,16 @@ pub struct RunArgs {
     /// Write one summary row per machine as CSV (same columns as `sim --csv`).
     #[arg(long)]
     csv: Option<PathBuf>,
+    /// Change a field of every machine (as `sim --set`; repeatable).
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    sets: Vec<String>,
+    /// Sweep a field over values (as `sim --sweep`): every machine at each value, all
+    /// from the one capture.
+    #[arg(long = "sweep", value_name = "PATH=V1,V2,...")]
+    sweeps: Vec<String>,
+    /// Simulate the first N references without counting them (as `sim --warmup`).
+    #[arg(long, value_name = "N", default_value = "0", value_parser = crate::parse_count)]
+    warmup: u64,
     #[command(flatten)]
     capture: CaptureArgs,
     /// The program and its arguments (found on PATH). A flag before the program is
@@ -339,11 +349,20 @@ pub(crate) fn label(program: &[OsString]) -> String {
 
 /// `xlat run`: simulate while the program runs. Returns the program's exit code.
 pub fn run(a: RunArgs) -> Result<i32> {
-    if a.machines.len() > 1 {
-        return run_many(a);
+    let mut machines = Vec::new();
+    for n in &a.machines {
+        for c in crate::plan::combinations(&a.sweeps)? {
+            let sets: Vec<String> = a.sets.iter().chain(&c).cloned().collect();
+            let cfg = crate::run::machine_with_sets(n, &sets)?;
+            machines.push((cfg, crate::plan::params_of(&sets)));
+        }
     }
-    let cfg = presets::load(&a.machines[0])?;
+    if machines.len() > 1 {
+        return run_many(a, machines);
+    }
+    let (cfg, params) = machines.pop().expect("a machine");
     let mut sim = crate::run::new_sim(&cfg)?;
+    sim.set_warmup(a.warmup);
     let t = Instant::now();
     let mut cap = Capture::start(&a.program[0], &a.program[1..], &a.capture.options())?;
     leave_interrupts_to_the_program();
@@ -368,6 +387,7 @@ pub fn run(a: RunArgs) -> Result<i32> {
         }
     };
     let code = exit_code(cap.exit_status(), cap.stats().processes)?;
+    crate::run::check_warm(&sim, a.warmup)?;
     let mut report = sim.report();
     crate::run::name_programs(&mut report, &cap.stats().programs);
     let o = Outcome {
@@ -382,7 +402,7 @@ pub fn run(a: RunArgs) -> Result<i32> {
             .cloned()
             .chain(fold_warning)
             .collect(),
-        params: Vec::new(),
+        params,
         workload: None,
     };
     for w in &o.warnings {
@@ -402,15 +422,17 @@ pub fn run(a: RunArgs) -> Result<i32> {
 
 /// `xlat run` with several machines: one capture, its batches fed to every machine
 /// ([`crate::fanout`]); a summary table on stderr, the reports in the files.
-fn run_many(a: RunArgs) -> Result<i32> {
-    let cfgs: Vec<_> = a
-        .machines
+fn run_many(
+    a: RunArgs,
+    machines: Vec<(xlat_sim::MachineConfig, Vec<(String, String)>)>,
+) -> Result<i32> {
+    let mut sims: Vec<xlat_sim::Sim<xlat_sim::Radix>> = machines
         .iter()
-        .map(|m| presets::load(m))
-        .collect::<Result<_, _>>()?;
-    let mut sims: Vec<xlat_sim::Sim<xlat_sim::Radix>> = cfgs
-        .iter()
-        .map(crate::run::new_sim)
+        .map(|(c, _)| {
+            let mut s = crate::run::new_sim(c)?;
+            s.set_warmup(a.warmup);
+            Ok(s)
+        })
         .collect::<Result<_>>()?;
     let t = Instant::now();
     let cap = Capture::start(&a.program[0], &a.program[1..], &a.capture.options())?;
@@ -458,8 +480,8 @@ fn run_many(a: RunArgs) -> Result<i32> {
     let mut outcomes = Vec::new();
     let mut failed = Vec::new();
     let warnings = warnings.into_inner().expect("not poisoned");
-    for ((sim, r), w) in sims.iter().zip(results).zip(warnings) {
-        if let Err(e) = r {
+    for (((sim, r), w), (_, params)) in sims.iter().zip(results).zip(warnings).zip(machines) {
+        if let Err(e) = r.and_then(|()| crate::run::check_warm(sim, a.warmup)) {
             failed.push(format!("{}: {e:#}", sim.config().name));
             continue;
         }
@@ -471,7 +493,7 @@ fn run_many(a: RunArgs) -> Result<i32> {
             report,
             seconds,
             warnings: cap.stats().warnings.iter().cloned().chain(w).collect(),
-            params: Vec::new(),
+            params,
             workload: None,
         });
     }

@@ -49,7 +49,7 @@ struct Cli {
     max_memory: u64,
 }
 
-fn parse_count(s: &str) -> Result<u64, String> {
+pub(crate) fn parse_count(s: &str) -> Result<u64, String> {
     xlat_types::parse_count(s).map_err(|e| e.to_string())
 }
 

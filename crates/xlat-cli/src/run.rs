@@ -163,7 +163,7 @@ pub fn drive_progress<S: EventSource>(
 }
 
 /// The error of a run whose input ended before its warm-up did.
-fn check_warm(sim: &Sim<Radix>, warmup: u64) -> Result<()> {
+pub fn check_warm(sim: &Sim<Radix>, warmup: u64) -> Result<()> {
     if sim.warming() {
         bail!("--warmup {warmup}: the input has fewer references, so nothing would be counted");
     }

@@ -320,7 +320,10 @@ fn warmup_leaves_the_first_references_uncounted() {
         json.to_str().unwrap(),
     ]);
     assert!(ok, "{err}");
-    assert!(out.contains("the first 32 references were simulated and not counted"), "{out}");
+    assert!(
+        out.contains("the first 32 references were simulated and not counted"),
+        "{out}"
+    );
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let r = &v["runs"][0]["report"];
@@ -331,4 +334,64 @@ fn warmup_leaves_the_first_references_uncounted() {
     assert_eq!(r["walks"]["walks"], 0);
     let (ok, _, err) = xlat(&["sim", "-w", "stride:refs=1K", "--warmup", "2K"]);
     assert!(!ok && err.contains("--warmup 2000"), "{err}");
+}
+
+/// `xlat run --sweep --warmup`: every machine of the sweep from the one capture, each
+/// equal to a replay of the program's trace with the same flags.
+#[test]
+fn run_sweeps_machines_from_one_capture() {
+    common::prerequisites();
+    let d = common::Dir::new();
+    let prog = d.compile("pages");
+    let p = prog.to_str().unwrap();
+    let (json, csv) = (d.path("run.json"), d.path("run.csv"));
+    let flags = [
+        "--sweep",
+        "tlb.levels[0].d[0].entries=16,64",
+        "--set",
+        "os.thp=never",
+        "--warmup",
+        "300",
+    ];
+    let mut args = vec!["run"];
+    args.extend(flags);
+    args.extend([
+        "--json",
+        json.to_str().unwrap(),
+        "--csv",
+        csv.to_str().unwrap(),
+        "--",
+        p,
+    ]);
+    let o = d.xlat(&args);
+    assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
+    let (o, t) = d.trace("pages", &[], &[p]);
+    assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
+    let replay = d.path("replay.json");
+    let mut args = vec!["sim", "-t", t.to_str().unwrap()];
+    args.extend(flags);
+    args.extend(["--json", replay.to_str().unwrap()]);
+    let o = d.xlat(&args);
+    assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
+    let read = |p: &std::path::Path| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+    };
+    let (r, s) = (read(&json), read(&replay));
+    for i in 0..2 {
+        let (a, b) = (&r["runs"][i], &s["runs"][i]);
+        assert_eq!(a["params"], b["params"]);
+        assert_eq!(a["report"]["warmup"], 300);
+        for k in ["refs", "tlb_levels", "walks", "faults"] {
+            assert_eq!(a["report"][k], b["report"][k], "run {i}: {k}");
+        }
+    }
+    assert_ne!(
+        r["runs"][0]["report"]["tlb_levels"],
+        r["runs"][1]["report"]["tlb_levels"]
+    );
+    let header = std::fs::read_to_string(&csv).unwrap();
+    assert!(
+        header.starts_with("machine,input,workload,os.thp,tlb.levels[0].d[0].entries,"),
+        "{header}"
+    );
 }
