@@ -183,7 +183,7 @@ pub fn write_csv(path: &Path, outcomes: &[Outcome]) -> Result<()> {
     for p in &wparams {
         s.push_str(&format!(",workload.{}", csv_field(p)));
     }
-    s.push_str(",refs,l1_misses_per_kref,last_level_misses_per_kref,walks,walk_refs,faults,page_table_bytes_peak,cycles_per_ref,seconds\n");
+    s.push_str(",refs,l1_misses_per_kref,last_level_misses_per_kref,walks,walk_refs,faults,page_table_bytes_peak,translation_cycles_per_ref,cycles_per_ref,seconds\n");
     for o in outcomes {
         let r = row(o);
         let _ = write!(
@@ -212,7 +212,7 @@ pub fn write_csv(path: &Path, outcomes: &[Outcome]) -> Result<()> {
         }
         let _ = writeln!(
             s,
-            ",{},{:.6},{:.6},{},{},{},{},{:.6},{:.6}",
+            ",{},{:.6},{:.6},{},{},{},{},{:.6},{:.6},{:.6}",
             r.refs,
             r.l1_mpkr,
             r.last_mpkr,
@@ -220,6 +220,7 @@ pub fn write_csv(path: &Path, outcomes: &[Outcome]) -> Result<()> {
             r.walk_refs,
             r.faults,
             r.pt_bytes,
+            r.translation_cycles_per_ref,
             r.cycles_per_ref,
             o.seconds
         );

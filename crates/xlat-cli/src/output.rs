@@ -193,6 +193,7 @@ fn detailed_raw(o: &Outcome) -> String {
         .collect();
     served.push(format!("memory {}", n(w.memory_walk_refs)));
     let _ = writeln!(s, "  served by: {}", served.join(", "));
+    let _ = writeln!(s, "  {}", caches_statement(&r.machine.cache));
     if let Some(g) = &r.nested {
         let per = |x: u64| x as f64 / g.walks.max(1) as f64;
         let _ = writeln!(
@@ -286,23 +287,47 @@ fn detailed_raw(o: &Outcome) -> String {
         );
     }
     let c = &r.cycles;
+    let per = |v: u64| rate_str(v as f64 / r.refs.total.max(1) as f64);
     let _ = writeln!(s, "\ncycles        estimate: {}", c.model);
     let _ = writeln!(
         s,
-        "  TLB {}  walk {}  trap {}  fault {}  os {}  flush {}  total {}  = {:.2} per reference",
+        "  translation  {} = {} per reference   (TLB hits past L1 {}, walks {}, traps {})",
+        n(c.translation),
+        rate_str(c.translation_per_ref),
         n(c.tlb_hit),
         n(c.walk),
         n(c.trap),
+    );
+    let _ = writeln!(
+        s,
+        "  page faults  {} = {} per reference   (not a translation cost; zeroing {} of it)",
         n(c.fault),
+        per(c.fault),
+        n(c.fault_zeroing),
+    );
+    let _ = writeln!(
+        s,
+        "  OS work      {} = {} per reference   (fork/exit/unmap table walks {}, TLB flushes {})",
+        n(c.os.saturating_add(c.flush)),
+        per(c.os.saturating_add(c.flush)),
         n(c.os),
         n(c.flush),
+    );
+    let _ = writeln!(
+        s,
+        "  total        {} = {} per reference{}",
         n(c.total),
-        c.per_ref
+        rate_str(c.per_ref),
+        if c.saturated {
+            "   (saturated: a sum reached 2^64 - 1)"
+        } else {
+            ""
+        }
     );
     let cost = &r.machine.cost;
     let _ = writeln!(
         s,
-        "  parameters: TLB level hit cycles as listed above; cache hit cycles {}; memory {}; pwc hit {}; walk start {}; trap {}+{}; fault {}; page copy {}; pte {}; table visit {}; flush page {} / all {}",
+        "  parameters: TLB level hit cycles as listed above; cache hit cycles {}; memory {}; pwc hit {}; walk start {}; trap {}+{}; fault {} + zeroing {} per base page; page copy {}; pte {}; table visit {}; flush page {} / all {}",
         r.machine.cache.levels.iter().map(|l| format!("{} {}", l.name, l.hit_cycles)).collect::<Vec<_>>().join(", "),
         r.machine.cache.memory_cycles,
         r.machine.walker.pwc_hit_cycles,
@@ -310,6 +335,7 @@ fn detailed_raw(o: &Outcome) -> String {
         r.machine.walker.trap_cycles,
         r.machine.walker.handler_cycles,
         cost.fault_cycles,
+        cost.clear_page_cycles,
         cost.copy_page_cycles,
         cost.pte_cycles,
         cost.table_visit_cycles,
@@ -317,6 +343,24 @@ fn detailed_raw(o: &Outcome) -> String {
         cost.flush_all_cycles
     );
     s
+}
+
+/// Whether page-table references compete with data in the modelled caches.
+pub fn caches_statement(c: &xlat_sim::config::CacheConfig) -> String {
+    if c.levels.is_empty() {
+        format!(
+            "caches: none modelled (every walk reference costs memory's {} cycles)",
+            c.memory_cycles
+        )
+    } else if c.data_refs {
+        "caches: walk and data references share them (cache.data_refs = true: page-table \
+         lines compete with data)"
+            .to_string()
+    } else {
+        "caches: walk references only (cache.data_refs = false: data does not evict \
+         page-table lines, so walks cost a lower bound)"
+            .to_string()
+    }
 }
 
 pub(crate) struct Row {
@@ -330,6 +374,7 @@ pub(crate) struct Row {
     pub(crate) faults: u64,
     pub(crate) pt_bytes: u64,
     pub(crate) cycles_per_ref: f64,
+    pub(crate) translation_cycles_per_ref: f64,
     pub(crate) l1_misses: u64,
 }
 
@@ -341,6 +386,7 @@ pub const METRICS: &[&str] = &[
     "walk_refs",
     "faults",
     "page_table_bytes_peak",
+    "translation_cycles_per_ref",
     "cycles_per_ref",
 ];
 
@@ -355,6 +401,7 @@ pub fn metric(o: &Outcome, name: &str) -> Option<f64> {
         "faults" => r.faults as f64,
         "page_table_bytes_peak" => r.pt_bytes as f64,
         "cycles_per_ref" => r.cycles_per_ref,
+        "translation_cycles_per_ref" => r.translation_cycles_per_ref,
         _ => return None,
     })
 }
@@ -399,6 +446,7 @@ pub(crate) fn row(o: &Outcome) -> Row {
             + r.faults.outside_mappings,
         pt_bytes: r.page_tables.bytes_peak,
         cycles_per_ref: r.cycles.per_ref,
+        translation_cycles_per_ref: r.cycles.translation_per_ref,
         l1_misses: l1,
     }
 }
@@ -445,7 +493,7 @@ fn summary_table_raw(outcomes: &[Outcome]) -> String {
         .clamp(5, 40);
     let _ = writeln!(
         s,
-        "{:<mw$} {:<iw$} {:>12} {:>9} {:>9} {:>9} {:>12} {:>9} {:>10} {:>11} {:>9}",
+        "{:<mw$} {:<iw$} {:>12} {:>9} {:>9} {:>9} {:>12} {:>9} {:>10} {:>11} {:>9} {:>9}",
         "machine",
         "input",
         "refs",
@@ -456,7 +504,8 @@ fn summary_table_raw(outcomes: &[Outcome]) -> String {
         "refs/walk",
         "faults",
         "PT peak",
-        "cyc/ref",
+        "xlat c/r",
+        "all c/r",
     );
     let (mut lo, mut hi) = (f64::INFINITY, 0f64);
     for o in outcomes {
@@ -469,7 +518,7 @@ fn summary_table_raw(outcomes: &[Outcome]) -> String {
         };
         let _ = writeln!(
             s,
-            "{:<mw$} {:<iw$} {:>12} {:>9} {:>9} {:>9} {:>12} {:>9.2} {:>10} {:>11} {:>9}",
+            "{:<mw$} {:<iw$} {:>12} {:>9} {:>9} {:>9} {:>12} {:>9.2} {:>10} {:>11} {:>9} {:>9}",
             fit(&r.machine, mw),
             fit(&r.input, iw),
             n(r.refs),
@@ -484,10 +533,11 @@ fn summary_table_raw(outcomes: &[Outcome]) -> String {
             },
             n(r.faults),
             bytes(r.pt_bytes),
+            rate_str(r.translation_cycles_per_ref),
             rate_str(r.cycles_per_ref),
         );
     }
-    let _ = writeln!(s, "\nL1 MPKI: first TLB level misses per 1000 instructions (- without instruction records); L1/LL m/kr: first/last level misses per 1000 references (`refs`: loads, stores and fetch records, a basic block counting once); cyc/ref: translation cycle estimate (latency sum, approximate).");
+    let _ = writeln!(s, "\nL1 MPKI: first TLB level misses per 1000 instructions (- without instruction records); L1/LL m/kr: first/last level misses per 1000 references (`refs`: loads, stores and fetch records, a basic block counting once); xlat c/r: translation cycles per reference (TLB hits past L1, walks, traps); all c/r: with page faults (zeroing included) and OS work; latency sums, approximate.");
     let _ = writeln!(
         s,
         "simulator speed (not a model result): {lo:.1}–{hi:.1} M refs/s per run \

@@ -164,14 +164,42 @@ pub struct CycleEstimate {
     pub walk: u64,
     /// Software reload traps and handler overhead.
     pub trap: u64,
+    /// `tlb_hit + walk + trap`: the translation cost proper (faults and OS work are not).
+    #[serde(default)]
+    pub translation: u64,
+    #[serde(default)]
+    pub translation_per_ref: f64,
+    /// Page faults: `cost.fault_cycles` each, plus copies and the zeroing of each new
+    /// frame (`cost.clear_page_cycles` per base page: a huge page clears all of its own).
     pub fault: u64,
+    /// The zeroing part of `fault`.
+    #[serde(default)]
+    pub fault_zeroing: u64,
     /// Fork/exit/unmap software walks.
     pub os: u64,
     pub flush: u64,
-    /// Sums saturate at `u64::MAX` instead of wrapping; `saturated` says one did.
+    /// Everything: translation, faults, OS work and flushes. Sums saturate at `u64::MAX`
+    /// instead of wrapping; `saturated` says one did.
     pub total: u64,
     pub per_ref: f64,
     pub saturated: bool,
+}
+
+impl CycleEstimate {
+    /// Fills in the sums and per-reference figures from the parts.
+    pub fn derive(&mut self, refs: u64) {
+        let refs = refs.max(1) as f64;
+        self.translation = self
+            .tlb_hit
+            .saturating_add(self.walk)
+            .saturating_add(self.trap);
+        self.total = [self.fault, self.os, self.flush]
+            .iter()
+            .fold(self.translation, |a, &b| a.saturating_add(b));
+        self.saturated |= self.total == u64::MAX;
+        self.translation_per_ref = self.translation as f64 / refs;
+        self.per_ref = self.total as f64 / refs;
+    }
 }
 
 #[derive(Clone, Debug, Serialize, serde::Deserialize)]

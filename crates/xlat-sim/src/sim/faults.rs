@@ -51,7 +51,7 @@ impl<P: PageTable> Sim<P> {
                         f
                     }
                     None => {
-                        sat(&mut self.c.cyc.fault, self.cfg.cost.clear_page_cycles);
+                        zero_frames(&mut self.c.cyc, self.cfg.cost.clear_page_cycles, 0);
                         self.mem.alloc_frames(0)
                     }
                 };
@@ -110,11 +110,20 @@ impl<P: PageTable> Sim<P> {
                             f
                         }
                         None => {
-                            sat(&mut self.c.cyc.fault, self.cfg.cost.clear_page_cycles);
+                            zero_frames(&mut self.c.cyc, self.cfg.cost.clear_page_cycles, 0);
                             self.mem.alloc_frames(0)
                         }
                     },
-                    None => self.mem.alloc_frames(shift - bs),
+                    None => {
+                        if !populate {
+                            zero_frames(
+                                &mut self.c.cyc,
+                                self.cfg.cost.clear_page_cycles,
+                                shift - bs,
+                            );
+                        }
+                        self.mem.alloc_frames(shift - bs)
+                    }
                 };
                 if populate {
                     self.c.faults.populated += 1;
@@ -223,4 +232,12 @@ impl<P: PageTable> Sim<P> {
         self.flush_page(base.0, leaf.shift as u32);
         Ok(())
     }
+}
+
+/// A fault's zeroing of a new frame of `2^order` base pages: a huge page costs all of its
+/// base pages' clearing, so huge-page savings are not overstated.
+fn zero_frames(cyc: &mut crate::stats::CycleEstimate, clear_page_cycles: u64, order: u32) {
+    let c = clear_page_cycles.saturating_mul(1 << order);
+    sat(&mut cyc.fault, c);
+    sat(&mut cyc.fault_zeroing, c);
 }

@@ -65,11 +65,7 @@ impl<P: PageTable> Sim<P> {
         let m = &self.mem.counters;
         let mut cyc = c.cyc.clone();
         cyc.model = "latency sum without overlap (approximate)".into();
-        cyc.total = [cyc.walk, cyc.trap, cyc.fault, cyc.os, cyc.flush]
-            .iter()
-            .fold(cyc.tlb_hit, |a, &b| a.saturating_add(b));
-        cyc.saturated = cyc.total == u64::MAX;
-        cyc.per_ref = cyc.total as f64 / total;
+        cyc.derive(refs.total);
         let mut os = c.os.clone();
         os.processes_live = self.slots.iter().flatten().count() as u64;
         Report {

@@ -132,12 +132,7 @@ impl Report {
         for l in &mut r.tlb_levels {
             l.misses_per_kref = l.misses as f64 * 1000.0 / total;
         }
-        let c = &mut r.cycles;
-        c.total = [c.walk, c.trap, c.fault, c.os, c.flush]
-            .iter()
-            .fold(c.tlb_hit, |a, &b| a.saturating_add(b));
-        c.saturated |= c.total == u64::MAX;
-        c.per_ref = c.total as f64 / total;
+        r.cycles.derive(r.refs.total);
         if let Some(h) = &mut r.hash {
             let div = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
             h.hit_rate = div(h.reload_hits, h.reloads);
