@@ -129,7 +129,7 @@ pub fn run(a: CurveArgs) -> Result<()> {
     match &input {
         Input::Workload(spec) => {
             let mut w = xlat_workloads::parse(spec)?;
-            crate::run::drive(&mut w, &mut sim).with_context(|| format!("workload {spec}"))?;
+            crate::run::drive_workload(&mut w, &mut sim, spec)?;
         }
         Input::Trace(path) => {
             crate::traces::replay(path, a.strict, &mut sim, &mut warnings)?;

@@ -145,6 +145,23 @@ pub fn drive<S: EventSource>(src: &mut S, sim: &mut Sim<Radix>) -> Result<()> {
     Ok(())
 }
 
+/// Generates workload `spec` into `sim`, with a progress bar and the time left.
+pub fn drive_workload(
+    w: &mut xlat_workloads::Workload,
+    sim: &mut Sim<Radix>,
+    spec: &str,
+) -> Result<()> {
+    let pb = crate::progress::events_bar(spec.to_string(), w.expected_events());
+    let mut buf: Vec<Event> = Vec::with_capacity(BATCH);
+    while w.fill(&mut buf, BATCH)? {
+        check_interrupt()?;
+        sim.run(&buf).with_context(|| format!("workload {spec}"))?;
+        pb.inc(buf.len() as u64);
+    }
+    pb.finish_and_clear();
+    Ok(())
+}
+
 /// [`drive`] in batches of `batch` with a progress line (`msg` after the count).
 pub fn drive_progress<S: EventSource>(
     src: &mut S,
@@ -178,8 +195,7 @@ pub fn run_one(cfg: &MachineConfig, input: &Input, strict: bool, warmup: u64) ->
     let t = Instant::now();
     let names = match input {
         Input::Workload(spec) => {
-            let mut w = xlat_workloads::parse(spec)?;
-            drive(&mut w, &mut sim).with_context(|| format!("workload {spec}"))?;
+            drive_workload(&mut xlat_workloads::parse(spec)?, &mut sim, spec)?;
             Vec::new()
         }
         Input::Trace(path) => crate::traces::replay(path, strict, &mut sim, &mut warnings)?,
@@ -283,7 +299,10 @@ fn drive_group(
     sims: &mut [(&mut Sim<Radix>, Vec<String>)],
     spec: &str,
 ) -> Vec<Result<()>> {
-    let pb = crate::progress::bar(format!("events · {spec} · {} machines", sims.len()));
+    let pb = crate::progress::events_bar(
+        format!("{spec} · {} machines", sims.len()),
+        w.expected_events(),
+    );
     let pbc = pb.clone();
     let (taps, handle) = crate::fanout::fan_out(w, sims.len(), 1 << 16, move |k| pbc.inc(k as u64));
     let mut jobs: Vec<(&mut Sim<Radix>, Option<crate::fanout::Tap>)> = sims
