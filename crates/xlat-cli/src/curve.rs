@@ -210,6 +210,8 @@ fn plot(o: &CurveOut) -> xlat_plot::Chart {
                 .map(|p| (x(p), p.mpki.unwrap_or(p.misses_per_kref)))
                 .collect(),
         }],
+        marks: Vec::new(),
+        steps: false,
     }
 }
 

@@ -14,6 +14,7 @@ mod memory;
 mod output;
 mod plan;
 mod plots;
+mod probe_plots;
 mod progress;
 mod run;
 mod scenario;
@@ -288,7 +289,7 @@ fn main() {
             ScenarioCmd::List => scenario::list(),
             ScenarioCmd::Run { name, check, quick } => scenario::run(&name, check, quick),
         },
-        Cmd::Probe(a) => xlat_probe::cli::run(a),
+        Cmd::Probe(a) => probe_plots::run(a),
         Cmd::Calibrate(a) => calibrate::run(a),
         Cmd::Convert {
             input,

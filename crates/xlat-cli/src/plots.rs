@@ -69,6 +69,8 @@ pub fn sweep(outcomes: &[Outcome], name: &str, path: &Path) -> Result<()> {
         y_label: name.to_string(),
         x_log2: positive,
         series,
+        marks: Vec::new(),
+        steps: false,
     };
     xlat_plot::write(&chart, path)?;
     Ok(())

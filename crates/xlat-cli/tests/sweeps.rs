@@ -395,3 +395,36 @@ fn run_sweeps_machines_from_one_capture() {
         "{header}"
     );
 }
+
+/// `xlat probe --plot`: the latency curve with a mark per TLB level found and the
+/// single-load histograms with the miss cost (the mock backend's deterministic machine).
+#[test]
+fn probe_plots_show_knees_and_the_miss_cost() {
+    let dir = tempfile::tempdir().unwrap();
+    let name = dir.path().join("p.svg");
+    let (ok, _, err) = xlat(&["probe", "--mock", "--plot", name.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    let tlb = std::fs::read_to_string(dir.path().join("p-tlb.svg")).unwrap();
+    for s in [
+        "load latency by footprint",
+        "random order",
+        "L1 DTLB: 64 entries",
+        "L2 DTLB",
+    ] {
+        assert!(tlb.contains(s), "{s} missing from the latency plot");
+    }
+    let hist = std::fs::read_to_string(dir.path().join("p-hist.svg")).unwrap();
+    for s in [
+        "single-load latency",
+        "spread",
+        "control median",
+        "miss cost",
+    ] {
+        assert!(hist.contains(s), "{s} missing from the histogram");
+    }
+    // Only the os probe: nothing to draw, said so; a bad name is refused first.
+    let (ok, _, err) = xlat(&["probe", "--mock", "os", "--plot", name.to_str().unwrap()]);
+    assert!(!ok && err.contains("no curve"), "{err}");
+    let (ok, _, err) = xlat(&["probe", "--mock", "--plot", "p.pdf"]);
+    assert!(!ok && err.contains("NAME.svg"), "{err}");
+}

@@ -7,6 +7,7 @@
 //! A file is written under a temporary name and renamed into place when complete.
 
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::path::{Path, PathBuf};
 
 /// One line of a chart.
@@ -18,7 +19,7 @@ pub struct Series {
 }
 
 /// A chart: lines over shared axes.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct Chart {
     pub title: String,
     pub x_label: String,
@@ -26,7 +27,21 @@ pub struct Chart {
     /// A log2 x axis (sizes in powers of two); every x must then be > 0.
     pub x_log2: bool,
     pub series: Vec<Series>,
+    /// Vertical lines at given x values, labelled (knees, medians).
+    pub marks: Vec<Mark>,
+    /// Histograms: the points are step corners, drawn without dots.
+    pub steps: bool,
 }
+
+/// A labelled vertical line.
+#[derive(Clone, Debug)]
+pub struct Mark {
+    pub x: f64,
+    pub label: String,
+}
+
+/// Series with more points than this are drawn as lines only (histograms).
+const MAX_DOTS: usize = 64;
 
 #[derive(Debug, thiserror::Error)]
 pub enum PlotError {
@@ -155,7 +170,8 @@ where
     let xs = chart
         .series
         .iter()
-        .flat_map(|s| s.points.iter().map(|p| p.0));
+        .flat_map(|s| s.points.iter().map(|p| p.0))
+        .chain(chart.marks.iter().map(|m| m.x));
     let ys = chart
         .series
         .iter()
@@ -188,7 +204,36 @@ where
                     .legend(move |(x, y)| {
                         PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
                     });
-                ctx.draw_series(s.points.iter().map(|&p| Circle::new(p, 3, c.filled())))
+                if !chart.steps && s.points.len() <= MAX_DOTS {
+                    ctx.draw_series(s.points.iter().map(|&p| Circle::new(p, 3, c.filled())))
+                        .map_err(e)?;
+                }
+            }
+            for (i, m) in chart.marks.iter().enumerate() {
+                let grey = BLACK.mix(0.45);
+                ctx.draw_series(std::iter::once(PathElement::new(
+                    vec![(m.x, y0), (m.x, y1)],
+                    grey.stroke_width(1),
+                )))
+                .map_err(e)?;
+                // Labels alternate in height so that close marks stay readable, and
+                // sit left of their line in the chart's right half.
+                let y = y1 - (y1 - y0) * (0.04 + 0.05 * (i % 3) as f64);
+                let right = if chart.x_log2 {
+                    (m.x / x0).ln() > (x1 / x0).ln() * 0.55
+                } else {
+                    m.x - x0 > (x1 - x0) * 0.55
+                };
+                let (text, h) = if right {
+                    (format!("{} ", m.label), HPos::Right)
+                } else {
+                    (format!(" {}", m.label), HPos::Left)
+                };
+                let style = ("sans-serif", 13)
+                    .into_font()
+                    .color(&grey)
+                    .pos(Pos::new(h, VPos::Top));
+                ctx.draw_series(std::iter::once(Text::new(text, (m.x, y), style)))
                     .map_err(e)?;
             }
             if chart.series.len() > 1 || !chart.series[0].name.is_empty() {
@@ -242,6 +287,11 @@ mod tests {
                     points: vec![(1.0, 900.0), (64.0, 890.0), (4096.0, 700.0)],
                 },
             ],
+            marks: vec![Mark {
+                x: 64.0,
+                label: "L1 knee".into(),
+            }],
+            steps: false,
         }
     }
 
@@ -253,7 +303,14 @@ mod tests {
         write(&chart(), &svg).unwrap();
         let text = std::fs::read_to_string(&svg).unwrap();
         assert!(text.starts_with("<svg"), "{}", &text[..80.min(text.len())]);
-        for s in ["misses of the L1 DTLB", "gzip", "gups", "entries", "MPKI"] {
+        for s in [
+            "misses of the L1 DTLB",
+            "gzip",
+            "gups",
+            "entries",
+            "MPKI",
+            "L1 knee",
+        ] {
             assert!(text.contains(s), "{s} missing from the SVG");
         }
         // Four points and three points: seven markers.

@@ -46,6 +46,11 @@ pub struct ProbeArgs {
     #[arg(long, default_value_t = 1, global = true)]
     pub seed: u64,
 
+    /// Draw the latency curve with its knees and the miss-cost histogram: `NAME.svg`
+    /// (or `.png`) writes `NAME-tlb.svg` and `NAME-hist.svg` (as the probes ran).
+    #[arg(long, value_name = "NAME.svg|NAME.png", global = true)]
+    pub plot: Option<PathBuf>,
+
     /// Use the deterministic mock backend (for tests).
     #[arg(long, hide = true, global = true)]
     pub mock: bool,
