@@ -1,8 +1,6 @@
-//! `run` (simulate a program online) and `trace` (capture it to `.xlt`, or `--info`).
+//! `trace` (capture a program to `.xlt`, or `--info`) and what `xlat run` shares with it
+//! (`crate::live`): QEMU's options, signals, exit codes.
 
-use crate::fold::{Fold, USER_BITS};
-use crate::output;
-use crate::run::{drive_progress, Outcome};
 use anyhow::{bail, Context, Result};
 use indicatif::ProgressBar;
 use std::cell::RefCell;
@@ -16,7 +14,6 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicI32, Ordering::SeqCst};
 use std::time::Instant;
 use xlat_capture::{Capture, Options, Signaller};
-use xlat_sim::presets;
 use xlat_trace::{Header, OutFile, TraceWriter};
 use xlat_types::{Event, EventSource, PageSize};
 
@@ -34,47 +31,17 @@ pub struct CaptureArgs {
     /// Accept a run in which a program exec'd by the traced ones ran untraced (QEMU cannot
     /// run it, e.g. a 32-bit binary): by default the run says so and fails.
     #[arg(long)]
-    allow_untraced: bool,
+    pub(crate) allow_untraced: bool,
 }
 
 impl CaptureArgs {
-    fn options(&self) -> Options {
+    pub(crate) fn options(&self) -> Options {
         Options {
             qemu: self.qemu.clone(),
             plugin: self.plugin.clone(),
             per_insn: self.per_insn,
         }
     }
-}
-
-#[derive(clap::Args)]
-pub struct RunArgs {
-    /// Machine preset name or TOML file; repeat to simulate several machines at once
-    /// from the one capture (as `sim` does).
-    #[arg(short, long = "machine", default_value = presets::DEFAULT)]
-    machines: Vec<String>,
-    /// Write the full reports as JSON (same schema as `sim --json`).
-    #[arg(long)]
-    json: Option<PathBuf>,
-    /// Write one summary row per machine as CSV (same columns as `sim --csv`).
-    #[arg(long)]
-    csv: Option<PathBuf>,
-    /// Change a field of every machine (as `sim --set`; repeatable).
-    #[arg(long = "set", value_name = "PATH=VALUE")]
-    sets: Vec<String>,
-    /// Sweep a field over values (as `sim --sweep`): every machine at each value, all
-    /// from the one capture.
-    #[arg(long = "sweep", value_name = "PATH=V1,V2,...")]
-    sweeps: Vec<String>,
-    /// Simulate the first N references without counting them (as `sim --warmup`).
-    #[arg(long, value_name = "N", default_value = "0", value_parser = crate::parse_count)]
-    warmup: u64,
-    #[command(flatten)]
-    capture: CaptureArgs,
-    /// The program and its arguments (found on PATH). A flag before the program is
-    /// xlat's (an unknown one is an error); put `--` first to run a program named `-x`.
-    #[arg(required = true, trailing_var_arg = true)]
-    program: Vec<OsString>,
 }
 
 #[derive(clap::Args)]
@@ -120,11 +87,11 @@ pub struct TraceArgs {
 
 /// Events per batch from a capture: a whole plugin chunk, so batches are handed over
 /// without copying.
-const BATCH: usize = xlat_capture::wire::MAX_CHUNK_WORDS as usize;
+pub(crate) const BATCH: usize = xlat_capture::wire::MAX_CHUNK_WORDS as usize;
 
 /// While the program runs, Ctrl-C and Ctrl-\\ are for it (the terminal sends them to both):
 /// xlat itself ignores them, so it still finishes the trace or report when the program ends.
-fn leave_interrupts_to_the_program() {
+pub(crate) fn leave_interrupts_to_the_program() {
     // SAFETY: setting a signal's disposition to SIG_IGN has no other effect.
     unsafe {
         libc::signal(libc::SIGINT, libc::SIG_IGN);
@@ -151,7 +118,7 @@ extern "C" fn on_stop_signal(sig: c_int) {
 /// SIGTERM and SIGHUP stop the program, and xlat finishes as when it ends by itself: the
 /// first one is forwarded to every traced process, a second one kills them (SIGKILL).
 /// xlat then exits with 128 + the signal's number (see [`stopped`]).
-fn forward_stop_signals(signaller: Signaller) {
+pub(crate) fn forward_stop_signals(signaller: Signaller) {
     let mut fds = [0 as c_int; 2];
     // SAFETY: pipe2 fills `fds`; fcntl and sigaction get valid arguments.
     unsafe {
@@ -197,7 +164,7 @@ fn forward_stop_signals(signaller: Signaller) {
 
 /// After the capture: if xlat was asked to stop, says so and gives its exit code
 /// (128 + the signal's number).
-fn stopped() -> Option<i32> {
+pub(crate) fn stopped() -> Option<i32> {
     let sig = STOP_SIGNAL.load(SeqCst);
     (sig != 0).then(|| {
         eprintln!(
@@ -295,7 +262,7 @@ fn progress(what: &'static str) -> ProgressBar {
 
 /// After the report: a run in which programs ran untraced says so last and fails, unless
 /// allowed (what was traced is complete and written).
-fn check_untraced(stats: &xlat_capture::Stats, allow: bool) -> Result<()> {
+pub(crate) fn check_untraced(stats: &xlat_capture::Stats, allow: bool) -> Result<()> {
     let n = stats.untraced;
     if n == 0 {
         return Ok(());
@@ -314,7 +281,10 @@ fn check_untraced(stats: &xlat_capture::Stats, allow: bool) -> Result<()> {
 /// The shell-style exit code of the traced program (128 + signal when killed), or an
 /// error when QEMU ended without the plugin ever connecting (nothing was traced: QEMU
 /// failed to start the program or to load the plugin, and said why on stderr).
-fn exit_code(status: Option<std::io::Result<ExitStatus>>, processes: u64) -> Result<i32> {
+pub(crate) fn exit_code(
+    status: Option<std::io::Result<ExitStatus>>,
+    processes: u64,
+) -> Result<i32> {
     use std::os::unix::process::ExitStatusExt;
     let s = match status {
         Some(s) => s.context("waiting for QEMU")?,
@@ -345,173 +315,6 @@ pub(crate) fn label(program: &[OsString]) -> String {
         .map(|a| a.to_string_lossy())
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-/// `xlat run`: simulate while the program runs. Returns the program's exit code.
-pub fn run(a: RunArgs) -> Result<i32> {
-    let mut machines = Vec::new();
-    for n in &a.machines {
-        for c in crate::plan::combinations(&a.sweeps)? {
-            let sets: Vec<String> = a.sets.iter().chain(&c).cloned().collect();
-            let cfg = crate::run::machine_with_sets(n, &sets)?;
-            machines.push((cfg, crate::plan::params_of(&sets)));
-        }
-    }
-    if machines.len() > 1 {
-        return run_many(a, machines);
-    }
-    let (cfg, params) = machines.pop().expect("a machine");
-    let mut sim = crate::run::new_sim(&cfg)?;
-    sim.set_warmup(a.warmup);
-    let t = Instant::now();
-    let mut cap = Capture::start(&a.program[0], &a.program[1..], &a.capture.options())?;
-    leave_interrupts_to_the_program();
-    forward_stop_signals(cap.signaller());
-    let bits = cfg.va_bits();
-    let msg = || "events simulated".to_string();
-    let simulated = if bits >= USER_BITS {
-        drive_progress(&mut cap, &mut sim, msg(), BATCH).map(|_| None)
-    } else {
-        let mut f = Fold::new(&mut cap, bits);
-        drive_progress(&mut f, &mut sim, msg(), BATCH).map(|_| f.warning("the program"))
-    };
-    let fold_warning = match simulated {
-        Ok(w) => w,
-        Err(e) => {
-            // Let the program finish (untraced from here) rather than leave it running
-            // behind us, then report the error.
-            eprintln!("xlat: the simulation stopped (error below); the program runs on, untraced");
-            let mut buf = Vec::new();
-            while cap.fill(&mut buf, BATCH).unwrap_or(false) {}
-            return Err(e.context("simulating the captured stream"));
-        }
-    };
-    let code = exit_code(cap.exit_status(), cap.stats().processes)?;
-    crate::run::check_warm(&sim, a.warmup)?;
-    let mut report = sim.report();
-    crate::run::name_programs(&mut report, &cap.stats().programs);
-    let o = Outcome {
-        machine: cfg.name.clone(),
-        input: label(&a.program),
-        report,
-        seconds: t.elapsed().as_secs_f64(),
-        warnings: cap
-            .stats()
-            .warnings
-            .iter()
-            .cloned()
-            .chain(fold_warning)
-            .collect(),
-        params,
-        workload: None,
-    };
-    for w in &o.warnings {
-        eprintln!("xlat: warning: {w}");
-    }
-    // The program owns stdout: the report goes to stderr, like `perf stat`.
-    eprint!("{}", output::detailed(&o));
-    if let Some(p) = &a.json {
-        crate::export::write_json(p, std::slice::from_ref(&o))?;
-    }
-    if let Some(p) = &a.csv {
-        crate::export::write_csv(p, std::slice::from_ref(&o))?;
-    }
-    check_untraced(cap.stats(), a.capture.allow_untraced)?;
-    Ok(stopped().unwrap_or(code))
-}
-
-/// `xlat run` with several machines: one capture, its batches fed to every machine
-/// ([`crate::fanout`]); a summary table on stderr, the reports in the files.
-fn run_many(
-    a: RunArgs,
-    machines: Vec<(xlat_sim::MachineConfig, Vec<(String, String)>)>,
-) -> Result<i32> {
-    let mut sims: Vec<xlat_sim::Sim<xlat_sim::Radix>> = machines
-        .iter()
-        .map(|(c, _)| {
-            let mut s = crate::run::new_sim(c)?;
-            s.set_warmup(a.warmup);
-            Ok(s)
-        })
-        .collect::<Result<_>>()?;
-    let t = Instant::now();
-    let cap = Capture::start(&a.program[0], &a.program[1..], &a.capture.options())?;
-    leave_interrupts_to_the_program();
-    forward_stop_signals(cap.signaller());
-    let pb = crate::progress::bar(format!("events simulated on {} machines", sims.len()));
-    let pbc = pb.clone();
-    let (taps, handle) = crate::fanout::fan_out(cap, sims.len(), BATCH, move |k| pbc.inc(k as u64));
-    type Job<'a> = (
-        usize,
-        &'a mut xlat_sim::Sim<xlat_sim::Radix>,
-        Option<crate::traces::Feed>,
-    );
-    let mut jobs: Vec<Job> = sims
-        .iter_mut()
-        .zip(taps)
-        .enumerate()
-        .map(|(i, (sim, tap))| {
-            let bits = sim.config().va_bits();
-            (i, sim, Some(crate::traces::Feed::for_user(tap, bits)))
-        })
-        .collect();
-    let warnings = std::sync::Mutex::new(vec![Vec::new(); jobs.len()]);
-    let results = crate::fanout::run_jobs(
-        &mut jobs,
-        |(_, sim, feed)| match feed {
-            Some(f) => f.step(sim),
-            None => Ok(false),
-        },
-        |(i, _, feed)| {
-            if let Some(w) = feed.take().and_then(|f| f.fold_warning("the program")) {
-                warnings.lock().expect("not poisoned")[*i].push(w);
-            }
-        },
-    );
-    pb.finish_and_clear();
-    let mut cap = handle
-        .join()
-        .unwrap_or_else(|e| std::panic::resume_unwind(e));
-    // Machines that failed left the program running on: let it finish.
-    let mut buf = Vec::new();
-    while cap.fill(&mut buf, BATCH).unwrap_or(false) {}
-    let code = exit_code(cap.exit_status(), cap.stats().processes)?;
-    let seconds = t.elapsed().as_secs_f64();
-    let mut outcomes = Vec::new();
-    let mut failed = Vec::new();
-    let warnings = warnings.into_inner().expect("not poisoned");
-    for (((sim, r), w), (_, params)) in sims.iter().zip(results).zip(warnings).zip(machines) {
-        if let Err(e) = r.and_then(|()| crate::run::check_warm(sim, a.warmup)) {
-            failed.push(format!("{}: {e:#}", sim.config().name));
-            continue;
-        }
-        let mut report = sim.report();
-        crate::run::name_programs(&mut report, &cap.stats().programs);
-        outcomes.push(Outcome {
-            machine: sim.config().name.clone(),
-            input: label(&a.program),
-            report,
-            seconds,
-            warnings: cap.stats().warnings.iter().cloned().chain(w).collect(),
-            params,
-            workload: None,
-        });
-    }
-    for w in outcomes.iter().flat_map(|o| &o.warnings) {
-        eprintln!("xlat: warning: {w}");
-    }
-    eprint!("{}", output::summary_table(&outcomes));
-    if let Some(p) = &a.json {
-        crate::export::write_json(p, &outcomes)?;
-    }
-    if let Some(p) = &a.csv {
-        crate::export::write_csv(p, &outcomes)?;
-    }
-    check_untraced(cap.stats(), a.capture.allow_untraced)?;
-    if !failed.is_empty() {
-        bail!("the simulation failed on {}", failed.join("; "));
-    }
-    Ok(stopped().unwrap_or(code))
 }
 
 /// `xlat trace`: capture to a file, or `--info` on an existing one.

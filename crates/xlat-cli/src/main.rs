@@ -10,6 +10,7 @@ mod curve;
 mod export;
 mod fanout;
 mod fold;
+mod live;
 mod memory;
 mod output;
 mod plan;
@@ -85,7 +86,7 @@ enum Cmd {
     /// Run a program under QEMU and simulate its references online (report on stderr).
     ///
     /// `xlat run --machine zen4 -- gzip -9 -c big.tar > out.gz`
-    Run(capture::RunArgs),
+    Run(live::RunArgs),
     /// Capture a program's references to a `.xlt` trace, or print what a trace holds.
     ///
     /// `xlat trace -o gzip.xlt -- gzip -9 -c big.tar`; `xlat trace --info gzip.xlt`
@@ -248,7 +249,7 @@ fn main() {
     memory::set_limit(cli.max_memory);
     let r: Result<()> = match cli.cmd {
         // These pass the traced program's exit status through.
-        Cmd::Run(a) => capture::run(a).map(|c| std::process::exit(c)),
+        Cmd::Run(a) => live::run(a).map(|c| std::process::exit(c)),
         Cmd::Trace(a) => capture::trace(a).map(|c| std::process::exit(c)),
         Cmd::Sim(a) => run::sim(a),
         Cmd::Curve(a) => curve::run(a),

@@ -428,3 +428,54 @@ fn probe_plots_show_knees_and_the_miss_cost() {
     let (ok, _, err) = xlat(&["probe", "--mock", "--plot", "p.pdf"]);
     assert!(!ok && err.contains("NAME.svg"), "{err}");
 }
+
+/// A multi-threaded program: one run says its counts depend on the interleaving;
+/// `--repeat N` runs it N times (a CSV row per machine and run, a `repeat` column) and
+/// prints the spread.
+#[test]
+fn repeats_give_the_spread_of_a_threaded_program() {
+    common::prerequisites();
+    let d = common::Dir::new();
+    let prog = d.compile("threads");
+    let p = prog.to_str().unwrap();
+    let o = d.xlat(&["run", "--", p]);
+    assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
+    assert!(
+        common::stderr(&o).contains("interleaving"),
+        "{}",
+        common::stderr(&o)
+    );
+    let csv = d.path("r.csv");
+    let o = d.xlat(&[
+        "run",
+        "--repeat",
+        "3",
+        "-m",
+        "skylake",
+        "-m",
+        "i386",
+        "--csv",
+        csv.to_str().unwrap(),
+        "--",
+        p,
+    ]);
+    assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
+    let err = common::stderr(&o);
+    assert!(err.contains("spread over 3 runs"), "{err}");
+    assert!(err.contains("translation cycles/ref"), "{err}");
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let rows: Vec<&str> = text.lines().collect();
+    assert!(
+        rows[0].starts_with("machine,input,workload,repeat,"),
+        "{}",
+        rows[0]
+    );
+    assert_eq!(rows.len(), 1 + 6);
+    let repeats: Vec<&str> = rows[1..]
+        .iter()
+        .map(|r| r.split(',').nth(3).unwrap())
+        .collect();
+    assert_eq!(repeats, ["1", "1", "2", "2", "3", "3"]);
+    let o = d.xlat(&["run", "--repeat", "0", "--", p]);
+    assert_ne!(common::code(&o), 0);
+}

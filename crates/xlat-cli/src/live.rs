@@ -1,0 +1,345 @@
+//! `xlat run`: simulate a program on one or more machines while it runs under QEMU
+//! (several machines, `--sweep`, from one capture through the fan-out); `--repeat N` runs
+//! it N times and reports the spread (threads and processes interleave differently).
+
+use crate::capture::{
+    check_untraced, exit_code, forward_stop_signals, label, leave_interrupts_to_the_program,
+    stopped, CaptureArgs, BATCH,
+};
+use crate::fold::{Fold, USER_BITS};
+use crate::output;
+use crate::run::{drive_progress, Outcome};
+use anyhow::{bail, Result};
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Instant;
+use xlat_capture::Capture;
+use xlat_sim::presets;
+use xlat_types::EventSource;
+
+#[derive(clap::Args)]
+pub struct RunArgs {
+    /// Machine preset name or TOML file; repeat to simulate several machines at once
+    /// from the one capture (as `sim` does).
+    #[arg(short, long = "machine", default_value = presets::DEFAULT)]
+    machines: Vec<String>,
+    /// Write the full reports as JSON (same schema as `sim --json`).
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Write one summary row per machine as CSV (same columns as `sim --csv`).
+    #[arg(long)]
+    csv: Option<PathBuf>,
+    /// Change a field of every machine (as `sim --set`; repeatable).
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    sets: Vec<String>,
+    /// Sweep a field over values (as `sim --sweep`): every machine at each value, all
+    /// from the one capture.
+    #[arg(long = "sweep", value_name = "PATH=V1,V2,...")]
+    sweeps: Vec<String>,
+    /// Run the program N times (one capture each, every machine on each) and report the
+    /// spread: threads and processes interleave differently from run to run.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    repeat: u32,
+    /// Simulate the first N references without counting them (as `sim --warmup`).
+    #[arg(long, value_name = "N", default_value = "0", value_parser = crate::parse_count)]
+    warmup: u64,
+    #[command(flatten)]
+    capture: CaptureArgs,
+    /// The program and its arguments (found on PATH). A flag before the program is
+    /// xlat's (an unknown one is an error); put `--` first to run a program named `-x`.
+    #[arg(required = true, trailing_var_arg = true)]
+    program: Vec<OsString>,
+}
+
+/// `xlat run`: simulate while the program runs. Returns the program's exit code.
+pub fn run(a: RunArgs) -> Result<i32> {
+    let mut machines = Vec::new();
+    for n in &a.machines {
+        for c in crate::plan::combinations(&a.sweeps)? {
+            let sets: Vec<String> = a.sets.iter().chain(&c).cloned().collect();
+            let cfg = crate::run::machine_with_sets(n, &sets)?;
+            machines.push((cfg, crate::plan::params_of(&sets)));
+        }
+    }
+    if machines.len() > 1 || a.repeat > 1 {
+        return run_many(a, machines);
+    }
+    let (cfg, params) = machines.pop().expect("a machine");
+    let mut sim = crate::run::new_sim(&cfg)?;
+    sim.set_warmup(a.warmup);
+    let t = Instant::now();
+    let mut cap = Capture::start(&a.program[0], &a.program[1..], &a.capture.options())?;
+    leave_interrupts_to_the_program();
+    forward_stop_signals(cap.signaller());
+    let bits = cfg.va_bits();
+    let msg = || "events simulated".to_string();
+    let simulated = if bits >= USER_BITS {
+        drive_progress(&mut cap, &mut sim, msg(), BATCH).map(|_| None)
+    } else {
+        let mut f = Fold::new(&mut cap, bits);
+        drive_progress(&mut f, &mut sim, msg(), BATCH).map(|_| f.warning("the program"))
+    };
+    let fold_warning = match simulated {
+        Ok(w) => w,
+        Err(e) => {
+            // Let the program finish (untraced from here) rather than leave it running
+            // behind us, then report the error.
+            eprintln!("xlat: the simulation stopped (error below); the program runs on, untraced");
+            let mut buf = Vec::new();
+            while cap.fill(&mut buf, BATCH).unwrap_or(false) {}
+            return Err(e.context("simulating the captured stream"));
+        }
+    };
+    let code = exit_code(cap.exit_status(), cap.stats().processes)?;
+    crate::run::check_warm(&sim, a.warmup)?;
+    let mut report = sim.report();
+    crate::run::name_programs(&mut report, &cap.stats().programs);
+    let o = Outcome {
+        machine: cfg.name.clone(),
+        input: label(&a.program),
+        report,
+        seconds: t.elapsed().as_secs_f64(),
+        warnings: cap
+            .stats()
+            .warnings
+            .iter()
+            .cloned()
+            .chain(fold_warning)
+            .collect(),
+        params,
+        workload: None,
+    };
+    for w in &o.warnings {
+        eprintln!("xlat: warning: {w}");
+    }
+    // The program owns stdout: the report goes to stderr, like `perf stat`.
+    eprint!("{}", output::detailed(&o));
+    if let Some(note) = interleaving_note(std::slice::from_ref(&o)) {
+        eprintln!("{note}");
+    }
+    if let Some(p) = &a.json {
+        crate::export::write_json(p, std::slice::from_ref(&o))?;
+    }
+    if let Some(p) = &a.csv {
+        crate::export::write_csv(p, std::slice::from_ref(&o))?;
+    }
+    check_untraced(cap.stats(), a.capture.allow_untraced)?;
+    Ok(stopped().unwrap_or(code))
+}
+
+/// Machines with their changed fields (`--set`, `--sweep`).
+type Machines = Vec<(xlat_sim::MachineConfig, Vec<(String, String)>)>;
+
+/// One capture of the program, fed to every machine.
+struct Captured {
+    code: i32,
+    outcomes: Vec<Outcome>,
+    /// Machines whose simulation failed: `name: error`.
+    failed: Vec<String>,
+    stats: xlat_capture::Stats,
+}
+
+/// `xlat run` with several machines or repeats: each repeat is one capture, its batches
+/// fed to every machine ([`crate::fanout`]); a summary table on stderr (with the spread
+/// over repeats), the reports in the files.
+fn run_many(a: RunArgs, machines: Machines) -> Result<i32> {
+    let mut outcomes = Vec::new();
+    let mut code = 0;
+    for i in 0..a.repeat {
+        let mut c = capture_once(&a, &machines)?;
+        for o in &mut c.outcomes {
+            if a.repeat > 1 {
+                o.params.push(("repeat".into(), (i + 1).to_string()));
+            }
+            for w in &o.warnings {
+                eprintln!("xlat: warning: {w}");
+            }
+        }
+        outcomes.append(&mut c.outcomes);
+        check_untraced(&c.stats, a.capture.allow_untraced)?;
+        if !c.failed.is_empty() {
+            bail!("the simulation failed on {}", c.failed.join("; "));
+        }
+        code = c.code;
+        if let Some(s) = stopped() {
+            code = s;
+            break;
+        }
+        if code != 0 && a.repeat > 1 {
+            bail!("run {} of {}: the program exited with status {code}; repeats need a program that succeeds", i + 1, a.repeat);
+        }
+    }
+    eprint!("{}", output::summary_table(&outcomes));
+    if a.repeat > 1 {
+        eprint!("{}", spread(&outcomes, a.repeat));
+    } else if let Some(note) = interleaving_note(&outcomes) {
+        eprintln!("{note}");
+    }
+    if let Some(p) = &a.json {
+        crate::export::write_json(p, &outcomes)?;
+    }
+    if let Some(p) = &a.csv {
+        crate::export::write_csv(p, &outcomes)?;
+    }
+    Ok(code)
+}
+
+/// Said when the program ran several threads or processes: their interleaving in this
+/// capture is one of many.
+fn interleaving_note(outcomes: &[Outcome]) -> Option<String> {
+    let r = &outcomes.first()?.report;
+    (r.os.threads_started > 0 || r.os.forks > 0).then(|| {
+        format!(
+            "xlat: note: the program ran {} threads and {} processes besides its first: their \
+             interleaving (and so these counts) varies from run to run; --repeat N gives the spread",
+            r.os.threads_started, r.os.forks
+        )
+    })
+}
+
+/// Per machine over the repeats: min, median and max of the main counts, and the spread
+/// (max − min) relative to the median.
+fn spread(outcomes: &[Outcome], repeats: u32) -> String {
+    use std::fmt::Write as _;
+    let mut s = format!(
+        "\nspread over {repeats} runs of the program (min / median / max, (max−min)/median):\n"
+    );
+    let mut machines: Vec<&str> = Vec::new();
+    for o in outcomes {
+        if !machines.contains(&o.machine.as_str()) {
+            machines.push(&o.machine);
+        }
+    }
+    let metrics: [(&str, fn(&Outcome) -> f64); 4] = [
+        ("refs", |o| o.report.refs.total as f64),
+        ("L1 misses/kref", |o| {
+            o.report
+                .tlb_levels
+                .iter()
+                .filter(|l| l.name == o.report.tlb_levels[0].name)
+                .map(|l| l.misses)
+                .sum::<u64>() as f64
+                * 1000.0
+                / o.report.refs.total.max(1) as f64
+        }),
+        ("walks", |o| o.report.walks.walks as f64),
+        ("translation cycles/ref", |o| {
+            o.report.cycles.translation_per_ref
+        }),
+    ];
+    for m in machines {
+        let _ = writeln!(s, "  {m}");
+        for (name, f) in &metrics {
+            let mut v: Vec<f64> = outcomes.iter().filter(|o| o.machine == m).map(f).collect();
+            v.sort_by(f64::total_cmp);
+            let (lo, hi) = (v[0], v[v.len() - 1]);
+            let med = if v.len() % 2 == 1 {
+                v[v.len() / 2]
+            } else {
+                (v[v.len() / 2 - 1] + v[v.len() / 2]) / 2.0
+            };
+            let rel = if med > 0.0 {
+                (hi - lo) / med * 100.0
+            } else {
+                0.0
+            };
+            let f = |x: f64| {
+                if x == x.round() && x >= 100.0 {
+                    output::n(x as u64)
+                } else {
+                    output::rate_str(x)
+                }
+            };
+            let _ = writeln!(
+                s,
+                "    {name:<24} {} / {} / {}   {rel:.2} %",
+                f(lo),
+                f(med),
+                f(hi)
+            );
+        }
+    }
+    s
+}
+
+/// Runs the program once under QEMU, every machine simulating the one capture.
+fn capture_once(a: &RunArgs, machines: &Machines) -> Result<Captured> {
+    let mut sims: Vec<xlat_sim::Sim<xlat_sim::Radix>> = machines
+        .iter()
+        .map(|(c, _)| {
+            let mut s = crate::run::new_sim(c)?;
+            s.set_warmup(a.warmup);
+            Ok(s)
+        })
+        .collect::<Result<_>>()?;
+    let t = Instant::now();
+    let cap = Capture::start(&a.program[0], &a.program[1..], &a.capture.options())?;
+    leave_interrupts_to_the_program();
+    forward_stop_signals(cap.signaller());
+    let pb = crate::progress::bar(format!("events simulated on {} machines", sims.len()));
+    let pbc = pb.clone();
+    let (taps, handle) = crate::fanout::fan_out(cap, sims.len(), BATCH, move |k| pbc.inc(k as u64));
+    type Job<'a> = (
+        usize,
+        &'a mut xlat_sim::Sim<xlat_sim::Radix>,
+        Option<crate::traces::Feed>,
+    );
+    let mut jobs: Vec<Job> = sims
+        .iter_mut()
+        .zip(taps)
+        .enumerate()
+        .map(|(i, (sim, tap))| {
+            let bits = sim.config().va_bits();
+            (i, sim, Some(crate::traces::Feed::for_user(tap, bits)))
+        })
+        .collect();
+    let warnings = std::sync::Mutex::new(vec![Vec::new(); jobs.len()]);
+    let results = crate::fanout::run_jobs(
+        &mut jobs,
+        |(_, sim, feed)| match feed {
+            Some(f) => f.step(sim),
+            None => Ok(false),
+        },
+        |(i, _, feed)| {
+            if let Some(w) = feed.take().and_then(|f| f.fold_warning("the program")) {
+                warnings.lock().expect("not poisoned")[*i].push(w);
+            }
+        },
+    );
+    pb.finish_and_clear();
+    let mut cap = handle
+        .join()
+        .unwrap_or_else(|e| std::panic::resume_unwind(e));
+    // Machines that failed left the program running on: let it finish.
+    let mut buf = Vec::new();
+    while cap.fill(&mut buf, BATCH).unwrap_or(false) {}
+    let code = exit_code(cap.exit_status(), cap.stats().processes)?;
+    let seconds = t.elapsed().as_secs_f64();
+    let mut outcomes = Vec::new();
+    let mut failed = Vec::new();
+    let warnings = warnings.into_inner().expect("not poisoned");
+    for (((sim, r), w), (_, params)) in sims.iter().zip(results).zip(warnings).zip(machines) {
+        let params = params.clone();
+        if let Err(e) = r.and_then(|()| crate::run::check_warm(sim, a.warmup)) {
+            failed.push(format!("{}: {e:#}", sim.config().name));
+            continue;
+        }
+        let mut report = sim.report();
+        crate::run::name_programs(&mut report, &cap.stats().programs);
+        outcomes.push(Outcome {
+            machine: sim.config().name.clone(),
+            input: label(&a.program),
+            report,
+            seconds,
+            warnings: cap.stats().warnings.iter().cloned().chain(w).collect(),
+            params,
+            workload: None,
+        });
+    }
+    Ok(Captured {
+        code,
+        outcomes,
+        failed,
+        stats: cap.stats().clone(),
+    })
+}
