@@ -197,6 +197,9 @@ fn interleaving_note(outcomes: &[Outcome]) -> Option<String> {
     })
 }
 
+/// A count of a run, by name.
+type Metric = fn(&Outcome) -> f64;
+
 /// Per machine over the repeats: min, median and max of the main counts, and the spread
 /// (max − min) relative to the median.
 fn spread(outcomes: &[Outcome], repeats: u32) -> String {
@@ -210,7 +213,7 @@ fn spread(outcomes: &[Outcome], repeats: u32) -> String {
             machines.push(&o.machine);
         }
     }
-    let metrics: [(&str, fn(&Outcome) -> f64); 4] = [
+    let metrics: [(&str, Metric); 4] = [
         ("refs", |o| o.report.refs.total as f64),
         ("L1 misses/kref", |o| {
             o.report
