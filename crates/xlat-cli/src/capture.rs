@@ -421,9 +421,9 @@ pub fn trace(a: TraceArgs) -> Result<i32> {
     }
     let bytes = std::fs::metadata(out)?.len();
     eprintln!(
-        "xlat: {} events ({} references: {} instructions, {} loads, {} stores) from {} process(es) in {:.2} s to {}: {} bytes, {:.3} bytes/reference",
+        "xlat: {} events ({} refs, a basic block once; {} instructions, {} loads, {} stores) from {} process(es) in {:.2} s to {}: {} bytes, {:.3} bytes/ref",
         s.events(),
-        s.references(),
+        s.refs(),
         s.instructions,
         s.count(xlat_trace::EventKind::Load),
         s.count(xlat_trace::EventKind::Store),
@@ -431,7 +431,7 @@ pub fn trace(a: TraceArgs) -> Result<i32> {
         t.elapsed().as_secs_f64(),
         out.display(),
         bytes,
-        bytes as f64 / s.references().max(1) as f64
+        bytes as f64 / s.refs().max(1) as f64
     );
     check_untraced(cap.stats(), a.capture.allow_untraced)?;
     Ok(stopped().unwrap_or(code))

@@ -424,11 +424,11 @@ pub fn convert(input: Option<&Path>, workload: Option<&str>, out: &Path) -> Resu
         eprintln!("xlat: warning: {t}");
     }
     let bytes = std::fs::metadata(out).map(|m| m.len()).unwrap_or(0);
-    let refs = s.accesses().max(1);
+    let refs = s.refs().max(1);
     println!(
-        "wrote {} events ({} references) to {dest}: {bytes} bytes, {:.3} bytes/reference",
+        "wrote {} events ({} refs) to {dest}: {bytes} bytes, {:.3} bytes/ref",
         n,
-        s.accesses(),
+        s.refs(),
         bytes as f64 / refs as f64
     );
     Ok(())

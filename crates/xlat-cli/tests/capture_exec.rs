@@ -112,7 +112,7 @@ fn whole_exec_chains_are_traced() {
     let refs = |r: &Vec<&str>| r[2].parse::<u64>().unwrap();
     let total: u64 = info
         .lines()
-        .find_map(|l| l.strip_prefix("references  "))
+        .find_map(|l| l.strip_prefix("refs        "))
         .and_then(|l| l.split_whitespace().next())
         .unwrap()
         .parse()

@@ -582,3 +582,59 @@ fn calibrate_writes_a_machine_that_matches_the_measured_l2_ramp() {
     assert!(!ok && err.contains("--base"), "{err}");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// "refs" means one thing everywhere: `trace --info`'s refs of a block-level trace (a
+/// basic block counting once) equal `xlat sim`'s, and its lackey count (instructions +
+/// loads + stores) is shown apart.
+#[test]
+fn refs_mean_the_same_in_trace_info_and_sim() {
+    use xlat_trace::{Header, TraceWriter};
+    use xlat_types::{Access, AccessKind, Block, Event, PageSize, Tid, VirtAddr};
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path().join("blocks.xlt");
+    let mut w = TraceWriter::create(&t, Header::new("x86_64", PageSize::K4)).unwrap();
+    for i in 0..100u64 {
+        let b = Block {
+            addr: VirtAddr(0x40_0000 + i * 64),
+            len: 40,
+            insns: 10,
+            tid: Tid(0),
+        };
+        w.write(&Event::Block(b)).unwrap();
+        w.write(&Event::Access(Access::new(
+            AccessKind::Load,
+            0x60_0000 + i * 8,
+            8,
+        )))
+        .unwrap();
+    }
+    w.write(&Event::Access(Access::new(AccessKind::Fetch, 0x40_0000, 4)))
+        .unwrap();
+    w.finish().unwrap();
+    let (ok, info, err) = xlat(&["trace", "--info", t.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    let field = |key: &str| -> u64 {
+        info.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|l| l.split_whitespace().next())
+            .unwrap_or_else(|| panic!("{key} missing: {info}"))
+            .parse()
+            .unwrap()
+    };
+    assert_eq!(field("refs "), 201);
+    assert_eq!(field("instructions "), 1001);
+    assert_eq!(field("lackey refs "), 1101);
+    let json = dir.path().join("r.json");
+    let (ok, _, err) = xlat(&[
+        "sim",
+        "-t",
+        t.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(ok, "{err}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["runs"][0]["report"]["refs"]["total"], 201);
+    assert_eq!(v["runs"][0]["report"]["refs"]["instructions"], 1001);
+}

@@ -323,7 +323,13 @@ impl Summary {
             .iter()
             .fold(0u64, |a, &c| a.saturating_add(c))
     }
-    /// References as valgrind lackey counts them: instructions + loads + stores.
+    /// References as `xlat sim` counts them (its report's `refs`): fetch, block, load and
+    /// store records, a basic block counting once.
+    pub fn refs(&self) -> u64 {
+        self.accesses().saturating_add(self.count(EventKind::Block))
+    }
+    /// References as valgrind lackey counts them: instructions + loads + stores (every
+    /// instruction a fetch).
     pub fn references(&self) -> u64 {
         self.instructions
             .saturating_add(self.count(EventKind::Load))

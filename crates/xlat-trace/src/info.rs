@@ -33,9 +33,9 @@ impl Info {
         }
     }
 
-    /// File bytes per reference (instructions + loads + stores; 0 without any).
+    /// File bytes per reference (`xlat sim`'s refs: a block counts once; 0 without any).
     pub fn bytes_per_reference(&self) -> f64 {
-        match self.summary.references() {
+        match self.summary.refs() {
             0 => 0.0,
             n => self.file_bytes as f64 / n as f64,
         }
@@ -137,13 +137,20 @@ impl fmt::Display for Info {
         }
         writeln!(f, "file bytes  {}", self.file_bytes)?;
         writeln!(f, "{}", self.summary)?;
-        writeln!(f, "instructions {}", self.summary.instructions)?;
         writeln!(
             f,
-            "references  {} (instructions + loads + stores)",
-            self.summary.references()
+            "refs        {} (fetch, block, load and store records, a basic block once: xlat sim's refs)",
+            self.summary.refs()
         )?;
-        writeln!(f, "bytes/reference {:.3}", self.bytes_per_reference())?;
+        writeln!(f, "instructions {}", self.summary.instructions)?;
+        if self.summary.references() != self.summary.refs() {
+            writeln!(
+                f,
+                "lackey refs {} (instructions + loads + stores: every instruction a fetch)",
+                self.summary.references()
+            )?;
+        }
+        writeln!(f, "bytes/ref   {:.3}", self.bytes_per_reference())?;
         if self.programs.len() > 1 || self.programs.iter().any(|p| p.command.is_some()) {
             write!(
                 f,

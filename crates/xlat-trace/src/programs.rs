@@ -13,6 +13,8 @@ pub struct ProgramRefs {
     pub pid: u32,
     /// Traced execs of this process before this program (0: the one it started with).
     pub exec: u32,
+    /// Fetch and block records (a basic block counts once).
+    pub fetches: u64,
     pub instructions: u64,
     pub loads: u64,
     pub stores: u64,
@@ -21,9 +23,9 @@ pub struct ProgramRefs {
 }
 
 impl ProgramRefs {
-    /// Instructions + loads + stores.
-    pub fn references(&self) -> u64 {
-        self.instructions + self.loads + self.stores
+    /// References as `xlat sim` counts them: fetch (and block) records, loads, stores.
+    pub fn refs(&self) -> u64 {
+        self.fetches + self.loads + self.stores
     }
 }
 
@@ -67,7 +69,10 @@ impl ProgramTally {
             Event::Access(a) => {
                 if let Some(p) = self.cur.map(|i| &mut self.list[i]) {
                     match a.kind {
-                        AccessKind::Fetch => p.instructions += 1,
+                        AccessKind::Fetch => {
+                            p.fetches += 1;
+                            p.instructions += 1;
+                        }
                         AccessKind::Load => p.loads += 1,
                         AccessKind::Store => p.stores += 1,
                     }
@@ -75,6 +80,7 @@ impl ProgramTally {
             }
             Event::Block(b) => {
                 if let Some(p) = self.cur.map(|i| &mut self.list[i]) {
+                    p.fetches += 1;
                     p.instructions += b.insns as u64;
                 }
             }
@@ -108,7 +114,7 @@ impl ProgramTally {
         let mut names = program_names(end_meta);
         self.list
             .into_iter()
-            .filter(|p| p.references() > 0)
+            .filter(|p| p.refs() > 0)
             .map(|mut p| {
                 if let Some(i) = names.iter().position(|n| n.0 == p.pid && n.1 == p.exec) {
                     p.command = names.remove(i).2;
@@ -145,10 +151,10 @@ pub struct ProgramTable<'a> {
 
 impl fmt::Display for ProgramTable<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let total: u64 = self.programs.iter().map(ProgramRefs::references).sum();
+        let total: u64 = self.programs.iter().map(ProgramRefs::refs).sum();
         let share = |r: u64| 100.0 * r as f64 / total.max(1) as f64;
         let mut v: Vec<&ProgramRefs> = self.programs.iter().collect();
-        v.sort_by_key(|p| std::cmp::Reverse(p.references()));
+        v.sort_by_key(|p| std::cmp::Reverse(p.refs()));
         writeln!(
             f,
             "programs    {} (a process from its start or fork, anew per traced exec)",
@@ -157,7 +163,7 @@ impl fmt::Display for ProgramTable<'_> {
         writeln!(
             f,
             "  {:>8} {:>4} {:>14} {:>6} {:>14} {:>13} {:>13}  command",
-            "pid", "exec", "references", "share", "instructions", "loads", "stores"
+            "pid", "exec", "refs", "share", "instructions", "loads", "stores"
         )?;
         for p in v.iter().take(self.top) {
             let cmd = shorten(p.command.as_deref().unwrap_or("?"), 100);
@@ -166,8 +172,8 @@ impl fmt::Display for ProgramTable<'_> {
                 "  {:>8} {:>4} {:>14} {:>5.1}% {:>14} {:>13} {:>13}  {}",
                 p.pid,
                 p.exec,
-                p.references(),
-                share(p.references()),
+                p.refs(),
+                share(p.refs()),
                 p.instructions,
                 p.loads,
                 p.stores,
@@ -176,7 +182,7 @@ impl fmt::Display for ProgramTable<'_> {
         }
         if v.len() > self.top {
             let rest = &v[self.top..];
-            let r: u64 = rest.iter().map(|p| p.references()).sum();
+            let r: u64 = rest.iter().map(|p| p.refs()).sum();
             writeln!(
                 f,
                 "  {:>13} {:>14} {:>5.1}%  ({} more programs)",
