@@ -81,7 +81,7 @@ pub fn one_to_stdout(outputs: &[&Option<std::path::PathBuf>]) -> Result<bool> {
         .count();
     anyhow::ensure!(
         n <= 1,
-        "only one of --json and --csv can be `-` (standard output)"
+        "only one of --json, --csv and --html can be `-` (standard output)"
     );
     Ok(n == 1)
 }

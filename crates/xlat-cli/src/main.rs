@@ -10,6 +10,7 @@ mod curve;
 mod export;
 mod fanout;
 mod fold;
+mod html;
 mod live;
 mod memory;
 mod output;
@@ -145,6 +146,9 @@ enum Cmd {
         /// Write one summary row per run as CSV.
         #[arg(long)]
         csv: Option<PathBuf>,
+        /// Write a self-contained HTML report (table, charts, machines).
+        #[arg(long)]
+        html: Option<PathBuf>,
         /// Plot a metric against the first numeric `--sweep` field (`.svg`, `.png`).
         #[arg(long)]
         plot: Option<PathBuf>,
@@ -192,6 +196,10 @@ pub struct SimArgs {
     /// Write one summary row per run as CSV.
     #[arg(long)]
     csv: Option<PathBuf>,
+    /// Write a self-contained HTML report of the runs: the table, charts of a numeric
+    /// `--sweep` field (inline SVG), failures, warnings and each machine in full.
+    #[arg(long)]
+    html: Option<PathBuf>,
     /// Treat a trace whose end was cut off as an error instead of a warning.
     #[arg(long)]
     strict: bool,
@@ -258,6 +266,7 @@ fn main() {
             dir,
             json,
             csv,
+            html,
             plot,
             plot_metric,
         } => plan::merge(
@@ -265,6 +274,7 @@ fn main() {
             &plan::Outputs {
                 json: &json,
                 csv: &csv,
+                html: &html,
                 plot: &plot,
                 plot_metric: &plot_metric,
             },

@@ -100,6 +100,7 @@ pub struct ShardFailure {
 pub struct Outputs<'a> {
     pub json: &'a Option<PathBuf>,
     pub csv: &'a Option<PathBuf>,
+    pub html: &'a Option<PathBuf>,
     pub plot: &'a Option<PathBuf>,
     pub plot_metric: &'a str,
 }
@@ -461,7 +462,7 @@ pub fn finish(
         }
     }
     // `--json -` or `--csv -`: standard output carries that and nothing else.
-    let to_stdout = crate::export::one_to_stdout(&[out.json, out.csv])?;
+    let to_stdout = crate::export::one_to_stdout(&[out.json, out.csv, out.html])?;
     if !outcomes.is_empty() {
         if !to_stdout && total == 1 {
             print!("{}", crate::output::detailed(&outcomes[0]));
@@ -476,6 +477,9 @@ pub fn finish(
         }
         if let Some(p) = out.plot {
             crate::plots::sweep(&outcomes, out.plot_metric, p)?;
+        }
+        if let Some(p) = out.html {
+            crate::html::write(p, &outcomes, &failures)?;
         }
     }
     if stopped > 0 || run::interrupted() {

@@ -9,6 +9,12 @@ use std::path::Path;
 /// is a number (`--sweep`): one line per machine and input, the other changed fields
 /// named in its legend.
 pub fn sweep(outcomes: &[Outcome], name: &str, path: &Path) -> Result<()> {
+    xlat_plot::write(&sweep_chart(outcomes, name)?, path)?;
+    Ok(())
+}
+
+/// The chart of [`sweep`]; an error without a numeric `--sweep` field.
+pub fn sweep_chart(outcomes: &[Outcome], name: &str) -> Result<xlat_plot::Chart> {
     if !METRICS.contains(&name) {
         bail!("--plot-metric {name}: one of {}", METRICS.join(", "));
     }
@@ -63,7 +69,7 @@ pub fn sweep(outcomes: &[Outcome], name: &str, path: &Path) -> Result<()> {
         s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
     }
     let positive = series.iter().flat_map(|s| &s.points).all(|p| p.0 > 0.0);
-    let chart = xlat_plot::Chart {
+    Ok(xlat_plot::Chart {
         title: format!("{name} by {field}"),
         x_label: field,
         y_label: name.to_string(),
@@ -71,7 +77,12 @@ pub fn sweep(outcomes: &[Outcome], name: &str, path: &Path) -> Result<()> {
         series,
         marks: Vec::new(),
         steps: false,
-    };
-    xlat_plot::write(&chart, path)?;
-    Ok(())
+    })
+}
+
+/// Whether the sweep has a numeric changed field to plot against.
+pub fn plottable(outcomes: &[Outcome]) -> bool {
+    outcomes
+        .first()
+        .is_some_and(|o| o.params.iter().any(|(_, v)| v.parse::<f64>().is_ok()))
 }

@@ -384,6 +384,7 @@ pub fn sim(a: SimArgs) -> Result<()> {
     let out = Outputs {
         json: &a.json,
         csv: &a.csv,
+        html: &a.html,
         plot: &a.plot,
         plot_metric: &a.plot_metric,
     };

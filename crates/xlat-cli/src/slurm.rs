@@ -16,10 +16,11 @@ pub fn plan_and_submit(plan: &mut Plan, a: &SimArgs, out: &Outputs) -> Result<()
         (None, Some(d)) => (d, true),
         _ => bail!("give --plan DIR or --slurm DIR, not both"),
     };
-    let outputs = out.json.is_some() || out.csv.is_some() || out.plot.is_some();
+    let outputs =
+        out.json.is_some() || out.csv.is_some() || out.plot.is_some() || out.html.is_some();
     ensure!(
         !outputs || (submit && a.wait),
-        "--json, --csv and --plot are written by `xlat merge DIR` (or by --slurm with --wait)"
+        "--json, --csv, --plot and --html are written by `xlat merge DIR` (or by --slurm with --wait)"
     );
     // Fail here, not in a thousand tasks: every machine loads, every input opens.
     let mut errors = Vec::new();
@@ -65,7 +66,7 @@ pub fn plan_and_submit(plan: &mut Plan, a: &SimArgs, out: &Outputs) -> Result<()
         println!(
             "plan: {runs} runs in {} shards, {shown}/plan.json\n\
              run:  sbatch {shown}/job.sh   (Slurm), or `xlat shard {shown} K` for K in 0..{}\n\
-             then: xlat merge {shown} [--json F] [--csv F] [--plot F]",
+             then: xlat merge {shown} [--json F] [--csv F] [--plot F] [--html F]",
             plan.shards,
             plan.shards - 1
         );
@@ -101,7 +102,7 @@ pub fn plan_and_submit(plan: &mut Plan, a: &SimArgs, out: &Outputs) -> Result<()
     if !a.wait {
         println!(
             "submitted Slurm job {job}: {runs} runs in {} array tasks (output {shown}/shard-K.log)\n\
-             when it has finished: xlat merge {shown} [--json F] [--csv F] [--plot F]",
+             when it has finished: xlat merge {shown} [--json F] [--csv F] [--plot F] [--html F]",
             plan.shards
         );
         return Ok(());

@@ -479,3 +479,50 @@ fn repeats_give_the_spread_of_a_threaded_program() {
     let o = d.xlat(&["run", "--repeat", "0", "--", p]);
     assert_ne!(common::code(&o), 0);
 }
+
+/// `--html`: one self-contained file with a row per run, a chart per metric of the swept
+/// field (inline SVG), and every machine's configuration; no scripts, no external files.
+#[test]
+fn html_report_of_a_sweep_is_self_contained() {
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("r.html");
+    let (ok, _, err) = xlat(&[
+        "sim",
+        "-m",
+        "skylake",
+        "-m",
+        "i386",
+        "-w",
+        "stride:refs=20K",
+        "--sweep",
+        "tlb.levels[0].d[0].entries=16,32",
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    assert!(ok, "{err}");
+    let h = std::fs::read_to_string(&html).unwrap();
+    assert!(h.starts_with("<!DOCTYPE html>") && h.trim_end().ends_with("</html>"));
+    assert_eq!(h.matches("<tr><td>").count(), 4, "a row per run");
+    assert_eq!(h.matches("<svg").count(), 4, "a chart per metric");
+    assert!(h.contains("translation_cycles_per_ref by tlb.levels[0].d[0].entries"));
+    assert_eq!(h.matches("<details>").count(), 4, "each machine in full");
+    assert!(h.contains("base_page = "), "the machines' TOML");
+    for external in ["<script", "src=\"http", "href=\"http", "<?xml"] {
+        assert!(
+            !h.contains(external),
+            "{external} in a self-contained report"
+        );
+    }
+    // Without a numeric sweep: the table, no charts.
+    let (ok, _, err) = xlat(&[
+        "sim",
+        "-w",
+        "stride:refs=20K",
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    assert!(ok, "{err}");
+    let h = std::fs::read_to_string(&html).unwrap();
+    assert_eq!(h.matches("<svg").count(), 0);
+    assert_eq!(h.matches("<tr><td>").count(), 1);
+}

@@ -93,6 +93,33 @@ fn font() -> Result<(), PlotError> {
 /// Chart size in pixels (SVG user units).
 const SIZE: (u32, u32) = (960, 600);
 
+/// The chart has something to draw, every point drawable; the font is there.
+fn check(chart: &Chart) -> Result<(), PlotError> {
+    let points = chart.series.iter().flat_map(|s| &s.points);
+    let ok = |&&(x, y): &&(f64, f64)| x.is_finite() && y.is_finite() && (!chart.x_log2 || x > 0.0);
+    if chart.series.iter().all(|s| s.points.is_empty()) || !points.clone().all(|p| ok(&p)) {
+        return Err(PlotError::Empty(format!(
+            "{}: no points, or a point that is not a finite number (or x ≤ 0 on a log axis)",
+            chart.title
+        )));
+    }
+    font()
+}
+
+/// `chart` as an SVG document in a string (to inline in an HTML report).
+pub fn svg(chart: &Chart) -> Result<String, PlotError> {
+    check(chart)?;
+    let mut out = String::new();
+    {
+        let root = SVGBackend::with_string(&mut out, SIZE).into_drawing_area();
+        draw_on(chart, root).map_err(|msg| PlotError::Draw {
+            path: PathBuf::from("(inline SVG)"),
+            msg,
+        })?;
+    }
+    Ok(out)
+}
+
 /// Writes `chart` to `path` (`.svg` or `.png`, by extension).
 pub fn write(chart: &Chart, path: &Path) -> Result<(), PlotError> {
     let ext = path
@@ -104,15 +131,7 @@ pub fn write(chart: &Chart, path: &Path) -> Result<(), PlotError> {
         Some("png") => false,
         _ => return Err(PlotError::Format(path.to_path_buf())),
     };
-    let points = chart.series.iter().flat_map(|s| &s.points);
-    let ok = |&&(x, y): &&(f64, f64)| x.is_finite() && y.is_finite() && (!chart.x_log2 || x > 0.0);
-    if chart.series.iter().all(|s| s.points.is_empty()) || !points.clone().all(|p| ok(&p)) {
-        return Err(PlotError::Empty(format!(
-            "{}: no points, or a point that is not a finite number (or x ≤ 0 on a log axis)",
-            chart.title
-        )));
-    }
-    font()?;
+    check(chart)?;
     let tmp = temp_path(path);
     let draw = |e: String| PlotError::Draw {
         path: path.to_path_buf(),
