@@ -114,9 +114,6 @@ pub fn run(a: RunArgs) -> Result<i32> {
     }
     // The program owns stdout: the report goes to stderr, like `perf stat`.
     eprint!("{}", output::detailed(&o));
-    if let Some(note) = interleaving_note(std::slice::from_ref(&o)) {
-        eprintln!("{note}");
-    }
     if let Some(p) = &a.json {
         crate::export::write_json(p, std::slice::from_ref(&o))?;
     }
@@ -172,8 +169,11 @@ fn run_many(a: RunArgs, machines: Machines) -> Result<i32> {
     eprint!("{}", output::summary_table(&outcomes));
     if a.repeat > 1 {
         eprint!("{}", spread(&outcomes, a.repeat));
-    } else if let Some(note) = interleaving_note(&outcomes) {
-        eprintln!("{note}");
+    } else if let Some(note) = outcomes
+        .first()
+        .and_then(|o| output::interleaving_note(&o.report))
+    {
+        eprintln!("xlat: note: {note}");
     }
     if let Some(p) = &a.json {
         crate::export::write_json(p, &outcomes)?;
@@ -182,19 +182,6 @@ fn run_many(a: RunArgs, machines: Machines) -> Result<i32> {
         crate::export::write_csv(p, &outcomes)?;
     }
     Ok(code)
-}
-
-/// Said when the program ran several threads or processes: their interleaving in this
-/// capture is one of many.
-fn interleaving_note(outcomes: &[Outcome]) -> Option<String> {
-    let r = &outcomes.first()?.report;
-    (r.os.threads_started > 0 || r.os.forks > 0).then(|| {
-        format!(
-            "xlat: note: the program ran {} threads and {} processes besides its first: their \
-             interleaving (and so these counts) varies from run to run; --repeat N gives the spread",
-            r.os.threads_started, r.os.forks
-        )
-    })
 }
 
 /// A count of a run, by name.

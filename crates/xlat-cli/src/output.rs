@@ -261,6 +261,10 @@ fn detailed_raw(o: &Outcome) -> String {
         n(os.context_switches),
         n(os.asid_rollovers)
     );
+    // A built-in workload's order is fixed; a captured program's is one of many.
+    if let Some(note) = interleaving_note(r).filter(|_| o.workload.is_none()) {
+        let _ = writeln!(s, "note          {note}");
+    }
     if r.programs.len() > 1 {
         s.push_str(&crate::tables::programs(r));
     }
@@ -343,6 +347,19 @@ fn detailed_raw(o: &Outcome) -> String {
         cost.flush_all_cycles
     );
     s
+}
+
+/// Said of a run whose input had several threads or processes: its counts come from one
+/// interleaving of them among many.
+pub fn interleaving_note(r: &xlat_sim::Report) -> Option<String> {
+    (r.os.threads_started > 0 || r.os.forks > 0).then(|| {
+        format!(
+            "{} threads and {} processes besides the first ran: these counts are those of one \
+             interleaving of them (a capture's order varies from run to run; xlat run --repeat N \
+             gives the spread)",
+            r.os.threads_started, r.os.forks
+        )
+    })
 }
 
 /// Whether page-table references compete with data in the modelled caches.
