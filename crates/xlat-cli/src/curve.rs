@@ -49,6 +49,9 @@ pub struct CurveArgs {
     /// Treat a trace whose end was cut off as an error instead of a warning.
     #[arg(long)]
     strict: bool,
+    /// Simulate the first N references without counting them (as `sim --warmup`).
+    #[arg(long, value_name = "N", default_value = "0", value_parser = crate::parse_count)]
+    warmup: u64,
 }
 
 /// The default points of a fully-associative curve: 2^k and 3·2^k up to 65,536.
@@ -73,7 +76,14 @@ struct CurveOut<'a> {
     configured_entries: u64,
     instructions: u64,
     references: u64,
+    /// References simulated first and not counted (`--warmup`).
+    #[serde(skip_serializing_if = "is_zero")]
+    warmup: u64,
     points: Vec<PointOut>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[derive(Serialize)]
@@ -124,6 +134,7 @@ pub fn run(a: CurveArgs) -> Result<()> {
     let p = prepare(&cfg, &spec).with_context(|| format!("machine {}", cfg.name))?;
     let mut sim = crate::run::new_sim(&p.machine)?;
     sim.profile(&p);
+    sim.set_warmup(a.warmup);
     let t = Instant::now();
     let mut warnings = Vec::new();
     match &input {
@@ -135,6 +146,7 @@ pub fn run(a: CurveArgs) -> Result<()> {
             crate::traces::replay(path, a.strict, &mut sim, &mut warnings)?;
         }
     }
+    crate::run::check_warm(&sim, a.warmup)?;
     let secs = t.elapsed().as_secs_f64();
     for w in &warnings {
         eprintln!("xlat: warning: {}", xlat_trace::escape(w));
@@ -152,6 +164,7 @@ pub fn run(a: CurveArgs) -> Result<()> {
         configured_entries: configured,
         instructions: r.refs.instructions,
         references: r.refs.total,
+        warmup: r.warmup,
         points: points
             .iter()
             .map(|pt: &Point| PointOut {
@@ -233,8 +246,13 @@ fn table(o: &CurveOut, name: &str, secs: f64) -> String {
     );
     let _ = writeln!(
         s,
-        "one pass, exact for LRU (Mattson et al. 1970 stack algorithm), {} refs in {secs:.2} s",
-        n(o.references)
+        "one pass, exact for LRU (Mattson et al. 1970 stack algorithm), {} refs in {secs:.2} s{}",
+        n(o.references),
+        if o.warmup > 0 {
+            format!(" (after a warm-up of {} not counted)", n(o.warmup))
+        } else {
+            String::new()
+        }
     );
     let _ = writeln!(
         s,

@@ -168,3 +168,44 @@ fn inexact_cases_are_refused_with_the_field() {
         assert!(e.contains(want), "{m} {path}: {e}");
     }
 }
+
+/// After a warm-up, each point is the misses of a simulation at that size with the same
+/// warm-up (the stack's counts at the mark subtracted).
+#[test]
+fn curves_after_a_warm_up_equal_warmed_simulations() {
+    let cfg = presets::preset("skylake").unwrap();
+    let path = "tlb.levels[0].d[0]";
+    let spec = CurveSpec {
+        structure: path.to_string(),
+        kind: CurveKind::Entries,
+        sizes: vec![1, 4, 16, 64, 256, 1024],
+    };
+    let p = prepare(&cfg, &spec).unwrap();
+    for w in ["chase:footprint=2MiB,refs=60K", "mixed:refs=80K"] {
+        let ev = events(w);
+        let warm = 20_000;
+        let run_warm = |cfg: &MachineConfig, profile: bool| {
+            let mut sim: Sim<Radix> = Sim::new(cfg).unwrap();
+            if profile {
+                sim.profile(&p);
+            }
+            sim.set_warmup(warm);
+            for b in ev.chunks(3000) {
+                sim.run(b).unwrap();
+            }
+            sim
+        };
+        let sim = run_warm(&p.machine, true);
+        let mut differ = false;
+        for pt in sim.curve(&p) {
+            let r = run_warm(&at_point(&p, path, pt.ways as usize), false).report();
+            assert_eq!(
+                pt.misses, r.tlb_structures[p.index].fills,
+                "{w}: {} entries",
+                pt.entries
+            );
+            differ |= pt.misses != sim.curve(&p)[0].misses;
+        }
+        assert!(differ, "{w}: a flat curve tests little");
+    }
+}

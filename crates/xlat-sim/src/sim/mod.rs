@@ -279,8 +279,15 @@ impl<P: PageTable> Sim<P> {
     }
 
     /// The curve of a structure [`Sim::profile`] set up.
+    /// After a warm-up, the misses since it ended.
     pub fn curve(&self, p: &crate::curve::Prepared) -> Vec<crate::curve::Point> {
-        p.points(&self.tlb.structs[p.index].stack_misses().unwrap_or_default())
+        let mut m = self.tlb.structs[p.index].stack_misses().unwrap_or_default();
+        for (w, n) in &mut m {
+            if let Some((_, b)) = self.warmup.stack_base.iter().find(|(bw, _)| bw == w) {
+                *n -= b;
+            }
+        }
+        p.points(&m)
     }
 
     pub fn config(&self) -> &MachineConfig {

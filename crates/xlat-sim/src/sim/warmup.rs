@@ -14,6 +14,8 @@ pub(super) struct Warmup {
     pub(super) left: u64,
     refs: u64,
     base: Option<Box<Report>>,
+    /// A profiled structure's miss counts per associativity at the mark (`Sim::curve`).
+    pub(super) stack_base: Vec<(usize, u64)>,
 }
 
 /// Report members that are levels, peaks, configuration or names, not counters: kept as
@@ -55,7 +57,7 @@ impl<P: PageTable> Sim<P> {
         self.warmup = Warmup {
             left: refs,
             refs,
-            base: None,
+            ..Default::default()
         };
     }
 
@@ -90,6 +92,12 @@ impl<P: PageTable> Sim<P> {
     /// The warm-up ends here: the counters' values now are the report's zero.
     fn mark_warm(&mut self) {
         self.warmup.base = Some(Box::new(self.report()));
+        self.warmup.stack_base = self
+            .tlb
+            .structs
+            .iter()
+            .find_map(|s| s.stack_misses())
+            .unwrap_or_default();
         let m = &mut self.mem.counters;
         m.table_bytes_peak = m.table_bytes_live;
         if let Some(h) = &mut self.hash {
