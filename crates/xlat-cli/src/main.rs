@@ -155,6 +155,10 @@ enum Cmd {
         /// The metric `--plot` draws: a counter column of the CSV.
         #[arg(long, default_value = "l1_misses_per_kref", requires = "plot")]
         plot_metric: String,
+        /// Merge the shards that have a result even if some have none (the command still
+        /// fails, naming them).
+        #[arg(long)]
+        partial: bool,
     },
     /// Measure simulator throughput (refs/s) on fixed cases; asserts their counts.
     Bench {
@@ -269,6 +273,7 @@ fn main() {
             html,
             plot,
             plot_metric,
+            partial,
         } => plan::merge(
             &dir,
             &plan::Outputs {
@@ -278,6 +283,7 @@ fn main() {
                 plot: &plot,
                 plot_metric: &plot_metric,
             },
+            partial,
         ),
         Cmd::Machines { name } => run::machines(name),
         Cmd::Workloads => run::workloads(),

@@ -358,7 +358,7 @@ pub fn shard(dir: &Path, k: usize) -> Result<()> {
 
 /// `xlat merge DIR`: every shard's runs, in the plan's order, printed and written as the
 /// local run would. Fails naming the shards without a result.
-pub fn merge(dir: &Path, out: &Outputs) -> Result<()> {
+pub fn merge(dir: &Path, out: &Outputs, partial: bool) -> Result<()> {
     let plan = Plan::read(dir)?;
     let ni = plan.inputs.len();
     let mut runs: Vec<Option<ShardRun>> = (0..plan.runs()).map(|_| None).collect();
@@ -408,11 +408,11 @@ pub fn merge(dir: &Path, out: &Outputs) -> Result<()> {
             ));
         }
     }
-    if !missing.is_empty() {
-        let list: Vec<String> = missing.iter().map(|k| k.to_string()).collect();
+    let list: Vec<String> = missing.iter().map(|k| k.to_string()).collect();
+    if !missing.is_empty() && !partial {
         bail!(
             "{} of {} shards have no result yet (shard {}): running, failed or cancelled; \
-             see {} (Slurm's output) or run `xlat shard {} K` for each",
+             see {} (Slurm's output) or run `xlat shard {} K` for each (--partial merges the others)",
             missing.len(),
             plan.shards,
             list.join(", "),
@@ -439,7 +439,20 @@ pub fn merge(dir: &Path, out: &Outputs) -> Result<()> {
         })
         .collect();
     let failures = failures.into_iter().map(|(_, f)| f).collect();
-    finish(out, plan.runs(), outcomes, failures, 0)
+    if missing.is_empty() {
+        return finish(out, plan.runs(), outcomes, failures, 0);
+    }
+    let without: usize = missing.iter().map(|&k| plan.shard_runs(k).len()).sum();
+    let done = finish(out, plan.runs() - without, outcomes, failures, 0);
+    let gap = anyhow::anyhow!(
+        "partial: {without} of {} runs have no result (shard {}); the outputs hold the others",
+        plan.runs(),
+        list.join(", ")
+    );
+    Err(match done {
+        Ok(()) => gap,
+        Err(e) => e.context(gap),
+    })
 }
 
 /// Prints and writes a sweep's outcomes, then fails if any run failed or was stopped.

@@ -40,6 +40,19 @@ pub fn bytes_bar(what: String, total: u64) -> ProgressBar {
     pb
 }
 
+/// A bar through `total` items with the time left: `elapsed [bar] k/N · ETA · what`.
+pub fn count_bar(what: String, total: u64) -> ProgressBar {
+    let pb = multi().add(ProgressBar::new(total));
+    pb.set_style(
+        ProgressStyle::with_template("{elapsed:>4} [{bar:30}] {pos}/{len} · ETA {eta} · {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    pb.set_message(what);
+    pb.enable_steady_tick(Duration::from_millis(250));
+    pb
+}
+
 /// A bar through `total` events with the time left (built-in workloads know their length):
 /// `elapsed [bar] % of N events · ETA · what (rate)`.
 pub fn events_bar(what: String, total: u64) -> ProgressBar {

@@ -73,11 +73,7 @@ pub fn plan_and_submit(plan: &mut Plan, a: &SimArgs, out: &Outputs) -> Result<()
         return Ok(());
     }
     let mut cmd = Command::new("sbatch");
-    cmd.arg("--parsable");
-    if a.wait {
-        cmd.arg("--wait");
-    }
-    cmd.arg(&script);
+    cmd.arg("--parsable").arg(&script);
     let output = cmd.output().map_err(|e| {
         anyhow::anyhow!(
             "cannot run sbatch ({e}): --slurm needs a Slurm client (Debian: slurm-client) \
@@ -107,15 +103,41 @@ pub fn plan_and_submit(plan: &mut Plan, a: &SimArgs, out: &Outputs) -> Result<()
         );
         return Ok(());
     }
-    eprintln!(
-        "xlat: Slurm job {job} finished ({}); merging",
-        if output.status.success() {
-            "every task succeeded"
-        } else {
-            "some task failed"
+    wait(job, &dir, plan.shards)?;
+    crate::plan::merge(&dir, out, false)
+}
+
+/// Waits until job `job` has left Slurm's queue, with a bar through its shards' results
+/// and the time left.
+fn wait(job: &str, dir: &Path, shards: usize) -> Result<()> {
+    crate::run::catch_interrupt();
+    let pb = crate::progress::count_bar(format!("shards of Slurm job {job}"), shards as u64);
+    loop {
+        let done = (0..shards)
+            .filter(|k| dir.join(format!("shard-{k}.json")).exists())
+            .count();
+        pb.set_position(done as u64);
+        let q = Command::new("squeue")
+            .args(["-h", "-j", job, "-o", "%i"])
+            .output()
+            .map_err(|e| anyhow::anyhow!("cannot run squeue ({e}) to follow job {job}"))?;
+        // squeue fails once Slurm has forgotten a finished job.
+        if !q.status.success() || String::from_utf8_lossy(&q.stdout).trim().is_empty() {
+            break;
         }
-    );
-    crate::plan::merge(&dir, out)
+        if crate::run::interrupted() {
+            pb.finish_and_clear();
+            return Err(crate::run::Interrupted(format!(
+                "stopped waiting; Slurm job {job} goes on: `xlat merge {}` when it has finished",
+                crate::output::shown(dir)
+            ))
+            .into());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+    pb.finish_and_clear();
+    eprintln!("xlat: Slurm job {job} has finished; merging");
+    Ok(())
 }
 
 /// A word for `sh`, quoted.

@@ -124,6 +124,21 @@ fn shards_run_anywhere_merge_into_the_local_sweep() {
         "{err}"
     );
     assert!(!out.exists());
+    // --partial: the other shards' rows are written, and the command still fails.
+    let (ok, _, err) = xlat(&[
+        "merge",
+        plan.to_str().unwrap(),
+        "--partial",
+        "--csv",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        !ok && err.contains("partial") && err.contains("shard 4"),
+        "{err}"
+    );
+    let rows = std::fs::read_to_string(&out).unwrap().lines().count() - 1;
+    let shard4 = 18 * 5 / 7 - 18 * 4 / 7;
+    assert_eq!(rows, 18 - shard4);
     // A shard number outside the plan.
     let (ok, _, err) = xlat(&["shard", plan.to_str().unwrap(), "7"]);
     assert!(!ok && err.contains("0..6"), "{err}");
