@@ -13,6 +13,8 @@ use xlat_sim::curve::{prepare, CurveKind, CurveSpec, Point};
 
 #[derive(clap::Args)]
 pub struct CurveArgs {
+    #[command(flatten)]
+    pub(crate) sim: crate::SimFlags,
     /// Machine preset name or TOML file.
     #[arg(short, long = "machine", default_value = xlat_sim::presets::DEFAULT)]
     machine: String,

@@ -19,6 +19,8 @@ use xlat_types::EventSource;
 
 #[derive(clap::Args)]
 pub struct RunArgs {
+    #[command(flatten)]
+    pub(crate) sim: crate::SimFlags,
     /// Machine preset name or TOML file; repeat to simulate several machines at once
     /// from the one capture (as `sim` does).
     #[arg(short, long = "machine", default_value = presets::DEFAULT)]

@@ -42,14 +42,27 @@ static ALLOC: memory::Counting = memory::Counting;
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
+}
+
+/// How the simulator runs: the flags of the commands that simulate.
+#[derive(clap::Args, Clone, Copy, Debug)]
+pub struct SimFlags {
     /// Simulate with the portable hot path even where this CPU runs the x86-64-v3 one
     /// (the counts are the same; for speed comparisons).
-    #[arg(long, global = true)]
+    #[arg(long)]
     portable: bool,
     /// Host memory (heap) the simulation may use, e.g. `4GiB`: a run that would need
     /// more stops with an error naming the event.
-    #[arg(long, global = true, default_value = "1GiB", value_parser = parse_bytes)]
+    #[arg(long, default_value = "1GiB", value_parser = parse_bytes)]
     max_memory: u64,
+}
+
+impl SimFlags {
+    /// Every simulator of this command runs so.
+    fn apply(&self) {
+        run::PORTABLE.store(self.portable, std::sync::atomic::Ordering::Relaxed);
+        memory::set_limit(self.max_memory);
+    }
 }
 
 pub(crate) fn parse_count(s: &str) -> Result<u64, String> {
@@ -164,6 +177,8 @@ enum Cmd {
     Bench {
         /// Only run cases whose name contains this.
         filter: Option<String>,
+        #[command(flatten)]
+        sim: SimFlags,
     },
 }
 
@@ -180,11 +195,15 @@ enum ScenarioCmd {
         /// Run the scenario's smaller workload (seconds, not minutes, in a debug build).
         #[arg(long)]
         quick: bool,
+        #[command(flatten)]
+        sim: SimFlags,
     },
 }
 
 #[derive(clap::Args)]
 pub struct SimArgs {
+    #[command(flatten)]
+    pub(crate) sim: SimFlags,
     /// Machine preset name or TOML file; repeat for a sweep.
     #[arg(short, long = "machine")]
     machines: Vec<String>,
@@ -257,8 +276,17 @@ fn main() {
     // SAFETY: called before any thread exists; SIG_DFL is a valid disposition.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let cli = Cli::parse();
-    run::PORTABLE.store(cli.portable, std::sync::atomic::Ordering::Relaxed);
-    memory::set_limit(cli.max_memory);
+    match &cli.cmd {
+        Cmd::Sim(a) => a.sim.apply(),
+        Cmd::Run(a) => a.sim.apply(),
+        Cmd::Curve(a) => a.sim.apply(),
+        Cmd::Calibrate(a) => a.sim.apply(),
+        Cmd::Bench { sim, .. } => sim.apply(),
+        Cmd::Scenario {
+            cmd: ScenarioCmd::Run { sim, .. },
+        } => sim.apply(),
+        _ => {}
+    }
     let r: Result<()> = match cli.cmd {
         // These pass the traced program's exit status through.
         Cmd::Run(a) => live::run(a).map(|c| std::process::exit(c)),
@@ -287,7 +315,7 @@ fn main() {
         ),
         Cmd::Machines { name } => run::machines(name),
         Cmd::Workloads => run::workloads(),
-        Cmd::Bench { filter } => bench::run(filter.as_deref()),
+        Cmd::Bench { filter, .. } => bench::run(filter.as_deref()),
         Cmd::Syscalls {
             trace,
             page,
@@ -304,7 +332,9 @@ fn main() {
         }
         Cmd::Scenario { cmd } => match cmd {
             ScenarioCmd::List => scenario::list(),
-            ScenarioCmd::Run { name, check, quick } => scenario::run(&name, check, quick),
+            ScenarioCmd::Run {
+                name, check, quick, ..
+            } => scenario::run(&name, check, quick),
         },
         Cmd::Probe(a) => probe_plots::run(a),
         Cmd::Calibrate(a) => calibrate::run(a),

@@ -8,9 +8,9 @@ use common::run_xlat as xlat;
 #[test]
 fn a_run_over_the_memory_limit_stops_with_an_error() {
     let (ok, _, err) = xlat(&[
+        "sim",
         "--max-memory",
         "48MiB",
-        "sim",
         "-w",
         "gups:footprint=64GiB,refs=2M",
     ]);
@@ -60,4 +60,33 @@ fn a_machine_narrower_than_24_bits_replays_a_trace() {
     ]);
     assert!(ok, "{err}");
     assert!(out.contains("refs"), "{out}");
+}
+
+/// `--portable` and `--max-memory` belong to the commands that simulate, not to others.
+#[test]
+fn simulator_flags_appear_only_where_they_apply() {
+    for cmd in ["sim", "run", "curve", "bench", "calibrate"] {
+        let (ok, help, _) = xlat(&[cmd, "--help"]);
+        assert!(
+            ok && help.contains("--portable") && help.contains("--max-memory"),
+            "{cmd}"
+        );
+    }
+    for cmd in [
+        "machines",
+        "workloads",
+        "trace",
+        "probe",
+        "convert",
+        "merge",
+        "syscalls",
+    ] {
+        let (ok, help, _) = xlat(&[cmd, "--help"]);
+        assert!(
+            ok && !help.contains("--portable") && !help.contains("--max-memory"),
+            "{cmd}: {help}"
+        );
+    }
+    let (ok, _, err) = xlat(&["trace", "--portable", "--info", "x.xlt"]);
+    assert!(!ok && err.contains("--portable"), "{err}");
 }

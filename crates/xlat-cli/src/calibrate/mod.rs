@@ -39,6 +39,8 @@ use xlat_trace::OutFile;
 /// Arguments of `xlat calibrate`.
 #[derive(clap::Args)]
 pub struct CalibrateArgs {
+    #[command(flatten)]
+    pub(crate) sim: crate::SimFlags,
     /// Write the calibrated machine here (TOML, for `xlat sim -m FILE`).
     #[arg(short, long, default_value = "host.toml")]
     output: PathBuf,
