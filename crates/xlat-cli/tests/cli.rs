@@ -182,7 +182,7 @@ fn lackey_and_xlt_replays_agree_and_truncation_warns() {
     let xlt = dir.path().join("t.xlt");
     let (ok, out, err) = xlat(&["convert", lk.to_str().unwrap(), "-o", xlt.to_str().unwrap()]);
     assert!(ok, "{err}");
-    assert!(out.contains("5 references"), "{out}");
+    assert!(out.contains("5 refs"), "{out}");
     let j1 = dir.path().join("a.json");
     let j2 = dir.path().join("b.json");
     assert!(
