@@ -44,6 +44,28 @@ struct Cli {
     cmd: Cmd,
 }
 
+/// Where a sweep's results go (`sim`, `merge`).
+#[derive(clap::Args, Clone, Debug)]
+pub struct OutputArgs {
+    /// Write the full reports (configuration, counters, estimate) as JSON.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Write one summary row per run as CSV.
+    #[arg(long)]
+    pub csv: Option<PathBuf>,
+    /// Write a self-contained HTML report of the runs: the table, charts of a numeric
+    /// `--sweep` field (inline SVG), failures, warnings and each machine in full.
+    #[arg(long)]
+    pub html: Option<PathBuf>,
+    /// Plot a metric of the sweep against its first numeric `--sweep` field, one line
+    /// per machine and input, to an `.svg` or `.png` file.
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
+    /// The metric `--plot` draws: a counter column of the CSV.
+    #[arg(long, default_value = "l1_misses_per_kref", requires = "plot")]
+    pub plot_metric: String,
+}
+
 /// How the simulator runs: the flags of the commands that simulate.
 #[derive(clap::Args, Clone, Copy, Debug)]
 pub struct SimFlags {
@@ -153,21 +175,8 @@ enum Cmd {
     Merge {
         /// The plan's directory.
         dir: PathBuf,
-        /// Write the full reports as JSON.
-        #[arg(long)]
-        json: Option<PathBuf>,
-        /// Write one summary row per run as CSV.
-        #[arg(long)]
-        csv: Option<PathBuf>,
-        /// Write a self-contained HTML report (table, charts, machines).
-        #[arg(long)]
-        html: Option<PathBuf>,
-        /// Plot a metric against the first numeric `--sweep` field (`.svg`, `.png`).
-        #[arg(long)]
-        plot: Option<PathBuf>,
-        /// The metric `--plot` draws: a counter column of the CSV.
-        #[arg(long, default_value = "l1_misses_per_kref", requires = "plot")]
-        plot_metric: String,
+        #[command(flatten)]
+        out: OutputArgs,
         /// Merge the shards that have a result even if some have none (the command still
         /// fails, naming them).
         #[arg(long)]
@@ -213,16 +222,8 @@ pub struct SimArgs {
     /// Trace file: `.xlt` (xlat format) or valgrind lackey text output; repeatable.
     #[arg(short, long = "trace")]
     traces: Vec<PathBuf>,
-    /// Write the full reports (configuration, counters, estimate) as JSON.
-    #[arg(long)]
-    json: Option<PathBuf>,
-    /// Write one summary row per run as CSV.
-    #[arg(long)]
-    csv: Option<PathBuf>,
-    /// Write a self-contained HTML report of the runs: the table, charts of a numeric
-    /// `--sweep` field (inline SVG), failures, warnings and each machine in full.
-    #[arg(long)]
-    html: Option<PathBuf>,
+    #[command(flatten)]
+    out: OutputArgs,
     /// Treat a trace whose end was cut off as an error instead of a warning.
     #[arg(long)]
     strict: bool,
@@ -238,13 +239,6 @@ pub struct SimArgs {
     /// (repeatable: every combination; each value is a run of every machine).
     #[arg(long = "sweep", value_name = "PATH=V1,V2,...")]
     sweeps: Vec<String>,
-    /// Plot a metric of the sweep against its first numeric `--sweep` field, one line
-    /// per machine and input, to an `.svg` or `.png` file.
-    #[arg(long)]
-    plot: Option<PathBuf>,
-    /// The metric `--plot` draws: a counter column of the CSV.
-    #[arg(long, default_value = "l1_misses_per_kref", requires = "plot")]
-    plot_metric: String,
     /// Write the runs as a plan of shards to DIR instead of running them (`xlat shard
     /// DIR K` runs one, `xlat merge DIR` merges them; `DIR/job.sh` is a Slurm job array).
     #[arg(long, value_name = "DIR", conflicts_with = "slurm")]
@@ -294,25 +288,7 @@ fn main() {
         Cmd::Sim(a) => run::sim(a),
         Cmd::Curve(a) => curve::run(a),
         Cmd::Shard { dir, shard } => plan::shard(&dir, shard),
-        Cmd::Merge {
-            dir,
-            json,
-            csv,
-            html,
-            plot,
-            plot_metric,
-            partial,
-        } => plan::merge(
-            &dir,
-            &plan::Outputs {
-                json: &json,
-                csv: &csv,
-                html: &html,
-                plot: &plot,
-                plot_metric: &plot_metric,
-            },
-            partial,
-        ),
+        Cmd::Merge { dir, out, partial } => plan::merge(&dir, &out, partial),
         Cmd::Machines { name } => run::machines(name),
         Cmd::Workloads => run::workloads(),
         Cmd::Bench { filter, .. } => bench::run(filter.as_deref()),

@@ -11,6 +11,7 @@
 //! written complete by `xlat shard DIR K` or absent), `shard-K.log` (Slurm's output).
 
 use crate::run::{self, Failure, Input, Outcome};
+use crate::OutputArgs;
 use anyhow::{bail, ensure, Context, Result};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -94,15 +95,6 @@ pub struct ShardFailure {
     pub machine: String,
     pub input: String,
     pub error: String,
-}
-
-/// Outputs of a sweep: what `xlat sim` and `xlat merge` print and write.
-pub struct Outputs<'a> {
-    pub json: &'a Option<PathBuf>,
-    pub csv: &'a Option<PathBuf>,
-    pub html: &'a Option<PathBuf>,
-    pub plot: &'a Option<PathBuf>,
-    pub plot_metric: &'a str,
 }
 
 impl Plan {
@@ -358,7 +350,7 @@ pub fn shard(dir: &Path, k: usize) -> Result<()> {
 
 /// `xlat merge DIR`: every shard's runs, in the plan's order, printed and written as the
 /// local run would. Fails naming the shards without a result.
-pub fn merge(dir: &Path, out: &Outputs, partial: bool) -> Result<()> {
+pub fn merge(dir: &Path, out: &OutputArgs, partial: bool) -> Result<()> {
     let plan = Plan::read(dir)?;
     let ni = plan.inputs.len();
     let mut runs: Vec<Option<ShardRun>> = (0..plan.runs()).map(|_| None).collect();
@@ -457,7 +449,7 @@ pub fn merge(dir: &Path, out: &Outputs, partial: bool) -> Result<()> {
 
 /// Prints and writes a sweep's outcomes, then fails if any run failed or was stopped.
 pub fn finish(
-    out: &Outputs,
+    out: &OutputArgs,
     total: usize,
     outcomes: Vec<Outcome>,
     mut failures: Vec<Failure>,
@@ -475,23 +467,23 @@ pub fn finish(
         }
     }
     // `--json -` or `--csv -`: standard output carries that and nothing else.
-    let to_stdout = crate::export::one_to_stdout(&[out.json, out.csv, out.html])?;
+    let to_stdout = crate::export::one_to_stdout(&[&out.json, &out.csv, &out.html])?;
     if !outcomes.is_empty() {
         if !to_stdout && total == 1 {
             print!("{}", crate::output::detailed(&outcomes[0]));
         } else if !to_stdout {
             print!("{}", crate::output::summary_table(&outcomes));
         }
-        if let Some(p) = out.json {
+        if let Some(p) = &out.json {
             crate::export::write_json_with_failures(p, &outcomes, &failures)?;
         }
-        if let Some(p) = out.csv {
+        if let Some(p) = &out.csv {
             crate::export::write_csv(p, &outcomes)?;
         }
-        if let Some(p) = out.plot {
-            crate::plots::sweep(&outcomes, out.plot_metric, p)?;
+        if let Some(p) = &out.plot {
+            crate::plots::sweep(&outcomes, &out.plot_metric, p)?;
         }
-        if let Some(p) = out.html {
+        if let Some(p) = &out.html {
             crate::html::write(p, &outcomes, &failures)?;
         }
     }

@@ -25,26 +25,11 @@ pub fn bar(what: String) -> ProgressBar {
     pb
 }
 
-/// A bar through `total` bytes of input with the time left: `elapsed [bar] % ETA what`.
-pub fn bytes_bar(what: String, total: u64) -> ProgressBar {
+/// A bar through `total` with the time left, drawn by `template`'s fields.
+fn bar_of(template: &str, what: String, total: u64) -> ProgressBar {
     let pb = multi().add(ProgressBar::new(total));
     pb.set_style(
-        ProgressStyle::with_template(
-            "{elapsed:>4} [{bar:30}] {percent:>3}% of {total_bytes} · ETA {eta} · {msg}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar())
-        .progress_chars("=> "),
-    );
-    pb.set_message(what);
-    pb.enable_steady_tick(Duration::from_millis(250));
-    pb
-}
-
-/// A bar through `total` items with the time left: `elapsed [bar] k/N · ETA · what`.
-pub fn count_bar(what: String, total: u64) -> ProgressBar {
-    let pb = multi().add(ProgressBar::new(total));
-    pb.set_style(
-        ProgressStyle::with_template("{elapsed:>4} [{bar:30}] {pos}/{len} · ETA {eta} · {msg}")
+        ProgressStyle::with_template(template)
             .unwrap_or_else(|_| ProgressStyle::default_bar())
             .progress_chars("=> "),
     );
@@ -53,18 +38,29 @@ pub fn count_bar(what: String, total: u64) -> ProgressBar {
     pb
 }
 
-/// A bar through `total` events with the time left (built-in workloads know their length):
-/// `elapsed [bar] % of N events · ETA · what (rate)`.
+/// A bar through `total` bytes of input with the time left: `elapsed [bar] % ETA what`.
+pub fn bytes_bar(what: String, total: u64) -> ProgressBar {
+    bar_of(
+        "{elapsed:>4} [{bar:30}] {percent:>3}% of {total_bytes} · ETA {eta} · {msg}",
+        what,
+        total,
+    )
+}
+
+/// A bar through `total` items with the time left: `elapsed [bar] k/N · ETA · what`.
+pub fn count_bar(what: String, total: u64) -> ProgressBar {
+    bar_of(
+        "{elapsed:>4} [{bar:30}] {pos}/{len} · ETA {eta} · {msg}",
+        what,
+        total,
+    )
+}
+
+/// A bar through `total` events with the time left (built-in workloads know their length).
 pub fn events_bar(what: String, total: u64) -> ProgressBar {
-    let pb = multi().add(ProgressBar::new(total));
-    pb.set_style(
-        ProgressStyle::with_template(
-            "{elapsed:>4} [{bar:30}] {percent:>3}% of {human_len} events · ETA {eta} · {msg}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar())
-        .progress_chars("=> "),
-    );
-    pb.set_message(what);
-    pb.enable_steady_tick(Duration::from_millis(250));
-    pb
+    bar_of(
+        "{elapsed:>4} [{bar:30}] {percent:>3}% of {human_len} events · ETA {eta} · {msg}",
+        what,
+        total,
+    )
 }

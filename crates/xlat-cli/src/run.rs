@@ -1,7 +1,7 @@
 //! `sim`, `machines` and `workloads`: build the components, drive them, print.
 
 use crate::output;
-use crate::plan::{Outputs, Plan};
+use crate::plan::Plan;
 use crate::SimArgs;
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
@@ -381,15 +381,9 @@ pub fn sim(a: SimArgs) -> Result<()> {
         a.strict,
     )?;
     plan.warmup = a.warmup;
-    let out = Outputs {
-        json: &a.json,
-        csv: &a.csv,
-        html: &a.html,
-        plot: &a.plot,
-        plot_metric: &a.plot_metric,
-    };
+    let out = &a.out;
     if a.plan.is_some() || a.slurm.is_some() {
-        return crate::slurm::plan_and_submit(&mut plan, &a, &out);
+        return crate::slurm::plan_and_submit(&mut plan, &a, out);
     }
     let total = plan.runs();
     let ni = plan.inputs.len();
@@ -432,7 +426,7 @@ pub fn sim(a: SimArgs) -> Result<()> {
             }),
         }
     }
-    crate::plan::finish(&out, total, outcomes, failures, stopped)
+    crate::plan::finish(out, total, outcomes, failures, stopped)
 }
 
 pub fn machines(name: Option<String>) -> Result<()> {

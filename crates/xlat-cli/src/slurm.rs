@@ -2,7 +2,8 @@
 //! and on Slurm submitted as one job array (a task per shard: `xlat shard DIR K`), then
 //! merged by `xlat merge DIR` (or by `--wait`). Local runs stay the default.
 
-use crate::plan::{Outputs, Plan, MAX_SHARDS};
+use crate::plan::{Plan, MAX_SHARDS};
+use crate::OutputArgs;
 use crate::SimArgs;
 use anyhow::{bail, ensure, Context, Result};
 use std::path::Path;
@@ -10,7 +11,7 @@ use std::process::Command;
 
 /// Checks the sweep's machines and inputs, writes the plan and its job script to the
 /// directory, and with `--slurm` submits the job array (`--wait`: waits and merges).
-pub fn plan_and_submit(plan: &mut Plan, a: &SimArgs, out: &Outputs) -> Result<()> {
+pub fn plan_and_submit(plan: &mut Plan, a: &SimArgs, out: &OutputArgs) -> Result<()> {
     let (dir, submit) = match (&a.plan, &a.slurm) {
         (Some(d), None) => (d, false),
         (None, Some(d)) => (d, true),
