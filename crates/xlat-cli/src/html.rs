@@ -65,10 +65,6 @@ pub fn render(outcomes: &[Outcome], failures: &[Failure], command: &str) -> Resu
     h.push_str("</tr>\n");
     for o in outcomes {
         let r = row(o);
-        let mpki = match o.report.refs.instructions {
-            0 => "-".to_string(),
-            i => rate_str(r.l1_misses as f64 * 1000.0 / i as f64),
-        };
         let per_walk = if r.walks > 0 {
             format!("{:.2}", r.walk_refs as f64 / r.walks as f64)
         } else {
@@ -81,7 +77,7 @@ pub fn render(outcomes: &[Outcome], failures: &[Failure], command: &str) -> Resu
             esc(&r.input),
             [
                 n(r.refs),
-                mpki,
+                r.l1_mpki.clone(),
                 rate_str(r.l1_mpkr),
                 rate_str(r.last_mpkr),
                 n(r.walks),

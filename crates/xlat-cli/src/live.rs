@@ -204,16 +204,7 @@ fn spread(outcomes: &[Outcome], repeats: u32) -> String {
     }
     let metrics: [(&str, Metric); 4] = [
         ("refs", |o| o.report.refs.total as f64),
-        ("L1 misses/kref", |o| {
-            o.report
-                .tlb_levels
-                .iter()
-                .filter(|l| l.name == o.report.tlb_levels[0].name)
-                .map(|l| l.misses)
-                .sum::<u64>() as f64
-                * 1000.0
-                / o.report.refs.total.max(1) as f64
-        }),
+        ("L1 misses/kref", |o| output::row(o).l1_mpkr),
         ("walks", |o| o.report.walks.walks as f64),
         ("translation cycles/ref", |o| {
             o.report.cycles.translation_per_ref

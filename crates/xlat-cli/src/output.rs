@@ -392,7 +392,9 @@ pub(crate) struct Row {
     pub(crate) pt_bytes: u64,
     pub(crate) cycles_per_ref: f64,
     pub(crate) translation_cycles_per_ref: f64,
-    pub(crate) l1_misses: u64,
+    /// First-level misses per 1000 instructions, as the tables show it (`-` without
+    /// instruction records).
+    pub(crate) l1_mpki: String,
 }
 
 /// The metrics `xlat sim --plot-metric` knows (the CSV's counter columns).
@@ -464,7 +466,10 @@ pub(crate) fn row(o: &Outcome) -> Row {
         pt_bytes: r.page_tables.bytes_peak,
         cycles_per_ref: r.cycles.per_ref,
         translation_cycles_per_ref: r.cycles.translation_per_ref,
-        l1_misses: l1,
+        l1_mpki: match r.refs.instructions {
+            0 => "-".to_string(),
+            i => rate_str(l1 as f64 * 1000.0 / i as f64),
+        },
     }
 }
 
@@ -529,17 +534,13 @@ fn summary_table_raw(outcomes: &[Outcome]) -> String {
         let r = row(o);
         let speed = rate(r.refs, o.seconds);
         (lo, hi) = (lo.min(speed), hi.max(speed));
-        let mpki = match o.report.refs.instructions {
-            0 => "-".to_string(),
-            i => rate_str(r.l1_misses as f64 * 1000.0 / i as f64),
-        };
         let _ = writeln!(
             s,
             "{:<mw$} {:<iw$} {:>12} {:>9} {:>9} {:>9} {:>12} {:>9.2} {:>10} {:>11} {:>9} {:>9}",
             fit(&r.machine, mw),
             fit(&r.input, iw),
             n(r.refs),
-            mpki,
+            r.l1_mpki,
             rate_str(r.l1_mpkr),
             rate_str(r.last_mpkr),
             n(r.walks),

@@ -224,6 +224,24 @@ impl Plan {
         done
     }
 
+    /// Run `r` failed with `error`: named by its machine (as loaded, else as given)
+    /// and input.
+    pub fn failure(
+        &self,
+        machines: &[Result<MachineConfig>],
+        r: usize,
+        error: anyhow::Error,
+    ) -> Failure {
+        let ni = self.inputs.len();
+        Failure {
+            machine: machines[r / ni]
+                .as_ref()
+                .map_or_else(|_| self.machines[r / ni].name.clone(), |c| c.name.clone()),
+            input: self.inputs[r % ni].input().label(),
+            error,
+        }
+    }
+
     /// Makes `dir` this plan's directory: creates it, or empties one an earlier plan
     /// used of its shard files; writes `plan.json`.
     pub fn write(&self, dir: &Path) -> Result<()> {
@@ -302,14 +320,12 @@ pub fn shard(dir: &Path, k: usize) -> Result<()> {
         failures: Vec::new(),
     };
     let fail = |index: usize, e: &anyhow::Error| {
-        let m = &plan.machines[index / ni];
+        let f = plan.failure(&machines, index, anyhow::anyhow!("{e:#}"));
         ShardFailure {
             index,
-            machine: machines[index / ni]
-                .as_ref()
-                .map_or_else(|_| m.name.clone(), |c| c.name.clone()),
-            input: plan.inputs[index % ni].input().label(),
-            error: format!("{e:#}"),
+            machine: f.machine,
+            input: f.input,
+            error: format!("{:#}", f.error),
         }
     };
     for &r in &runs {

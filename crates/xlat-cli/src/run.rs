@@ -386,7 +386,6 @@ pub fn sim(a: SimArgs) -> Result<()> {
         return crate::slurm::plan_and_submit(&mut plan, &a, out);
     }
     let total = plan.runs();
-    let ni = plan.inputs.len();
     let machines = plan.load_machines();
     let checked = plan.check_inputs();
     catch_interrupt();
@@ -417,13 +416,7 @@ pub fn sim(a: SimArgs) -> Result<()> {
         match o {
             Ok(o) => outcomes.push(o),
             Err(e) if e.downcast_ref::<Interrupted>().is_some() => stopped += 1,
-            Err(error) => failures.push(Failure {
-                machine: machines[r / ni]
-                    .as_ref()
-                    .map_or_else(|_| plan.machines[r / ni].name.clone(), |c| c.name.clone()),
-                input: plan.inputs[r % ni].input().label(),
-                error,
-            }),
+            Err(error) => failures.push(plan.failure(&machines, r, error)),
         }
     }
     crate::plan::finish(out, total, outcomes, failures, stopped)

@@ -25,9 +25,11 @@
 
 mod faults;
 mod hashed;
+mod inspect;
 mod nested;
 mod os;
 mod privilege;
+mod profile;
 mod programs;
 mod report;
 mod warmup;
@@ -268,26 +270,6 @@ impl<P: PageTable> Sim<P> {
         sim.program_starts(Pid::INIT.0, 0);
         sim.assign_asid(0);
         Ok(sim)
-    }
-
-    /// Simulates structure `p.index` as an LRU stack that also counts the misses of
-    /// every size of the curve `p` (see [`crate::curve`]). Call before any event, on a
-    /// simulator of `p.machine`.
-    pub fn profile(&mut self, p: &crate::curve::Prepared) {
-        debug_assert_eq!(self.event, 0, "profile before any event");
-        self.tlb.structs[p.index].profile(p.sets, p.set_index, &p.ways);
-    }
-
-    /// The curve of a structure [`Sim::profile`] set up.
-    /// After a warm-up, the misses since it ended.
-    pub fn curve(&self, p: &crate::curve::Prepared) -> Vec<crate::curve::Point> {
-        let mut m = self.tlb.structs[p.index].stack_misses().unwrap_or_default();
-        for (w, n) in &mut m {
-            if let Some((_, b)) = self.warmup.stack_base.iter().find(|(bw, _)| bw == w) {
-                *n -= b;
-            }
-        }
-        p.points(&m)
     }
 
     pub fn config(&self) -> &MachineConfig {
@@ -759,65 +741,6 @@ impl<P: PageTable> Sim<P> {
         }
         self.c.walk_spans[start][w.n] += 1;
         Ok(())
-    }
-
-    /// Translates `va` in the current process without touching any state (tests,
-    /// differential checks): the physical address, if mapped.
-    pub fn resolve(&self, va: u64) -> Option<u64> {
-        let p = self.slots[self.cur?].as_ref()?;
-        let (leaf, base) = p.pt.lookup(VirtAddr(va))?;
-        Some((leaf.pfn << self.base_shift) + (va - base.0))
-    }
-
-    /// Checks the model's invariants at the pages of `vas` (slow: for tests): every
-    /// translation a TLB structure, the prefetch buffer or a memo holds for the current
-    /// address space is the current tables' (same frame, no more rights), and every
-    /// page-walk-cache entry names a pointer the tables hold. The first violation.
-    pub fn check_invariants(&self, vas: impl IntoIterator<Item = u64>) -> Result<(), String> {
-        let Some(p) = self.cur.and_then(|c| self.slots[c].as_ref()) else {
-            return Ok(());
-        };
-        let bs = self.base_shift;
-        for va in vas {
-            if self.hash.is_some() {
-                self.check_hashed(va)?;
-                continue;
-            }
-            for (what, e) in self.tlb.peek_all(va, self.asid) {
-                let ebase = va & !((1u64 << e.shift) - 1);
-                let ok = match p.pt.lookup(VirtAddr(va)) {
-                    None => false,
-                    Some((leaf, base)) => {
-                        leaf.shift >= e.shift
-                            && e.pfn == leaf.pfn + ((ebase - base.0) >> bs)
-                            && (!e.writable || leaf.writable())
-                    }
-                };
-                if !ok {
-                    return Err(format!(
-                        "event {}: {what} holds {e:?} for {va:#x} (asid {}), the tables {:?}",
-                        self.event,
-                        self.asid,
-                        p.pt.lookup(VirtAddr(va))
-                    ));
-                }
-            }
-            let w = p.pt.walk(VirtAddr(va));
-            for h in self.pwc.peek_levels(va, self.asid) {
-                if w.n < h + 2 {
-                    return Err(format!(
-                        "event {}: the page-walk cache holds level {h} for {va:#x}, where the tables have no pointer (walk reads {} levels)",
-                        self.event, w.n
-                    ));
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Frames of global (kernel) pages: they stay allocated for the whole run.
-    pub fn kernel_frames(&self) -> u64 {
-        self.kernel_pages.len() as u64
     }
 }
 

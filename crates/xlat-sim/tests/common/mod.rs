@@ -28,3 +28,30 @@ pub fn run(cfg: &MachineConfig, events: &[Event]) -> Report {
     sim.run(events).unwrap();
     sim.report()
 }
+
+/// A machine with one fully-associative or set-associative data TLB and no caches.
+pub fn machine(tlb: &str, extra: &str) -> MachineConfig {
+    let text = format!(
+        r#"
+name = "test"
+description = "test machine"
+[page_table]
+kind = "radix"
+base_page = "4KiB"
+entry_bytes = 8
+levels = [
+  {{ name = "PML4", bits = 9 }},
+  {{ name = "PDPT", bits = 9, leaf = true }},
+  {{ name = "PD", bits = 9, leaf = true }},
+  {{ name = "PT", bits = 9 }},
+]
+[tlb]
+asid_bits = 8
+[[tlb.levels]]
+name = "L1"
+unified = [ {tlb} ]
+{extra}
+"#
+    );
+    MachineConfig::from_toml(&text, "test").unwrap()
+}

@@ -1,0 +1,26 @@
+//! One-pass miss-ratio curves on a running simulator: the profiled structure (see
+//! [`crate::curve`]).
+
+use super::*;
+
+impl<P: PageTable> Sim<P> {
+    /// Simulates structure `p.index` as an LRU stack that also counts the misses of
+    /// every size of the curve `p` (see [`crate::curve`]). Call before any event, on a
+    /// simulator of `p.machine`.
+    pub fn profile(&mut self, p: &crate::curve::Prepared) {
+        debug_assert_eq!(self.event, 0, "profile before any event");
+        self.tlb.structs[p.index].profile(p.sets, p.set_index, &p.ways);
+    }
+
+    /// The curve of a structure [`Sim::profile`] set up (after a warm-up: the misses
+    /// since it ended).
+    pub fn curve(&self, p: &crate::curve::Prepared) -> Vec<crate::curve::Point> {
+        let mut m = self.tlb.structs[p.index].stack_misses().unwrap_or_default();
+        for (w, n) in &mut m {
+            if let Some((_, b)) = self.warmup.stack_base.iter().find(|(bw, _)| bw == w) {
+                *n -= b;
+            }
+        }
+        p.points(&m)
+    }
+}
