@@ -88,6 +88,12 @@ enum Ev {
     ThreadStart {
         tid: u32,
     },
+    MapFile {
+        addr: u64,
+        len: u64,
+        offset: u64,
+        file: u32,
+    },
     ThreadExit {
         tid: u32,
     },
@@ -203,6 +209,17 @@ fn event(e: &Ev, last: &mut u64) -> Event {
         Ev::FlushAll => Event::Flush(FlushScope::All),
         Ev::ThreadStart { tid } => Event::ThreadStart { tid: Tid(tid) },
         Ev::ThreadExit { tid } => Event::ThreadExit { tid: Tid(tid) },
+        Ev::MapFile {
+            addr,
+            len,
+            offset,
+            file,
+        } => Event::MapFile {
+            addr: VirtAddr(addr),
+            len,
+            offset,
+            file,
+        },
     }
 }
 
@@ -247,6 +264,17 @@ fn bounded(e: &Event) -> Event {
             old_len: old_len % LEN,
             new,
             new_len: new_len % LEN,
+        },
+        Event::MapFile {
+            addr,
+            len,
+            offset,
+            file,
+        } => Event::MapFile {
+            addr,
+            len: len % LEN,
+            offset,
+            file,
         },
         Event::Flush(FlushScope::Range { start, len }) => Event::Flush(FlushScope::Range {
             start,

@@ -40,6 +40,7 @@ impl<S> Canonical<S> {
             | Event::Munmap { addr, .. }
             | Event::Mprotect { addr, .. }
             | Event::Madvise { addr, .. }
+            | Event::MapFile { addr, .. }
             | Event::Brk { addr }
             | Event::Flush(FlushScope::Page(addr))
             | Event::Flush(FlushScope::Range { start: addr, .. }) => self.va(addr),

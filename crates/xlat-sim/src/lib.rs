@@ -36,5 +36,5 @@ mod zeroed;
 pub use config::{ConfigError, MachineConfig};
 pub use error::SimError;
 pub use pagetable::{PageTable, Radix};
-pub use sim::{MemoryProbe, Sim, DEFAULT_MEMORY_LIMIT};
+pub use sim::{Attribution, MemoryProbe, Misses, Place, Region, Sim, DEFAULT_MEMORY_LIMIT};
 pub use stats::Report;

@@ -1,5 +1,6 @@
 //! Virtual memory areas of one address space: non-overlapping `[start, end)` ranges with
 //! protection, flags and huge-page advice. Range operations split areas at the bounds.
+//! The same range map ([`Ranges`]) keeps the file labels of attribution (`FileLabel`).
 
 use std::collections::BTreeMap;
 use xlat_types::{MapFlags, Prot};
@@ -13,39 +14,95 @@ pub struct Vma {
     pub thp: Option<bool>,
     /// Fixed physical base (pinned kernel regions): frames are `base + offset`.
     pub phys: Option<u64>,
+    /// Made by the OS model for a fault outside every mapping (the stream never mapped it).
+    pub implicit: bool,
 }
 
-#[derive(Clone, Debug, Default)]
-pub struct Vmas {
-    map: BTreeMap<u64, Vma>,
+/// A value of a [`Ranges`] map: it knows its end, and what its tail is when split.
+pub trait Range: Copy {
+    fn end(&self) -> u64;
+    fn set_end(&mut self, end: u64);
+    /// The part starting `by` bytes in (the end stays).
+    fn tail(&self, by: u64) -> Self;
 }
 
-impl Vmas {
+impl Range for Vma {
+    fn end(&self) -> u64 {
+        self.end
+    }
+    fn set_end(&mut self, end: u64) {
+        self.end = end;
+    }
+    fn tail(&self, by: u64) -> Vma {
+        Vma {
+            phys: self.phys.map(|p| p + by),
+            ..*self
+        }
+    }
+}
+
+/// What `[start, end)` of a process holds: bytes of file `file` from `offset`
+/// (`Event::MapFile`; attribution only).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileLabel {
+    pub end: u64,
+    pub file: u32,
+    pub offset: u64,
+}
+
+impl Range for FileLabel {
+    fn end(&self) -> u64 {
+        self.end
+    }
+    fn set_end(&mut self, end: u64) {
+        self.end = end;
+    }
+    fn tail(&self, by: u64) -> FileLabel {
+        FileLabel {
+            offset: self.offset.saturating_add(by),
+            ..*self
+        }
+    }
+}
+
+/// Non-overlapping ranges keyed by start.
+#[derive(Clone, Debug)]
+pub struct Ranges<T> {
+    map: BTreeMap<u64, T>,
+}
+
+impl<T> Default for Ranges<T> {
+    fn default() -> Self {
+        Ranges {
+            map: BTreeMap::new(),
+        }
+    }
+}
+
+pub type Vmas = Ranges<Vma>;
+
+impl<T: Range> Ranges<T> {
     /// The area containing `va` and its start.
     #[inline]
-    pub fn find(&self, va: u64) -> Option<(u64, &Vma)> {
+    pub fn find(&self, va: u64) -> Option<(u64, &T)> {
         let (&s, v) = self.map.range(..=va).next_back()?;
-        (va < v.end).then_some((s, v))
+        (va < v.end()).then_some((s, v))
     }
 
     pub fn overlaps(&self, start: u64, end: u64) -> bool {
         self.map
             .range(..end)
             .next_back()
-            .is_some_and(|(_, v)| v.end > start)
+            .is_some_and(|(_, v)| v.end() > start)
     }
 
     /// Splits areas so that `start` and `end` are area boundaries.
     fn carve(&mut self, start: u64, end: u64) {
         for cut in [start, end] {
             if let Some((&s, v)) = self.map.range(..cut).next_back() {
-                if v.end > cut && s < cut {
-                    let mut tail = *v;
-                    let head_end = cut;
-                    self.map.get_mut(&s).expect("present").end = head_end;
-                    if let Some(p) = tail.phys {
-                        tail.phys = Some(p + (cut - s));
-                    }
+                if v.end() > cut && s < cut {
+                    let tail = v.tail(cut - s);
+                    self.map.get_mut(&s).expect("present").set_end(cut);
                     self.map.insert(cut, tail);
                 }
             }
@@ -53,11 +110,11 @@ impl Vmas {
     }
 
     /// Inserts `[start, vma.end)` over whatever was there; an empty range is nothing.
-    pub fn insert(&mut self, start: u64, vma: Vma) {
-        if start >= vma.end {
+    pub fn insert(&mut self, start: u64, vma: T) {
+        if start >= vma.end() {
             return;
         }
-        self.remove(start, vma.end);
+        self.remove(start, vma.end());
         self.map.insert(start, vma);
     }
 
@@ -72,7 +129,7 @@ impl Vmas {
     }
 
     /// Applies `f` to every area inside `[start, end)` after splitting at the bounds.
-    pub fn modify(&mut self, start: u64, end: u64, mut f: impl FnMut(&mut Vma)) {
+    pub fn modify(&mut self, start: u64, end: u64, mut f: impl FnMut(&mut T)) {
         self.carve(start, end);
         for (_, v) in self.map.range_mut(start..end) {
             f(v);
@@ -80,7 +137,7 @@ impl Vmas {
     }
 
     /// Areas intersecting `[start, end)`, clipped to it.
-    pub fn within(&self, start: u64, end: u64) -> Vec<(u64, Vma)> {
+    pub fn within(&self, start: u64, end: u64) -> Vec<(u64, T)> {
         let mut out = Vec::new();
         let first = self
             .map
@@ -89,9 +146,9 @@ impl Vmas {
             .map(|(&k, _)| k)
             .unwrap_or(start);
         for (&s, v) in self.map.range(first..end) {
-            if v.end > start {
-                let mut c = *v;
-                c.end = c.end.min(end);
+            if v.end() > start {
+                let mut c = if s < start { v.tail(start - s) } else { *v };
+                c.set_end(c.end().min(end));
                 out.push((s.max(start), c));
             }
         }
@@ -118,6 +175,7 @@ mod tests {
             flags: MapFlags(MapFlags::ANON),
             thp: None,
             phys: None,
+            implicit: false,
         }
     }
 

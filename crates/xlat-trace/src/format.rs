@@ -19,7 +19,7 @@ pub const MAX_RAW_BLOCK: u32 = 1 << 20;
 /// plus slack).
 pub const MAX_COMP_BLOCK: u32 = MAX_RAW_BLOCK + (64 << 10);
 /// Upper bound on the end-block body.
-pub const MAX_END_BYTES: u32 = 64 << 10;
+pub const MAX_END_BYTES: u32 = 1 << 20;
 /// Size of the fixed part before the header body: magic, version, header length.
 pub const PREAMBLE_LEN: usize = 14;
 /// Tag byte of a data block frame.
@@ -31,7 +31,7 @@ pub const BLOCK_HEADER_LEN: usize = 21;
 /// Largest encoded record (an `Mremap`: tag + 4 varints).
 pub const MAX_RECORD_LEN: usize = 1 + 4 * varint::MAX_LEN;
 
-/// Record tags of the non-access events (tags `0xc0..=0xd3`).
+/// Record tags of the non-access events (tags `0xc0..=0xd7`).
 pub mod tag {
     pub const MMAP: u8 = 0xc0;
     pub const MUNMAP: u8 = 0xc1;
@@ -56,6 +56,7 @@ pub mod tag {
     pub const SPAWN: u8 = 0xd4;
     pub const USER_MODE: u8 = 0xd5;
     pub const KERNEL_MODE: u8 = 0xd6;
+    pub const MAP_FILE: u8 = 0xd7;
 }
 
 /// The trace header: where the trace came from.
@@ -194,16 +195,19 @@ pub enum EventKind {
     ExecTraced,
     Spawn,
     Privilege,
+    MapFile,
 }
 
 impl EventKind {
-    pub const COUNT: usize = 21;
+    pub const COUNT: usize = 22;
     /// Event kinds in end blocks written before `idle` existed (read as 0 idle events).
     pub const COUNT_BEFORE_IDLE: usize = 17;
     /// Event kinds in end blocks written before `exec-traced` existed.
     pub const COUNT_BEFORE_EXEC_TRACED: usize = 18;
     /// Event kinds in end blocks written before `spawn` and privilege changes existed.
     pub const COUNT_BEFORE_SPAWN: usize = 19;
+    /// Event kinds in end blocks written before `map-file` existed.
+    pub const COUNT_BEFORE_MAP_FILE: usize = 21;
     pub const ALL: [EventKind; EventKind::COUNT] = [
         EventKind::Fetch,
         EventKind::Load,
@@ -226,6 +230,7 @@ impl EventKind {
         EventKind::ExecTraced,
         EventKind::Spawn,
         EventKind::Privilege,
+        EventKind::MapFile,
     ];
 
     #[inline]
@@ -254,6 +259,7 @@ impl EventKind {
             Event::Idle { .. } => EventKind::Idle,
             Event::Spawn { .. } => EventKind::Spawn,
             Event::Privilege(_) => EventKind::Privilege,
+            Event::MapFile { .. } => EventKind::MapFile,
         }
     }
 
@@ -281,6 +287,7 @@ impl EventKind {
             EventKind::ExecTraced => "exec-traced",
             EventKind::Spawn => "spawn",
             EventKind::Privilege => "privilege",
+            EventKind::MapFile => "map-file",
         }
     }
 }
@@ -389,6 +396,7 @@ impl Summary {
             EventKind::COUNT_BEFORE_IDLE,
             EventKind::COUNT_BEFORE_EXEC_TRACED,
             EventKind::COUNT_BEFORE_SPAWN,
+            EventKind::COUNT_BEFORE_MAP_FILE,
         ]
         .contains(&(n as usize))
         {

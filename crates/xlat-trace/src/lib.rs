@@ -115,7 +115,13 @@
 //! 0xd2 idle         v cycles (the machine idles; the idle task may work)
 //! 0xd3 exec-traced  (the process replaced its program with a traced one: a new, empty
 //!                    address space, same pid; its events follow)
-//! 0xd4..=0xff       reserved (invalid)
+//! 0xd4 spawn        v child pid (< 2^32): a new process holding only the global areas
+//! 0xd5 user mode    (the following references run in user mode)
+//! 0xd6 kernel mode  (the following references run in kernel mode)
+//! 0xd7 map file     v addr, v len, v offset, v file (< 2^32): the range holds bytes of
+//!                   file `file` from `offset` (attribution only; the end block's `file`
+//!                   entries name the files: `ID PATH`)
+//! 0xd8..=0xff       reserved (invalid)
 //! ```
 //!
 //! A **block** record is a basic block's instruction fetches: `insns` instructions in

@@ -101,6 +101,18 @@ impl Encoder {
                 varint::put(out, new.0);
                 varint::put(out, new_len);
             }
+            Event::MapFile {
+                addr,
+                len,
+                offset,
+                file,
+            } => {
+                out.push(tag::MAP_FILE);
+                varint::put(out, addr.0);
+                varint::put(out, len);
+                varint::put(out, offset);
+                varint::put(out, file as u64);
+            }
             Event::Brk { addr } => {
                 out.push(tag::BRK);
                 varint::put(out, addr.0);
@@ -446,6 +458,12 @@ impl Decoder {
                 new_len: u64_field(raw, p)?,
             },
             tag::BRK => Event::Brk { addr: va(p)? },
+            tag::MAP_FILE => Event::MapFile {
+                addr: va(p)?,
+                len: u64_field(raw, p)?,
+                offset: u64_field(raw, p)?,
+                file: u32_field(raw, p, "file")?,
+            },
             tag::FORK => Event::Fork {
                 child: Pid(u32_field(raw, p, "pid")?),
             },

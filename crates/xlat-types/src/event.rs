@@ -212,6 +212,16 @@ pub enum Event {
         new: VirtAddr,
         new_len: u64,
     },
+    /// Names what `[addr, addr + len)` of the current process holds: bytes of file
+    /// `file` (an index into the stream's file table: a trace's `file` end metadata, a
+    /// capture's `Stats::files`) from byte `offset`. Attribution only: it creates, changes
+    /// and removes no mapping; a later `Mmap`, `Munmap` or exec over the range forgets it.
+    MapFile {
+        addr: VirtAddr,
+        len: u64,
+        offset: u64,
+        file: u32,
+    },
     /// The program break moved to `addr`.
     Brk {
         addr: VirtAddr,
@@ -270,6 +280,7 @@ impl Event {
             Event::Mprotect { .. } => "mprotect",
             Event::Madvise { .. } => "madvise",
             Event::Mremap { .. } => "mremap",
+            Event::MapFile { .. } => "map-file",
             Event::Brk { .. } => "brk",
             Event::Fork { .. } => "fork",
             Event::Spawn { .. } => "spawn",

@@ -264,6 +264,7 @@ impl<S: EventSource> Fold<S> {
             | Event::Munmap { addr, len }
             | Event::Mprotect { addr, len, .. }
             | Event::Madvise { addr, len, .. }
+            | Event::MapFile { addr, len, .. }
             | Event::Flush(FlushScope::Range { start: addr, len }) => {
                 addr.0 = self.fold(addr.0, *len)?
             }

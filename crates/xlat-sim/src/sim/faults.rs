@@ -43,6 +43,7 @@ impl<P: PageTable> Sim<P> {
                     flags: MapFlags(MapFlags::ANON),
                     thp: None,
                     phys: None,
+                    implicit: true,
                 };
                 p.vmas.insert(page, vma);
                 let f = match self.precleared.pop() {

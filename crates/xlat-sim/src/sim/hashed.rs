@@ -104,7 +104,7 @@ impl<P: PageTable> Sim<P> {
         va: u64,
         l1: Option<Entry>,
     ) -> Result<u32, SimError> {
-        self.note_fetch_miss(kind, ea, &l1);
+        self.note_l1_miss(kind, ea, &l1);
         let side = (kind != AccessKind::Fetch) as usize;
         let store = kind == AccessKind::Store;
         let cur = self.cur.expect("checked by translate");
@@ -139,6 +139,9 @@ impl<P: PageTable> Sim<P> {
                 self.reload(cur, kind, ea, va)?
             }
         };
+        if self.tracking {
+            self.attribute_miss(kind, ea, true);
+        }
         self.tlb.fill(nl, side, va, &leaf, PAGE_SHIFT, 0);
         self.data_ref(leaf.pfn, leaf.shift, va);
         Ok(leaf.shift as u32)

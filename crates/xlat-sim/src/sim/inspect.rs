@@ -58,6 +58,11 @@ impl<P: PageTable> Sim<P> {
         Ok(())
     }
 
+    /// First-level TLB misses so far, per side (0: fetches, 1: data).
+    pub fn l1_misses(&self) -> [u64; 2] {
+        self.tlb.l1_misses_by_side()
+    }
+
     /// Frames of global (kernel) pages: they stay allocated for the whole run.
     pub fn kernel_frames(&self) -> u64 {
         self.kernel_pages.len() as u64

@@ -23,6 +23,7 @@
 //!   the walk counters and per-level references are the guest dimension's, the
 //!   `nested` section counts the host's, and the walk cycles include both.
 
+mod attribution;
 mod faults;
 mod hashed;
 mod inspect;
@@ -44,7 +45,8 @@ use crate::physmem::PhysMem;
 use crate::pwc::Pwc;
 use crate::stats::*;
 use crate::tlb::{Entry, Tlbs};
-use crate::vma::{Vma, Vmas};
+use crate::vma::{FileLabel, Ranges, Vma, Vmas};
+pub use attribution::{Attribution, Misses, Place, Region};
 use rustc_hash::FxHashMap;
 use xlat_types::{
     AccessKind, Advice, Event, FlushScope, MapFlags, Pid, Prot, VirtAddr, MAX_ACCESS_BYTES,
@@ -55,6 +57,10 @@ struct Process<P> {
     pt: P,
     vmas: Vmas,
     heap: Option<(u64, u64)>,
+    /// What files the stream said its ranges hold (`Event::MapFile`).
+    labels: Ranges<FileLabel>,
+    /// Each thread's running code (while attributing).
+    pcs: attribution::Pcs,
     asid: u16,
     asid_gen: u64,
     /// Hashed machines: the context number (0 = none yet), valid in `asid_gen`.
@@ -107,6 +113,10 @@ pub struct Sim<P: PageTable> {
     privileges: privilege::Privileges,
     /// First-level misses of instruction fetches per page (`count_fetch_misses`).
     fetch_misses: Option<FxHashMap<u64, u64>>,
+    /// Misses and walks by region and code (`attribute_misses`).
+    attrib: Option<Box<Attribution>>,
+    /// Whether the loop follows the running code (`attribution.rs`).
+    tracking: bool,
     cur: Option<usize>,
     asid: u16,
     next_asid: u32,
@@ -206,6 +216,7 @@ impl<P: PageTable> Sim<P> {
                         flags: MapFlags(MapFlags::GLOBAL),
                         thp: Some(false),
                         phys: Some(p.pa.0),
+                        implicit: false,
                     },
                 )
             })
@@ -233,6 +244,8 @@ impl<P: PageTable> Sim<P> {
                 pt,
                 vmas,
                 heap: None,
+                labels: Ranges::default(),
+                pcs: Default::default(),
                 asid: 0,
                 asid_gen: 0,
                 ctx: 0,
@@ -263,6 +276,8 @@ impl<P: PageTable> Sim<P> {
             programs: Default::default(),
             privileges: Default::default(),
             fetch_misses: None,
+            attrib: None,
+            tracking: false,
             warmup: Default::default(),
             cfg: cfg.clone(),
         };
@@ -354,6 +369,9 @@ impl<P: PageTable> Sim<P> {
                 } else {
                     self.prefetch_ahead(events, i, early);
                 }
+            }
+            if self.tracking {
+                self.track(ev);
             }
             match *ev {
                 Event::Access(a) => self.access::<V3, H>(a.kind, a.addr.0, a.size)?,
@@ -561,12 +579,18 @@ impl<P: PageTable> Sim<P> {
         self.fetch_misses.get_or_insert_with(FxHashMap::default);
     }
 
-    /// A first-level miss of an instruction fetch at `va`, if they are counted.
+    /// A first-level access to `va` that found no entry (`l1` is `None`), if misses are
+    /// counted by page or attributed.
     #[inline(always)]
-    fn note_fetch_miss(&mut self, kind: AccessKind, va: u64, l1: &Option<Entry>) {
-        if kind == AccessKind::Fetch && l1.is_none() {
-            if let Some(m) = &mut self.fetch_misses {
-                *m.entry(va >> self.base_shift).or_default() += 1;
+    fn note_l1_miss(&mut self, kind: AccessKind, va: u64, l1: &Option<Entry>) {
+        if l1.is_none() {
+            if kind == AccessKind::Fetch {
+                if let Some(m) = &mut self.fetch_misses {
+                    *m.entry(va >> self.base_shift).or_default() += 1;
+                }
+            }
+            if self.tracking {
+                self.attribute_miss(kind, va, false);
             }
         }
     }
@@ -574,7 +598,7 @@ impl<P: PageTable> Sim<P> {
     /// [`Sim::translate_past_l1`]'s body.
     #[inline(always)]
     fn past_l1(&mut self, kind: AccessKind, va: u64, l1: Option<Entry>) -> Result<u32, SimError> {
-        self.note_fetch_miss(kind, va, &l1);
+        self.note_l1_miss(kind, va, &l1);
         let side = (kind != AccessKind::Fetch) as usize;
         let store = kind == AccessKind::Store;
         let cur = self.cur.expect("checked by translate");
@@ -622,6 +646,9 @@ impl<P: PageTable> Sim<P> {
         // store-forwarded from the walk's stores.
         let mut w = Walk::default();
         self.walk(cur, va, kind, &mut w)?;
+        if self.tracking {
+            self.attribute_miss(kind, va, true);
+        }
         let leaf = w.leaf.as_ref().expect("a fault always maps the page");
         self.tlb.fill(nl, side, va, leaf, self.base_shift, asid);
         if self.tlb.has_prefetch() {

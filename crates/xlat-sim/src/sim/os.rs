@@ -258,6 +258,7 @@ impl<P: PageTable> Sim<P> {
                     flags,
                     thp: None,
                     phys: None,
+                    implicit: false,
                 };
                 if flags.has(MapFlags::GLOBAL) {
                     // Kernel areas already there (a pinned region) stay as they are: the
@@ -277,8 +278,9 @@ impl<P: PageTable> Sim<P> {
                     if vmas.remove(start, end) {
                         self.unmap_pages(cur, start, end);
                     }
-                    let vmas = &mut self.slots[cur].as_mut().expect("cur").vmas;
-                    vmas.insert(start, vma);
+                    let p = self.slots[cur].as_mut().expect("cur");
+                    p.vmas.insert(start, vma);
+                    p.labels.remove(start, end);
                 }
                 // Linux populates only accessible areas (`populate_vma_page_range`, mm/gup.c:
                 // a PROT_NONE area is left unpopulated, and the mmap still succeeds).
@@ -324,13 +326,17 @@ impl<P: PageTable> Sim<P> {
                 self.c.os.munmaps += 1;
                 let (start, end) = self.range(addr.0, len, what)?;
                 self.outside_kernel(start, end, what)?;
-                self.slots[cur]
-                    .as_mut()
-                    .expect("cur")
-                    .vmas
-                    .remove(start, end);
+                let p = self.slots[cur].as_mut().expect("cur");
+                p.vmas.remove(start, end);
+                p.labels.remove(start, end);
                 self.unmap_pages(cur, start, end);
             }
+            Event::MapFile {
+                addr,
+                len,
+                offset,
+                file,
+            } => self.map_file(what, addr.0, len, offset, file)?,
             Event::Mprotect { addr, len, prot } => {
                 let cur = self.current(what)?;
                 self.c.os.mprotects += 1;
@@ -407,6 +413,7 @@ impl<P: PageTable> Sim<P> {
                             flags: MapFlags(MapFlags::ANON),
                             thp: None,
                             phys: None,
+                            implicit: false,
                         };
                         p.vmas.insert(c, vma);
                         p.heap = Some((s, a));
@@ -529,6 +536,7 @@ impl<P: PageTable> Sim<P> {
             flags: MapFlags(MapFlags::ANON),
             thp: None,
             phys: None,
+            implicit: false,
         });
         let mut moved: Vec<(u64, Leaf)> = Vec::new();
         let mut pages = 0u64;
@@ -537,6 +545,7 @@ impl<P: PageTable> Sim<P> {
             moved.push((va, leaf));
         });
         p.vmas.remove(os, oe);
+        Self::move_labels(&mut p.labels, os, oe, ns, ne);
         self.c.os.unmap_entries += sw.entries;
         self.c.os.unmap_tables += sw.tables;
         self.c.os.table_visits += sw.visits;
@@ -595,7 +604,14 @@ impl<P: PageTable> Sim<P> {
                 .fold((0u64, 0u64), |a, u| (a.0 + u.0, a.1 + u.1));
         self.host_check(what, bytes + 64 * tables, "copying the page tables")?;
         let p = self.slots[cur].as_mut().expect("cur");
-        let Process { pt, vmas, heap, .. } = p;
+        let Process {
+            pt,
+            vmas,
+            heap,
+            labels,
+            pcs,
+            ..
+        } = p;
         let (cpt, sw) = pt.fork(&mut self.mem, &mut |va, leaf, mem| {
             if leaf.flags & FIXED != 0 {
                 return;
@@ -613,6 +629,8 @@ impl<P: PageTable> Sim<P> {
             pt: cpt,
             vmas: vmas.clone(),
             heap: *heap,
+            labels: labels.clone(),
+            pcs: pcs.clone(),
             asid: 0,
             asid_gen: 0,
             ctx: 0,
@@ -657,6 +675,8 @@ impl<P: PageTable> Sim<P> {
             pt,
             vmas: self.kernel.clone(),
             heap: None,
+            labels: Ranges::default(),
+            pcs: Default::default(),
             asid: 0,
             asid_gen: 0,
             ctx: 0,

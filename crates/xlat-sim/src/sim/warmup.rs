@@ -106,6 +106,9 @@ impl<P: PageTable> Sim<P> {
         if let Some(f) = &mut self.fetch_misses {
             f.clear();
         }
+        if let Some(a) = &mut self.attrib {
+            **a = Attribution::default();
+        }
     }
 
     /// `report` after a warm-up: the counts since it ended.
