@@ -45,11 +45,13 @@ pub type WireError = (usize, String);
 const KINDS: [AccessKind; 3] = [AccessKind::Fetch, AccessKind::Load, AccessKind::Store];
 
 /// Decodes `words` (one chunk of thread `tid`) into `out`. `pid_of` maps a forked child's
-/// host pid to its trace pid.
+/// host pid to its trace pid; `file_id` numbers a `MAPFILE` record's path (the stream's
+/// file table), or refuses it.
 pub fn decode(
     words: &[u64],
     tid: Tid,
     pid_of: impl Fn(u32) -> Pid,
+    mut file_id: impl FnMut(&[u8]) -> Result<u32, String>,
     out: &mut Vec<Event>,
 ) -> Result<Decoded, WireError> {
     let mut i = 0;
@@ -112,6 +114,7 @@ pub fn decode(
                     wire::os_words(code).ok_or_else(|| (i, format!("unknown OS event {code}")))?;
                 let a = |k: usize| arg(i, k + 1);
                 let mut control = None;
+                let mut n = n;
                 let ev = match code {
                     os::MMAP => {
                         let pf = a(2)?;
@@ -202,6 +205,24 @@ pub fn decode(
                         control = Some(Control::Comm(name));
                         None
                     }
+                    os::MAPFILE => {
+                        let bytes = a(3)?;
+                        if bytes == 0 || bytes > wire::MAX_PATH_BYTES {
+                            return Err((i, format!("file path of {bytes} bytes")));
+                        }
+                        n += wire::path_words(bytes);
+                        let mut path = Vec::with_capacity(bytes as usize);
+                        for k in 4..n {
+                            path.extend_from_slice(&a(k)?.to_le_bytes());
+                        }
+                        path.truncate(bytes as usize);
+                        Some(Event::MapFile {
+                            addr: VirtAddr(a(0)?),
+                            len: a(1)?,
+                            offset: a(2)?,
+                            file: file_id(&path).map_err(|e| (i, e))?,
+                        })
+                    }
                     os::MODE => {
                         control = Some(Control::Mode(match a(0)? {
                             0 => false,
@@ -248,7 +269,7 @@ mod tests {
 
     fn run(words: &[u64]) -> (Vec<Event>, Result<Decoded, WireError>) {
         let mut out = Vec::new();
-        let r = decode(words, Tid(3), |p| Pid(p + 1000), &mut out);
+        let r = decode(words, Tid(3), |p| Pid(p + 1000), |_| Ok(9), &mut out);
         (out, r)
     }
 

@@ -16,12 +16,16 @@ mod decode;
 #[cfg(feature = "collector")]
 mod exec;
 #[cfg(feature = "collector")]
+mod files;
+#[cfg(feature = "collector")]
 mod launch;
 
 #[cfg(feature = "collector")]
 pub use collector::{Capture, Signaller, Stats};
 #[cfg(feature = "collector")]
 pub use decode::{decode, Control, Decoded};
+#[cfg(feature = "collector")]
+pub use files::{Files, MAX_FILES};
 #[cfg(feature = "collector")]
 pub use launch::{locate_plugin, which, Options, PLUGIN_FILE};
 

@@ -104,7 +104,15 @@ pub mod os {
     /// 2 words, a NUL-padded name of up to 16 bytes (system mode): the current address
     /// space's program is now called this (`__set_task_comm`, at exec).
     pub const COMM: u64 = 21;
+    /// `addr, len, offset, n`, then `ceil(n / 8)` words holding the `n` bytes of a path
+    /// (1..=[`MAX_PATH_BYTES`](super::MAX_PATH_BYTES), zero-padded): `[addr, addr + len)`
+    /// holds that file's bytes from `offset` (a file `mmap`, or the loader's mappings of
+    /// the program and its interpreter, sent before the first block).
+    pub const MAPFILE: u64 = 22;
 }
+
+/// Upper bound on the path of a `MAPFILE` record (Linux's `PATH_MAX`).
+pub const MAX_PATH_BYTES: u64 = 4096;
 
 /// Argument words that follow an `OS` word with event `code`, or `None` if unknown.
 pub fn os_words(code: u64) -> Option<usize> {
@@ -116,9 +124,28 @@ pub fn os_words(code: u64) -> Option<usize> {
         os::SPACE | os::SPACE_FREE | os::MODE | os::FLUSH_PAGE => 1,
         os::FLUSH_LOCAL | os::FLUSH_GLOBAL => 0,
         os::COMM => 2,
+        // Plus the path's words (`path_words`).
+        os::MAPFILE => 4,
         os::EXEC | os::EXEC_FAILED | os::HANDOVER | os::EXECD => 0,
         _ => return None,
     })
+}
+
+/// Words holding a `MAPFILE` path of `n` bytes.
+pub fn path_words(n: u64) -> usize {
+    n.div_ceil(8) as usize
+}
+
+/// A `MAPFILE` record: the `OS` word, the four arguments and the path's words.
+pub fn mapfile_record(addr: u64, len: u64, offset: u64, path: &[u8]) -> Vec<u64> {
+    let n = path.len().min(MAX_PATH_BYTES as usize);
+    let mut w = vec![OS << TAG_SHIFT | os::MAPFILE, addr, len, offset, n as u64];
+    w.extend(path[..n].chunks(8).map(|c| {
+        let mut b = [0u8; 8];
+        b[..c.len()].copy_from_slice(c);
+        u64::from_le_bytes(b)
+    }));
+    w
 }
 
 /// A one-word access record.

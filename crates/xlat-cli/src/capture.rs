@@ -409,6 +409,9 @@ pub fn trace(a: TraceArgs) -> Result<i32> {
             format!("pid {pid} exec {exec}: {cmd}"),
         ));
     }
+    for (id, path) in cap.files().iter().enumerate() {
+        meta.push(("file".to_string(), format!("{id} {path}")));
+    }
     for w in &cap.stats().warnings {
         meta.push(("warning".to_string(), w.clone()));
     }

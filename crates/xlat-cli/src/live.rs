@@ -45,6 +45,10 @@ pub struct RunArgs {
     /// Simulate the first N references without counting them (as `sim --warmup`).
     #[arg(long, value_name = "N", default_value = "0", value_parser = crate::parse_count)]
     warmup: u64,
+    /// Attribute first-level TLB misses and walks to mappings and functions (as `sim
+    /// --attribute`).
+    #[arg(long)]
+    attribute: bool,
     #[command(flatten)]
     capture: CaptureArgs,
     /// The program and its arguments (found on PATH). A flag before the program is
@@ -67,8 +71,7 @@ pub fn run(a: RunArgs) -> Result<i32> {
         return run_many(a, machines);
     }
     let (cfg, params) = machines.pop().expect("a machine");
-    let mut sim = crate::run::new_sim(&cfg)?;
-    sim.set_warmup(a.warmup);
+    let mut sim = a.opts().sim(&cfg)?;
     let t = Instant::now();
     let mut cap = Capture::start(&a.program[0], &a.program[1..], &a.capture.options())?;
     leave_interrupts_to_the_program();
@@ -93,9 +96,7 @@ pub fn run(a: RunArgs) -> Result<i32> {
         }
     };
     let code = exit_code(cap.exit_status(), cap.stats().processes)?;
-    crate::run::check_warm(&sim, a.warmup)?;
-    let mut report = sim.report();
-    crate::run::name_programs(&mut report, &cap.stats().programs);
+    let report = a.opts().report(&sim, None, &names(&cap))?;
     let o = Outcome {
         machine: cfg.name.clone(),
         input: label(&a.program),
@@ -245,15 +246,34 @@ fn spread(outcomes: &[Outcome], repeats: u32) -> String {
     s
 }
 
+/// What a capture names: its programs and the files of its `map-file` events.
+fn names(cap: &Capture) -> crate::run::InputNames {
+    crate::run::InputNames {
+        programs: cap.stats().programs.clone(),
+        files: cap
+            .files()
+            .into_iter()
+            .enumerate()
+            .map(|(i, f)| (i as u32, f))
+            .collect(),
+    }
+}
+
+impl RunArgs {
+    fn opts(&self) -> crate::run::RunOpts {
+        crate::run::RunOpts {
+            strict: false,
+            warmup: self.warmup,
+            attribute: self.attribute,
+        }
+    }
+}
+
 /// Runs the program once under QEMU, every machine simulating the one capture.
 fn capture_once(a: &RunArgs, machines: &Machines) -> Result<Captured> {
     let mut sims: Vec<xlat_sim::Sim<xlat_sim::Radix>> = machines
         .iter()
-        .map(|(c, _)| {
-            let mut s = crate::run::new_sim(c)?;
-            s.set_warmup(a.warmup);
-            Ok(s)
-        })
+        .map(|(c, _)| a.opts().sim(c))
         .collect::<Result<_>>()?;
     let t = Instant::now();
     let cap = Capture::start(&a.program[0], &a.program[1..], &a.capture.options())?;
@@ -303,12 +323,13 @@ fn capture_once(a: &RunArgs, machines: &Machines) -> Result<Captured> {
     let warnings = warnings.into_inner().expect("not poisoned");
     for (((sim, r), w), (_, params)) in sims.iter().zip(results).zip(warnings).zip(machines) {
         let params = params.clone();
-        if let Err(e) = r.and_then(|()| crate::run::check_warm(sim, a.warmup)) {
-            failed.push(format!("{}: {e:#}", sim.config().name));
-            continue;
-        }
-        let mut report = sim.report();
-        crate::run::name_programs(&mut report, &cap.stats().programs);
+        let report = match r.and_then(|()| a.opts().report(sim, None, &names(&cap))) {
+            Ok(r) => r,
+            Err(e) => {
+                failed.push(format!("{}: {e:#}", sim.config().name));
+                continue;
+            }
+        };
         outcomes.push(Outcome {
             machine: sim.config().name.clone(),
             input: label(&a.program),

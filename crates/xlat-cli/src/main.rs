@@ -2,6 +2,7 @@
 //! `xlat-sim` (the simulator), `xlat-workloads` (built-in generators), `xlat-trace`
 //! (trace formats).
 
+mod attribution;
 mod bench;
 mod calibrate;
 mod canonical;
@@ -231,6 +232,10 @@ pub struct SimArgs {
     /// covers the rest, on a warmed machine.
     #[arg(long, value_name = "N", default_value = "0", value_parser = parse_count)]
     warmup: u64,
+    /// Attribute first-level TLB misses and walks to mappings (binary, libraries, heap,
+    /// stack, anon) and functions (ELF symbols of the files a capture recorded).
+    #[arg(long)]
+    attribute: bool,
     /// Change a field of every machine, e.g. `tlb.levels[1].unified[0].entries=2048`
     /// or `os.thp=never` (repeatable; the machine's name then lists the changes).
     #[arg(long = "set", value_name = "PATH=VALUE")]

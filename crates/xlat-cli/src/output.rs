@@ -270,6 +270,7 @@ fn detailed_raw(o: &Outcome) -> String {
     }
     s.push_str(&crate::tables::privileges(r));
     s.push_str(&crate::tables::fetch_miss_pages(r));
+    s.push_str(&crate::tables::attribution(r));
     let fl = &r.flushes;
     let _ = writeln!(
         s,
@@ -490,7 +491,7 @@ pub fn rate_str(v: f64) -> String {
 
 /// `s` cut to `w` characters, its start replaced by `…` (the end of a path or of a
 /// machine's changes is what tells runs apart).
-fn fit(s: &str, w: usize) -> String {
+pub(crate) fn fit(s: &str, w: usize) -> String {
     let chars = s.chars().count();
     if chars <= w {
         return s.to_string();

@@ -39,6 +39,9 @@ pub struct Plan {
     /// References simulated first and not counted (`--warmup`).
     #[serde(default)]
     pub warmup: u64,
+    /// Misses attributed to mappings and functions (`--attribute`).
+    #[serde(default)]
+    pub attribute: bool,
     pub portable: bool,
     pub max_memory: u64,
     pub shards: usize,
@@ -144,6 +147,7 @@ impl Plan {
             inputs,
             strict,
             warmup: 0,
+            attribute: false,
             portable: run::PORTABLE.load(std::sync::atomic::Ordering::Relaxed),
             max_memory: crate::memory::limit(),
             shards: 1,
@@ -208,7 +212,12 @@ impl Plan {
                     .map(|&m| machines[m].as_ref().expect("loaded"))
                     .collect();
                 let input = self.inputs[*i].input();
-                let out = run::run_group(&cfgs, &input, self.strict, self.warmup);
+                let opts = run::RunOpts {
+                    strict: self.strict,
+                    warmup: self.warmup,
+                    attribute: self.attribute,
+                };
+                let out = run::run_group(&cfgs, &input, opts);
                 ms.iter()
                     .map(move |&m| m * ni + i)
                     .zip(out)

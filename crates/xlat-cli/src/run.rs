@@ -4,7 +4,7 @@ use crate::output;
 use crate::plan::Plan;
 use crate::SimArgs;
 use anyhow::{bail, Context, Result};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 use xlat_sim::{presets, MachineConfig, Radix, Report, Sim};
@@ -43,6 +43,14 @@ pub struct Outcome {
 }
 
 impl Input {
+    /// A trace input's file.
+    pub fn trace(&self) -> Option<&Path> {
+        match self {
+            Input::Trace(p) => Some(p),
+            Input::Workload(_) => None,
+        }
+    }
+
     /// A workload input's name and parameters.
     pub fn workload(&self) -> Option<(String, Vec<(String, String)>)> {
         let Input::Workload(spec) = self else {
@@ -187,25 +195,68 @@ pub fn check_warm(sim: &Sim<Radix>, warmup: u64) -> Result<()> {
     Ok(())
 }
 
-/// Runs `input` on machine `cfg`, the first `warmup` references not counted.
-pub fn run_one(cfg: &MachineConfig, input: &Input, strict: bool, warmup: u64) -> Result<Outcome> {
-    let mut sim = new_sim(cfg)?;
-    sim.set_warmup(warmup);
+/// How runs go: `strict` about cut traces, the first `warmup` references not counted,
+/// misses attributed to mappings and functions (`attribute`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RunOpts {
+    pub strict: bool,
+    pub warmup: u64,
+    pub attribute: bool,
+}
+
+impl RunOpts {
+    /// A simulator for `cfg` set up for these runs.
+    pub fn sim(&self, cfg: &MachineConfig) -> Result<Sim<Radix>> {
+        let mut sim = new_sim(cfg)?;
+        sim.set_warmup(self.warmup);
+        if self.attribute {
+            sim.attribute_misses();
+        }
+        Ok(sim)
+    }
+
+    /// `sim`'s report after a run: programs and (system traces) code pages named,
+    /// misses attributed when asked (files named from `names`); `trace` is the input's
+    /// file, if it is one.
+    pub fn report(
+        &self,
+        sim: &Sim<Radix>,
+        trace: Option<&Path>,
+        names: &InputNames,
+    ) -> Result<Report> {
+        check_warm(sim, self.warmup)?;
+        let mut report = sim.report();
+        name_programs(&mut report, &names.programs);
+        if let Some(path) = trace {
+            crate::traces::name_fetch_misses(path, &mut report)?;
+        }
+        if let Some(a) = sim.attribution() {
+            report.attribution = Some(crate::attribution::report(a, &names.files));
+        }
+        Ok(report)
+    }
+}
+
+/// What an input names: its programs and the files its `map-file` records number.
+#[derive(Clone, Debug, Default)]
+pub struct InputNames {
+    pub programs: Vec<ProgramName>,
+    pub files: std::collections::HashMap<u32, String>,
+}
+
+/// Runs `input` on machine `cfg`.
+pub fn run_one(cfg: &MachineConfig, input: &Input, opts: RunOpts) -> Result<Outcome> {
+    let mut sim = opts.sim(cfg)?;
     let mut warnings = Vec::new();
     let t = Instant::now();
     let names = match input {
         Input::Workload(spec) => {
             drive_workload(&mut xlat_workloads::parse(spec)?, &mut sim, spec)?;
-            Vec::new()
+            InputNames::default()
         }
-        Input::Trace(path) => crate::traces::replay(path, strict, &mut sim, &mut warnings)?,
+        Input::Trace(path) => crate::traces::replay(path, opts.strict, &mut sim, &mut warnings)?,
     };
-    check_warm(&sim, warmup)?;
-    let mut report = sim.report();
-    name_programs(&mut report, &names);
-    if let Input::Trace(path) = input {
-        crate::traces::name_fetch_misses(path, &mut report)?;
-    }
+    let report = opts.report(&sim, input.trace(), &names)?;
     Ok(Outcome {
         machine: cfg.name.clone(),
         input: input.label(),
@@ -222,37 +273,25 @@ pub fn run_one(cfg: &MachineConfig, input: &Input, strict: bool, warmup: u64) ->
 /// batches ([`crate::fanout`]). The same reports as separate [`run_one`] calls, in the
 /// order of `cfgs`; a machine that fails does not stop the others. `seconds` is the
 /// group's wall time.
-pub fn run_group(
-    cfgs: &[&MachineConfig],
-    input: &Input,
-    strict: bool,
-    warmup: u64,
-) -> Vec<Result<Outcome>> {
+pub fn run_group(cfgs: &[&MachineConfig], input: &Input, opts: RunOpts) -> Vec<Result<Outcome>> {
     if cfgs.len() == 1 {
-        return vec![run_one(cfgs[0], input, strict, warmup)];
+        return vec![run_one(cfgs[0], input, opts)];
     }
     let t = Instant::now();
-    let mut sims: Vec<Result<Sim<Radix>>> = cfgs
-        .iter()
-        .map(|c| {
-            let mut s = new_sim(c)?;
-            s.set_warmup(warmup);
-            Ok(s)
-        })
-        .collect();
+    let mut sims: Vec<Result<Sim<Radix>>> = cfgs.iter().map(|c| opts.sim(c)).collect();
     let mut ok: Vec<(&mut Sim<Radix>, Vec<String>)> = sims
         .iter_mut()
         .filter_map(|s| s.as_mut().ok())
         .map(|s| (s, Vec::new()))
         .collect();
-    let (runs, names): (Result<Vec<Result<()>>>, Vec<ProgramName>) = match input {
+    let (runs, names): (Result<Vec<Result<()>>>, InputNames) = match input {
         Input::Workload(spec) => match xlat_workloads::parse(spec) {
-            Ok(w) => (Ok(drive_group(w, &mut ok, spec)), Vec::new()),
-            Err(e) => (Err(e.into()), Vec::new()),
+            Ok(w) => (Ok(drive_group(w, &mut ok, spec)), InputNames::default()),
+            Err(e) => (Err(e.into()), InputNames::default()),
         },
-        Input::Trace(path) => match crate::traces::replay_many(path, strict, &mut ok) {
+        Input::Trace(path) => match crate::traces::replay_many(path, opts.strict, &mut ok) {
             Ok((r, names)) => (Ok(r), names),
-            Err(e) => (Err(e), Vec::new()),
+            Err(e) => (Err(e), InputNames::default()),
         },
     };
     let warnings: Vec<Vec<String>> = ok.into_iter().map(|(_, w)| w).collect();
@@ -274,12 +313,7 @@ pub fn run_group(
                 warnings.next().expect("warnings per sim"),
             );
             r?;
-            check_warm(&sim, warmup)?;
-            let mut report = sim.report();
-            name_programs(&mut report, &names);
-            if let Input::Trace(path) = input {
-                crate::traces::name_fetch_misses(path, &mut report)?;
-            }
+            let report = opts.report(&sim, input.trace(), &names)?;
             Ok(Outcome {
                 machine: sim.config().name.clone(),
                 input: input.label(),
@@ -381,6 +415,7 @@ pub fn sim(a: SimArgs) -> Result<()> {
         a.strict,
     )?;
     plan.warmup = a.warmup;
+    plan.attribute = a.attribute;
     let out = &a.out;
     if a.plan.is_some() || a.slurm.is_some() {
         return crate::slurm::plan_and_submit(&mut plan, &a, out);

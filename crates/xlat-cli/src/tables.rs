@@ -103,6 +103,58 @@ pub fn privileges(r: &xlat_sim::Report) -> String {
     s
 }
 
+/// `--attribute`'s tables: misses and walks by mapping, then by function.
+pub fn attribution(r: &xlat_sim::Report) -> String {
+    let mut s = String::new();
+    let Some(a) = &r.attribution else {
+        return s;
+    };
+    const W: usize = 44;
+    let head = |s: &mut String, what: &str, first: &str| {
+        let _ = writeln!(s, "{what}");
+        let _ = writeln!(
+            s,
+            "  {first:<W$} {:>12} {:>12} {:>11} {:>11}",
+            "ITLB misses", "DTLB misses", "i-walks", "d-walks"
+        );
+    };
+    let line = |s: &mut String, name: &str, r: &xlat_sim::stats::AttributedRow| {
+        let _ = writeln!(
+            s,
+            "  {:<W$} {:>12} {:>12} {:>11} {:>11}",
+            crate::output::fit(name, W),
+            n(r.itlb_l1_misses),
+            n(r.dtlb_l1_misses),
+            n(r.fetch_walks),
+            n(r.data_walks)
+        );
+    };
+    head(
+        &mut s,
+        "attribution   first-level TLB misses and walks by mapping of the address that missed",
+        "mapping",
+    );
+    for m in &a.mappings {
+        line(&mut s, &m.name, m);
+    }
+    head(
+        &mut s,
+        "              by function running (ITLB: the one fetched; DTLB: the one loading or storing)",
+        "function (mapping)",
+    );
+    for f in &a.functions {
+        let name = match f.mapping.rsplit('/').next() {
+            Some(m) if !m.is_empty() => format!("{} ({m})", f.name),
+            _ => f.name.clone(),
+        };
+        line(&mut s, &name, f);
+    }
+    for note in &a.notes {
+        let _ = writeln!(s, "  note: {note}");
+    }
+    s
+}
+
 /// The code pages with the most first-level instruction-fetch misses, with the functions
 /// on them (system traces: the guest kernel's, from its kallsyms).
 pub fn fetch_miss_pages(r: &xlat_sim::Report) -> String {

@@ -85,7 +85,7 @@ pub fn replay(
     strict: bool,
     sim: &mut Sim<Radix>,
     warnings: &mut Vec<String>,
-) -> Result<Vec<crate::run::ProgramName>> {
+) -> Result<crate::run::InputNames> {
     let mut one = [(sim, Vec::new())];
     let (mut results, names) = replay_many(path, strict, &mut one)?;
     let r = results.pop().expect("one result");
@@ -136,7 +136,7 @@ pub fn replay_many(
     path: &Path,
     strict: bool,
     sims: &mut [(&mut Sim<Radix>, Vec<String>)],
-) -> Result<(Vec<Result<()>>, Vec<crate::run::ProgramName>)> {
+) -> Result<(Vec<Result<()>>, crate::run::InputNames)> {
     let what = shown(path);
     let (input, read) = open_counted(path, strict)?;
     let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
@@ -219,16 +219,19 @@ pub fn replay_many(
             }) {
                 common.push(format!("{what} was cut short at capture: {t}"));
             }
-            // The programs' names, when a capture wrote them.
+            // The programs' and files' names, when a capture wrote them.
             r.end_summary()
-                .map(|s| crate::run::program_names(&s.end_meta))
+                .map(|s| crate::run::InputNames {
+                    programs: crate::run::program_names(&s.end_meta),
+                    files: xlat_trace::file_names(&s.end_meta),
+                })
                 .unwrap_or_default()
         }
         TraceInput::Lackey(r) => {
             if let Some(t) = r.truncation() {
                 common.push(format!("{what}: {t}"));
             }
-            Vec::new()
+            crate::run::InputNames::default()
         }
     };
     for (_, w) in sims.iter_mut() {

@@ -37,6 +37,7 @@ use xlat_capture::wire::{self, access_word, os};
 
 mod connection;
 mod follow;
+mod maps;
 use connection::{collector_died, collector_gone, connect, hand_over, reopen};
 
 #[no_mangle]
@@ -140,6 +141,8 @@ static CONNECTIONS: AtomicU32 = AtomicU32::new(0);
 /// This QEMU was started by the plugin for a program a traced process exec'd: its first
 /// record is `EXECD`.
 static EXECD: AtomicBool = AtomicBool::new(false);
+/// The loader's file mappings were named (`maps.rs`; a fork child inherits this).
+static LOADER_NAMED: AtomicBool = AtomicBool::new(false);
 static EXIT_STATUS: AtomicU64 = AtomicU64::new(0);
 /// Interned block descriptors (two or three words each), keyed by their words.
 static BLOCKS: Mutex<Option<HashMap<[u64; 3], &'static [u64; 3]>>> = Mutex::new(None);
@@ -441,6 +444,10 @@ unsafe extern "C" fn tb_trans(_id: qemu_plugin_id_t, tb: *mut qemu_plugin_tb) {
         return;
     }
     let start = qemu_plugin_tb_vaddr(tb);
+    if !LOADER_NAMED.swap(true, Relaxed) {
+        // The first translation, before anything ran, on the only vCPU there is.
+        maps::name_loader_mappings(buf(0), start, qemu_plugin_start_code());
+    }
     let per_insn = PER_INSN.load(Relaxed);
     // QEMU 7.2 lists an instruction that crosses into the next page at the end of the
     // block, but may stop before it and run it again as its own block. Such a last
@@ -629,13 +636,18 @@ unsafe extern "C" fn syscall_ret(_id: qemu_plugin_id_t, vcpu: c_uint, num: i64, 
     if HANDOVER_VCPU.load(Acquire) == vcpu {
         reopen();
     }
-    let [a1, a2, a3, a4, _, _] = b.args;
+    let [a1, a2, a3, a4, a5, a6] = b.args;
     let ok = !(-4095..0).contains(&ret);
     let r = ret as u64;
     match num {
         SYS_MMAP if ok => {
             follow::note_mapping(r, a2);
-            b.os(os::MMAP, &[r, a2, (a3 & 7) | map_flags(a4) << 8])
+            b.os(os::MMAP, &[r, a2, (a3 & 7) | map_flags(a4) << 8]);
+            if a4 & libc::MAP_ANONYMOUS as u64 == 0 {
+                if let Some(path) = maps::fd_path(a5 as i32) {
+                    b.push(&wire::mapfile_record(r, a2, a6, &path));
+                }
+            }
         }
         SYS_MPROTECT if ret == 0 => b.os(os::MPROTECT, &[a1, a2, a3 & 7]),
         SYS_MUNMAP if ret == 0 => b.os(os::MUNMAP, &[a1, a2]),

@@ -236,6 +236,37 @@ pub struct Report {
     /// (when counted: `Sim::count_fetch_misses`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fetch_miss_pages: Vec<PageMisses>,
+    /// First-level misses and walks by mapping and by function, like `perf report`
+    /// (`xlat sim --attribute`: named by the CLI from `Sim::attribution`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attribution: Option<AttributionReport>,
+}
+
+/// Misses and walks by mapping (of the address that missed) and by function (the code
+/// running: the fetched function for instruction fetches, the one that issued a load or
+/// store); the rows of each table add up to the run's first-level misses and walks.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct AttributionReport {
+    pub mappings: Vec<AttributedRow>,
+    /// The functions with the most walks (then misses); the last row sums the rest.
+    pub functions: Vec<AttributedRow>,
+    /// What could not be named, and why (a stripped or missing file).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// One row of an [`AttributionReport`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct AttributedRow {
+    /// A mapping (a file's path, `[heap]`, `[anon]`, ...) or a function.
+    pub name: String,
+    /// A function's mapping (empty in the mappings table).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub mapping: String,
+    pub itlb_l1_misses: u64,
+    pub dtlb_l1_misses: u64,
+    pub fetch_walks: u64,
+    pub data_walks: u64,
 }
 
 /// First-level instruction-fetch misses on one page.

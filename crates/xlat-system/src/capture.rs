@@ -259,7 +259,7 @@ fn read(
         let mut out = Vec::with_capacity(n + 8);
         let mut rest = &words[..];
         while !rest.is_empty() {
-            let d = decode(rest, Tid(0), Pid, &mut out)
+            let d = decode(rest, Tid(0), Pid, no_files, &mut out)
                 .map_err(|(at, e)| bad(format!("word {at} of a chunk: {e}")))?;
             rest = &rest[d.used..];
             match d.control {
@@ -350,6 +350,11 @@ impl Spaces {
             out.push(Event::Switch { pid: Pid(c) });
         }
     }
+}
+
+/// The system plugin sends no file records.
+fn no_files(_: &[u8]) -> Result<u32, String> {
+    Err("a file record from the system-mode plugin".to_string())
 }
 
 #[cfg(test)]

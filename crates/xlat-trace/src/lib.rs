@@ -149,6 +149,6 @@ pub use format::{EventKind, Header, Summary, MAGIC, MAX_RAW_BLOCK, VERSION};
 pub use info::{summarize, verify, Info};
 pub use lackey::LackeyReader;
 pub use outfile::OutFile;
-pub use programs::{program_names, ProgramName, ProgramRefs, ProgramTable};
+pub use programs::{file_names, program_names, ProgramName, ProgramRefs, ProgramTable};
 pub use reader::TraceReader;
 pub use writer::{TraceWriter, DEFAULT_LEVEL};

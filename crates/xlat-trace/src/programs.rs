@@ -143,6 +143,18 @@ pub fn program_names(meta: &[(String, String)]) -> Vec<ProgramName> {
         .collect()
 }
 
+/// The `file` entries of a trace's end metadata (`ID PATH`: the files `map-file`
+/// records number), as `xlat trace` writes them.
+pub fn file_names(meta: &[(String, String)]) -> std::collections::HashMap<u32, String> {
+    meta.iter()
+        .filter(|(k, _)| k == "file")
+        .filter_map(|(_, v)| {
+            let (id, path) = v.split_once(' ')?;
+            Some((id.parse().ok()?, path.to_string()))
+        })
+        .collect()
+}
+
 /// A table of programs, the largest first: at most `top` rows and one for the rest.
 pub struct ProgramTable<'a> {
     pub programs: &'a [ProgramRefs],

@@ -297,6 +297,7 @@ pub(super) fn accept_loop(
                 &tx,
                 &registry,
                 &free,
+                &acceptor.files,
             );
             drop(conn);
             registry.closed(pid, matches!(how, End::Handover));

@@ -125,6 +125,8 @@ struct Acceptor {
     /// Test aid (`XLAT_TEST_FIRST_CHECK_DELAY_MS`): a pause before a process's first
     /// connection counts as connected (a slow check racing its continuation).
     first_delay: Duration,
+    /// The paths of every connection's `MAPFILE` records.
+    files: Mutex<crate::files::Files>,
 }
 
 #[derive(Debug)]
@@ -288,6 +290,7 @@ impl Capture {
             quiet_request: AtomicU64::new(0),
             delay: test_delay("XLAT_TEST_ACCEPT_DELAY_MS"),
             first_delay: test_delay("XLAT_TEST_FIRST_CHECK_DELAY_MS"),
+            files: Mutex::default(),
         });
         let (tx, rx) = mpsc::sync_channel::<Msg>(QUEUE);
         let (free_tx, free_rx) = mpsc::sync_channel::<Vec<Event>>(QUEUE * 2);
@@ -344,6 +347,12 @@ impl Capture {
     /// Totals so far (complete once `fill` has returned `false`).
     pub fn stats(&self) -> &Stats {
         &self.stats
+    }
+
+    /// The capture's file table so far: the paths `Event::MapFile` numbers.
+    pub fn files(&self) -> Vec<String> {
+        let f = self.acceptor.files.lock();
+        f.unwrap_or_else(|e| e.into_inner()).names().to_vec()
     }
 
     /// The program's exit status (after the stream ended).
@@ -636,6 +645,7 @@ fn read_process(
     tx: &SyncSender<Msg>,
     registry: &Registry,
     free: &Mutex<Receiver<Vec<Event>>>,
+    files: &Mutex<crate::files::Files>,
 ) -> End {
     let mut buf = vec![0u64; MAX_MSG / 8];
     if let Some(n) = after {
@@ -671,7 +681,8 @@ fn read_process(
         while !rest.is_empty() {
             let mut events = free.lock().unwrap().try_recv().unwrap_or_default();
             events.reserve(rest.len());
-            let d = match decode(rest, Tid(tid), |c| name_for(c, root), &mut events) {
+            let file_id = |p: &[u8]| Ok(files.lock().unwrap_or_else(|e| e.into_inner()).id(p));
+            let d = match decode(rest, Tid(tid), |c| name_for(c, root), file_id, &mut events) {
                 Ok(d) => d,
                 Err((at, e)) => return End::Bad(format!("word {at} of a chunk: {e}")),
             };

@@ -44,7 +44,7 @@ pub(super) fn simulate(cfg: &MachineConfig, pages: usize) -> Result<Simulated> {
             pages * 4096,
             pages as u64 * passes
         );
-        let o = crate::run::run_one(cfg, &crate::run::Input::Workload(spec), false, 0)?;
+        let o = crate::run::run_one(cfg, &crate::run::Input::Workload(spec), Default::default())?;
         let r = &o.report;
         let l2 = r
             .tlb_levels

@@ -78,6 +78,7 @@ impl<P: PageTable> Sim<P> {
             programs: self.program_stats(),
             privileges: self.privilege_stats(),
             fetch_miss_pages: self.fetch_miss_pages(),
+            attribution: None,
             prefetch: Prefetch {
                 hits: self.tlb.prefetch_hits,
                 fills: self.tlb.prefetch_fills,

@@ -26,6 +26,7 @@ const KEPT: &[&str] = &[
     "machine",
     "warmup",
     "fetch_miss_pages",
+    "attribution",
     "tlb_levels[].hit_cycles",
     "tlb_structures[].entries",
     "tlb_structures[].ways",
