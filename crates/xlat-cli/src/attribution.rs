@@ -22,7 +22,7 @@ fn mapping(r: Region, files: &HashMap<u32, String>) -> String {
         Region::Anon => "[anon]".into(),
         Region::Mapped => "[mapped, unnamed]".into(),
         Region::Kernel => "[kernel]".into(),
-        Region::Unmapped => "[stack and loader areas]".into(),
+        Region::Unmapped => "[outside traced mappings]".into(),
         Region::NoCode => "[no code record]".into(),
     }
 }
@@ -54,8 +54,13 @@ fn sort(rows: &mut [AttributedRow]) {
 }
 
 /// The report section for `a`; files are named from `files` (number → path) and their
-/// functions from the files as they are now.
-pub fn report(a: &Attribution, files: &HashMap<u32, String>) -> AttributionReport {
+/// functions from the files as they are now, kernel code by `kernel` (an address of the
+/// machine → the function there, for system traces).
+pub fn report(
+    a: &Attribution,
+    files: &HashMap<u32, String>,
+    kernel: Option<&dyn Fn(u64) -> Option<String>>,
+) -> AttributionReport {
     let mut by_mapping: HashMap<String, Misses> = HashMap::new();
     for (p, m) in &a.data {
         by_mapping
@@ -90,6 +95,9 @@ pub fn report(a: &Attribution, files: &HashMap<u32, String>) -> AttributionRepor
                     .and_then(|s| s.at_offset(p.offset))
                     .map_or_else(|| "[no symbol]".to_string(), |s| s.name.clone())
             }
+            Region::Kernel => kernel
+                .and_then(|k| k(p.offset))
+                .unwrap_or_else(|| "[no symbol]".to_string()),
             _ => "[no file]".to_string(),
         };
         by_function.entry((name, map)).or_default().add(m);

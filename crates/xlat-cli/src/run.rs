@@ -231,7 +231,14 @@ impl RunOpts {
             crate::traces::name_fetch_misses(path, &mut report)?;
         }
         if let Some(a) = sim.attribution() {
-            report.attribution = Some(crate::attribution::report(a, &names.files));
+            let syms = trace.and_then(crate::traces::kernel_namer);
+            let bits = sim.config().va_bits();
+            let kernel = |va: u64| {
+                let src = crate::traces::source_address(va, bits)?;
+                Some(syms.as_ref()?.function(src)?.0.to_string())
+            };
+            let kernel: Option<&dyn Fn(u64) -> Option<String>> = Some(&kernel);
+            report.attribution = Some(crate::attribution::report(a, &names.files, kernel));
         }
         Ok(report)
     }

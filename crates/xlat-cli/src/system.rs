@@ -205,10 +205,10 @@ pub fn trace(a: &TraceArgs) -> Result<i32> {
     let s = finish_trace(w, meta, dest, out)?;
     let bytes = std::fs::metadata(out)?.len();
     eprintln!(
-        "xlat: {} events ({} references: {} instructions, {} loads, {} stores) from {} \
-         address space(s) in {:.2} s to {}: {} bytes",
+        "xlat: {} events ({} refs, a basic block once; {} instructions, {} loads, {} stores) \
+         from {} address space(s) in {:.2} s to {}: {} bytes",
         s.events(),
-        s.references(),
+        s.refs(),
         s.instructions,
         s.count(xlat_trace::EventKind::Load),
         s.count(xlat_trace::EventKind::Store),

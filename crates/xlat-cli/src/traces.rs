@@ -323,6 +323,27 @@ impl Job<'_, '_> {
     }
 }
 
+/// Where address `a` of a `bits`-bit machine replaying a system trace was in the trace
+/// (the inverse of `Canonical` and of the kernel's fold), if it can be told.
+pub fn source_address(a: u64, bits: u32) -> Option<u64> {
+    match bits {
+        64.. => Some(a),
+        48..=63 if a >> (bits - 1) & 1 == 1 => Some(a | !((1u64 << bits) - 1)),
+        48..=63 => Some(a),
+        _ => crate::fold::image_address(a, bits),
+    }
+}
+
+/// The guest kernel's function at each trace address, for a system trace (`None` for
+/// any other trace, or one whose symbols are gone).
+pub fn kernel_namer(path: &Path) -> Option<xlat_system::Symbols> {
+    let reader = TraceReader::open(path).ok()?;
+    if !is_system(reader.header()) {
+        return None;
+    }
+    crate::syscalls::kernel_symbols(&reader, &shown(path)).ok()
+}
+
 /// For a system trace: where each of the report's most-missed code pages came from in
 /// the trace, and the guest kernel's functions on it.
 pub fn name_fetch_misses(path: &Path, r: &mut xlat_sim::Report) -> Result<()> {
@@ -335,12 +356,7 @@ pub fn name_fetch_misses(path: &Path, r: &mut xlat_sim::Report) -> Result<()> {
     let bits = r.machine.va_bits();
     let page = r.machine.page_table.base_page().bytes();
     for p in &mut r.fetch_miss_pages {
-        let src = match bits {
-            64.. => Some(p.page),
-            48..=63 if p.page >> (bits - 1) & 1 == 1 => Some(p.page | !((1u64 << bits) - 1)),
-            48..=63 => Some(p.page),
-            _ => crate::fold::image_address(p.page, bits),
-        };
+        let src = source_address(p.page, bits);
         p.source = src.filter(|&s| s != p.page);
         if let Some(s) = src.filter(|s| s >> 63 == 1) {
             p.functions = syms

@@ -94,7 +94,7 @@ fn misses_by_mapping_and_function_of_a_real_program() {
     let mapping = |n: &str| m.iter().find(|r| r["name"] == n).cloned();
     assert!(mapping("[anon]").unwrap()["data_walks"].as_u64().unwrap() >= 64 * 2);
     assert!(
-        mapping("[stack and loader areas]").unwrap()["data_walks"]
+        mapping("[outside traced mappings]").unwrap()["data_walks"]
             .as_u64()
             .unwrap()
             >= 63

@@ -203,6 +203,36 @@ fn a_system_capture_records_the_kernel_and_every_process() {
         assert_eq!(page & 0xfff, src & 0xfff);
     }
 
+    // Attribution: kernel code named from kallsyms, every walk counted once.
+    let r = replay_report(&d, &t, &["-m", "skylake", "--attribute"]);
+    let a = &r["attribution"];
+    let names: std::collections::HashSet<String> =
+        kallsyms().into_iter().map(|(_, _, n)| n).collect();
+    let funcs = a["functions"].as_array().unwrap();
+    let kernel: Vec<_> = funcs
+        .iter()
+        .filter(|f| f["mapping"] == "[kernel]")
+        .collect();
+    assert!(!kernel.is_empty(), "{funcs:?}");
+    assert!(
+        kernel
+            .iter()
+            .all(|f| names.contains(f["name"].as_str().unwrap()) || f["name"] == "[no symbol]"),
+        "{kernel:?}"
+    );
+    let walks = |rows: &serde_json::Value| -> u64 {
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["fetch_walks"].as_u64().unwrap() + f["data_walks"].as_u64().unwrap())
+            .sum()
+    };
+    assert_eq!(
+        walks(&a["functions"]),
+        r["walks"]["walks"].as_u64().unwrap()
+    );
+    assert_eq!(walks(&a["mappings"]), r["walks"]["walks"].as_u64().unwrap());
+
     // Code pages per kernel entry: every entry counted once, named.
     let o = d.xlat(&["syscalls", t.to_str().unwrap(), "--top", "100"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));

@@ -50,7 +50,8 @@ impl Misses {
     }
 }
 
-/// A location: a region, and for a file the byte offset in it (0 otherwise).
+/// A location: a region, and for a file the byte offset in it, for the kernel the
+/// address (code only), else 0.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Place {
     pub region: Region,
@@ -60,7 +61,8 @@ pub struct Place {
 /// The counts of a run.
 #[derive(Clone, Debug, Default)]
 pub struct Attribution {
-    /// By the address that missed; a file's offsets rounded down to its base page.
+    /// By the address that missed; a file's offsets rounded down to its base page, other
+    /// regions' offsets 0.
     pub data: FxHashMap<Place, Misses>,
     /// By the running code's exact address (in a file) or region.
     pub code: FxHashMap<Place, Misses>,
@@ -175,7 +177,11 @@ impl<P: PageTable> Sim<P> {
         let region = if p.heap.is_some_and(|(s, e)| (s..e).contains(&va)) {
             Region::Heap
         } else if self.kernel.find(va).is_some() {
-            Region::Kernel
+            // The address itself: the kernel's symbols name it.
+            return Place {
+                region: Region::Kernel,
+                offset: va,
+            };
         } else {
             match p.vmas.find(va) {
                 Some((_, v)) if v.implicit => Region::Unmapped,
@@ -223,9 +229,10 @@ impl<P: PageTable> Sim<P> {
                 },
             }
         };
-        if matches!(data.region, Region::File(_)) {
-            data.offset &= !((1u64 << self.base_shift) - 1);
-        }
+        data.offset = match data.region {
+            Region::File(_) => data.offset & !((1u64 << self.base_shift) - 1),
+            _ => 0,
+        };
         let a = self.attrib.as_mut().expect("counting");
         for (m, at) in [(&mut a.data, data), (&mut a.code, code)] {
             let e = m.entry(at).or_default();
