@@ -68,6 +68,15 @@ pub struct Attribution {
     pub code: FxHashMap<Place, Misses>,
 }
 
+/// A process's notes for attribution.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Notes {
+    /// What files the stream said its ranges hold (`Event::MapFile`).
+    pub(super) labels: Ranges<FileLabel>,
+    /// Each thread's running code (while attributing).
+    pub(super) pcs: Pcs,
+}
+
 /// The running code of each thread of a process (`pc` for `tid`, the others saved).
 #[derive(Clone, Debug, Default)]
 pub(super) struct Pcs {
@@ -148,6 +157,7 @@ impl<P: PageTable> Sim<P> {
         self.slots[cur]
             .as_mut()
             .expect("cur")
+            .notes
             .labels
             .insert(start, label);
         Ok(())
@@ -168,7 +178,7 @@ impl<P: PageTable> Sim<P> {
     /// The region of `va` in process `cur`, and its offset in a file.
     fn place(&self, cur: usize, va: u64) -> Place {
         let p = self.slots[cur].as_ref().expect("current process");
-        if let Some((s, l)) = p.labels.find(va) {
+        if let Some((s, l)) = p.notes.labels.find(va) {
             return Place {
                 region: Region::File(l.file),
                 offset: l.offset.saturating_add(va - s),
@@ -202,11 +212,20 @@ impl<P: PageTable> Sim<P> {
             return;
         };
         match *ev {
-            Event::Block(b) => p.pcs.set(b.tid, b.addr.0),
-            Event::Access(a) if a.kind == AccessKind::Fetch => p.pcs.set(a.tid, a.addr.0),
-            Event::Access(a) => p.pcs.select(a.tid),
-            Event::ThreadExit { tid } => p.pcs.end(tid),
+            Event::Block(b) => p.notes.pcs.set(b.tid, b.addr.0),
+            Event::Access(a) if a.kind == AccessKind::Fetch => p.notes.pcs.set(a.tid, a.addr.0),
+            Event::Access(a) => p.notes.pcs.select(a.tid),
+            Event::ThreadExit { tid } => p.notes.pcs.end(tid),
             _ => {}
+        }
+    }
+
+    /// The walk of a translation of `kind` at `va` that started with `before` walks
+    /// counted, if it walked (a translation walks at most once).
+    pub(super) fn attribute_walk(&mut self, kind: AccessKind, va: u64, before: u64) {
+        debug_assert!(self.c.walks - before <= 1, "one walk per translation");
+        if self.c.walks > before {
+            self.attribute_miss(kind, va, true);
         }
     }
 
@@ -221,7 +240,7 @@ impl<P: PageTable> Sim<P> {
         let code = if side == 0 {
             data
         } else {
-            match self.slots[cur].as_ref().expect("cur").pcs.pc {
+            match self.slots[cur].as_ref().expect("cur").notes.pcs.pc {
                 Some(pc) => self.place(cur, pc),
                 None => Place {
                     region: Region::NoCode,

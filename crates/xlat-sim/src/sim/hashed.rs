@@ -95,7 +95,29 @@ impl<P: PageTable> Sim<P> {
         }
     }
 
-    /// Past the first level: the other levels, then the reload.
+    /// [`Sim::past_l1_hashed`] while attributing: the translation itself runs untracked.
+    #[cold]
+    #[inline(never)]
+    fn past_l1_hashed_attributed(
+        &mut self,
+        kind: AccessKind,
+        ea: u64,
+        va: u64,
+        l1: Option<Entry>,
+    ) -> Result<u32, SimError> {
+        let walks = self.c.walks;
+        if l1.is_none() {
+            self.attribute_miss(kind, ea, false);
+        }
+        self.tracking = false;
+        let r = self.past_l1_hashed(kind, ea, va, l1);
+        self.tracking = true;
+        self.attribute_walk(kind, ea, walks);
+        r
+    }
+
+    /// Past the first level: the other levels, then the reload (attributed out of line
+    /// when asked, as on radix machines).
     #[inline(never)]
     fn past_l1_hashed(
         &mut self,
@@ -104,7 +126,11 @@ impl<P: PageTable> Sim<P> {
         va: u64,
         l1: Option<Entry>,
     ) -> Result<u32, SimError> {
-        self.note_l1_miss(kind, ea, &l1);
+        if self.tracking {
+            return self.past_l1_hashed_attributed(kind, ea, va, l1);
+        }
+        self.note_fetch_miss(kind, ea, &l1);
+
         let side = (kind != AccessKind::Fetch) as usize;
         let store = kind == AccessKind::Store;
         let cur = self.cur.expect("checked by translate");
@@ -139,9 +165,6 @@ impl<P: PageTable> Sim<P> {
                 self.reload(cur, kind, ea, va)?
             }
         };
-        if self.tracking {
-            self.attribute_miss(kind, ea, true);
-        }
         self.tlb.fill(nl, side, va, &leaf, PAGE_SHIFT, 0);
         self.data_ref(leaf.pfn, leaf.shift, va);
         Ok(leaf.shift as u32)

@@ -45,7 +45,7 @@ use crate::physmem::PhysMem;
 use crate::pwc::Pwc;
 use crate::stats::*;
 use crate::tlb::{Entry, Tlbs};
-use crate::vma::{FileLabel, Ranges, Vma, Vmas};
+use crate::vma::{Vma, Vmas};
 pub use attribution::{Attribution, Misses, Place, Region};
 use rustc_hash::FxHashMap;
 use xlat_types::{
@@ -57,10 +57,8 @@ struct Process<P> {
     pt: P,
     vmas: Vmas,
     heap: Option<(u64, u64)>,
-    /// What files the stream said its ranges hold (`Event::MapFile`).
-    labels: Ranges<FileLabel>,
-    /// Each thread's running code (while attributing).
-    pcs: attribution::Pcs,
+    /// Attribution's notes (boxed: a larger slot cost the hot loop instructions).
+    notes: Box<attribution::Notes>,
     asid: u16,
     asid_gen: u64,
     /// Hashed machines: the context number (0 = none yet), valid in `asid_gen`.
@@ -244,8 +242,7 @@ impl<P: PageTable> Sim<P> {
                 pt,
                 vmas,
                 heap: None,
-                labels: Ranges::default(),
-                pcs: Default::default(),
+                notes: Default::default(),
                 asid: 0,
                 asid_gen: 0,
                 ctx: 0,
@@ -303,6 +300,28 @@ impl<P: PageTable> Sim<P> {
         if self.mem_probe.is_some() {
             self.host_check("the events so far", 0, "the host memory in use")?;
         }
+        if self.tracking {
+            return self.run_tracked(events);
+        }
+        self.run_loop(events)
+    }
+
+    /// While attributing: the running code is followed before each event
+    /// (`attribution.rs`), one event per loop call, so that the loop of every other run
+    /// has no per-event test for it (one cost 2 instructions per reference).
+    #[cold]
+    #[inline(never)]
+    fn run_tracked(&mut self, events: &[Event]) -> Result<(), SimError> {
+        for ev in events.chunks(1) {
+            self.track(&ev[0]);
+            self.run_loop(ev)?;
+        }
+        Ok(())
+    }
+
+    /// The event loop for the machine's kind and the CPU's features.
+    #[inline(always)]
+    fn run_loop(&mut self, events: &[Event]) -> Result<(), SimError> {
         let hashed = self.hash.is_some();
         #[cfg(target_arch = "x86_64")]
         if self.runs_v3() {
@@ -369,9 +388,6 @@ impl<P: PageTable> Sim<P> {
                 } else {
                     self.prefetch_ahead(events, i, early);
                 }
-            }
-            if self.tracking {
-                self.track(ev);
             }
             match *ev {
                 Event::Access(a) => self.access::<V3, H>(a.kind, a.addr.0, a.size)?,
@@ -545,6 +561,9 @@ impl<P: PageTable> Sim<P> {
     #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
     #[inline(never)]
     fn translate_past_l1_v3(&mut self, kind: AccessKind, va: u64) -> Result<u32, SimError> {
+        if self.tracking {
+            return self.past_l1_attributed(kind, va, None);
+        }
         self.past_l1(kind, va, None)
     }
 
@@ -570,6 +589,9 @@ impl<P: PageTable> Sim<P> {
         va: u64,
         l1: Option<Entry>,
     ) -> Result<u32, SimError> {
+        if self.tracking {
+            return self.past_l1_attributed(kind, va, l1);
+        }
         self.past_l1(kind, va, l1)
     }
 
@@ -579,26 +601,42 @@ impl<P: PageTable> Sim<P> {
         self.fetch_misses.get_or_insert_with(FxHashMap::default);
     }
 
-    /// A first-level access to `va` that found no entry (`l1` is `None`), if misses are
-    /// counted by page or attributed.
-    #[inline(always)]
-    fn note_l1_miss(&mut self, kind: AccessKind, va: u64, l1: &Option<Entry>) {
+    /// [`Sim::past_l1`] while attributing: the translation itself runs untracked.
+    #[cold]
+    #[inline(never)]
+    fn past_l1_attributed(
+        &mut self,
+        kind: AccessKind,
+        va: u64,
+        l1: Option<Entry>,
+    ) -> Result<u32, SimError> {
+        let walks = self.c.walks;
         if l1.is_none() {
-            if kind == AccessKind::Fetch {
-                if let Some(m) = &mut self.fetch_misses {
-                    *m.entry(va >> self.base_shift).or_default() += 1;
-                }
-            }
-            if self.tracking {
-                self.attribute_miss(kind, va, false);
+            self.attribute_miss(kind, va, false);
+        }
+        self.tracking = false;
+        let r = self.translate_past_l1(kind, va, l1);
+        self.tracking = true;
+        self.attribute_walk(kind, va, walks);
+        r
+    }
+
+    /// A first-level miss of an instruction fetch at `va`, if they are counted.
+    #[inline(always)]
+    fn note_fetch_miss(&mut self, kind: AccessKind, va: u64, l1: &Option<Entry>) {
+        if kind == AccessKind::Fetch && l1.is_none() {
+            if let Some(m) = &mut self.fetch_misses {
+                *m.entry(va >> self.base_shift).or_default() += 1;
             }
         }
     }
 
-    /// [`Sim::translate_past_l1`]'s body.
+    /// [`Sim::translate_past_l1`]'s body. Its callers attribute out of line when asked
+    /// (one test): hooks inside it cost ~17 instructions per miss in spills, and a second
+    /// caller of this body stopped LLVM inlining its callees.
     #[inline(always)]
     fn past_l1(&mut self, kind: AccessKind, va: u64, l1: Option<Entry>) -> Result<u32, SimError> {
-        self.note_l1_miss(kind, va, &l1);
+        self.note_fetch_miss(kind, va, &l1);
         let side = (kind != AccessKind::Fetch) as usize;
         let store = kind == AccessKind::Store;
         let cur = self.cur.expect("checked by translate");
@@ -646,9 +684,6 @@ impl<P: PageTable> Sim<P> {
         // store-forwarded from the walk's stores.
         let mut w = Walk::default();
         self.walk(cur, va, kind, &mut w)?;
-        if self.tracking {
-            self.attribute_miss(kind, va, true);
-        }
         let leaf = w.leaf.as_ref().expect("a fault always maps the page");
         self.tlb.fill(nl, side, va, leaf, self.base_shift, asid);
         if self.tlb.has_prefetch() {

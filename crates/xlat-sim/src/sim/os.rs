@@ -280,7 +280,7 @@ impl<P: PageTable> Sim<P> {
                     }
                     let p = self.slots[cur].as_mut().expect("cur");
                     p.vmas.insert(start, vma);
-                    p.labels.remove(start, end);
+                    p.notes.labels.remove(start, end);
                 }
                 // Linux populates only accessible areas (`populate_vma_page_range`, mm/gup.c:
                 // a PROT_NONE area is left unpopulated, and the mmap still succeeds).
@@ -328,7 +328,7 @@ impl<P: PageTable> Sim<P> {
                 self.outside_kernel(start, end, what)?;
                 let p = self.slots[cur].as_mut().expect("cur");
                 p.vmas.remove(start, end);
-                p.labels.remove(start, end);
+                p.notes.labels.remove(start, end);
                 self.unmap_pages(cur, start, end);
             }
             Event::MapFile {
@@ -545,7 +545,7 @@ impl<P: PageTable> Sim<P> {
             moved.push((va, leaf));
         });
         p.vmas.remove(os, oe);
-        Self::move_labels(&mut p.labels, os, oe, ns, ne);
+        Self::move_labels(&mut p.notes.labels, os, oe, ns, ne);
         self.c.os.unmap_entries += sw.entries;
         self.c.os.unmap_tables += sw.tables;
         self.c.os.table_visits += sw.visits;
@@ -608,8 +608,7 @@ impl<P: PageTable> Sim<P> {
             pt,
             vmas,
             heap,
-            labels,
-            pcs,
+            notes,
             ..
         } = p;
         let (cpt, sw) = pt.fork(&mut self.mem, &mut |va, leaf, mem| {
@@ -629,8 +628,7 @@ impl<P: PageTable> Sim<P> {
             pt: cpt,
             vmas: vmas.clone(),
             heap: *heap,
-            labels: labels.clone(),
-            pcs: pcs.clone(),
+            notes: notes.clone(),
             asid: 0,
             asid_gen: 0,
             ctx: 0,
@@ -675,8 +673,7 @@ impl<P: PageTable> Sim<P> {
             pt,
             vmas: self.kernel.clone(),
             heap: None,
-            labels: Ranges::default(),
-            pcs: Default::default(),
+            notes: Default::default(),
             asid: 0,
             asid_gen: 0,
             ctx: 0,
