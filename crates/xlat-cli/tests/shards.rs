@@ -8,10 +8,12 @@ use std::process::Command;
 mod common;
 use common::run_xlat as xlat;
 
-/// A sweep of 2 machines × 3 sizes × 3 inputs (a trace and two workloads).
+/// A sweep of 2 machines × 3 sizes × 3 inputs (a trace and two workloads), misses
+/// attributed (the plan carries it).
 fn sweep_args(trace: &Path) -> Vec<String> {
     [
         "sim",
+        "--attribute",
         "-m",
         "skylake",
         "-m",
@@ -66,7 +68,11 @@ fn local(dir: &Path, trace: &Path) -> (serde_json::Value, Vec<String>) {
     let (ok, _, err) = run(&a);
     assert!(ok, "{err}");
     let r = results(&json, &csv);
-    assert_eq!(r.0["runs"].as_array().unwrap().len(), 18);
+    let runs = r.0["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 18);
+    assert!(runs
+        .iter()
+        .all(|r| r["report"]["attribution"]["mappings"].is_array()));
     r
 }
 
