@@ -220,13 +220,29 @@ impl<P: PageTable> Sim<P> {
         }
     }
 
-    /// The walk of a translation of `kind` at `va` that started with `before` walks
-    /// counted, if it walked (a translation walks at most once).
-    pub(super) fn attribute_walk(&mut self, kind: AccessKind, va: u64, before: u64) {
+    /// The translation of `kind` at `va` past the first level, run by `f` untracked (the
+    /// common path, unchanged): its first-level miss (`l1_missed`) and its walk, if it
+    /// walked (at most once), attributed.
+    #[inline(always)]
+    pub(super) fn attributed(
+        &mut self,
+        kind: AccessKind,
+        va: u64,
+        l1_missed: bool,
+        f: impl FnOnce(&mut Self) -> Result<u32, SimError>,
+    ) -> Result<u32, SimError> {
+        let before = self.c.walks;
+        if l1_missed {
+            self.attribute_miss(kind, va, false);
+        }
+        self.tracking = false;
+        let r = f(self);
+        self.tracking = true;
         debug_assert!(self.c.walks - before <= 1, "one walk per translation");
         if self.c.walks > before {
             self.attribute_miss(kind, va, true);
         }
+        r
     }
 
     /// A first-level miss (`walk` false) or a walk (`walk` true) of `kind` at `va` in

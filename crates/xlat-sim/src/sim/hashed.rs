@@ -105,15 +105,9 @@ impl<P: PageTable> Sim<P> {
         va: u64,
         l1: Option<Entry>,
     ) -> Result<u32, SimError> {
-        let walks = self.c.walks;
-        if l1.is_none() {
-            self.attribute_miss(kind, ea, false);
-        }
-        self.tracking = false;
-        let r = self.past_l1_hashed(kind, ea, va, l1);
-        self.tracking = true;
-        self.attribute_walk(kind, ea, walks);
-        r
+        self.attributed(kind, ea, l1.is_none(), |s| {
+            s.past_l1_hashed(kind, ea, va, l1)
+        })
     }
 
     /// Past the first level: the other levels, then the reload (attributed out of line

@@ -33,6 +33,7 @@ mod privilege;
 mod profile;
 mod programs;
 mod report;
+mod walk;
 mod warmup;
 
 use crate::cache::Caches;
@@ -610,15 +611,9 @@ impl<P: PageTable> Sim<P> {
         va: u64,
         l1: Option<Entry>,
     ) -> Result<u32, SimError> {
-        let walks = self.c.walks;
-        if l1.is_none() {
-            self.attribute_miss(kind, va, false);
-        }
-        self.tracking = false;
-        let r = self.translate_past_l1(kind, va, l1);
-        self.tracking = true;
-        self.attribute_walk(kind, va, walks);
-        r
+        self.attributed(kind, va, l1.is_none(), |s| {
+            s.translate_past_l1(kind, va, l1)
+        })
     }
 
     /// A first-level miss of an instruction fetch at `va`, if they are counted.
@@ -708,101 +703,6 @@ impl<P: PageTable> Sim<P> {
     fn data_ref_cached(&mut self, pfn: u64, shift: u8, va: u64) {
         let pa = (pfn << self.base_shift) + (va & ((1u64 << shift) - 1));
         self.caches.access(pa, false);
-    }
-
-    fn multi_fill(&mut self, cur: usize, va: u64) {
-        let line = self.caches.line_bytes();
-        let p = self.slots[cur].as_ref().expect("current process");
-        p.pt.line_neighbours(VirtAddr(va), line, &mut self.scratch);
-        for &(nva, leaf) in &self.scratch {
-            let e = entry_of(&leaf);
-            self.tlb.prefetch_put(nva, e, self.asid);
-        }
-    }
-
-    /// Walks process `cur`'s tables for `va` into `w`.
-    #[inline(always)]
-    fn walk_current(&self, cur: usize, va: u64, w: &mut Walk) {
-        self.slots[cur]
-            .as_ref()
-            .expect("current process")
-            .pt
-            .walk_into(VirtAddr(va), w);
-    }
-
-    /// Walks the current tables for `va` into `w`, serving the page fault (or a store's
-    /// write fault) first when the walk ends without a usable leaf, and walking again:
-    /// `w` ends with the leaf present.
-    #[inline(always)]
-    fn walk_present(
-        &mut self,
-        cur: usize,
-        va: u64,
-        kind: AccessKind,
-        w: &mut Walk,
-    ) -> Result<(), SimError> {
-        self.walk_current(cur, va, w);
-        for _ in 0..MAX_ATTEMPTS {
-            match w.leaf {
-                None => {
-                    self.c.faulting_walks += 1;
-                    self.page_fault(cur, va, kind)?;
-                }
-                Some(l) if kind == AccessKind::Store && !l.writable() => {
-                    self.c.faulting_walks += 1;
-                    self.write_fault(cur, va, kind)?;
-                }
-                Some(_) => break,
-            }
-            self.walk_current(cur, va, w);
-        }
-        Ok(())
-    }
-
-    /// One hardware walk (or software miss handler run) for `va`. A missing
-    /// translation is faulted in first and a store to a read-only page takes its write
-    /// fault first, so the walk counted is the one that completes (one per miss).
-    /// The walk is left in `w`, its leaf present.
-    #[inline(always)]
-    fn walk(
-        &mut self,
-        cur: usize,
-        va: u64,
-        kind: AccessKind,
-        w: &mut Walk,
-    ) -> Result<(), SimError> {
-        self.c.walks += 1;
-        self.walk_present(cur, va, kind, w)?;
-        let mut start = 0;
-        if self.cfg.walker.kind == WalkerKind::Software {
-            self.c.traps += 1;
-            self.c.cyc.trap += self.cfg.walker.trap_cycles + self.cfg.walker.handler_cycles;
-        } else if self.pwc.split() {
-            // Probes and fills in one pass (the same result as `lookup` then `fill`).
-            if let Some(h) = self.pwc.lookup_filling(va, self.asid, w.n - 1) {
-                start = (h + 1).min(w.n - 1);
-                self.c.cyc.walk += self.cfg.walker.pwc_hit_cycles;
-            }
-        } else if !self.pwc.is_empty() {
-            if let Some(h) = self.pwc.lookup(va, self.asid) {
-                start = (h + 1).min(w.n - 1);
-                self.c.cyc.walk += self.cfg.walker.pwc_hit_cycles;
-            }
-            if w.n > 1 {
-                self.pwc.fill(va, start, w.n - 1, self.asid);
-            }
-        }
-        // Plain adds on the hot path: latencies are capped (`config::MAX_LATENCY`), so
-        // these sums cannot wrap in any feasible run; the cold costs saturate (`sat`).
-        // `walk_cycles` is 0 unless the walker is a radix hardware one (validated).
-        self.c.cyc.walk += self.cfg.walker.walk_cycles;
-        if self.nested.is_some() {
-            self.nested_walk(va, start, w);
-        } else {
-            self.c.cyc.walk += self.caches.access_walk(&w.refs[start..w.n]);
-        }
-        self.c.walk_spans[start][w.n] += 1;
-        Ok(())
     }
 }
 

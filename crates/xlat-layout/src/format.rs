@@ -1,0 +1,63 @@
+//! Writers for linkers' function-ordering inputs.
+//!
+//! Names are emitted verbatim, one entry per line, each line ending in `\n`. They must not
+//! contain whitespace; for gold and GNU ld they should also avoid the glob characters `*`, `?`,
+//! `[` and `\` (both linkers treat them as wildcards). Mangled C++ and Rust symbols are fine.
+//!
+//! The objects must be compiled with `-ffunction-sections` (each function in its own
+//! `.text.NAME` section) for gold and GNU ld; lld orders by symbol and needs it too for
+//! functions to be movable. GCC puts functions it considers hot / cold (profile feedback,
+//! `__attribute__((hot/cold))`, `-freorder-functions`) in `.text.hot.NAME` /
+//! `.text.unlikely.NAME`; gold and ld also match those names for each function, so a function
+//! placed there by the compiler still lands where the profile wants it. `.text.startup.` and
+//! `.text.exit.` (static constructors / destructors, run once) are not listed.
+
+/// The section-name prefixes listed for each function by [`gold_section_ordering`] and
+/// [`ld_script_fragment`], in that order.
+pub const TEXT_PREFIXES: [&str; 3] = [".text.", ".text.hot.", ".text.unlikely."];
+
+/// lld's `--symbol-ordering-file` (`-Wl,--symbol-ordering-file=order.txt`): one symbol per
+/// line.
+pub fn lld_symbol_ordering(names: &[&str]) -> String {
+    names.iter().map(|n| format!("{n}\n")).collect()
+}
+
+/// gold's `--section-ordering-file` (`-Wl,--section-ordering-file=order.txt`): input section
+/// names, one per line, in the wanted order. For each function, `.text.NAME`,
+/// `.text.hot.NAME` and `.text.unlikely.NAME` (see the module doc); names that match no
+/// section are ignored by gold.
+pub fn gold_section_ordering(names: &[&str]) -> String {
+    let mut out = String::new();
+    for n in names {
+        for p in TEXT_PREFIXES {
+            out.push_str(p);
+            out.push_str(n);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// GNU ld: input-section descriptions, one per function,
+/// `*(.text.NAME .text.hot.NAME .text.unlikely.NAME)`, indented by four spaces — a fragment for
+/// the inside of the `.text` output section. Use: take the default script (`ld --verbose`),
+/// and make `INCLUDE order.ld` the first statement of its `.text : { ... }` (before the
+/// default `*(.text.unlikely ...)`/`*(.text .text.*)` lines: ld assigns a section to the
+/// first description that matches it), then link with `-Wl,-T,script.ld`. Alternatively wrap
+/// it as `SECTIONS { .text.ordered : { <fragment> } } INSERT BEFORE .text;` and pass that
+/// with `-Wl,-T,` (an extra output section just before `.text`; the default script is kept).
+pub fn ld_script_fragment(names: &[&str]) -> String {
+    let mut out = String::new();
+    for n in names {
+        out.push_str("    *(");
+        for (i, p) in TEXT_PREFIXES.iter().enumerate() {
+            if i > 0 {
+                out.push(' ');
+            }
+            out.push_str(p);
+            out.push_str(n);
+        }
+        out.push_str(")\n");
+    }
+    out
+}

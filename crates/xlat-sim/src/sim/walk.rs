@@ -1,0 +1,102 @@
+//! The hardware walk of a first-level miss that every TLB level missed: the page
+//! tables (faults served first), the walker's kind, the page-walk caches and the cache
+//! model's references, the prefetch buffer's neighbours.
+
+use super::*;
+
+impl<P: PageTable> Sim<P> {
+    pub(super) fn multi_fill(&mut self, cur: usize, va: u64) {
+        let line = self.caches.line_bytes();
+        let p = self.slots[cur].as_ref().expect("current process");
+        p.pt.line_neighbours(VirtAddr(va), line, &mut self.scratch);
+        for &(nva, leaf) in &self.scratch {
+            let e = entry_of(&leaf);
+            self.tlb.prefetch_put(nva, e, self.asid);
+        }
+    }
+
+    /// Walks process `cur`'s tables for `va` into `w`.
+    #[inline(always)]
+    pub(super) fn walk_current(&self, cur: usize, va: u64, w: &mut Walk) {
+        self.slots[cur]
+            .as_ref()
+            .expect("current process")
+            .pt
+            .walk_into(VirtAddr(va), w);
+    }
+
+    /// Walks the current tables for `va` into `w`, serving the page fault (or a store's
+    /// write fault) first when the walk ends without a usable leaf, and walking again:
+    /// `w` ends with the leaf present.
+    #[inline(always)]
+    pub(super) fn walk_present(
+        &mut self,
+        cur: usize,
+        va: u64,
+        kind: AccessKind,
+        w: &mut Walk,
+    ) -> Result<(), SimError> {
+        self.walk_current(cur, va, w);
+        for _ in 0..MAX_ATTEMPTS {
+            match w.leaf {
+                None => {
+                    self.c.faulting_walks += 1;
+                    self.page_fault(cur, va, kind)?;
+                }
+                Some(l) if kind == AccessKind::Store && !l.writable() => {
+                    self.c.faulting_walks += 1;
+                    self.write_fault(cur, va, kind)?;
+                }
+                Some(_) => break,
+            }
+            self.walk_current(cur, va, w);
+        }
+        Ok(())
+    }
+
+    /// One hardware walk (or software miss handler run) for `va`. A missing
+    /// translation is faulted in first and a store to a read-only page takes its write
+    /// fault first, so the walk counted is the one that completes (one per miss).
+    /// The walk is left in `w`, its leaf present.
+    #[inline(always)]
+    pub(super) fn walk(
+        &mut self,
+        cur: usize,
+        va: u64,
+        kind: AccessKind,
+        w: &mut Walk,
+    ) -> Result<(), SimError> {
+        self.c.walks += 1;
+        self.walk_present(cur, va, kind, w)?;
+        let mut start = 0;
+        if self.cfg.walker.kind == WalkerKind::Software {
+            self.c.traps += 1;
+            self.c.cyc.trap += self.cfg.walker.trap_cycles + self.cfg.walker.handler_cycles;
+        } else if self.pwc.split() {
+            // Probes and fills in one pass (the same result as `lookup` then `fill`).
+            if let Some(h) = self.pwc.lookup_filling(va, self.asid, w.n - 1) {
+                start = (h + 1).min(w.n - 1);
+                self.c.cyc.walk += self.cfg.walker.pwc_hit_cycles;
+            }
+        } else if !self.pwc.is_empty() {
+            if let Some(h) = self.pwc.lookup(va, self.asid) {
+                start = (h + 1).min(w.n - 1);
+                self.c.cyc.walk += self.cfg.walker.pwc_hit_cycles;
+            }
+            if w.n > 1 {
+                self.pwc.fill(va, start, w.n - 1, self.asid);
+            }
+        }
+        // Plain adds on the hot path: latencies are capped (`config::MAX_LATENCY`), so
+        // these sums cannot wrap in any feasible run; the cold costs saturate (`sat`).
+        // `walk_cycles` is 0 unless the walker is a radix hardware one (validated).
+        self.c.cyc.walk += self.cfg.walker.walk_cycles;
+        if self.nested.is_some() {
+            self.nested_walk(va, start, w);
+        } else {
+            self.c.cyc.walk += self.caches.access_walk(&w.refs[start..w.n]);
+        }
+        self.c.walk_spans[start][w.n] += 1;
+        Ok(())
+    }
+}
