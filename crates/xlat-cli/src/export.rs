@@ -56,7 +56,7 @@ struct JsonOut<'a> {
 
 /// Writes `path` through an [`OutFile`] with `body`, committing it; any error (a full
 /// disk) is the command's.
-fn write_file(
+pub(crate) fn write_file(
     path: &Path,
     body: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
 ) -> Result<()> {

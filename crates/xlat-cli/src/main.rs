@@ -12,6 +12,7 @@ mod export;
 mod fanout;
 mod fold;
 mod html;
+mod layout;
 mod live;
 mod memory;
 mod output;
@@ -120,6 +121,11 @@ enum Cmd {
         #[arg(short, long)]
         output: PathBuf,
     },
+    /// Order a traced program's functions so its hot code touches fewer pages, and write
+    /// the order for the linker.
+    ///
+    /// `xlat layout prog.xlt -o order.txt` then `clang -fuse-ld=lld -Wl,--symbol-ordering-file=order.txt`
+    Layout(layout::LayoutArgs),
     /// Run a program under QEMU and simulate its references online (report on stderr).
     ///
     /// `xlat run --machine zen4 -- gzip -9 -c big.tar > out.gz`
@@ -318,6 +324,7 @@ fn main() {
             } => scenario::run(&name, check, quick),
         },
         Cmd::Probe(a) => probe_plots::run(a),
+        Cmd::Layout(a) => layout::run(&a),
         Cmd::Calibrate(a) => calibrate::run(a),
         Cmd::Convert {
             input,

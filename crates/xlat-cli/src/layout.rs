@@ -1,0 +1,321 @@
+//! `xlat layout`: a function order for a traced program's binary that packs its hot code
+//! into fewer pages (issue 19). Per function, the instructions fetched in it and the calls
+//! into it come from the trace's blocks (files named by its `map-file` records, functions
+//! by `xlat-symbols`); the order comes from C3 or Pettis–Hansen (`xlat-layout`) and is
+//! written in a linker's format.
+
+use anyhow::{bail, Context, Result};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use xlat_layout::{CallGraph, Function, Params};
+use xlat_sim::vma::{FileLabel, Ranges};
+use xlat_symbols::Symbols;
+use xlat_trace::TraceReader;
+use xlat_types::{Event, EventSource};
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum Algorithm {
+    /// Call-chain clustering (Ottoni & Maher, CGO 2017).
+    C3,
+    /// Pettis & Hansen, PLDI 1990.
+    PettisHansen,
+}
+
+impl Algorithm {
+    fn name(self) -> &'static str {
+        match self {
+            Algorithm::C3 => "C3",
+            Algorithm::PettisHansen => "Pettis-Hansen",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum Format {
+    /// lld's `--symbol-ordering-file`: one symbol per line.
+    Lld,
+    /// gold's `--section-ordering-file` (code built with `-ffunction-sections`).
+    Gold,
+    /// A GNU ld script fragment for the `.text` output section.
+    Ld,
+}
+
+#[derive(clap::Args)]
+pub struct LayoutArgs {
+    /// The program's trace (`xlat trace`).
+    pub trace: PathBuf,
+    /// The binary to order: its path, or the end of it (default: the file with the most
+    /// instructions fetched that is not a shared library).
+    #[arg(long)]
+    pub binary: Option<String>,
+    #[arg(long, value_enum, default_value = "c3")]
+    pub algorithm: Algorithm,
+    #[arg(long, value_enum, default_value = "lld")]
+    pub format: Format,
+    /// Where the order goes.
+    #[arg(short, long)]
+    pub output: PathBuf,
+    /// The page the clusters are packed into and pages are counted in.
+    #[arg(long, default_value = "4KiB", value_parser = crate::parse_bytes)]
+    pub page: u64,
+}
+
+/// A place in a file: (file number, byte offset).
+type At = (u32, u64);
+
+/// What the trace's blocks say about code: instructions per block start, and how often
+/// each block follows another in the same thread.
+#[derive(Default)]
+struct Profile {
+    insns: HashMap<At, u64>,
+    next: HashMap<(At, At), u64>,
+    /// Instructions outside every named file.
+    unnamed: u64,
+}
+
+/// Per process, what files its ranges hold (the simulator's rules: a later mmap, munmap
+/// or exec forgets a label, mremap moves it, fork copies it).
+#[derive(Default)]
+struct Spaces {
+    labels: HashMap<u32, Ranges<FileLabel>>,
+    cur: u32,
+}
+
+impl Spaces {
+    fn at(&self, va: u64) -> Option<At> {
+        let (s, l) = self.labels.get(&self.cur)?.find(va)?;
+        Some((l.file, l.offset + (va - s)))
+    }
+
+    fn event(&mut self, e: &Event) {
+        let cur = self.labels.entry(self.cur).or_default();
+        match *e {
+            Event::MapFile {
+                addr,
+                len,
+                offset,
+                file,
+            } => cur.insert(
+                addr.0,
+                FileLabel {
+                    end: addr.0.saturating_add(len),
+                    file,
+                    offset,
+                },
+            ),
+            Event::Mmap { addr, len, .. } | Event::Munmap { addr, len } => {
+                cur.remove(addr.0, addr.0.saturating_add(len));
+            }
+            Event::Mremap {
+                old,
+                old_len,
+                new,
+                new_len,
+            } => {
+                let moved = cur.within(old.0, old.0.saturating_add(old_len));
+                cur.remove(old.0, old.0.saturating_add(old_len));
+                for (s, mut l) in moved {
+                    l.end = (l.end - old.0 + new.0).min(new.0.saturating_add(new_len));
+                    cur.insert(s - old.0 + new.0, l);
+                }
+            }
+            Event::Fork { child } => {
+                let copy = cur.clone();
+                self.labels.insert(child.0, copy);
+            }
+            Event::Switch { pid } => self.cur = pid.0,
+            Event::Exit | Event::Exec | Event::ExecTraced => {
+                self.labels.remove(&self.cur);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Reads the trace: its code profile and its file table.
+fn profile(path: &Path) -> Result<(Profile, HashMap<u32, String>)> {
+    let what = crate::output::shown(path);
+    let mut r = TraceReader::open(path).with_context(|| format!("trace {what}"))?;
+    let mut p = Profile::default();
+    let mut spaces = Spaces {
+        cur: xlat_types::Pid::INIT.0,
+        ..Spaces::default()
+    };
+    let mut last: HashMap<(u32, u32), At> = HashMap::new();
+    let mut buf = Vec::new();
+    while r
+        .fill(&mut buf, 1 << 16)
+        .with_context(|| format!("trace {what}"))?
+    {
+        for e in &buf {
+            let Event::Block(b) = e else {
+                spaces.event(e);
+                continue;
+            };
+            let thread = (spaces.cur, b.tid.0);
+            match spaces.at(b.addr.0) {
+                Some(at) => {
+                    *p.insns.entry(at).or_default() += b.insns as u64;
+                    if let Some(prev) = last.insert(thread, at) {
+                        *p.next.entry((prev, at)).or_default() += 1;
+                    }
+                }
+                None => {
+                    p.unnamed += b.insns as u64;
+                    last.remove(&thread);
+                }
+            }
+        }
+    }
+    let files = r
+        .end_summary()
+        .map(|s| xlat_trace::file_names(&s.end_meta))
+        .unwrap_or_default();
+    if files.is_empty() {
+        bail!(
+            "trace {what} names no files (no `map-file` records): capture it again with \
+             this xlat's `xlat trace`, which records the files a program maps"
+        );
+    }
+    Ok((p, files))
+}
+
+/// The file to order: the one `want` names, or the hottest that is not a library.
+fn choose(p: &Profile, files: &HashMap<u32, String>, want: Option<&str>) -> Result<u32> {
+    let mut heat: HashMap<u32, u64> = HashMap::new();
+    for (&(f, _), &n) in &p.insns {
+        *heat.entry(f).or_default() += n;
+    }
+    let mut cands: Vec<(u64, u32)> = files
+        .iter()
+        .filter(|(_, path)| match want {
+            Some(w) => path.ends_with(w),
+            None => !path.contains(".so"),
+        })
+        .map(|(&id, _)| (heat.get(&id).copied().unwrap_or(0), id))
+        .collect();
+    cands.sort_unstable_by(|a, b| b.cmp(a));
+    match (cands.first(), want) {
+        (Some(&(h, id)), _) if h > 0 => Ok(id),
+        (_, Some(w)) => bail!("no file the program ran code from ends with `{w}`"),
+        _ => bail!("the program ran no code outside shared libraries: name one with --binary"),
+    }
+}
+
+/// `xlat layout`.
+pub fn run(a: &LayoutArgs) -> Result<()> {
+    if !a.page.is_power_of_two() {
+        bail!("--page {}: a power of two", a.page);
+    }
+    let (p, files) = profile(&a.trace)?;
+    let id = choose(&p, &files, a.binary.as_deref())?;
+    let path = &files[&id];
+    let syms = Symbols::open(Path::new(path)).map_err(|e| anyhow::anyhow!("{e}"))?;
+    // The binary's functions, by address; the graph's nodes.
+    let funcs: Vec<&xlat_symbols::Symbol> = syms.functions().collect();
+    let index: HashMap<u64, usize> = funcs.iter().enumerate().map(|(i, s)| (s.addr, i)).collect();
+    let func_at = |off: u64| -> Option<(usize, bool)> {
+        let v = syms.vaddr_of_offset(off)?;
+        let s = syms.at_vaddr(v)?;
+        Some((*index.get(&s.addr)?, v == s.addr))
+    };
+    let mut heat = vec![0u64; funcs.len()];
+    let mut unknown = 0u64;
+    for (&(f, off), &n) in &p.insns {
+        if f != id {
+            continue;
+        }
+        match func_at(off) {
+            Some((i, _)) => heat[i] += n,
+            None => unknown += n,
+        }
+    }
+    // A block that starts a function, after one of another function: a call.
+    let mut calls: HashMap<(usize, usize), u64> = HashMap::new();
+    for (&((f0, o0), (f1, o1)), &n) in &p.next {
+        if f0 != id || f1 != id {
+            continue;
+        }
+        if let (Some((a0, _)), Some((a1, true))) = (func_at(o0), func_at(o1)) {
+            if a0 != a1 {
+                *calls.entry((a0, a1)).or_default() += n;
+            }
+        }
+    }
+    let mut edges: Vec<(usize, usize, u64)> =
+        calls.into_iter().map(|((a, b), n)| (a, b, n)).collect();
+    edges.sort_unstable();
+    let g = CallGraph {
+        functions: funcs
+            .iter()
+            .zip(&heat)
+            .map(|(s, &h)| Function::new(s.name.clone(), s.size, h))
+            .collect(),
+        edges,
+    };
+    let order = match a.algorithm {
+        Algorithm::C3 => xlat_layout::c3(
+            &g,
+            &Params {
+                page_size: a.page,
+                ..Params::default()
+            },
+        ),
+        Algorithm::PettisHansen => xlat_layout::pettis_hansen(&g),
+    }?;
+    let names: Vec<&str> = order
+        .iter()
+        .map(|&i| g.functions[i].name.as_str())
+        .collect();
+    let text = match a.format {
+        Format::Lld => xlat_layout::format::lld_symbol_ordering(&names),
+        Format::Gold => xlat_layout::format::gold_section_ordering(&names),
+        Format::Ld => xlat_layout::format::ld_script_fragment(&names),
+    };
+    crate::export::write_file(&a.output, |w| w.write_all(text.as_bytes()))?;
+
+    let hot: Vec<usize> = (0..funcs.len()).filter(|&i| heat[i] > 0).collect();
+    let now = pages_now(&funcs, &hot, a.page);
+    let after = xlat_layout::pages_touched(&order, &g, &hot, a.page, 16);
+    let total: u64 = heat.iter().sum();
+    println!("binary        {path}");
+    println!(
+        "functions     {} ({} ran: {} instructions{})",
+        funcs.len(),
+        hot.len(),
+        total,
+        match unknown {
+            0 => String::new(),
+            u => format!("; {u} outside every function"),
+        }
+    );
+    println!("calls         {} edges between functions", g.edges.len());
+    println!(
+        "hot code      {now} pages of {} now, {after} in the {} order (functions packed \
+         from a page boundary, 16-byte aligned; a prediction, not a relink)",
+        xlat_types::PageSize::from_bytes(a.page).map_or(a.page.to_string(), |p| p.to_string()),
+        a.algorithm.name()
+    );
+    let how = match a.format {
+        Format::Lld => "lld: -Wl,--symbol-ordering-file=FILE",
+        Format::Gold => {
+            "gold, code built with -ffunction-sections: -Wl,--section-ordering-file=FILE"
+        }
+        Format::Ld => "GNU ld: a fragment for the .text output section of a linker script",
+    };
+    println!("written       {} ({how})", crate::output::shown(&a.output));
+    Ok(())
+}
+
+/// Pages the `hot` functions occupy where they are linked now.
+fn pages_now(funcs: &[&xlat_symbols::Symbol], hot: &[usize], page: u64) -> u64 {
+    let mut pages: Vec<u64> = Vec::new();
+    for &i in hot {
+        let s = funcs[i];
+        let last = s.addr + s.size.max(1) - 1;
+        pages.extend(s.addr / page..=last / page);
+    }
+    pages.sort_unstable();
+    pages.dedup();
+    pages.len() as u64
+}
