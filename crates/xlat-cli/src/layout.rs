@@ -111,14 +111,12 @@ impl Spaces {
                 old_len,
                 new,
                 new_len,
-            } => {
-                let moved = cur.within(old.0, old.0.saturating_add(old_len));
-                cur.remove(old.0, old.0.saturating_add(old_len));
-                for (s, mut l) in moved {
-                    l.end = (l.end - old.0 + new.0).min(new.0.saturating_add(new_len));
-                    cur.insert(s - old.0 + new.0, l);
-                }
-            }
+            } => cur.move_range(
+                old.0,
+                old.0.saturating_add(old_len),
+                new.0,
+                new.0.saturating_add(new_len),
+            ),
             Event::Fork { child } => {
                 let copy = cur.clone();
                 self.labels.insert(child.0, copy);

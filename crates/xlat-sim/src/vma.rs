@@ -155,6 +155,18 @@ impl<T: Range> Ranges<T> {
         out
     }
 
+    /// Moves what `[os, oe)` holds to start at `ns`, cut at `ne`, over whatever was there
+    /// (an `mremap`'s labels).
+    pub fn move_range(&mut self, os: u64, oe: u64, ns: u64, ne: u64) {
+        let moved = self.within(os, oe);
+        self.remove(os, oe);
+        self.remove(ns, ne);
+        for (s, mut v) in moved {
+            v.set_end((v.end() - os + ns).min(ne));
+            self.insert(s - os + ns, v);
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.map.len()
     }

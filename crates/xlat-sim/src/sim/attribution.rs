@@ -163,18 +163,6 @@ impl<P: PageTable> Sim<P> {
         Ok(())
     }
 
-    /// Mremap's labels: the ones of `[os, oe)` move to `ns` (cut at `ne`).
-    pub(super) fn move_labels(cur: &mut Ranges<FileLabel>, os: u64, oe: u64, ns: u64, ne: u64) {
-        let moved = cur.within(os, oe);
-        cur.remove(os, oe);
-        cur.remove(ns, ne);
-        for (s, mut l) in moved {
-            let at = s - os + ns;
-            l.end = (l.end - os + ns).min(ne);
-            cur.insert(at, l);
-        }
-    }
-
     /// The region of `va` in process `cur`, and its offset in a file.
     fn place(&self, cur: usize, va: u64) -> Place {
         let p = self.slots[cur].as_ref().expect("current process");

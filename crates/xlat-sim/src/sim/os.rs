@@ -545,7 +545,7 @@ impl<P: PageTable> Sim<P> {
             moved.push((va, leaf));
         });
         p.vmas.remove(os, oe);
-        Self::move_labels(&mut p.notes.labels, os, oe, ns, ne);
+        p.notes.labels.move_range(os, oe, ns, ne);
         self.c.os.unmap_entries += sw.entries;
         self.c.os.unmap_tables += sw.tables;
         self.c.os.table_visits += sw.visits;
