@@ -61,6 +61,10 @@ fn the_c3_order_packs_the_hot_path_and_the_relinked_program_stops_missing() {
         "gold",
         "-o",
         order.to_str().unwrap(),
+        "-m",
+        "mpc855t",
+        "-m",
+        "skylake",
     ]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let out = stdout(&o);
@@ -93,6 +97,34 @@ fn the_c3_order_packs_the_hot_path_and_the_relinked_program_stops_missing() {
     // entries); after: the program's few cold misses.
     assert!(before >= 70_000, "before: {before}");
     assert!(after <= 10, "after: {after}");
+    // The virtual relink replayed the original as traced and predicted both machines'
+    // ITLB misses of the real relink (within 5 %, or 5 misses).
+    for m in ["mpc855t", "skylake"] {
+        let all = |t: &Path| -> u64 {
+            let r = replay_report(&d, t, &["-m", m]);
+            let l = r["tlb_levels"].as_array().unwrap();
+            l.iter()
+                .filter(|x| x["name"] == l[0]["name"] && x["side"] == "i")
+                .map(|x| x["misses"].as_u64().unwrap())
+                .sum()
+        };
+        let (traced, relinked) = (all(&t), all(&t2));
+        let line = out
+            .lines()
+            .find(|l| l.starts_with(m) && l.contains("virtual relink"))
+            .unwrap_or_else(|| panic!("{m}: {out}"));
+        let nums: Vec<u64> = line
+            .split_whitespace()
+            .filter_map(|w| w.replace(',', "").parse().ok())
+            .collect();
+        let near = |a: u64, b: u64| a.abs_diff(b) <= (b / 20).max(5);
+        assert_eq!(nums[0], traced, "{line}");
+        assert!(
+            near(nums[1], relinked),
+            "{m}: predicted {} vs relinked {relinked}",
+            nums[1]
+        );
+    }
 
     // Pettis–Hansen packs the chain too; lld's format is one symbol per line.
     let o = d.xlat(&[

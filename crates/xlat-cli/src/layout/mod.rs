@@ -4,6 +4,8 @@
 //! by `xlat-symbols`); the order comes from C3 or Pettis–Hansen (`xlat-layout`) and is
 //! written in a linker's format.
 
+mod relink;
+
 use anyhow::{bail, Context, Result};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -58,6 +60,10 @@ pub struct LayoutArgs {
     /// The page the clusters are packed into and pages are counted in.
     #[arg(long, default_value = "4KiB", value_parser = crate::parse_bytes)]
     pub page: u64,
+    /// Also replay the trace on this machine (preset or file; repeatable) as it is and with
+    /// the code moved where the order puts it (a virtual relink), and compare ITLB misses.
+    #[arg(short, long = "machine")]
+    pub machines: Vec<String>,
 }
 
 /// A place in a file: (file number, byte offset).
@@ -82,6 +88,13 @@ struct Spaces {
 }
 
 impl Spaces {
+    fn new() -> Spaces {
+        Spaces {
+            cur: xlat_types::Pid::INIT.0,
+            ..Spaces::default()
+        }
+    }
+
     fn at(&self, va: u64) -> Option<At> {
         let (s, l) = self.labels.get(&self.cur)?.find(va)?;
         Some((l.file, l.offset + (va - s)))
@@ -135,10 +148,7 @@ fn profile(path: &Path) -> Result<(Profile, HashMap<u32, String>)> {
     let what = crate::output::shown(path);
     let mut r = TraceReader::open(path).with_context(|| format!("trace {what}"))?;
     let mut p = Profile::default();
-    let mut spaces = Spaces {
-        cur: xlat_types::Pid::INIT.0,
-        ..Spaces::default()
-    };
+    let mut spaces = Spaces::new();
     let mut last: HashMap<(u32, u32), At> = HashMap::new();
     let mut buf = Vec::new();
     while r
@@ -302,6 +312,21 @@ pub fn run(a: &LayoutArgs) -> Result<()> {
         Format::Ld => "GNU ld: a fragment for the .text output section of a linker script",
     };
     println!("written       {} ({how})", crate::output::shown(&a.output));
+    if !a.machines.is_empty() {
+        let new = relink::placement(&funcs, &order, 16);
+        for m in &a.machines {
+            let cfg = xlat_sim::presets::load(m)?;
+            let before = relink::itlb_misses(&cfg, &a.trace, None)?;
+            let after = relink::itlb_misses(&cfg, &a.trace, Some((id, &syms, &new)))?;
+            println!(
+                "{:<13} ITLB misses (first level) {} as traced, {} with the code moved as \
+                 ordered (a virtual relink)",
+                cfg.name,
+                crate::output::n(before),
+                crate::output::n(after)
+            );
+        }
+    }
     Ok(())
 }
 
