@@ -5,34 +5,20 @@
 //! Needs `qemu-x86_64`, `gcc` and binutils' `ld.gold` (see `capture.rs`).
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 mod common;
 use common::*;
 
 /// `hotpath.c` built with `-ffunction-sections` by gold, with `extra` flags.
 fn build(d: &Dir, name: &str, extra: &[&str]) -> PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/hotpath.c");
-    let exe = d.path(name);
-    let out = Command::new("gcc")
-        .args([
-            "-O1",
-            "-fno-toplevel-reorder",
-            "-ffunction-sections",
-            "-fuse-ld=gold",
-        ])
-        .args(extra)
-        .arg("-o")
-        .arg(&exe)
-        .arg(&src)
-        .output()
-        .expect("run gcc");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    exe
+    let mut flags = vec![
+        "-O1",
+        "-fno-toplevel-reorder",
+        "-ffunction-sections",
+        "-fuse-ld=gold",
+    ];
+    flags.extend(extra);
+    d.compile_as("hotpath", name, &flags)
 }
 
 /// The program's own first-level ITLB misses on mpc855t (`--attribute`'s row for it).

@@ -38,7 +38,9 @@ use xlat_capture::wire::{self, access_word, os};
 mod connection;
 mod follow;
 mod maps;
+mod sysno;
 use connection::{collector_died, collector_gone, connect, hand_over, reopen};
+use sysno::*;
 
 #[no_mangle]
 pub static qemu_plugin_version: c_int = QEMU_PLUGIN_VERSION as c_int;
@@ -497,35 +499,6 @@ unsafe extern "C" fn tb_trans(_id: qemu_plugin_id_t, tb: *mut qemu_plugin_tb) {
     );
 }
 
-// x86-64 syscall numbers.
-const SYS_CLOSE: i64 = 3;
-const SYS_DUP2: i64 = 33;
-const SYS_DUP3: i64 = 292;
-const SYS_CLOSE_RANGE: i64 = 436;
-const SYS_MMAP: i64 = 9;
-const SYS_MPROTECT: i64 = 10;
-const SYS_MUNMAP: i64 = 11;
-const SYS_BRK: i64 = 12;
-const SYS_RT_SIGQUEUEINFO: i64 = 129;
-const SYS_MREMAP: i64 = 25;
-const SYS_MADVISE: i64 = 28;
-const SYS_CLONE: i64 = 56;
-const SYS_FORK: i64 = 57;
-const SYS_VFORK: i64 = 58;
-const SYS_EXECVE: i64 = 59;
-const SYS_EXIT: i64 = 60;
-const SYS_KILL: i64 = 62;
-const SYS_TKILL: i64 = 200;
-const SYS_EXIT_GROUP: i64 = 231;
-const SYS_TGKILL: i64 = 234;
-const SYS_RT_TGSIGQUEUEINFO: i64 = 297;
-const SYS_EXECVEAT: i64 = 322;
-
-/// Whether a clone/fork/vfork creates a process (QEMU runs vfork as fork).
-fn is_fork(num: i64, flags: u64) -> bool {
-    num != SYS_CLONE || flags & libc::CLONE_VFORK as u64 != 0 || flags & libc::CLONE_VM as u64 == 0
-}
-
 #[allow(clippy::too_many_arguments)]
 unsafe extern "C" fn syscall(
     _id: qemu_plugin_id_t,
@@ -587,40 +560,6 @@ unsafe extern "C" fn syscall(
     b.state.store(IN_SYSCALL, Release);
     if changes_address_space(num, a4) {
         send_others(vcpu);
-    }
-}
-
-/// Whether syscall `num` (with mmap flags `a4`) may remove or restrict mappings that
-/// other threads' buffered records touched.
-fn changes_address_space(num: i64, a4: u64) -> bool {
-    match num {
-        SYS_MUNMAP | SYS_MREMAP | SYS_MPROTECT | SYS_MADVISE | SYS_BRK => true,
-        SYS_MMAP => a4 & libc::MAP_FIXED as u64 != 0,
-        _ => false,
-    }
-}
-
-/// `MAP_*` flags to the collector's `MapFlags` bits (anon 1, shared 2, populate 4).
-fn map_flags(f: u64) -> u64 {
-    let mut m = 0;
-    if f & libc::MAP_ANONYMOUS as u64 != 0 {
-        m |= 1;
-    }
-    if f & libc::MAP_SHARED as u64 != 0 {
-        m |= 2;
-    }
-    if f & libc::MAP_POPULATE as u64 != 0 {
-        m |= 4;
-    }
-    m
-}
-
-fn advice(a: u64) -> u64 {
-    match a as i32 {
-        libc::MADV_DONTNEED => 0,
-        libc::MADV_HUGEPAGE => 1,
-        libc::MADV_NOHUGEPAGE => 2,
-        _ => 255,
     }
 }
 

@@ -70,12 +70,18 @@ impl Dir {
 
     /// Compiles `tests/programs/NAME.c` to `NAME` (scalar code: no auto-vectorization).
     pub fn compile(&self, name: &str) -> PathBuf {
+        self.compile_as(name, name, &["-O1", "-fno-tree-vectorize", "-pthread"])
+    }
+
+    /// Compiles `tests/programs/SRC.c` to `OUT` with gcc `flags`.
+    pub fn compile_as(&self, src: &str, out: &str, flags: &[&str]) -> PathBuf {
         let src = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/programs")
-            .join(format!("{name}.c"));
-        let exe = self.path(name);
+            .join(format!("{src}.c"));
+        let exe = self.path(out);
         let out = Command::new("gcc")
-            .args(["-O1", "-fno-tree-vectorize", "-pthread", "-o"])
+            .args(flags)
+            .arg("-o")
             .arg(&exe)
             .arg(&src)
             .output()
