@@ -1,10 +1,9 @@
 //! An LRU array that also counts, in the same pass, the misses LRU arrays of other
 //! associativities (same sets, same index function) would have had: the stack algorithm
 //! of Mattson, Gecsei, Slutz and Traiger, "Evaluation techniques for storage
-//! hierarchies" (IBM Systems Journal 9(2), 1970), its stack cut into groups at the
-//! associativities of interest as in Kim, Hill and Wood, "Implementing stack simulation
-//! for highly-associative memories" (SIGMETRICS 1991): a touch costs one step per group
-//! boundary it crosses, not one per stack position.
+//! hierarchies" (IBM Systems Journal 9(2), 1970). A touch at stack distance `d` counts
+//! for every associativity below `d`; the distance is counted on a Fenwick tree over
+//! the set's touch times (`order.rs`), so a touch costs O(log depth) whatever `d`.
 //!
 //! Per set, entries are kept most recent first; a b-way LRU set holds exactly those at
 //! positions ≤ b. An invalidated entry leaves a *hole* in place, a free way of every
@@ -12,53 +11,26 @@
 //! entry (a fill takes a free way rather than evict): that hole vanishes and the touched
 //! entry's old position becomes one. Holes with no entry below them are dropped.
 
-use std::collections::BTreeMap;
+mod order;
+mod table;
 
-use rustc_hash::FxHashMap;
+use order::{Order, What};
+use table::{Node, Table};
 
 use super::{tag, Displaced, Indexer, SetIndex, Slot, GLOBAL};
 
-const NIL: u32 = u32::MAX;
-
-/// The map's owner word of a global entry (above every ASID).
+/// The owner word of a global entry (above every ASID).
 const GLOBAL_OWNER: u64 = 1 << 16;
 
-#[derive(Clone, Copy, Debug, Default)]
-struct Node {
-    /// 0 for a hole.
-    key: u64,
-    data: u64,
-    /// The clock at the entry's last touch (a hole keeps its entry's).
-    stamp: u64,
-    prev: u32,
-    next: u32,
-    group: u32,
-    asid: u16,
-    flags: u8,
-}
-
-#[derive(Clone, Copy, Debug)]
-struct Group {
-    head: u32,
-    tail: u32,
-    len: u32,
-}
-
-const EMPTY: Group = Group {
-    head: NIL,
-    tail: NIL,
-    len: 0,
-};
-
-/// The map key of `key` owned by `asid` (or global) in `set`.
+/// The table's owner word of an entry of `asid` (or global) in `set`.
 #[inline(always)]
-fn map_key(set: usize, key: u64, asid: u16, flags: u8) -> (u64, u64) {
-    let owner = if flags & GLOBAL != 0 {
+fn owner(set: usize, asid: u16, flags: u8) -> u64 {
+    let o = if flags & GLOBAL != 0 {
         GLOBAL_OWNER
     } else {
         asid as u64
     };
-    (key, (set as u64) << 17 | owner)
+    (set as u64) << 17 | o
 }
 
 /// Behaves like an LRU [`super::Dynamic`] array of `ways` ways while counting the
@@ -68,26 +40,26 @@ pub struct StackArray {
     index: Indexer,
     /// Associativities, ascending: group `g` holds positions `(bounds[g-1], bounds[g]]`.
     bounds: Vec<usize>,
-    /// Per group, `bounds[g] - bounds[g-1]`.
-    caps: Vec<u32>,
-    /// The group whose bound is `ways`.
-    wg: usize,
-    /// Per set, its groups (`set * bounds.len() + g`).
-    groups: Vec<Group>,
-    /// Per set, its stack's first node (the most recent).
-    first: Vec<u32>,
-    nodes: Vec<Node>,
-    free: Vec<u32>,
-    /// Per set, its holes by stamp (the last one is the topmost).
-    holes: Vec<BTreeMap<u64, u32>>,
-    /// `(key, set << 17 | asid or GLOBAL_OWNER)` → node.
-    map: FxHashMap<(u64, u64), u32>,
-    /// Global entries in `map`.
+    ways: u32,
+    /// Per position up to `NEAR_GROUPS` (or the depth), its group: one load instead of
+    /// a binary search over the bounds for the common shallow touch.
+    group_of: Vec<u16>,
+    /// The deepest bound: positions kept.
+    depth: u32,
+    /// Stamps per set's window (a power of two, ≥ 4 × depth and ≥ 64).
+    window: usize,
+    orders: Vec<Order>,
+    table: Table,
+    /// Global entries in `table`.
     globals: usize,
-    clock: u64,
     /// Touches by the group the entry was in (`bounds.len()`: absent).
     counts: Vec<u64>,
 }
+
+/// Positions whose group is tabulated.
+const NEAR_GROUPS: usize = 4096;
+
+const NONE: Displaced = Displaced { key: 0, tag: 0 };
 
 impl StackArray {
     /// `index.sets()` sets of `ways` ways, also counting for each associativity of
@@ -101,34 +73,27 @@ impl StackArray {
         b.sort_unstable();
         b.dedup();
         assert!(b[0] > 0, "associativities are at least 1");
+        assert!(b.len() < 1 << 16, "at most 65,535 associativities");
         let sets = index.sets();
         let depth = *b.last().unwrap();
         assert!(
-            sets.checked_mul(depth).is_some_and(|n| n < NIL as usize),
-            "{sets} sets of depth {depth}: too many nodes"
+            depth <= 1 << 28 && sets.checked_mul(depth).is_some_and(|n| n < 1 << 30),
+            "{sets} sets of depth {depth}: too many entries"
         );
-        let caps = b
-            .iter()
-            .scan(0, |prev, &x| {
-                let c = x - *prev;
-                *prev = x;
-                Some(c as u32)
-            })
+        let near = depth.min(NEAR_GROUPS);
+        let group_of = (0..=near)
+            .map(|p| b.partition_point(|&x| x < p) as u16)
             .collect();
-        let g = b.len();
         StackArray {
             index,
-            wg: b.binary_search(&ways).unwrap(),
-            caps,
-            groups: vec![EMPTY; sets * g],
-            first: vec![NIL; sets],
-            nodes: Vec::new(),
-            free: Vec::new(),
-            holes: vec![BTreeMap::new(); sets],
-            map: FxHashMap::default(),
+            group_of,
+            ways: ways as u32,
+            depth: depth as u32,
+            window: (4 * depth).max(64).next_power_of_two(),
+            orders: vec![Order::default(); sets],
+            table: Table::new(),
             globals: 0,
-            clock: 0,
-            counts: vec![0; g + 1],
+            counts: vec![0; b.len() + 1],
             bounds: b,
         }
     }
@@ -139,7 +104,7 @@ impl StackArray {
     }
 
     pub fn ways(&self) -> usize {
-        self.bounds[self.wg]
+        self.ways as usize
     }
 
     /// For each associativity (ascending), the misses an LRU array of that many ways
@@ -161,22 +126,22 @@ impl StackArray {
         self.counts.iter().sum()
     }
 
-    /// The node of the entry serving `key` for `asid` in `set`, at any depth.
+    /// The slot of the entry serving `key` for `asid` in `set`, at any depth.
     #[inline(always)]
     fn find(&self, set: usize, key: u64, asid: u16) -> Option<u32> {
         let s = (set as u64) << 17;
-        if let Some(&n) = self.map.get(&(key, s | asid as u64)) {
+        if let Some(n) = self.table.find(key, s | asid as u64) {
             return Some(n);
         }
         if self.globals == 0 {
             return None;
         }
-        self.map.get(&(key, s | GLOBAL_OWNER)).copied()
+        self.table.find(key, s | GLOBAL_OWNER)
     }
 
     #[inline(always)]
     fn slot(&self, n: u32) -> Slot {
-        let nd = &self.nodes[n as usize];
+        let nd = self.table.get(n);
         Slot {
             key: nd.key,
             asid: nd.asid,
@@ -185,9 +150,16 @@ impl StackArray {
         }
     }
 
+    /// Entry `n`'s stack position in `set` (1: the most recent).
     #[inline(always)]
-    fn within_ways(&self, n: u32) -> bool {
-        self.nodes[n as usize].group as usize <= self.wg
+    fn position(&self, set: usize, n: u32) -> u32 {
+        let o = &self.orders[set];
+        let s = self.table.get(n).stamp;
+        if o.clock - s == 1 {
+            1
+        } else {
+            o.position(s)
+        }
     }
 
     /// Finds `key` (VALID-tagged) for `asid` in the set chosen by `index` among the
@@ -196,10 +168,11 @@ impl StackArray {
     pub fn lookup(&mut self, index: u64, key: u64, asid: u16) -> Option<Slot> {
         let set = self.index.set(index);
         let n = self.find(set, key, asid)?;
-        if !self.within_ways(n) {
+        let p = self.position(set, n);
+        if p > self.ways {
             return None;
         }
-        self.touch(set, n);
+        self.touch(set, Some(n), p);
         Some(self.slot(n))
     }
 
@@ -207,7 +180,7 @@ impl StackArray {
     pub fn peek(&self, index: u64, key: u64, asid: u16) -> Option<Slot> {
         let set = self.index.set(index);
         let n = self.find(set, key, asid)?;
-        self.within_ways(n).then(|| self.slot(n))
+        (self.position(set, n) <= self.ways).then(|| self.slot(n))
     }
 
     /// `lookup`, then on a miss `fill` with `slot` (whose key is the one looked up);
@@ -217,8 +190,9 @@ impl StackArray {
         let set = self.index.set(index);
         let found = self.find(set, slot.key, asid);
         if let Some(n) = found {
-            if self.within_ways(n) {
-                self.touch(set, n);
+            let p = self.position(set, n);
+            if p <= self.ways {
+                self.touch(set, Some(n), p);
                 return true;
             }
         }
@@ -243,27 +217,44 @@ impl StackArray {
     }
 
     fn fill_at(&mut self, set: usize, x: Option<u32>, slot: Slot) -> Displaced {
-        let key = map_key(set, slot.key, slot.asid, slot.flags);
+        let own = owner(set, slot.asid, slot.flags);
         let global = (slot.flags & GLOBAL != 0) as usize;
+        let what = What {
+            key: slot.key,
+            tag: tag(slot.asid, slot.flags),
+        };
         let (n, out) = match x {
-            Some(n) => {
-                let old = self.nodes[n as usize];
-                let old_key = map_key(set, old.key, old.asid, old.flags);
-                if old_key != key {
-                    self.map.remove(&old_key);
-                    self.map.insert(key, n);
+            Some(mut n) => {
+                let p = self.position(set, n);
+                let old = *self.table.get(n);
+                if old.owner != own {
                     self.globals = self.globals + global - (old.flags & GLOBAL != 0) as usize;
+                    self.table.remove(n);
+                    n = self.table.insert(Node {
+                        key: slot.key,
+                        owner: own,
+                        ..old
+                    });
                 }
-                self.touch(set, n)
+                let out = self.touch(set, Some(n), p).1;
+                let stamp = self.table.get(n).stamp;
+                self.orders[set].set_what(stamp, what);
+                (n, out)
             }
             None => {
-                let (n, out) = self.touch(set, NIL);
-                self.map.insert(key, n);
+                let (stamp, out) = self.touch(set, None, 0);
+                self.orders[set].set_what(stamp, what);
                 self.globals += global;
+                let n = self.table.insert(Node {
+                    key: slot.key,
+                    owner: own,
+                    stamp,
+                    ..Node::default()
+                });
                 (n, out)
             }
         };
-        let nd = &mut self.nodes[n as usize];
+        let nd = self.table.get_mut(n);
         nd.key = slot.key;
         nd.asid = slot.asid;
         nd.flags = slot.flags;
@@ -278,250 +269,173 @@ impl StackArray {
         let Some(n) = self.find(set, key, asid) else {
             return false;
         };
-        let within = self.within_ways(n);
+        let within = self.position(set, n) <= self.ways;
         self.make_hole(set, n);
-        if self.nodes[n as usize].next == NIL {
-            self.drop_bottom_holes(set, n);
-        }
+        self.drop_bottom_holes(set);
         within
     }
 
     /// Invalidates every entry, at any depth, for which `pred` holds (`pred` sees them
-    /// all); returns how many were among the `ways` most recent of their set.
+    /// all, each set's most recent first); returns how many were among the `ways` most
+    /// recent of their set.
     pub fn invalidate_where(&mut self, mut pred: impl FnMut(&Slot) -> bool) -> u64 {
         let mut within = 0;
-        for set in 0..self.first.len() {
-            let (mut n, mut last) = (self.first[set], NIL);
-            while n != NIL {
-                if self.nodes[n as usize].key != 0 && pred(&self.slot(n)) {
-                    within += self.within_ways(n) as u64;
+        for set in 0..self.orders.len() {
+            if self.orders[set].is_empty() {
+                continue;
+            }
+            let (mut s, mut pos) = (self.orders[set].clock, 0);
+            while s > self.orders[set].oldest() {
+                s -= 1;
+                if !self.orders[set].marked(s) {
+                    continue;
+                }
+                pos += 1;
+                let w = self.orders[set].what(s);
+                if w.key == 0 {
+                    continue;
+                }
+                let n = self.slot_of(set, w);
+                if pred(&self.slot(n)) {
+                    within += (pos <= self.ways) as u64;
                     self.make_hole(set, n);
                 }
-                last = n;
-                n = self.nodes[n as usize].next;
             }
-            if last != NIL {
-                self.drop_bottom_holes(set, last);
-            }
+            self.drop_bottom_holes(set);
         }
         within
     }
 
     /// Entries among the `ways` most recent of their set.
     pub fn valid_entries(&self) -> usize {
-        let mut count = 0;
-        for &f in &self.first {
-            let mut n = f;
-            while n != NIL && self.within_ways(n) {
-                let nd = &self.nodes[n as usize];
-                count += (nd.key != 0) as usize;
-                n = nd.next;
-            }
-        }
-        count
+        let w = self.ways as usize;
+        self.orders
+            .iter()
+            .filter(|o| !o.is_empty())
+            .map(|o| o.down().take(w).filter(|(_, x)| x.key != 0).count())
+            .sum()
     }
 
+    /// The table slot of the entry `w` of `set`.
+    fn slot_of(&self, set: usize, w: What) -> u32 {
+        let o = owner(set, super::tag_asid(w.tag), super::tag_flags(w.tag));
+        self.table
+            .find(w.key, o)
+            .expect("a mark's entry is in the table")
+    }
+
+    /// Turns entry `n` of `set` into a hole at its position.
     fn make_hole(&mut self, set: usize, n: u32) {
-        let nd = self.nodes[n as usize];
-        self.map.remove(&map_key(set, nd.key, nd.asid, nd.flags));
+        let nd = *self.table.get(n);
         self.globals -= (nd.flags & GLOBAL != 0) as usize;
-        self.nodes[n as usize].key = 0;
-        self.holes[set].insert(nd.stamp, n);
+        self.table.remove(n);
+        self.orders[set].make_hole(nd.stamp);
     }
 
-    /// Drops `n`, the last node of `set`, and the holes above it, while they are holes.
-    fn drop_bottom_holes(&mut self, set: usize, mut n: u32) {
-        while n != NIL && self.nodes[n as usize].key == 0 {
-            let nd = self.nodes[n as usize];
-            debug_assert_eq!(nd.next, NIL);
-            self.holes[set].remove(&nd.stamp);
-            self.unlink(set, n);
-            self.free.push(n);
-            n = nd.prev;
+    /// Drops the holes at the bottom of `set`'s stack.
+    fn drop_bottom_holes(&mut self, set: usize) {
+        let o = &mut self.orders[set];
+        while !o.is_empty() {
+            let b = o.bottom();
+            if o.what(b).key != 0 {
+                break;
+            }
+            o.unmark(b);
         }
     }
 
-    fn displaced(&self, n: u32) -> Displaced {
-        let nd = &self.nodes[n as usize];
-        if nd.key == 0 {
-            return Displaced { key: 0, tag: 0 };
-        }
-        Displaced {
-            key: nd.key,
-            tag: tag(nd.asid, nd.flags),
-        }
-    }
-
-    /// Moves entry `x` (NIL: a new one) to the top of `set`'s stack, counting the touch
-    /// by the group it was in; returns the node now holding it (`x` if present; the
-    /// caller fills in a new one) and what the `ways`-way array evicted.
+    /// Moves entry `x` (at position `p`; `None`: a new one, its mark's `what` left to
+    /// the caller) to the top of `set`'s stack, counting the touch by the group it was in;
+    /// returns a new entry's stamp (an entry's own is updated in the table) and what the
+    /// `ways`-way array evicted.
     #[inline]
-    fn touch(&mut self, set: usize, x: u32) -> (u32, Displaced) {
-        let g = self.bounds.len();
-        self.clock += 1;
-        let mut out = Displaced { key: 0, tag: 0 };
-        if x != NIL && self.first[set] == x {
+    fn touch(&mut self, set: usize, x: Option<u32>, p: u32) -> (u32, Displaced) {
+        if p == 1 {
             self.counts[0] += 1;
-            self.nodes[x as usize].stamp = self.clock;
-            return (x, out);
+            return (0, NONE);
         }
-        self.counts[if x == NIL {
-            g
-        } else {
-            self.nodes[x as usize].group as usize
+        let (orders, table) = (&mut self.orders, &mut self.table);
+        orders[set].room(self.window, |w, s| {
+            let o = owner(set, super::tag_asid(w.tag), super::tag_flags(w.tag));
+            let n = table
+                .find(w.key, o)
+                .expect("a mark's entry is in the table");
+            table.get_mut(n).stamp = s;
+        });
+        let g = self.bounds.len();
+        self.counts[match x {
+            Some(_) => match self.group_of.get(p as usize) {
+                Some(&g) => g as usize,
+                None => self.bounds.partition_point(|&b| b < p as usize),
+            },
+            None => g,
         }] += 1;
-        let base = set * g;
-        let top_hole = match self.holes[set].last_key_value() {
-            Some((&stamp, &h)) if x == NIL || stamp > self.nodes[x as usize].stamp => Some(h),
-            _ => None,
+        let o = &self.orders[set];
+        let sx = x.map(|n| self.table.get(n).stamp);
+        let top_hole = o
+            .holes
+            .last()
+            .copied()
+            .filter(|&h| sx.is_none_or(|s| h > s));
+        // The position that leaves the stack (marks + 1 when it grows or its bottom
+        // entry falls off).
+        let gone = match (top_hole, x) {
+            (Some(h), _) => o.position(h),
+            (None, Some(_)) => p,
+            (None, None) => o.marks + 1,
         };
-        // `node` goes on top; the node removed from the stack was in group `stop` (or,
-        // when the stack grows, group `stop` gains one).
-        let mut left_hole = NIL;
-        let (node, stop) = if let Some(h) = top_hole {
-            let stop = self.nodes[h as usize].group as usize;
-            self.unlink(set, h);
-            if x == NIL {
-                self.holes[set].pop_last();
-                (h, stop)
-            } else {
-                // `h` moves to `x`'s place, with `x`'s stamp (inserted before the pop:
-                // the map never empties here).
-                let sx = self.nodes[x as usize].stamp;
-                self.holes[set].insert(sx, h);
-                self.holes[set].pop_last();
-                self.replace(set, x, h);
-                self.nodes[h as usize].stamp = sx;
-                left_hole = h;
-                (x, stop)
+        let out = if gone > self.ways {
+            let w = o.what(o.nth(self.ways));
+            Displaced {
+                key: w.key,
+                tag: w.tag,
             }
-        } else if x != NIL {
-            let stop = self.nodes[x as usize].group as usize;
-            self.unlink(set, x);
-            (x, stop)
         } else {
-            let mut k = 0;
-            while k < g && self.groups[base + k].len == self.caps[k] {
-                k += 1;
+            NONE
+        };
+        // A new entry's `what` is stored by the caller.
+        // (Rebuilt from the entry, in cache, not read at the old stamp, which is not.)
+        let moved = x.map_or(What::default(), |n| {
+            let nd = self.table.get(n);
+            What {
+                key: nd.key,
+                tag: tag(nd.asid, nd.flags),
             }
-            if k < g {
-                (self.alloc(), k)
-            } else {
-                // Full and without holes: the last entry falls off.
-                let t = self.groups[base + g - 1].tail;
-                let nd = self.nodes[t as usize];
-                debug_assert_ne!(nd.key, 0);
-                if self.wg == g - 1 {
-                    out = self.displaced(t);
+        });
+        let mut left_hole = false;
+        match (top_hole, sx) {
+            (Some(h), None) => self.orders[set].unmark(h),
+            (Some(h), Some(s)) => {
+                self.orders[set].unmark(h);
+                self.orders[set].make_hole(s);
+                left_hole = true;
+            }
+            (None, Some(s)) => {
+                let n = x.unwrap();
+                self.table.get_mut(n).stamp = self.orders[set].raise(s, moved);
+                return (0, out);
+            }
+            (None, None) => {
+                if self.orders[set].marks == self.depth {
+                    // Full and without holes: the bottom entry falls off.
+                    let b = self.orders[set].bottom();
+                    let w = self.orders[set].what(b);
+                    debug_assert_ne!(w.key, 0);
+                    self.orders[set].unmark(b);
+                    let n = self.slot_of(set, w);
+                    self.globals -= (self.table.get(n).flags & GLOBAL != 0) as usize;
+                    self.table.remove(n);
                 }
-                self.map.remove(&map_key(set, nd.key, nd.asid, nd.flags));
-                self.globals -= (nd.flags & GLOBAL != 0) as usize;
-                self.unlink(set, t);
-                (t, g - 1)
-            }
-        };
-        for i in (0..stop).rev() {
-            let t = self.groups[base + i].tail;
-            if i == self.wg {
-                out = self.displaced(t);
-            }
-            let prev = self.nodes[t as usize].prev;
-            let gi = &mut self.groups[base + i];
-            gi.len -= 1;
-            gi.tail = if gi.len == 0 { NIL } else { prev };
-            if gi.len == 0 {
-                gi.head = NIL;
-            }
-            let gj = &mut self.groups[base + i + 1];
-            if gj.len == 0 {
-                gj.tail = t;
-            }
-            gj.head = t;
-            gj.len += 1;
-            self.nodes[t as usize].group = (i + 1) as u32;
-        }
-        self.push_front(set, node);
-        if left_hole != NIL && self.nodes[left_hole as usize].next == NIL {
-            self.drop_bottom_holes(set, left_hole);
-        }
-        (node, out)
-    }
-
-    fn alloc(&mut self) -> u32 {
-        self.free.pop().unwrap_or_else(|| {
-            self.nodes.push(Node::default());
-            (self.nodes.len() - 1) as u32
-        })
-    }
-
-    /// Takes `n` out of `set`'s list and its group.
-    #[inline(always)]
-    fn unlink(&mut self, set: usize, n: u32) {
-        let Node {
-            prev, next, group, ..
-        } = self.nodes[n as usize];
-        if prev != NIL {
-            self.nodes[prev as usize].next = next;
-        } else {
-            self.first[set] = next;
-        }
-        if next != NIL {
-            self.nodes[next as usize].prev = prev;
-        }
-        let gr = &mut self.groups[set * self.bounds.len() + group as usize];
-        gr.len -= 1;
-        if gr.len == 0 {
-            *gr = EMPTY;
-        } else {
-            if gr.head == n {
-                gr.head = next;
-            }
-            if gr.tail == n {
-                gr.tail = prev;
             }
         }
-    }
-
-    /// Puts unlinked `by` in linked `old`'s place (and group); `old` is left unlinked.
-    fn replace(&mut self, set: usize, old: u32, by: u32) {
-        let Node {
-            prev, next, group, ..
-        } = self.nodes[old as usize];
-        let b = &mut self.nodes[by as usize];
-        (b.prev, b.next, b.group) = (prev, next, group);
-        if prev != NIL {
-            self.nodes[prev as usize].next = by;
-        } else {
-            self.first[set] = by;
+        let stamp = self.orders[set].push(moved);
+        if let Some(n) = x {
+            self.table.get_mut(n).stamp = stamp;
         }
-        if next != NIL {
-            self.nodes[next as usize].prev = by;
+        if left_hole {
+            self.drop_bottom_holes(set);
         }
-        let gr = &mut self.groups[set * self.bounds.len() + group as usize];
-        if gr.head == old {
-            gr.head = by;
-        }
-        if gr.tail == old {
-            gr.tail = by;
-        }
-    }
-
-    /// Links unlinked `n` first in `set`, in group 0, stamped now.
-    #[inline(always)]
-    fn push_front(&mut self, set: usize, n: u32) {
-        let f = self.first[set];
-        let nd = &mut self.nodes[n as usize];
-        (nd.prev, nd.next, nd.group, nd.stamp) = (NIL, f, 0, self.clock);
-        if f != NIL {
-            self.nodes[f as usize].prev = n;
-        }
-        self.first[set] = n;
-        let g0 = &mut self.groups[set * self.bounds.len()];
-        if g0.len == 0 {
-            g0.tail = n;
-        }
-        g0.head = n;
-        g0.len += 1;
+        (stamp, out)
     }
 }
 

@@ -15,50 +15,36 @@ impl Rng {
     }
 }
 
-/// Checks the stack's structural invariants (lists, groups, map, holes).
+/// Checks the stack's structural invariants (marks, tree, table, holes).
 fn check(st: &StackArray) {
-    let g = st.bounds.len();
-    let mut entries = 0;
-    let mut globals = 0;
-    for set in 0..st.first.len() {
-        let (mut n, mut prev, mut pos, mut stamp) = (st.first[set], NIL, 0usize, u64::MAX);
-        let mut holes = 0;
-        let mut last_key = 0;
-        while n != NIL {
-            let nd = st.nodes[n as usize];
-            pos += 1;
-            assert_eq!(nd.prev, prev);
-            assert!(nd.stamp < stamp, "stamps decrease down the stack");
-            stamp = nd.stamp;
-            let grp = st.bounds.partition_point(|&b| b < pos);
-            assert_eq!(nd.group as usize, grp, "position {pos}");
-            if nd.key == 0 {
-                holes += 1;
-                assert_eq!(st.holes[set].get(&nd.stamp), Some(&n));
-            } else {
+    let (mut entries, mut globals) = (0, 0);
+    for (set, o) in st.orders.iter().enumerate() {
+        let marks: Vec<_> = o.down().collect();
+        assert_eq!(marks.len() as u32, o.marks);
+        assert!(o.marks <= st.depth);
+        if let Some(&(s, _)) = marks.first() {
+            assert_eq!(s + 1, o.clock, "the top is the last stamp");
+        }
+        assert!(
+            marks.last().is_none_or(|(_, w)| w.key != 0),
+            "a hole at the bottom"
+        );
+        let mut holes: Vec<u32> = marks.iter().filter(|m| m.1.key == 0).map(|m| m.0).collect();
+        holes.reverse();
+        assert_eq!(holes, o.holes.iter().copied().collect::<Vec<_>>());
+        for (i, &(s, w)) in marks.iter().enumerate() {
+            assert_eq!(o.position(s), i as u32 + 1);
+            assert_eq!(o.nth(i as u32 + 1), s);
+            if w.key != 0 {
+                let nd = st.table.get(st.slot_of(set, w));
+                assert_eq!((nd.key, nd.stamp), (w.key, s));
+                assert_eq!(tag(nd.asid, nd.flags), w.tag);
                 entries += 1;
                 globals += (nd.flags & GLOBAL != 0) as usize;
-                let k = map_key(set, nd.key, nd.asid, nd.flags);
-                assert_eq!(st.map.get(&k), Some(&n));
-            }
-            last_key = nd.key;
-            prev = n;
-            n = nd.next;
-        }
-        assert!(pos <= *st.bounds.last().unwrap());
-        assert!(pos == 0 || last_key != 0, "a hole at the bottom");
-        assert_eq!(holes, st.holes[set].len());
-        for (i, gr) in st.groups[set * g..(set + 1) * g].iter().enumerate() {
-            let lo = if i == 0 { 0 } else { st.bounds[i - 1] };
-            let want = pos.saturating_sub(lo).min(st.caps[i] as usize);
-            assert_eq!(gr.len as usize, want, "set {set} group {i}");
-            if want > 0 {
-                assert_eq!(st.nodes[gr.head as usize].group as usize, i);
-                assert_eq!(st.nodes[gr.tail as usize].group as usize, i);
             }
         }
     }
-    assert_eq!(st.map.len(), entries);
+    assert_eq!(st.table.len(), entries);
     assert_eq!(st.globals, globals);
 }
 
@@ -147,7 +133,7 @@ fn differential(kind: SetIndex, sets: usize, bounds: &[usize], ways: usize, keys
                 }
             }
             if everything {
-                assert!(st.first.iter().all(|&f| f == NIL), "{ctx}: flushed");
+                assert!(st.orders.iter().all(|o| o.is_empty()), "{ctx}: flushed");
             }
         }
         assert_eq!(st.valid_entries(), dyns[w].valid_entries(), "{ctx}");
@@ -265,7 +251,7 @@ fn invalidation_leaves_a_free_way() {
         assert_eq!(st.touches(), 7);
         check(&st);
         assert_eq!(st.invalidate_where(|_| true), ways as u64);
-        assert_eq!((st.valid_entries(), st.first[0]), (0, NIL));
+        assert_eq!((st.valid_entries(), st.orders[0].is_empty()), (0, true));
         check(&st);
     }
 }
@@ -302,4 +288,61 @@ fn global_and_deep_refill() {
     assert_eq!(st.peek(0, g.key, 0), Some(g));
     assert_eq!(st.misses(), [(1, 3), (2, 2)]);
     check(&st);
+}
+
+/// Cycles longer than the window, so that the marks are renumbered many times: over
+/// 700 keys every bound from 700 up hits after the first pass; over 1,500 keys (deeper
+/// than the stack) every touch misses at every bound, and the bottom falls off.
+#[test]
+fn cycles_across_many_renumberings() {
+    for (keys, hit_from) in [(700u64, 700usize), (1500, usize::MAX)] {
+        let mut st = StackArray::new(Indexer::new(SetIndex::Modulo, 1), 64, &[1, 512, 700, 1024]);
+        let n = 300 * keys;
+        for i in 0..n {
+            touch(&mut st, i % keys);
+        }
+        for (b, m) in st.misses() {
+            assert_eq!(
+                m,
+                if b >= hit_from { keys } else { n },
+                "{keys} keys, {b} ways"
+            );
+        }
+        assert_eq!(st.valid_entries(), 64);
+        check(&st);
+    }
+}
+
+/// The table against a map, through growth and backward-shift removals.
+#[test]
+fn table_equals_a_map() {
+    use std::collections::HashMap;
+    let mut t = table::Table::new();
+    let mut m: HashMap<(u64, u64), u64> = HashMap::new();
+    let mut r = Rng(0x9e37_79b9_7f4a_7c15);
+    for _ in 0..200_000 {
+        let x = r.next();
+        let (key, owner) = ((x % 3000) | VALID, x >> 40 & 3);
+        match (t.find(key, owner), m.get(&(key, owner))) {
+            (Some(i), Some(&d)) => {
+                assert_eq!(t.get(i).data, d);
+                if x >> 50 & 1 == 0 {
+                    t.remove(i);
+                    m.remove(&(key, owner));
+                }
+            }
+            (None, None) => {
+                let node = table::Node {
+                    key,
+                    owner,
+                    data: x,
+                    ..Default::default()
+                };
+                t.insert(node);
+                m.insert((key, owner), x);
+            }
+            (a, b) => panic!("table {a:?}, map {b:?}"),
+        }
+        assert_eq!(t.len(), m.len());
+    }
 }
