@@ -33,6 +33,14 @@ fn owner(set: usize, asid: u16, flags: u8) -> u64 {
     (set as u64) << 17 | o
 }
 
+/// The table slot of `set`'s entry marked `w`.
+fn entry_of(table: &Table, set: usize, w: What) -> u32 {
+    let o = owner(set, super::tag_asid(w.tag), super::tag_flags(w.tag));
+    table
+        .find(w.key, o)
+        .expect("a mark's entry is in the table")
+}
+
 /// Behaves like an LRU [`super::Dynamic`] array of `ways` ways while counting the
 /// misses of LRU arrays of every associativity in `bounds`.
 #[derive(Clone, Debug)]
@@ -318,10 +326,7 @@ impl StackArray {
 
     /// The table slot of the entry `w` of `set`.
     fn slot_of(&self, set: usize, w: What) -> u32 {
-        let o = owner(set, super::tag_asid(w.tag), super::tag_flags(w.tag));
-        self.table
-            .find(w.key, o)
-            .expect("a mark's entry is in the table")
+        entry_of(&self.table, set, w)
     }
 
     /// Turns entry `n` of `set` into a hole at its position.
@@ -356,10 +361,7 @@ impl StackArray {
         }
         let (orders, table) = (&mut self.orders, &mut self.table);
         orders[set].room(self.window, |w, s| {
-            let o = owner(set, super::tag_asid(w.tag), super::tag_flags(w.tag));
-            let n = table
-                .find(w.key, o)
-                .expect("a mark's entry is in the table");
+            let n = entry_of(table, set, w);
             table.get_mut(n).stamp = s;
         });
         let g = self.bounds.len();
