@@ -13,9 +13,12 @@ use crate::{density, sort_by_density, CallGraph, LayoutError, Params, Prepared};
 ///      no caller → skip;
 ///    * skip if `w(p → f) / Σ w(* → f) < min_arc_probability` (0.1). HHVM divides by the
 ///      callee's samples instead; here heat and call counts have different units, so the
-///      caller's share of the calls into `f` is used as the probability;
+///      caller's share of the calls into `f` is used as the probability, which is lld's
+///      rule (`ELF/CallGraphSort.cpp`: no merge if `bestPred.weight * 10 <= initialWeight`,
+///      the callee's incoming call weight);
 ///    * skip if `p` is already in `C`;
-///    * skip if `size(C) + size(P) > page_size` (P = `p`'s cluster; 4096 by default);
+///    * skip if `size(C) + size(P) > page_size` (P = `p`'s cluster; 4096 by default, as
+///      hfsort; lld allows 1 MiB and orders by call weight alone, not heat);
 ///    * skip if `density(P) > density(P ∪ C) * caller_degrade_factor` (8);
 ///    * otherwise append `C` after `P` (the callee's chain follows its caller's).
 /// 3. The remaining clusters are sorted by density decreasing (ties: the index of the

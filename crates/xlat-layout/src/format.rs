@@ -22,6 +22,16 @@ pub fn lld_symbol_ordering(names: &[&str]) -> String {
     names.iter().map(|n| format!("{n}\n")).collect()
 }
 
+/// lld's `--call-graph-ordering-file` (`-Wl,--call-graph-ordering-file=cg.txt`): one
+/// `CALLER CALLEE WEIGHT` line per call edge, which lld orders with its own C3
+/// (`--call-graph-profile-sort`, lld's `ELF/CallGraphSort.cpp`).
+pub fn lld_call_graph(edges: &[(&str, &str, u64)]) -> String {
+    edges
+        .iter()
+        .map(|(a, b, w)| format!("{a} {b} {w}\n"))
+        .collect()
+}
+
 /// gold's `--section-ordering-file` (`-Wl,--section-ordering-file=order.txt`): input section
 /// names, one per line, in the wanted order. For each function, `.text.NAME`,
 /// `.text.hot.NAME` and `.text.unlikely.NAME` (see the module doc); names that match no

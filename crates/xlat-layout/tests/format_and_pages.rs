@@ -1,6 +1,8 @@
 //! Exact linker-format strings and closed-form `pages_touched` cases.
 
-use xlat_layout::format::{gold_section_ordering, ld_script_fragment, lld_symbol_ordering};
+use xlat_layout::format::{
+    gold_section_ordering, ld_script_fragment, lld_call_graph, lld_symbol_ordering,
+};
 use xlat_layout::{pages_touched, CallGraph, Function};
 
 #[test]
@@ -17,6 +19,11 @@ fn formats_exact_strings() {
         "    *(.text.main .text.hot.main .text.unlikely.main)\n\
          \x20   *(.text._Z3foov .text.hot._Z3foov .text.unlikely._Z3foov)\n"
     );
+    assert_eq!(
+        lld_call_graph(&[("main", "_Z3foov", 2000), ("_Z3foov", "bar", 7)]),
+        "main _Z3foov 2000\n_Z3foov bar 7\n"
+    );
+    assert_eq!(lld_call_graph(&[]), "");
     assert_eq!(lld_symbol_ordering(&[]), "");
     assert_eq!(gold_section_ordering(&[]), "");
     assert_eq!(ld_script_fragment(&[]), "");

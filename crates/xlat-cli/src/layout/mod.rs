@@ -30,6 +30,27 @@ impl Algorithm {
             Algorithm::PettisHansen => "Pettis-Hansen",
         }
     }
+
+    fn other(self) -> Algorithm {
+        match self {
+            Algorithm::C3 => Algorithm::PettisHansen,
+            Algorithm::PettisHansen => Algorithm::C3,
+        }
+    }
+
+    /// The order of `g`'s functions, packing C3's clusters into `page` bytes.
+    fn order(self, g: &CallGraph, page: u64) -> Result<Vec<usize>> {
+        Ok(match self {
+            Algorithm::C3 => xlat_layout::c3(
+                g,
+                &Params {
+                    page_size: page,
+                    ..Params::default()
+                },
+            ),
+            Algorithm::PettisHansen => xlat_layout::pettis_hansen(g),
+        }?)
+    }
 }
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
@@ -57,6 +78,10 @@ pub struct LayoutArgs {
     /// Where the order goes.
     #[arg(short, long)]
     pub output: PathBuf,
+    /// Also write the trace's calls between the binary's functions as lld's
+    /// `--call-graph-ordering-file`, for lld's own ordering (`--call-graph-profile-sort`).
+    #[arg(long, value_name = "FILE")]
+    pub call_graph: Option<PathBuf>,
     /// The page the clusters are packed into and pages are counted in.
     #[arg(long, default_value = "4KiB", value_parser = crate::parse_bytes)]
     pub page: u64,
@@ -261,16 +286,7 @@ pub fn run(a: &LayoutArgs) -> Result<()> {
             .collect(),
         edges,
     };
-    let order = match a.algorithm {
-        Algorithm::C3 => xlat_layout::c3(
-            &g,
-            &Params {
-                page_size: a.page,
-                ..Params::default()
-            },
-        ),
-        Algorithm::PettisHansen => xlat_layout::pettis_hansen(&g),
-    }?;
+    let order = a.algorithm.order(&g, a.page)?;
     let names: Vec<&str> = order
         .iter()
         .map(|&i| g.functions[i].name.as_str())
@@ -281,6 +297,16 @@ pub fn run(a: &LayoutArgs) -> Result<()> {
         Format::Ld => xlat_layout::format::ld_script_fragment(&names),
     };
     crate::export::write_file(&a.output, |w| w.write_all(text.as_bytes()))?;
+    if let Some(cg) = &a.call_graph {
+        let name = |i: usize| g.functions[i].name.as_str();
+        let edges: Vec<(&str, &str, u64)> = g
+            .edges
+            .iter()
+            .map(|&(x, y, w)| (name(x), name(y), w))
+            .collect();
+        let text = xlat_layout::format::lld_call_graph(&edges);
+        crate::export::write_file(cg, |w| w.write_all(text.as_bytes()))?;
+    }
 
     let hot: Vec<usize> = (0..funcs.len()).filter(|&i| heat[i] > 0).collect();
     let now = pages_now(&funcs, &hot, a.page);
@@ -312,19 +338,40 @@ pub fn run(a: &LayoutArgs) -> Result<()> {
         Format::Ld => "GNU ld: a fragment for the .text output section of a linker script",
     };
     println!("written       {} ({how})", crate::output::shown(&a.output));
+    if let Some(cg) = &a.call_graph {
+        println!(
+            "written       {} (lld: -Wl,--call-graph-ordering-file=FILE, ordered by lld's C3)",
+            crate::output::shown(cg)
+        );
+    }
     if !a.machines.is_empty() {
-        let new = relink::placement(&funcs, &order, 16);
+        // Both algorithms, the chosen one first.
+        let other = a.algorithm.other();
+        let placements = [
+            (a.algorithm, relink::placement(&funcs, &order, 16)),
+            (
+                other,
+                relink::placement(&funcs, &other.order(&g, a.page)?, 16),
+            ),
+        ];
         for m in &a.machines {
             let cfg = xlat_sim::presets::load(m)?;
             let before = relink::itlb_misses(&cfg, &a.trace, None)?;
-            let after = relink::itlb_misses(&cfg, &a.trace, Some((id, &syms, &new)))?;
-            println!(
-                "{:<13} ITLB misses (first level) {} as traced, {} with the code moved as \
-                 ordered (a virtual relink)",
+            let mut line = format!(
+                "{:<13} ITLB misses (first level) {} as traced; virtual relinks:",
                 cfg.name,
-                crate::output::n(before),
-                crate::output::n(after)
+                crate::output::n(before)
             );
+            for (i, (alg, new)) in placements.iter().enumerate() {
+                let after = relink::itlb_misses(&cfg, &a.trace, Some((id, &syms, new)))?;
+                let sep = if i == 0 { "" } else { "," };
+                line += &format!(
+                    "{sep} {} in the {} order",
+                    crate::output::n(after),
+                    alg.name()
+                );
+            }
+            println!("{line}");
         }
     }
     Ok(())
