@@ -143,6 +143,20 @@ fn the_c3_order_packs_the_hot_path_and_the_relinked_program_stops_missing() {
     );
     let text = std::fs::read_to_string(&order).unwrap();
     assert!(text.lines().any(|l| l == "h17"), "{text}");
+
+    // A function the binary lacks is refused before anything is written.
+    let none = d.path("none.txt");
+    let o = d.xlat(&[
+        "layout",
+        t.to_str().unwrap(),
+        "-o",
+        none.to_str().unwrap(),
+        "--function",
+        "nosuch",
+    ]);
+    assert_eq!(code(&o), 1);
+    assert!(stderr(&o).contains("no function `nosuch`"), "{}", stderr(&o));
+    assert!(!none.exists());
 }
 
 #[test]
@@ -198,9 +212,27 @@ fn our_orders_beside_lld_call_graph_sort() {
         &s(&cg),
         "-m",
         "mpc855t",
+        "--function",
+        "h0",
     ]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let out = stdout(&o);
+    // Each call of h0 runs the whole chain: its 36 pages as compiled, one or two packed
+    // (a page boundary may fall inside), 2,000 calls.
+    let per_call = out
+        .lines()
+        .find(|l| l.starts_with("per call"))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(per_call.contains("h0: 2,000 calls"), "{per_call}");
+    assert!(per_call.contains("36.0 (36-36) as traced"), "{per_call}");
+    for alg in ["C3", "Pettis-Hansen"] {
+        assert!(
+            ["1.0 (1-1)", "2.0 (2-2)"]
+                .iter()
+                .any(|n| per_call.contains(&format!("{n} in the {alg} order"))),
+            "{per_call}"
+        );
+    }
     assert!(out.contains("--call-graph-ordering-file"), "{out}");
     let edges = std::fs::read_to_string(&cg).unwrap();
     // The chain's 47 calls and main's call into h0, 2,000 times each.

@@ -4,6 +4,7 @@
 //! by `xlat-symbols`); the order comes from C3 or Pettis–Hansen (`xlat-layout`) and is
 //! written in a linker's format.
 
+mod calls;
 mod relink;
 
 use anyhow::{bail, Context, Result};
@@ -89,6 +90,10 @@ pub struct LayoutArgs {
     /// the code moved where the order puts it (a virtual relink), and compare ITLB misses.
     #[arg(short, long = "machine")]
     pub machines: Vec<String>,
+    /// Also count the code pages each call of this function of the binary touches (its
+    /// callees' included), as traced and in each algorithm's order.
+    #[arg(long, value_name = "NAME")]
+    pub function: Option<String>,
 }
 
 /// A place in a file: (file number, byte offset).
@@ -247,6 +252,16 @@ pub fn run(a: &LayoutArgs) -> Result<()> {
     // The binary's functions, by address; the graph's nodes.
     let funcs: Vec<&xlat_symbols::Symbol> = syms.functions().collect();
     let index: HashMap<u64, usize> = funcs.iter().enumerate().map(|(i, s)| (s.addr, i)).collect();
+    // Checked before anything is written.
+    let target = match &a.function {
+        Some(name) => Some(
+            funcs
+                .iter()
+                .find(|s| s.name == *name)
+                .with_context(|| format!("--function: no function `{name}` in {path}"))?,
+        ),
+        None => None,
+    };
     let func_at = |off: u64| -> Option<(usize, bool)> {
         let v = syms.vaddr_of_offset(off)?;
         let s = syms.at_vaddr(v)?;
@@ -344,35 +359,86 @@ pub fn run(a: &LayoutArgs) -> Result<()> {
             crate::output::shown(cg)
         );
     }
-    if !a.machines.is_empty() {
-        // Both algorithms, the chosen one first.
-        let other = a.algorithm.other();
-        let placements = [
-            (a.algorithm, relink::placement(&funcs, &order, 16)),
-            (
-                other,
-                relink::placement(&funcs, &other.order(&g, a.page)?, 16),
-            ),
-        ];
-        for m in &a.machines {
-            let cfg = xlat_sim::presets::load(m)?;
-            let before = relink::itlb_misses(&cfg, &a.trace, None)?;
-            let mut line = format!(
-                "{:<13} ITLB misses (first level) {} as traced; virtual relinks:",
-                cfg.name,
-                crate::output::n(before)
+    if !a.machines.is_empty() || target.is_some() {
+        let file = Binary {
+            id,
+            syms: &syms,
+            funcs: &funcs,
+        };
+        predict(a, &file, &g, &order, target.copied())?;
+    }
+    Ok(())
+}
+
+/// The binary being ordered.
+struct Binary<'a> {
+    id: u32,
+    syms: &'a Symbols,
+    funcs: &'a [&'a xlat_symbols::Symbol],
+}
+
+/// `-m` and `--function`: the trace as traced and with the code where each algorithm's
+/// order puts it (`order`, the chosen one's, first).
+fn predict(
+    a: &LayoutArgs,
+    b: &Binary,
+    g: &CallGraph,
+    order: &[usize],
+    target: Option<&xlat_symbols::Symbol>,
+) -> Result<()> {
+    let other = a.algorithm.other();
+    let placements = [
+        (a.algorithm, relink::placement(b.funcs, order, 16)),
+        (
+            other,
+            relink::placement(b.funcs, &other.order(g, a.page)?, 16),
+        ),
+    ];
+    if let Some(f) = target {
+        let name = &f.name;
+        let none = HashMap::new();
+        let moves = [&none, &placements[0].1, &placements[1].1];
+        let pc = calls::pages_per_call(&a.trace, b.id, b.syms, f.addr, a.page, &moves)?;
+        let mut line = format!(
+            "per call      {name}: {} calls; code pages touched per call (mean, least-most): \
+             {:.1} ({}-{}) as traced",
+            crate::output::n(pc.calls),
+            pc.mean(0),
+            pc.pages[0].1,
+            pc.pages[0].2
+        );
+        for (k, (alg, _)) in placements.iter().enumerate() {
+            line += &format!(
+                ", {:.1} ({}-{}) in the {} order",
+                pc.mean(k + 1),
+                pc.pages[k + 1].1,
+                pc.pages[k + 1].2,
+                alg.name()
             );
-            for (i, (alg, new)) in placements.iter().enumerate() {
-                let after = relink::itlb_misses(&cfg, &a.trace, Some((id, &syms, new)))?;
-                let sep = if i == 0 { "" } else { "," };
-                line += &format!(
-                    "{sep} {} in the {} order",
-                    crate::output::n(after),
-                    alg.name()
-                );
-            }
-            println!("{line}");
         }
+        if pc.unfinished > 0 {
+            line += &format!("; {} still running at the end, not counted", pc.unfinished);
+        }
+        println!("{line}");
+    }
+    for m in &a.machines {
+        let cfg = xlat_sim::presets::load(m)?;
+        let before = relink::itlb_misses(&cfg, &a.trace, None)?;
+        let mut line = format!(
+            "{:<13} ITLB misses (first level) {} as traced; virtual relinks:",
+            cfg.name,
+            crate::output::n(before)
+        );
+        for (i, (alg, new)) in placements.iter().enumerate() {
+            let after = relink::itlb_misses(&cfg, &a.trace, Some((b.id, b.syms, new)))?;
+            let sep = if i == 0 { "" } else { "," };
+            line += &format!(
+                "{sep} {} in the {} order",
+                crate::output::n(after),
+                alg.name()
+            );
+        }
+        println!("{line}");
     }
     Ok(())
 }
