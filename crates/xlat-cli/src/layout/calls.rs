@@ -2,24 +2,34 @@
 //! and with the binary's code where each order puts it.
 //!
 //! A call starts at a block at the function's entry that follows, in the same thread, a
-//! block of another function; it ends at the first later block at the return address, the
-//! end of that caller's block (a call ends its block). Calls inside a call (recursion) belong
-//! to the outermost. Every code page fetched in between counts, the callees' and shared
-//! libraries' included (they stay where they are).
+//! block outside the function; it returns to the end of the caller's block (a call ends its
+//! block). The caller's block is the one before the entry, or, when that is a PLT stub (at
+//! most two instructions outside the binary's functions: `jmp *GOT`, with IBT `endbr64;
+//! jmp`), the one before the stub. A call that arrives from the dynamic linker (lazy binding
+//! resolving the PLT slot) has no caller in sight and is not followed. A call ends at the
+//! first later block at its return address, the calls made since with it (a `longjmp` past
+//! several); every code page fetched in between counts for it, callees and libraries
+//! included (they stay where they are). Calls that never return where expected (a tail call
+//! into the function, the trace's end) are counted apart.
 
 use super::Spaces;
 use anyhow::{Context, Result};
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::path::Path;
 use xlat_symbols::Symbols;
 use xlat_trace::TraceReader;
 use xlat_types::{Event, EventSource};
 
-/// Pages touched per completed call, per layout.
+/// Calls followed per thread at once (deeper recursion is not followed).
+const MAX_DEPTH: usize = 64;
+
+/// Pages touched per returned call, per layout.
 pub struct PerCall {
     pub calls: u64,
-    /// Calls still running when the trace ended (not counted).
-    pub unfinished: u64,
+    /// Calls that did not return where expected, or were still running at the end.
+    pub unmatched: u64,
+    /// Calls through the dynamic linker's lazy binding, or deeper than [`MAX_DEPTH`].
+    pub unfollowed: u64,
     /// Per layout: total, least and most pages of a call.
     pub pages: Vec<(u64, u64, u64)>,
 }
@@ -30,19 +40,29 @@ impl PerCall {
     }
 }
 
-/// A call in progress on one thread: where it returns, and each layout's pages.
-struct Active {
+/// A call in progress: where it returns, and each layout's pages.
+struct Call {
     ret: u64,
     pages: Vec<HashSet<u64>>,
 }
 
+/// What the call detection remembers of a block.
+#[derive(Clone, Copy, Default)]
+struct Seen {
+    end: u64,
+    in_target: bool,
+    /// Possibly a PLT stub.
+    stub: bool,
+    from_loader: bool,
+}
+
 /// Follows the calls of the function at link-time address `target` in file `file` through
 /// `trace`, counting pages of `page` bytes in each layout of `moves` (old function address →
-/// new; an empty map is the layout as traced).
+/// new; an empty map is the layout as traced). `loader` is the dynamic linker's file.
 pub fn pages_per_call(
     trace: &Path,
-    file: u32,
-    syms: &Symbols,
+    (file, syms): (u32, &Symbols),
+    loader: Option<u32>,
     target: u64,
     page: u64,
     moves: &[&HashMap<u64, u64>],
@@ -50,12 +70,13 @@ pub fn pages_per_call(
     let what = crate::output::shown(trace);
     let mut r = TraceReader::open(trace).with_context(|| format!("trace {what}"))?;
     let mut spaces = Spaces::new();
-    // Per thread: its last block (start, end, in `target`) and its call in progress.
-    let mut last: HashMap<(u32, u32), (u64, u64, bool)> = HashMap::new();
-    let mut active: HashMap<(u32, u32), Active> = HashMap::new();
+    // Per thread: its last two blocks and its calls in progress, innermost last.
+    let mut last: HashMap<(u32, u32), [Seen; 2]> = HashMap::default();
+    let mut calls: HashMap<(u32, u32), Vec<Call>> = HashMap::default();
     let mut out = PerCall {
         calls: 0,
-        unfinished: 0,
+        unmatched: 0,
+        unfollowed: 0,
         pages: vec![(0, 0, 0); moves.len()],
     };
     let mut buf = Vec::new();
@@ -67,7 +88,10 @@ pub fn pages_per_call(
             let Event::Block(b) = e else {
                 if matches!(e, Event::Exit | Event::Exec | Event::ExecTraced) {
                     let pid = spaces.cur;
-                    active.retain(|&(p, _), _| p != pid);
+                    calls.retain(|&(p, _), c| {
+                        out.unmatched += (p == pid) as u64 * c.len() as u64;
+                        p != pid
+                    });
                     last.retain(|&(p, _), _| p != pid);
                 }
                 spaces.event(e);
@@ -75,43 +99,49 @@ pub fn pages_per_call(
             };
             let thread = (spaces.cur, b.tid.0);
             let (start, end) = (b.addr.0, b.addr.0 + b.len as u64);
+            let at = spaces.at(start);
             // The block's function in the binary, if any: (its address, entered at it).
-            let func = spaces
-                .at(start)
-                .filter(|&(f, _)| f == file)
-                .and_then(|(_, off)| {
-                    let v = syms.vaddr_of_offset(off)?;
-                    let s = syms.at_vaddr(v)?;
-                    Some((s.addr, v == s.addr))
-                });
-            let in_target = func.is_some_and(|(a, _)| a == target);
-            let prev = last.insert(thread, (start, end, in_target));
-            if let Some(a) = active.get(&thread) {
-                if start == a.ret {
-                    let a = active.remove(&thread).unwrap();
-                    out.calls += 1;
-                    for (k, set) in a.pages.iter().enumerate() {
-                        let n = set.len() as u64;
-                        let (sum, lo, hi) = &mut out.pages[k];
-                        *sum += n;
-                        *lo = if out.calls == 1 { n } else { (*lo).min(n) };
-                        *hi = (*hi).max(n);
-                    }
+            let func = at.filter(|&(f, _)| f == file).and_then(|(_, off)| {
+                let v = syms.vaddr_of_offset(off)?;
+                let s = syms.at_vaddr(v)?;
+                Some((s.addr, v == s.addr))
+            });
+            let seen = Seen {
+                end,
+                in_target: func.is_some_and(|(a, _)| a == target),
+                stub: func.is_none() && b.insns <= 2,
+                from_loader: loader.is_some() && at.map(|(f, _)| f) == loader,
+            };
+            let l = last.entry(thread).or_default();
+            let [prev, before] = *l;
+            *l = [seen, prev];
+            let stack = calls.entry(thread).or_default();
+            if let Some(i) = stack.iter().rposition(|c| c.ret == start) {
+                out.unmatched += (stack.len() - i - 1) as u64;
+                stack.truncate(i + 1);
+                let c = stack.pop().unwrap();
+                out.calls += 1;
+                for (k, set) in c.pages.iter().enumerate() {
+                    let n = set.len() as u64;
+                    let (sum, lo, hi) = &mut out.pages[k];
+                    *sum += n;
+                    *lo = if out.calls == 1 { n } else { (*lo).min(n) };
+                    *hi = (*hi).max(n);
                 }
             }
-            if func == Some((target, true)) && !active.contains_key(&thread) {
-                if let Some((_, ret, false)) = prev {
-                    active.insert(
-                        thread,
-                        Active {
-                            ret,
-                            pages: vec![HashSet::new(); moves.len()],
-                        },
-                    );
+            if func == Some((target, true)) && prev.end != 0 && !prev.in_target {
+                let caller = if prev.stub { before } else { prev };
+                if caller.from_loader || caller.end == 0 || stack.len() == MAX_DEPTH {
+                    out.unfollowed += 1;
+                } else {
+                    stack.push(Call {
+                        ret: caller.end,
+                        pages: vec![HashSet::default(); moves.len()],
+                    });
                 }
             }
-            if let Some(a) = active.get_mut(&thread) {
-                for (k, set) in a.pages.iter_mut().enumerate() {
+            for c in stack.iter_mut() {
+                for (k, set) in c.pages.iter_mut().enumerate() {
                     let d = func
                         .and_then(|(f, _)| Some(*moves[k].get(&f)? as i64 - f as i64))
                         .unwrap_or(0);
@@ -121,6 +151,6 @@ pub fn pages_per_call(
             }
         }
     }
-    out.unfinished = active.len() as u64;
+    out.unmatched += calls.values().map(|c| c.len() as u64).sum::<u64>();
     Ok(out)
 }

@@ -8,6 +8,7 @@ mod calls;
 mod relink;
 
 use anyhow::{bail, Context, Result};
+use rustc_hash::FxHashMap;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use xlat_layout::{CallGraph, Function, Params};
@@ -103,8 +104,8 @@ type At = (u32, u64);
 /// each block follows another in the same thread.
 #[derive(Default)]
 struct Profile {
-    insns: HashMap<At, u64>,
-    next: HashMap<(At, At), u64>,
+    insns: FxHashMap<At, u64>,
+    next: FxHashMap<(At, At), u64>,
     /// Instructions outside every named file.
     unnamed: u64,
 }
@@ -113,7 +114,7 @@ struct Profile {
 /// or exec forgets a label, mremap moves it, fork copies it).
 #[derive(Default)]
 struct Spaces {
-    labels: HashMap<u32, Ranges<FileLabel>>,
+    labels: FxHashMap<u32, Ranges<FileLabel>>,
     cur: u32,
 }
 
@@ -179,7 +180,7 @@ fn profile(path: &Path) -> Result<(Profile, HashMap<u32, String>)> {
     let mut r = TraceReader::open(path).with_context(|| format!("trace {what}"))?;
     let mut p = Profile::default();
     let mut spaces = Spaces::new();
-    let mut last: HashMap<(u32, u32), At> = HashMap::new();
+    let mut last: FxHashMap<(u32, u32), At> = FxHashMap::default();
     let mut buf = Vec::new();
     while r
         .fill(&mut buf, 1 << 16)
@@ -364,6 +365,13 @@ pub fn run(a: &LayoutArgs) -> Result<()> {
             id,
             syms: &syms,
             funcs: &funcs,
+            loader: files
+                .iter()
+                .find(|(_, p)| {
+                    let n = p.rsplit('/').next().unwrap_or(p);
+                    n.starts_with("ld-linux") || n.starts_with("ld.so") || n.starts_with("ld64.so")
+                })
+                .map(|(&i, _)| i),
         };
         predict(a, &file, &g, &order, target.copied())?;
     }
@@ -375,6 +383,8 @@ struct Binary<'a> {
     id: u32,
     syms: &'a Symbols,
     funcs: &'a [&'a xlat_symbols::Symbol],
+    /// The dynamic linker's file, if the trace names it.
+    loader: Option<u32>,
 }
 
 /// `-m` and `--function`: the trace as traced and with the code where each algorithm's
@@ -396,9 +406,9 @@ fn predict(
     ];
     if let Some(f) = target {
         let name = &f.name;
-        let none = HashMap::new();
+        let none = FxHashMap::default();
         let moves = [&none, &placements[0].1, &placements[1].1];
-        let pc = calls::pages_per_call(&a.trace, b.id, b.syms, f.addr, a.page, &moves)?;
+        let pc = calls::pages_per_call(&a.trace, (b.id, b.syms), b.loader, f.addr, a.page, &moves)?;
         let mut line = format!(
             "per call      {name}: {} calls; code pages touched per call (mean, least-most): \
              {:.1} ({}-{}) as traced",
@@ -416,8 +426,18 @@ fn predict(
                 alg.name()
             );
         }
-        if pc.unfinished > 0 {
-            line += &format!("; {} still running at the end, not counted", pc.unfinished);
+        if pc.unmatched > 0 {
+            line += &format!(
+                "; {} not returning where expected or still running at the end (tail calls, \
+                 longjmp), not counted",
+                crate::output::n(pc.unmatched)
+            );
+        }
+        if pc.unfollowed > 0 {
+            line += &format!(
+                "; {} through lazy binding or deeper than 64, not followed",
+                crate::output::n(pc.unfollowed)
+            );
         }
         println!("{line}");
     }

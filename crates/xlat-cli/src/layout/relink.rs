@@ -6,7 +6,7 @@
 
 use super::Spaces;
 use anyhow::{Context, Result};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::path::Path;
 use xlat_sim::{MachineConfig, Radix, Sim};
 use xlat_symbols::Symbols;
@@ -21,7 +21,7 @@ pub fn placement(
     align: u64,
 ) -> HashMap<u64, u64> {
     let mut at = funcs.iter().map(|s| s.addr).min().unwrap_or(0);
-    let mut out = HashMap::new();
+    let mut out = HashMap::default();
     for &i in order {
         at = at.div_ceil(align) * align;
         out.insert(funcs[i].addr, at);
