@@ -89,6 +89,12 @@ fn the_c3_order_packs_the_hot_path_and_the_relinked_program_stops_missing() {
         "{out}"
     );
     assert!(out.contains("48 edges between functions"), "{out}");
+    // The chain's pages ran code, each a 48th of it or two (a function across a page).
+    assert!(
+        out.contains("code pages    36 of the binary ran code"),
+        "{out}"
+    );
+    assert!(out.contains("  4.1 %  h"), "{out}");
     let text = std::fs::read_to_string(&order).unwrap();
     let pos = |s: &str| {
         text.lines()

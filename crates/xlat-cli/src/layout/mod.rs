@@ -346,6 +346,7 @@ pub fn run(a: &LayoutArgs) -> Result<()> {
         xlat_types::PageSize::from_bytes(a.page).map_or(a.page.to_string(), |p| p.to_string()),
         a.algorithm.name()
     );
+    print_page_heat(&p, id, &syms, a.page);
     let how = match a.format {
         Format::Lld => "lld: -Wl,--symbol-ordering-file=FILE",
         Format::Gold => {
@@ -461,6 +462,54 @@ fn predict(
         println!("{line}");
     }
     Ok(())
+}
+
+/// The binary's code pages by instructions fetched (each block's at the page it starts in),
+/// the hottest five with the functions that ran in them.
+fn print_page_heat(p: &Profile, id: u32, syms: &Symbols, page: u64) {
+    let mut pages: FxHashMap<u64, (u64, Vec<&str>)> = FxHashMap::default();
+    let mut total = 0;
+    for (&(f, off), &n) in &p.insns {
+        let Some(v) = syms.vaddr_of_offset(off).filter(|_| f == id) else {
+            continue;
+        };
+        total += n;
+        let e = pages.entry(v / page).or_default();
+        e.0 += n;
+        if let Some(s) = syms.at_vaddr(v) {
+            if !e.1.contains(&s.name.as_str()) {
+                e.1.push(&s.name);
+            }
+        }
+    }
+    let mut by_heat: Vec<(u64, u64, Vec<&str>)> =
+        pages.into_iter().map(|(pg, (n, f))| (n, pg, f)).collect();
+    by_heat.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    println!(
+        "code pages    {} of the binary ran code (instructions by the page a block starts in); \
+         the hottest:",
+        by_heat.len()
+    );
+    for (n, pg, mut names) in by_heat.into_iter().take(5) {
+        names.sort_unstable();
+        let more = names.len().saturating_sub(4);
+        names.truncate(4);
+        println!(
+            "  {:<#12x}{:>5.1} %  {}{}",
+            pg * page,
+            100.0 * n as f64 / total.max(1) as f64,
+            if names.is_empty() {
+                "[no symbol]".to_string()
+            } else {
+                names.join(" ")
+            },
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
+        );
+    }
 }
 
 /// Pages the `hot` functions occupy where they are linked now.
