@@ -12,13 +12,11 @@
 //! included (they stay where they are). Calls that never return where expected (a tail call
 //! into the function, the trace's end) are counted apart.
 
-use super::Spaces;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::path::Path;
 use xlat_symbols::Symbols;
-use xlat_trace::TraceReader;
-use xlat_types::{Event, EventSource};
+use xlat_types::Event;
 
 /// Calls followed per thread at once (deeper recursion is not followed).
 const MAX_DEPTH: usize = 64;
@@ -67,9 +65,6 @@ pub fn pages_per_call(
     page: u64,
     moves: &[&HashMap<u64, u64>],
 ) -> Result<PerCall> {
-    let what = crate::output::shown(trace);
-    let mut r = TraceReader::open(trace).with_context(|| format!("trace {what}"))?;
-    let mut spaces = Spaces::new();
     // Per thread: its last two blocks and its calls in progress, innermost last.
     let mut last: HashMap<(u32, u32), [Seen; 2]> = HashMap::default();
     let mut calls: HashMap<(u32, u32), Vec<Call>> = HashMap::default();
@@ -79,78 +74,71 @@ pub fn pages_per_call(
         unfollowed: 0,
         pages: vec![(0, 0, 0); moves.len()],
     };
-    let mut buf = Vec::new();
-    while r
-        .fill(&mut buf, 1 << 16)
-        .with_context(|| format!("trace {what}"))?
-    {
-        for e in &buf {
-            let Event::Block(b) = e else {
-                if matches!(e, Event::Exit | Event::Exec | Event::ExecTraced) {
-                    let pid = spaces.cur;
-                    calls.retain(|&(p, _), c| {
-                        out.unmatched += (p == pid) as u64 * c.len() as u64;
-                        p != pid
-                    });
-                    last.retain(|&(p, _), _| p != pid);
-                }
-                spaces.event(e);
-                continue;
-            };
-            let thread = (spaces.cur, b.tid.0);
-            let (start, end) = (b.addr.0, b.addr.0 + b.len as u64);
-            let at = spaces.at(start);
-            // The block's function in the binary, if any: (its address, entered at it).
-            let func = at.filter(|&(f, _)| f == file).and_then(|(_, off)| {
-                let v = syms.vaddr_of_offset(off)?;
-                let s = syms.at_vaddr(v)?;
-                Some((s.addr, v == s.addr))
-            });
-            let seen = Seen {
-                end,
-                in_target: func.is_some_and(|(a, _)| a == target),
-                stub: func.is_none() && b.insns <= 2,
-                from_loader: loader.is_some() && at.map(|(f, _)| f) == loader,
-            };
-            let l = last.entry(thread).or_default();
-            let [prev, before] = *l;
-            *l = [seen, prev];
-            let stack = calls.entry(thread).or_default();
-            if let Some(i) = stack.iter().rposition(|c| c.ret == start) {
-                out.unmatched += (stack.len() - i - 1) as u64;
-                stack.truncate(i + 1);
-                let c = stack.pop().unwrap();
-                out.calls += 1;
-                for (k, set) in c.pages.iter().enumerate() {
-                    let n = set.len() as u64;
-                    let (sum, lo, hi) = &mut out.pages[k];
-                    *sum += n;
-                    *lo = if out.calls == 1 { n } else { (*lo).min(n) };
-                    *hi = (*hi).max(n);
-                }
+    super::labelled(trace, |spaces, e| {
+        let Event::Block(b) = e else {
+            if matches!(e, Event::Exit | Event::Exec | Event::ExecTraced) {
+                let pid = spaces.cur;
+                calls.retain(|&(p, _), c| {
+                    out.unmatched += (p == pid) as u64 * c.len() as u64;
+                    p != pid
+                });
+                last.retain(|&(p, _), _| p != pid);
             }
-            if func == Some((target, true)) && prev.end != 0 && !prev.in_target {
-                let caller = if prev.stub { before } else { prev };
-                if caller.from_loader || caller.end == 0 || stack.len() == MAX_DEPTH {
-                    out.unfollowed += 1;
-                } else {
-                    stack.push(Call {
-                        ret: caller.end,
-                        pages: vec![HashSet::default(); moves.len()],
-                    });
-                }
-            }
-            for c in stack.iter_mut() {
-                for (k, set) in c.pages.iter_mut().enumerate() {
-                    let d = func
-                        .and_then(|(f, _)| Some(*moves[k].get(&f)? as i64 - f as i64))
-                        .unwrap_or(0);
-                    let (s, e) = (start.wrapping_add_signed(d), end.wrapping_add_signed(d));
-                    set.extend(s / page..=(e - 1) / page);
-                }
+            return;
+        };
+        let thread = (spaces.cur, b.tid.0);
+        let (start, end) = (b.addr.0, b.addr.0 + b.len as u64);
+        let at = spaces.at(start);
+        // The block's function in the binary, if any: (its address, entered at it).
+        let func = at.filter(|&(f, _)| f == file).and_then(|(_, off)| {
+            let v = syms.vaddr_of_offset(off)?;
+            let s = syms.at_vaddr(v)?;
+            Some((s.addr, v == s.addr))
+        });
+        let seen = Seen {
+            end,
+            in_target: func.is_some_and(|(a, _)| a == target),
+            stub: func.is_none() && b.insns <= 2,
+            from_loader: loader.is_some() && at.map(|(f, _)| f) == loader,
+        };
+        let l = last.entry(thread).or_default();
+        let [prev, before] = *l;
+        *l = [seen, prev];
+        let stack = calls.entry(thread).or_default();
+        if let Some(i) = stack.iter().rposition(|c| c.ret == start) {
+            out.unmatched += (stack.len() - i - 1) as u64;
+            stack.truncate(i + 1);
+            let c = stack.pop().unwrap();
+            out.calls += 1;
+            for (k, set) in c.pages.iter().enumerate() {
+                let n = set.len() as u64;
+                let (sum, lo, hi) = &mut out.pages[k];
+                *sum += n;
+                *lo = if out.calls == 1 { n } else { (*lo).min(n) };
+                *hi = (*hi).max(n);
             }
         }
-    }
+        if func == Some((target, true)) && prev.end != 0 && !prev.in_target {
+            let caller = if prev.stub { before } else { prev };
+            if caller.from_loader || caller.end == 0 || stack.len() == MAX_DEPTH {
+                out.unfollowed += 1;
+            } else {
+                stack.push(Call {
+                    ret: caller.end,
+                    pages: vec![HashSet::default(); moves.len()],
+                });
+            }
+        }
+        for c in stack.iter_mut() {
+            for (k, set) in c.pages.iter_mut().enumerate() {
+                let d = func
+                    .and_then(|(f, _)| Some(*moves[k].get(&f)? as i64 - f as i64))
+                    .unwrap_or(0);
+                let (s, e) = (start.wrapping_add_signed(d), end.wrapping_add_signed(d));
+                set.extend(s / page..=(e - 1) / page);
+            }
+        }
+    })?;
     out.unmatched += calls.values().map(|c| c.len() as u64).sum::<u64>();
     Ok(out)
 }

@@ -174,38 +174,53 @@ impl Spaces {
     }
 }
 
-/// Reads the trace: its code profile and its file table.
-fn profile(path: &Path) -> Result<(Profile, HashMap<u32, String>)> {
+/// Reads the trace at `path` in order, each event seen by `f` with the address spaces'
+/// file labels as they are before it; returns the reader, at its end.
+fn labelled(
+    path: &Path,
+    mut f: impl FnMut(&Spaces, &Event),
+) -> Result<TraceReader<std::io::BufReader<std::fs::File>>> {
     let what = crate::output::shown(path);
     let mut r = TraceReader::open(path).with_context(|| format!("trace {what}"))?;
-    let mut p = Profile::default();
     let mut spaces = Spaces::new();
-    let mut last: FxHashMap<(u32, u32), At> = FxHashMap::default();
     let mut buf = Vec::new();
     while r
         .fill(&mut buf, 1 << 16)
         .with_context(|| format!("trace {what}"))?
     {
         for e in &buf {
-            let Event::Block(b) = e else {
+            f(&spaces, e);
+            if !matches!(e, Event::Block(_)) {
                 spaces.event(e);
-                continue;
-            };
-            let thread = (spaces.cur, b.tid.0);
-            match spaces.at(b.addr.0) {
-                Some(at) => {
-                    *p.insns.entry(at).or_default() += b.insns as u64;
-                    if let Some(prev) = last.insert(thread, at) {
-                        *p.next.entry((prev, at)).or_default() += 1;
-                    }
-                }
-                None => {
-                    p.unnamed += b.insns as u64;
-                    last.remove(&thread);
-                }
             }
         }
     }
+    Ok(r)
+}
+
+/// Reads the trace: its code profile and its file table.
+fn profile(path: &Path) -> Result<(Profile, HashMap<u32, String>)> {
+    let what = crate::output::shown(path);
+    let mut p = Profile::default();
+    let mut last: FxHashMap<(u32, u32), At> = FxHashMap::default();
+    let r = labelled(path, |spaces, e| {
+        let Event::Block(b) = e else {
+            return;
+        };
+        let thread = (spaces.cur, b.tid.0);
+        match spaces.at(b.addr.0) {
+            Some(at) => {
+                *p.insns.entry(at).or_default() += b.insns as u64;
+                if let Some(prev) = last.insert(thread, at) {
+                    *p.next.entry((prev, at)).or_default() += 1;
+                }
+            }
+            None => {
+                p.unnamed += b.insns as u64;
+                last.remove(&thread);
+            }
+        }
+    })?;
     let files = r
         .end_summary()
         .map(|s| xlat_trace::file_names(&s.end_meta))
