@@ -468,6 +468,17 @@ impl Assoc {
         arr!(self, a => a.valid_entries())
     }
 
+    /// A host prefetch of where a [`StackArray`] will look for `key` (nothing for any
+    /// other array).
+    #[inline]
+    pub fn prefetch_stack(&self, index: u64, key: u64, asid: u16) {
+        if let Assoc::Boxed(b) = self {
+            if let Boxed::Stack(a) = &**b {
+                a.prefetch(index, key, asid);
+            }
+        }
+    }
+
     /// A [`StackArray`]'s misses per associativity (`None` for any other array).
     pub fn stack_misses(&self) -> Option<Vec<(usize, u64)>> {
         match self {

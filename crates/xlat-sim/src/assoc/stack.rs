@@ -184,6 +184,14 @@ impl StackArray {
         Some(self.slot(n))
     }
 
+    /// A host prefetch of the table slot `lookup(index, key, asid)` probes first (its
+    /// entry's, unless the entry is global or displaced by a collision).
+    #[inline]
+    pub fn prefetch(&self, index: u64, key: u64, asid: u16) {
+        let set = self.index.set(index);
+        self.table.prefetch(key, (set as u64) << 17 | asid as u64);
+    }
+
     /// Like `lookup` without touching anything.
     pub fn peek(&self, index: u64, key: u64, asid: u16) -> Option<Slot> {
         let set = self.index.set(index);
@@ -427,6 +435,15 @@ impl StackArray {
                     let n = self.slot_of(set, w);
                     self.globals -= (self.table.get(n).flags & GLOBAL != 0) as usize;
                     self.table.remove(n);
+                    // The next fill of this set evicts the new bottom entry: start
+                    // fetching its slot (a deep stack's table outgrows the host's caches).
+                    if !self.orders[set].is_empty() {
+                        let o = &mut self.orders[set];
+                        let b = o.bottom();
+                        let w = o.what(b);
+                        let own = owner(set, super::tag_asid(w.tag), super::tag_flags(w.tag));
+                        self.table.prefetch(w.key, own);
+                    }
                 }
             }
         }

@@ -139,6 +139,8 @@ pub struct Sim<P: PageTable> {
     precleared: Vec<u64>,
     /// References not counted at the start (`warmup.rs`).
     warmup: warmup::Warmup,
+    /// The structure a curve profiles (`profile.rs`).
+    profiled: Option<usize>,
 }
 
 /// The default of [`Sim::with_memory_limit`]: 1 GiB of host memory.
@@ -277,6 +279,7 @@ impl<P: PageTable> Sim<P> {
             attrib: None,
             tracking: false,
             warmup: Default::default(),
+            profiled: None,
             cfg: cfg.clone(),
         };
         sim.pid_slot.insert(Pid::INIT.0, 0);
@@ -377,17 +380,23 @@ impl<P: PageTable> Sim<P> {
     /// (`run_v3`); `H` on a hashed machine (its translate path).
     #[inline(always)]
     fn run_in<const V3: bool, const H: bool>(&mut self, events: &[Event]) -> Result<(), SimError> {
-        // Prefetch only while walks are frequent (they are what misses the host caches).
-        let prefetching = self.c.walks - self.walks_at_batch > (events.len() / 32) as u64;
-        let early =
-            !H && prefetching && self.current_pt().is_some_and(|p| p.wants_early_prefetch());
+        // Prefetch only while walks are frequent (they are what misses the host caches),
+        // or for a curve's stack (`profile.rs`). One flag, so that a run without either
+        // tests once per event.
+        let walking = self.c.walks - self.walks_at_batch > (events.len() / 32) as u64;
+        let profiled = self.profiled.is_some();
+        let prefetching = walking | profiled;
+        let early = !H && walking && self.current_pt().is_some_and(|p| p.wants_early_prefetch());
         self.walks_at_batch = self.c.walks;
         for (i, ev) in events.iter().enumerate() {
             if prefetching {
-                if H {
+                if walking && H {
                     self.prefetch_ahead_hashed(events, i);
-                } else {
+                } else if walking {
                     self.prefetch_ahead(events, i, early);
+                }
+                if profiled {
+                    self.prefetch_profiled(events, i);
                 }
             }
             match *ev {

@@ -3,6 +3,9 @@
 
 use super::*;
 
+/// How many events ahead [`Sim::prefetch_profiled`] looks.
+const CURVE_PREFETCH_DISTANCE: usize = 4;
+
 impl<P: PageTable> Sim<P> {
     /// Simulates structure `p.index` as an LRU stack that also counts the misses of
     /// every size of the curve `p` (see [`crate::curve`]). Call before any event, on a
@@ -10,6 +13,22 @@ impl<P: PageTable> Sim<P> {
     pub fn profile(&mut self, p: &crate::curve::Prepared) {
         debug_assert_eq!(self.event, 0, "profile before any event");
         self.tlb.structs[p.index].profile(p.sets, p.set_index, &p.ways);
+        self.profiled = Some(p.index);
+    }
+
+    /// While replaying `events[i]`, a host prefetch of the profiled structure's table
+    /// slot for the event [`CURVE_PREFETCH_DISTANCE`] ahead: a deep touch otherwise
+    /// misses the host's caches there (the stack's table outgrows them).
+    #[inline(always)]
+    pub(super) fn prefetch_profiled(&self, events: &[Event], i: usize) {
+        let va = match events.get(i + CURVE_PREFETCH_DISTANCE) {
+            Some(Event::Access(a)) => a.addr.0,
+            Some(Event::Block(b)) => b.addr.0,
+            _ => return,
+        };
+        if let Some(k) = self.profiled {
+            self.tlb.structs[k].prefetch_profiled(va, self.asid);
+        }
     }
 
     /// The curve of a structure [`Sim::profile`] set up (after a warm-up: the misses

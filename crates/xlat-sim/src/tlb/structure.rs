@@ -139,6 +139,17 @@ impl Structure {
         self.arr = Assoc::Boxed(Box::new(Boxed::Stack(StackArray::new(ix, ways, bounds))));
     }
 
+    /// A host prefetch of where a profiled structure will look for `va` (at each size it
+    /// may hold).
+    #[inline]
+    pub fn prefetch_profiled(&self, va: u64, asid: u16) {
+        for &s in &self.shifts {
+            if self.present & (1 << s) != 0 {
+                self.arr.prefetch_stack(va >> s, key(va, s as u32), asid);
+            }
+        }
+    }
+
     /// The misses per associativity of a profiled structure.
     pub fn stack_misses(&self) -> Option<Vec<(usize, u64)>> {
         self.arr.stack_misses()

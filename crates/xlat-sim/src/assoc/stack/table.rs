@@ -80,6 +80,12 @@ impl Table {
         }
     }
 
+    /// A host prefetch of the slot `find(key, owner)` probes first.
+    #[inline(always)]
+    pub fn prefetch(&self, key: u64, owner: u64) {
+        crate::hugepage::prefetch(&self.slots[self.home(key, owner)]);
+    }
+
     /// Stores `node` (whose key and owner are absent); returns its slot (slots change
     /// on every insertion and removal).
     pub fn insert(&mut self, node: Node) -> u32 {
