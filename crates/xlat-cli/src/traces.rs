@@ -126,6 +126,30 @@ fn view(sim: &Sim<Radix>, system: bool, what: &str) -> Result<View> {
     })
 }
 
+/// Replays `src`, a trace's events (a system trace's if `system`; named `what`), into
+/// `sim` as that machine sees them: narrowed or folded as [`replay_many`] does.
+pub fn drive_seen<S: EventSource>(
+    src: S,
+    system: bool,
+    what: &str,
+    sim: &mut Sim<Radix>,
+) -> Result<()>
+where
+    S::Error: std::error::Error + Send + Sync + 'static,
+{
+    match view(sim, system, what)? {
+        View::Plain => drive(&mut { src }, sim),
+        View::Canonical(bits) => drive(&mut Canonical::new(src, bits), sim),
+        View::Fold { bits, system } => {
+            let mut f = match system {
+                true => Fold::system(src, bits),
+                false => Fold::new(src, bits),
+            };
+            drive(&mut f, sim)
+        }
+    }
+}
+
 /// Replays the trace at `path` into every simulator of `sims` from **one** decode (its
 /// own thread; each machine on a thread of its own, all fed the same batches). Per
 /// machine: `Ok` or the error that stopped it (the others go on), and the warnings

@@ -345,3 +345,71 @@ fn a_panicking_guest_kernel_gives_a_truncated_trace_and_a_clear_error() {
     assert_eq!(why, Some("the guest kernel crashed (a kernel panic)"));
     assert!(s.references() > 0);
 }
+
+/// The first seed's question, asked of a real kernel: `dd` reading 64 pages, and `xlat
+/// layout --binary kernel` ordering the guest kernel's functions (named by its kallsyms)
+/// by the trace. Every `ksys_read` call is followed (the syscall's wrapper reaches it by a
+/// tail call); its code pages per call shrink in the C3 order; the replay as traced equals
+/// `xlat sim`'s, and the virtual relink misses less on skylake.
+#[test]
+fn the_kernels_read_path_in_fewer_pages() {
+    let d = Dir::new();
+    let (o, t) = system_trace(&d, "dd", &[], "dd if=/dev/zero of=/tmp/f bs=4k count=64");
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let order = d.path("kernel.order");
+    let o = d.xlat(&[
+        "layout",
+        t.to_str().unwrap(),
+        "--binary",
+        "kernel",
+        "-o",
+        order.to_str().unwrap(),
+        "-m",
+        "skylake",
+        "--function",
+        "ksys_read",
+    ]);
+    let out = stdout(&o);
+    assert_eq!(code(&o), 0, "{}{out}", stderr(&o));
+    eprintln!("{out}");
+    assert!(out.contains("binary        the kernel"), "{out}");
+    let line = |start: &str| out.lines().find(|l| l.starts_with(start)).unwrap();
+    let numbers = |l: &str| -> Vec<f64> {
+        l.split(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .filter_map(|w| w.trim_end_matches('.').parse().ok())
+            .collect()
+    };
+    let functions = numbers(line("functions"));
+    assert!(functions[0] > 10_000.0, "{out}");
+    let hot = numbers(line("hot code"));
+    assert!(hot[2] < hot[0], "fewer hot pages in the C3 order: {out}");
+    // dd's 64 reads, and whatever else in the guest reads.
+    let per_call = numbers(line("per call"));
+    assert!(per_call[0] >= 64.0, "{out}");
+    let (traced, c3) = (per_call[1], per_call[4]);
+    assert!(c3 < traced, "pages per call: {out}");
+    assert!(!line("per call").contains("still running"), "{out}");
+
+    let names: BTreeSet<String> = kallsyms().into_iter().map(|(_, _, n)| n).collect();
+    let listed = std::fs::read_to_string(&order).unwrap();
+    assert!(listed.lines().any(|l| l == "ksys_read"), "{listed}");
+    assert!(
+        listed.lines().all(|l| names.contains(l)),
+        "only kallsyms names"
+    );
+
+    let relinks = line("skylake");
+    let n: Vec<u64> = relinks
+        .split_whitespace()
+        .filter_map(|w| w.trim_end_matches(',').replace(',', "").parse().ok())
+        .collect();
+    let r = replay_report(&d, &t, &["-m", "skylake"]);
+    let l = r["tlb_levels"].as_array().unwrap();
+    let all: u64 = l
+        .iter()
+        .filter(|x| x["name"] == l[0]["name"] && x["side"] == "i")
+        .map(|x| x["misses"].as_u64().unwrap())
+        .sum();
+    assert_eq!(n[0], all, "the replay as traced: {relinks}");
+    assert!(n[1] < n[0], "{relinks}");
+}

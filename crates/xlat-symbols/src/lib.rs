@@ -76,6 +76,8 @@ pub enum SymbolSource {
     Symtab,
     /// The file's `.dynsym` (the file has no usable `.symtab`).
     Dynsym,
+    /// A list given by the caller, no ELF file ([`Symbols::from_list`]).
+    List,
     /// The `.symtab` of this build-id debug file.
     DebugFile(PathBuf),
 }
@@ -198,6 +200,31 @@ impl Symbols {
             });
         }
         Ok(Self::new(main.syms, main.loads, main.source))
+    }
+
+    /// A table of the given symbols with no file behind it (a kernel's functions, named
+    /// by its kallsyms): an "offset" is the address itself. Symbols of size 0 are dropped;
+    /// of aliases (same address, size and kind) the shortest name is kept, as in a file.
+    pub fn from_list(mut syms: Vec<Symbol>) -> Symbols {
+        syms.retain(|s| s.size > 0);
+        syms.sort_by(|a, b| {
+            (a.addr, a.size, a.kind, a.name.len(), &a.name).cmp(&(
+                b.addr,
+                b.size,
+                b.kind,
+                b.name.len(),
+                &b.name,
+            ))
+        });
+        syms.dedup_by(|later, first| {
+            (later.addr, later.size, later.kind) == (first.addr, first.size, first.kind)
+        });
+        let whole = Load {
+            offset: 0,
+            filesz: u64::MAX,
+            vaddr: 0,
+        };
+        Self::new(syms, vec![whole], SymbolSource::List)
     }
 
     fn new(syms: Vec<Symbol>, loads: Vec<Load>, source: SymbolSource) -> Symbols {
@@ -499,6 +526,32 @@ mod tests {
 
     fn name_at(s: &Symbols, v: u64) -> Option<&str> {
         s.at_vaddr(v).map(|s| s.name.as_str())
+    }
+
+    #[test]
+    fn a_list_maps_offsets_to_themselves() {
+        let s = Symbols::from_list(vec![
+            sym("b", 0xffff_ffff_8100_0040, 0x20, SymKind::Function),
+            sym("a_alias", 0xffff_ffff_8100_0000, 0x40, SymKind::Function),
+            sym("a", 0xffff_ffff_8100_0000, 0x40, SymKind::Function),
+            sym("empty", 0xffff_ffff_8100_0060, 0, SymKind::Function),
+        ]);
+        let names: Vec<&str> = s.functions().map(|f| f.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["a", "b"],
+            "sorted, the alias and the empty one dropped"
+        );
+        assert_eq!(
+            s.vaddr_of_offset(0xffff_ffff_8100_0050),
+            Some(0xffff_ffff_8100_0050)
+        );
+        assert_eq!(
+            s.at_offset(0xffff_ffff_8100_005f).map(|f| f.name.as_str()),
+            Some("b")
+        );
+        assert_eq!(s.at_offset(0xffff_ffff_8100_0060), None);
+        assert_eq!(s.source(), SymbolSource::List);
     }
 
     #[test]

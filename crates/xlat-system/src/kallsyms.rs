@@ -8,7 +8,22 @@ use std::collections::HashMap;
 pub struct Symbols {
     /// `(address, name)` of the text symbols (types `t`/`T`), sorted.
     text: Vec<(u64, String)>,
+    /// The addresses of text symbols of modules (`ADDR TYPE NAME [MODULE]`).
+    module_text: std::collections::HashSet<u64>,
     by_name: HashMap<String, u64>,
+}
+
+/// The largest size [`Symbols::sized_text`] infers: a longer gap to the next symbol is
+/// padding (the kernel's largest functions are a few tens of KiB).
+pub const MAX_INFERRED_SIZE: u64 = 64 << 10;
+
+/// Whether a text symbol marks a section's bounds rather than naming code (`_stext`,
+/// `__entry_text_start`, `__kprobes_text_end`, …).
+fn is_marker(name: &str) -> bool {
+    matches!(
+        name,
+        "_text" | "_stext" | "_etext" | "_sinittext" | "_einittext"
+    ) || name.starts_with('_') && (name.ends_with("_start") || name.ends_with("_end"))
 }
 
 impl Symbols {
@@ -29,6 +44,9 @@ impl Symbols {
                 .map_err(|_| format!("line {}: bad address '{a}'", i + 1))?;
             if matches!(t, "t" | "T") {
                 out.text.push((addr, name.to_string()));
+                if f.next().is_some_and(|m| m.starts_with('[')) {
+                    out.module_text.insert(addr);
+                }
             }
             out.by_name.entry(name.to_string()).or_insert(addr);
         }
@@ -62,6 +80,28 @@ impl Symbols {
         v
     }
 
+    /// The core kernel's functions as `(address, size, name)`, by address. kallsyms has no
+    /// sizes: each is the distance to the next text symbol, at most [`MAX_INFERRED_SIZE`]
+    /// (so an approximation: alignment padding counts as the function's). Section
+    /// markers and modules' symbols are left out; the last symbol, with nothing after it,
+    /// too.
+    pub fn sized_text(&self) -> Vec<(u64, u64, &str)> {
+        let core: Vec<&(u64, String)> = self
+            .text
+            .iter()
+            .filter(|(a, _)| !self.module_text.contains(a))
+            .collect();
+        core.windows(2)
+            .filter(|w| !is_marker(&w[0].1))
+            .filter_map(|w| {
+                let (a, name) = w[0];
+                // The next symbol at a higher address (aliases share an address).
+                let next = core[core.partition_point(|(b, _)| b <= a)..].first()?.0;
+                Some((*a, (next - a).min(MAX_INFERRED_SIZE), name.as_str()))
+            })
+            .collect()
+    }
+
     pub fn text_symbols(&self) -> usize {
         self.text.len()
     }
@@ -69,7 +109,34 @@ impl Symbols {
 
 #[cfg(test)]
 mod tests {
-    use super::Symbols;
+    use super::{Symbols, MAX_INFERRED_SIZE};
+
+    #[test]
+    fn sizes_are_gaps_to_the_next_symbol() {
+        let s = Symbols::parse(
+            "ffffffff81000000 T _stext\nffffffff81000000 T startup_64\n\
+             ffffffff81000000 t alias_of_startup\nffffffff81000040 t next\n\
+             ffffffff81000070 T __kprobes_text_start\nffffffff81200000 T far_away\n\
+             ffffffff81200010 T last\nffffffffc0001000 t mod_fn [ext4]\n\
+             ffffffffc0001100 t mod_fn2 [ext4]\n",
+        )
+        .unwrap();
+        assert_eq!(
+            s.sized_text(),
+            [
+                (0xffffffff81000000, 0x40, "alias_of_startup"),
+                (0xffffffff81000000, 0x40, "startup_64"),
+                (0xffffffff81000040, 0x30, "next"),
+                (0xffffffff81200000, 0x10, "far_away"),
+            ],
+            "markers, modules and the last symbol left out; a gap capped"
+        );
+        let s = Symbols::parse("ffffffff81000000 t big\nffffffff81100000 t after\n").unwrap();
+        assert_eq!(
+            s.sized_text(),
+            [(0xffffffff81000000, MAX_INFERRED_SIZE, "big")]
+        );
+    }
 
     #[test]
     fn names_functions_and_finds_addresses() {
@@ -91,6 +158,11 @@ mod tests {
         assert_eq!(
             s.functions_in(0xffffffff81089ac4, 0xffffffff81089ac8),
             ["pgd_free"]
+        );
+        assert_eq!(
+            s.sized_text(),
+            [(0xffffffff81089ac0, 0x40, "pgd_free")],
+            "_text is a marker; pgd_ctor is last (no size)"
         );
         assert!(Symbols::parse("zz T x").is_err());
         assert!(Symbols::parse("ffff T").is_err());

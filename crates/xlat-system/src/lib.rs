@@ -16,7 +16,7 @@ mod kallsyms;
 pub use boot::{Boot, Console, Ended};
 pub use capture::{Outcome, Stats, SystemCapture, KERNEL_HALF};
 pub use guest::Guest;
-pub use kallsyms::Symbols;
+pub use kallsyms::{Symbols, MAX_INFERRED_SIZE};
 
 /// The system plugin's file name.
 pub const PLUGIN_FILE: &str = "libxlat_qemu_system.so";

@@ -1,16 +1,19 @@
 //! Code pages touched per call of one function (`xlat layout --function NAME`), as traced
 //! and with the binary's code where each order puts it.
 //!
-//! A call starts at a block at the function's entry that follows, in the same thread, a
-//! block outside the function; it returns to the end of the caller's block (a call ends its
-//! block). The caller's block is the one before the entry, or, when that is a PLT stub (at
-//! most two instructions outside the binary's functions: `jmp *GOT`, with IBT `endbr64;
-//! jmp`), the one before the stub. A call that arrives from the dynamic linker (lazy binding
-//! resolving the PLT slot) has no caller in sight and is not followed. A call ends at the
-//! first later block at its return address, the calls made since with it (a `longjmp` past
-//! several); every code page fetched in between counts for it, callees and libraries
-//! included (they stay where they are). Calls that never return where expected (a tail call
-//! into the function, the trace's end) are counted apart.
+//! Each thread keeps a shadow stack of calls. A call is a block at a function's entry that
+//! follows, in the same thread, a block of another function (or of no function: user code
+//! entering the kernel); it returns to the end of the caller's block (a call ends its
+//! block; `syscall` too). The caller's block is the one before the entry, or, when that is
+//! a PLT stub (at most two instructions of a file, outside the binary's functions: `jmp *GOT`, with
+//! IBT `endbr64; jmp`), the one before the stub. A block at the return address of a call
+//! on the stack ends that call and every call above it: a tail call (whose own "return
+//! address" is never reached) returns with its caller, a `longjmp` unwinds several. Every
+//! code page fetched while a call of the function runs counts for it, callees and other
+//! files included (they stay where they are). A call that arrives from the dynamic
+//! linker (lazy binding resolving the PLT slot) has no caller in sight and is not
+//! followed; calls still running at the end (or at their process's exit) are counted
+//! apart.
 
 use anyhow::Result;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
@@ -18,13 +21,14 @@ use std::path::Path;
 use xlat_symbols::Symbols;
 use xlat_types::Event;
 
-/// Calls followed per thread at once (deeper recursion is not followed).
-const MAX_DEPTH: usize = 64;
+/// Calls kept per thread at once: a deeper call is not followed (nor its pages counted, if
+/// it is one of the function's).
+const MAX_DEPTH: usize = 256;
 
 /// Pages touched per returned call, per layout.
 pub struct PerCall {
     pub calls: u64,
-    /// Calls that did not return where expected, or were still running at the end.
+    /// Calls still running at the end, or when their process exited.
     pub unmatched: u64,
     /// Calls through the dynamic linker's lazy binding, or deeper than [`MAX_DEPTH`].
     pub unfollowed: u64,
@@ -36,19 +40,71 @@ impl PerCall {
     pub fn mean(&self, k: usize) -> f64 {
         self.pages[k].0 as f64 / self.calls.max(1) as f64
     }
+
+    fn end(&mut self, call: Frame) {
+        let Some(pages) = call.pages else {
+            return;
+        };
+        self.calls += 1;
+        for (k, set) in pages.iter().enumerate() {
+            let n = set.len() as u64;
+            let (sum, lo, hi) = &mut self.pages[k];
+            *sum += n;
+            *lo = if self.calls == 1 { n } else { (*lo).min(n) };
+            *hi = (*hi).max(n);
+        }
+    }
 }
 
-/// A call in progress: where it returns, and each layout's pages.
-struct Call {
+/// A call in progress: where it returns, and for a call of the function, each layout's
+/// pages.
+struct Frame {
     ret: u64,
-    pages: Vec<HashSet<u64>>,
+    pages: Option<Vec<HashSet<u64>>>,
+}
+
+/// A thread's calls in progress, innermost last, and how many return to each address.
+#[derive(Default)]
+struct Stack {
+    frames: Vec<Frame>,
+    rets: HashMap<u64, u32>,
+    /// Frames of calls of the function.
+    targets: usize,
+}
+
+impl Stack {
+    fn push(&mut self, f: Frame) {
+        *self.rets.entry(f.ret).or_default() += 1;
+        self.targets += f.pages.is_some() as usize;
+        self.frames.push(f);
+    }
+
+    /// The frames a block at `start` returns from: none unless `start` is a frame's return
+    /// address, else that frame and all above it.
+    fn returns(&mut self, start: u64) -> Vec<Frame> {
+        if !self.rets.contains_key(&start) {
+            return Vec::new();
+        }
+        let i = self.frames.iter().rposition(|f| f.ret == start).unwrap();
+        let gone = self.frames.split_off(i);
+        for f in &gone {
+            let n = self.rets.get_mut(&f.ret).unwrap();
+            *n -= 1;
+            if *n == 0 {
+                self.rets.remove(&f.ret);
+            }
+            self.targets -= f.pages.is_some() as usize;
+        }
+        gone
+    }
 }
 
 /// What the call detection remembers of a block.
 #[derive(Clone, Copy, Default)]
 struct Seen {
     end: u64,
-    in_target: bool,
+    /// The function (its address) the block lies in, if any.
+    func: Option<u64>,
     /// Possibly a PLT stub.
     stub: bool,
     from_loader: bool,
@@ -65,9 +121,9 @@ pub fn pages_per_call(
     page: u64,
     moves: &[&HashMap<u64, u64>],
 ) -> Result<PerCall> {
-    // Per thread: its last two blocks and its calls in progress, innermost last.
+    // Per thread: its last two blocks and its calls in progress.
     let mut last: HashMap<(u32, u32), [Seen; 2]> = HashMap::default();
-    let mut calls: HashMap<(u32, u32), Vec<Call>> = HashMap::default();
+    let mut calls: HashMap<(u32, u32), Stack> = HashMap::default();
     let mut out = PerCall {
         calls: 0,
         unmatched: 0,
@@ -79,7 +135,7 @@ pub fn pages_per_call(
             if matches!(e, Event::Exit | Event::Exec | Event::ExecTraced) {
                 let pid = spaces.cur;
                 calls.retain(|&(p, _), c| {
-                    out.unmatched += (p == pid) as u64 * c.len() as u64;
+                    out.unmatched += (p == pid) as u64 * c.targets as u64;
                     p != pid
                 });
                 last.retain(|&(p, _), _| p != pid);
@@ -97,40 +153,34 @@ pub fn pages_per_call(
         });
         let seen = Seen {
             end,
-            in_target: func.is_some_and(|(a, _)| a == target),
-            stub: func.is_none() && b.insns <= 2,
+            func: func.map(|(a, _)| a),
+            stub: at.is_some() && func.is_none() && b.insns <= 2,
             from_loader: loader.is_some() && at.map(|(f, _)| f) == loader,
         };
         let l = last.entry(thread).or_default();
         let [prev, before] = *l;
         *l = [seen, prev];
         let stack = calls.entry(thread).or_default();
-        if let Some(i) = stack.iter().rposition(|c| c.ret == start) {
-            out.unmatched += (stack.len() - i - 1) as u64;
-            stack.truncate(i + 1);
-            let c = stack.pop().unwrap();
-            out.calls += 1;
-            for (k, set) in c.pages.iter().enumerate() {
-                let n = set.len() as u64;
-                let (sum, lo, hi) = &mut out.pages[k];
-                *sum += n;
-                *lo = if out.calls == 1 { n } else { (*lo).min(n) };
-                *hi = (*hi).max(n);
-            }
+        for f in stack.returns(start) {
+            out.end(f);
         }
-        if func == Some((target, true)) && prev.end != 0 && !prev.in_target {
+        if let Some((f, true)) = func.filter(|_| prev.end != 0 && prev.func != seen.func) {
             let caller = if prev.stub { before } else { prev };
-            if caller.from_loader || caller.end == 0 || stack.len() == MAX_DEPTH {
-                out.unfollowed += 1;
+            let mine = f == target;
+            if caller.from_loader || caller.end == 0 || stack.frames.len() == MAX_DEPTH {
+                out.unfollowed += mine as u64;
             } else {
-                stack.push(Call {
+                stack.push(Frame {
                     ret: caller.end,
-                    pages: vec![HashSet::default(); moves.len()],
+                    pages: mine.then(|| vec![HashSet::default(); moves.len()]),
                 });
             }
         }
-        for c in stack.iter_mut() {
-            for (k, set) in c.pages.iter_mut().enumerate() {
+        if stack.targets == 0 {
+            return;
+        }
+        for pages in stack.frames.iter_mut().filter_map(|f| f.pages.as_mut()) {
+            for (k, set) in pages.iter_mut().enumerate() {
                 let d = func
                     .and_then(|(f, _)| Some(*moves[k].get(&f)? as i64 - f as i64))
                     .unwrap_or(0);
@@ -139,6 +189,6 @@ pub fn pages_per_call(
             }
         }
     })?;
-    out.unmatched += calls.values().map(|c| c.len() as u64).sum::<u64>();
+    out.unmatched += calls.values().map(|c| c.targets as u64).sum::<u64>();
     Ok(out)
 }

@@ -110,23 +110,33 @@ struct Profile {
     unnamed: u64,
 }
 
+/// The file number that stands for the kernel of a system trace: its "offsets" are its
+/// addresses (x86-64's upper half), its functions come from its kallsyms.
+const KERNEL: u32 = u32::MAX;
+
 /// Per process, what files its ranges hold (the simulator's rules: a later mmap, munmap
-/// or exec forgets a label, mremap moves it, fork copies it).
+/// or exec forgets a label, mremap moves it, fork copies it); in a system trace, the
+/// kernel's half too.
 #[derive(Default)]
 struct Spaces {
     labels: FxHashMap<u32, Ranges<FileLabel>>,
     cur: u32,
+    system: bool,
 }
 
 impl Spaces {
-    fn new() -> Spaces {
+    fn new(system: bool) -> Spaces {
         Spaces {
             cur: xlat_types::Pid::INIT.0,
+            system,
             ..Spaces::default()
         }
     }
 
     fn at(&self, va: u64) -> Option<At> {
+        if self.system && va >> 63 == 1 {
+            return Some((KERNEL, va));
+        }
         let (s, l) = self.labels.get(&self.cur)?.find(va)?;
         Some((l.file, l.offset + (va - s)))
     }
@@ -182,7 +192,7 @@ fn labelled(
 ) -> Result<TraceReader<std::io::BufReader<std::fs::File>>> {
     let what = crate::output::shown(path);
     let mut r = TraceReader::open(path).with_context(|| format!("trace {what}"))?;
-    let mut spaces = Spaces::new();
+    let mut spaces = Spaces::new(crate::traces::is_system(r.header()));
     let mut buf = Vec::new();
     while r
         .fill(&mut buf, 1 << 16)
@@ -221,10 +231,13 @@ fn profile(path: &Path) -> Result<(Profile, HashMap<u32, String>)> {
             }
         }
     })?;
-    let files = r
+    let mut files = r
         .end_summary()
         .map(|s| xlat_trace::file_names(&s.end_meta))
         .unwrap_or_default();
+    if crate::traces::is_system(r.header()) {
+        files.insert(KERNEL, KERNEL_NAME.to_string());
+    }
     if files.is_empty() {
         bail!(
             "trace {what} names no files (no `map-file` records): capture it again with \
@@ -232,6 +245,29 @@ fn profile(path: &Path) -> Result<(Profile, HashMap<u32, String>)> {
         );
     }
     Ok((p, files))
+}
+
+/// How `xlat layout` names the kernel of a system trace (`--binary kernel`).
+const KERNEL_NAME: &str = "[kernel]";
+
+/// The traced kernel's core functions (a system trace's), sized as
+/// [`xlat_system::Symbols::sized_text`] infers.
+fn kernel_functions(trace: &Path) -> Result<Symbols> {
+    let what = crate::output::shown(trace);
+    let r = TraceReader::open(trace).with_context(|| format!("trace {what}"))?;
+    let k = crate::syscalls::kernel_symbols(&r, &what)?;
+    let funcs = k
+        .sized_text()
+        .into_iter()
+        .map(|(addr, size, name)| xlat_symbols::Symbol {
+            name: name.to_string(),
+            addr,
+            size,
+            kind: xlat_symbols::SymKind::Function,
+            section: None,
+        })
+        .collect();
+    Ok(Symbols::from_list(funcs))
 }
 
 /// The file to order: the one `want` names, or the hottest that is not a library.
@@ -242,8 +278,8 @@ fn choose(p: &Profile, files: &HashMap<u32, String>, want: Option<&str>) -> Resu
     }
     let mut cands: Vec<(u64, u32)> = files
         .iter()
-        .filter(|(_, path)| match want {
-            Some(w) => path.ends_with(w),
+        .filter(|(&id, path)| match want {
+            Some(w) => path.ends_with(w) || id == KERNEL && w == "kernel",
             None => !path.contains(".so"),
         })
         .map(|(&id, _)| (heat.get(&id).copied().unwrap_or(0), id))
@@ -264,7 +300,10 @@ pub fn run(a: &LayoutArgs) -> Result<()> {
     let (p, files) = profile(&a.trace)?;
     let id = choose(&p, &files, a.binary.as_deref())?;
     let path = &files[&id];
-    let syms = Symbols::open(Path::new(path)).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let syms = match id {
+        KERNEL => kernel_functions(&a.trace)?,
+        _ => Symbols::open(Path::new(path)).map_err(|e| anyhow::anyhow!("{e}"))?,
+    };
     // The binary's functions, by address; the graph's nodes.
     let funcs: Vec<&xlat_symbols::Symbol> = syms.functions().collect();
     let index: HashMap<u64, usize> = funcs.iter().enumerate().map(|(i, s)| (s.addr, i)).collect();
@@ -343,7 +382,14 @@ pub fn run(a: &LayoutArgs) -> Result<()> {
     let now = pages_now(&funcs, &hot, a.page);
     let after = xlat_layout::pages_touched(&order, &g, &hot, a.page, 16);
     let total: u64 = heat.iter().sum();
-    println!("binary        {path}");
+    match id {
+        KERNEL => println!(
+            "binary        the kernel: functions from its kallsyms, each up to the next \
+             symbol (kallsyms has no sizes; at most {} KiB)",
+            xlat_system::MAX_INFERRED_SIZE >> 10
+        ),
+        _ => println!("binary        {path}"),
+    }
     println!(
         "functions     {} ({} ran: {} instructions{})",
         funcs.len(),
@@ -444,14 +490,13 @@ fn predict(
         }
         if pc.unmatched > 0 {
             line += &format!(
-                "; {} not returning where expected or still running at the end (tail calls, \
-                 longjmp), not counted",
+                "; {} still running at the end or at their process's exit, not counted",
                 crate::output::n(pc.unmatched)
             );
         }
         if pc.unfollowed > 0 {
             line += &format!(
-                "; {} through lazy binding or deeper than 64, not followed",
+                "; {} through lazy binding or deeper than 256 calls, not followed",
                 crate::output::n(pc.unfollowed)
             );
         }

@@ -81,34 +81,20 @@ pub fn itlb_misses(
 ) -> Result<u64> {
     let what = crate::output::shown(trace);
     let r = TraceReader::open(trace).with_context(|| format!("trace {what}"))?;
+    let system = crate::traces::is_system(r.header());
     let mut sim: Sim<Radix> = crate::run::new_sim(cfg)?;
-    let bits = cfg.va_bits();
     match moved {
         Some((file, syms, new)) => {
             let src = Relinked {
                 src: r,
-                spaces: Spaces::new(),
+                spaces: Spaces::new(system),
                 file,
                 syms,
                 new,
             };
-            feed(src, bits, &mut sim)?
+            crate::traces::drive_seen(src, system, &what, &mut sim)?
         }
-        None => feed(r, bits, &mut sim)?,
+        None => crate::traces::drive_seen(r, system, &what, &mut sim)?,
     }
     Ok(sim.l1_misses()[0])
-}
-
-/// Replays `src` into `sim`, folded onto a machine narrower than x86-64 user space.
-fn feed<S: EventSource>(src: S, bits: u32, sim: &mut Sim<Radix>) -> Result<()>
-where
-    S::Error: std::error::Error + Send + Sync + 'static,
-{
-    if bits >= crate::fold::USER_BITS {
-        let mut src = src;
-        crate::run::drive(&mut src, sim)
-    } else {
-        let mut f = crate::fold::Fold::new(src, bits);
-        crate::run::drive(&mut f, sim)
-    }
 }
