@@ -71,3 +71,51 @@ pub fn ld_script_fragment(names: &[&str]) -> String {
     }
     out
 }
+
+/// The function names of an order in any of the formats above (or lld's
+/// `--print-symbol-order` output, the same as its symbol-ordering file), first occurrence
+/// kept: a line is a symbol, a gold section name (`.text.NAME`, `.text.hot.NAME`, …) or an
+/// ld input-section description (`*(.text.NAME …)`). Blank lines and `#` comments are
+/// skipped.
+pub fn read_order(text: &str) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    for line in text.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let inner = line
+            .strip_prefix("*(")
+            .and_then(|l| l.strip_suffix(')'))
+            .unwrap_or(line);
+        for word in inner.split_whitespace() {
+            // The longest prefix first: `.text.hot.f` is `f`, not `hot.f`.
+            let name = [TEXT_PREFIXES[1], TEXT_PREFIXES[2], TEXT_PREFIXES[0]]
+                .iter()
+                .find_map(|p| word.strip_prefix(p))
+                .unwrap_or(word);
+            if seen.insert(name.to_string()) {
+                out.push(name.to_string());
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_format_reads_back() {
+        let names = ["main", "h0", "_ZN3foo3barEv"];
+        for text in [
+            lld_symbol_ordering(&names),
+            gold_section_ordering(&names),
+            ld_script_fragment(&names),
+        ] {
+            assert_eq!(read_order(&text), names, "{text}");
+        }
+        assert_eq!(read_order("# lld\n\nb\na\nb\n"), ["b", "a"]);
+    }
+}

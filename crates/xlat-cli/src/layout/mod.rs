@@ -95,6 +95,11 @@ pub struct LayoutArgs {
     /// callees' included), as traced and in each algorithm's order.
     #[arg(long, value_name = "NAME")]
     pub function: Option<String>,
+    /// Also predict this order of the binary's functions with `-m` and `--function`: one
+    /// name per line, in any format `-o` writes or lld's `--print-symbol-order` output
+    /// (functions it does not list follow in address order, as a linker leaves them).
+    #[arg(long, value_name = "FILE")]
+    pub order: Option<PathBuf>,
 }
 
 /// A place in a file: (file number, byte offset).
@@ -317,6 +322,10 @@ pub fn run(a: &LayoutArgs) -> Result<()> {
         ),
         None => None,
     };
+    let given = match &a.order {
+        Some(f) => Some(read_order(f, &funcs)?),
+        None => None,
+    };
     let func_at = |off: u64| -> Option<(usize, bool)> {
         let v = syms.vaddr_of_offset(off)?;
         let s = syms.at_vaddr(v)?;
@@ -357,10 +366,15 @@ pub fn run(a: &LayoutArgs) -> Result<()> {
         edges,
     };
     let order = a.algorithm.order(&g, a.page)?;
+    // Each name once: a linker moves every function of a name where the name first
+    // appears (see `linked_order`).
+    let mut listed = std::collections::HashSet::new();
     let names: Vec<&str> = order
         .iter()
         .map(|&i| g.functions[i].name.as_str())
+        .filter(|n| listed.insert(*n))
         .collect();
+    let shared = funcs.len() - names.len();
     let text = match a.format {
         Format::Lld => xlat_layout::format::lld_symbol_ordering(&names),
         Format::Gold => xlat_layout::format::gold_section_ordering(&names),
@@ -380,6 +394,8 @@ pub fn run(a: &LayoutArgs) -> Result<()> {
 
     let hot: Vec<usize> = (0..funcs.len()).filter(|&i| heat[i] > 0).collect();
     let now = pages_now(&funcs, &hot, a.page);
+    // Where a linker puts them: functions that share a name go together.
+    let order = as_linked(&funcs, &order);
     let after = xlat_layout::pages_touched(&order, &g, &hot, a.page, 16);
     let total: u64 = heat.iter().sum();
     match id {
@@ -400,6 +416,12 @@ pub fn run(a: &LayoutArgs) -> Result<()> {
             u => format!("; {u} outside every function"),
         }
     );
+    if shared > 0 {
+        println!(
+            "names         {shared} functions share a name with another (static functions): \
+             an ordering file moves them together, and so do the predictions below"
+        );
+    }
     println!("calls         {} edges between functions", g.edges.len());
     println!(
         "hot code      {now} pages of {} now, {after} in the {} order (functions packed \
@@ -435,9 +457,64 @@ pub fn run(a: &LayoutArgs) -> Result<()> {
                 })
                 .map(|(&i, _)| i),
         };
-        predict(a, &file, &g, &order, target.copied())?;
+        predict(a, &file, &g, &order, given, target.copied())?;
     }
     Ok(())
+}
+
+/// The order a linker makes of `names` (an ordering file's lines): per name, every
+/// function of that name (static functions may share one), by address, where the name
+/// first appears; then the functions no name lists, by address. Also how many names are
+/// no function's.
+fn linked_order<'a>(
+    funcs: &[&xlat_symbols::Symbol],
+    names: impl IntoIterator<Item = &'a str>,
+) -> (Vec<usize>, usize) {
+    let mut by_name: FxHashMap<&str, Vec<usize>> = FxHashMap::default();
+    for (i, f) in funcs.iter().enumerate() {
+        by_name.entry(f.name.as_str()).or_default().push(i);
+    }
+    let mut placed = vec![false; funcs.len()];
+    let mut order = Vec::with_capacity(funcs.len());
+    let mut unknown = 0;
+    for n in names {
+        let Some(is) = by_name.get(n) else {
+            unknown += 1;
+            continue;
+        };
+        for &i in is {
+            if !placed[i] {
+                placed[i] = true;
+                order.push(i);
+            }
+        }
+    }
+    order.extend((0..funcs.len()).filter(|&i| !placed[i]));
+    (order, unknown)
+}
+
+/// The order of `funcs` an algorithm's `order` gives once written as names and linked.
+fn as_linked(funcs: &[&xlat_symbols::Symbol], order: &[usize]) -> Vec<usize> {
+    linked_order(funcs, order.iter().map(|&i| funcs[i].name.as_str())).0
+}
+
+/// The order `path` gives (`--order`, see [`linked_order`]) and its label.
+fn read_order(path: &Path, funcs: &[&xlat_symbols::Symbol]) -> Result<(String, Vec<usize>)> {
+    let what = crate::output::shown(path);
+    let text = std::fs::read_to_string(path).with_context(|| format!("--order {what}"))?;
+    let names = xlat_layout::format::read_order(&text);
+    let (order, unknown) = linked_order(funcs, names.iter().map(String::as_str));
+    if unknown == names.len() {
+        bail!(
+            "--order {what}: none of its {} names is a function of the binary",
+            names.len()
+        );
+    }
+    let label = match unknown {
+        0 => format!("{what}'s order"),
+        u => format!("{what}'s order ({u} of its names not functions of the binary)"),
+    };
+    Ok((label, order))
 }
 
 /// The binary being ordered.
@@ -456,20 +533,29 @@ fn predict(
     b: &Binary,
     g: &CallGraph,
     order: &[usize],
+    given: Option<(String, Vec<usize>)>,
     target: Option<&xlat_symbols::Symbol>,
 ) -> Result<()> {
     let other = a.algorithm.other();
-    let placements = [
-        (a.algorithm, relink::placement(b.funcs, order, 16)),
+    let mut placements = vec![
         (
-            other,
-            relink::placement(b.funcs, &other.order(g, a.page)?, 16),
+            format!("the {} order", a.algorithm.name()),
+            relink::placement(b.funcs, order, 16),
+        ),
+        (
+            format!("the {} order", other.name()),
+            relink::placement(b.funcs, &as_linked(b.funcs, &other.order(g, a.page)?), 16),
         ),
     ];
+    if let Some((name, o)) = given {
+        placements.push((name, relink::placement(b.funcs, &o, 16)));
+    }
     if let Some(f) = target {
         let name = &f.name;
         let none = FxHashMap::default();
-        let moves = [&none, &placements[0].1, &placements[1].1];
+        let moves: Vec<&FxHashMap<u64, u64>> = std::iter::once(&none)
+            .chain(placements.iter().map(|(_, p)| p))
+            .collect();
         let pc = calls::pages_per_call(&a.trace, (b.id, b.syms), b.loader, f.addr, a.page, &moves)?;
         let mut line = format!(
             "per call      {name}: {} calls; code pages touched per call (mean, least-most): \
@@ -479,13 +565,12 @@ fn predict(
             pc.pages[0].1,
             pc.pages[0].2
         );
-        for (k, (alg, _)) in placements.iter().enumerate() {
+        for (k, (layout, _)) in placements.iter().enumerate() {
             line += &format!(
-                ", {:.1} ({}-{}) in the {} order",
+                ", {:.1} ({}-{}) in {layout}",
                 pc.mean(k + 1),
                 pc.pages[k + 1].1,
                 pc.pages[k + 1].2,
-                alg.name()
             );
         }
         if pc.unmatched > 0 {
@@ -510,14 +595,10 @@ fn predict(
             cfg.name,
             crate::output::n(before)
         );
-        for (i, (alg, new)) in placements.iter().enumerate() {
+        for (i, (layout, new)) in placements.iter().enumerate() {
             let after = relink::itlb_misses(&cfg, &a.trace, Some((b.id, b.syms, new)))?;
             let sep = if i == 0 { "" } else { "," };
-            line += &format!(
-                "{sep} {} in the {} order",
-                crate::output::n(after),
-                alg.name()
-            );
+            line += &format!("{sep} {} in {layout}", crate::output::n(after));
         }
         println!("{line}");
     }
