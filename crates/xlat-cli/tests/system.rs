@@ -400,6 +400,14 @@ fn the_kernels_read_path_in_fewer_pages() {
     let f = |x: &String| x.parse::<f64>().unwrap();
     assert!(f(c3) < f(traced), "pages per call: {out}");
     assert!(!line("per call").contains("still running"), "{out}");
+    // The code's working set: fewer pages per million instructions in the C3 order.
+    let per_window = line("per 10^6 ins");
+    let w: Vec<f64> = per_window
+        .split(", ")
+        .map(|p| p.rsplit(": ").next().unwrap())
+        .map(|p| p.split(' ').next().unwrap().parse().unwrap())
+        .collect();
+    assert!(w.len() == 3 && w[1] < w[0], "{per_window}");
 
     let names: BTreeSet<String> = kallsyms().into_iter().map(|(_, _, n)| n).collect();
     let listed = std::fs::read_to_string(&order).unwrap();

@@ -1,5 +1,10 @@
-//! Code pages touched per call of one function (`xlat layout --function NAME`), as traced
-//! and with the binary's code where each order puts it.
+//! Code pages touched per call of one function (`xlat layout --function NAME`) and per
+//! million instructions, as traced and with the binary's code where each order puts it.
+//!
+//! Per million instructions: the distinct code pages (a process's own, the kernel's shared)
+//! fetched in each window of [`WINDOW`] instructions of the whole trace, the last partial
+//! window left out: the code's working set in pages, what an ITLB must reach (a trace has
+//! no time; at 1 IPC and 1 GHz a window is a millisecond).
 //!
 //! Each thread keeps a shadow stack of calls. A call is a block at a function's entry that
 //! follows, in the same thread, a block of another function (or of no function: user code
@@ -53,6 +58,22 @@ impl PerCall {
             *lo = if self.calls == 1 { n } else { (*lo).min(n) };
             *hi = (*hi).max(n);
         }
+    }
+}
+
+/// Instructions per window of [`PerWindow`].
+pub const WINDOW: u64 = 1_000_000;
+
+/// Code pages touched per window of [`WINDOW`] instructions, per layout.
+pub struct PerWindow {
+    pub windows: u64,
+    /// Per layout, the windows' pages summed.
+    pub pages: Vec<u64>,
+}
+
+impl PerWindow {
+    pub fn mean(&self, k: usize) -> f64 {
+        self.pages[k] as f64 / self.windows.max(1) as f64
     }
 }
 
@@ -110,17 +131,25 @@ struct Seen {
     from_loader: bool,
 }
 
-/// Follows the calls of the function at link-time address `target` in file `file` through
-/// `trace`, counting pages of `page` bytes in each layout of `moves` (old function address →
-/// new; an empty map is the layout as traced). `loader` is the dynamic linker's file.
-pub fn pages_per_call(
+/// Counts pages of `page` bytes through `trace` in each layout of `moves` (old function
+/// address of file `file` → new; an empty map is the layout as traced): per window, and
+/// per call of the function at link-time address `target` if given. `loader` is the
+/// dynamic linker's file.
+pub fn code_pages(
     trace: &Path,
     (file, syms): (u32, &Symbols),
     loader: Option<u32>,
-    target: u64,
+    target: Option<u64>,
     page: u64,
     moves: &[&HashMap<u64, u64>],
-) -> Result<PerCall> {
+) -> Result<(PerCall, PerWindow)> {
+    let mut win = PerWindow {
+        windows: 0,
+        pages: vec![0; moves.len()],
+    };
+    let mut touched: Vec<HashSet<(u32, u64)>> = vec![HashSet::default(); moves.len()];
+    let mut insns = 0u64;
+    let mut shifts = vec![0i64; moves.len()];
     // Per thread: its last two blocks and its calls in progress.
     let mut last: HashMap<(u32, u32), [Seen; 2]> = HashMap::default();
     let mut calls: HashMap<(u32, u32), Stack> = HashMap::default();
@@ -151,6 +180,28 @@ pub fn pages_per_call(
             let s = syms.at_vaddr(v)?;
             Some((s.addr, v == s.addr))
         });
+        for (d, m) in shifts.iter_mut().zip(moves) {
+            *d = func
+                .and_then(|(f, _)| Some(*m.get(&f)? as i64 - f as i64))
+                .unwrap_or(0);
+        }
+        let space = if start >> 63 == 1 { 0 } else { spaces.cur };
+        for (set, &d) in touched.iter_mut().zip(&shifts) {
+            let (s, e) = (start.wrapping_add_signed(d), end.wrapping_add_signed(d));
+            set.extend((s / page..=(e - 1) / page).map(|p| (space, p)));
+        }
+        insns += b.insns as u64;
+        if insns >= WINDOW {
+            insns = 0;
+            win.windows += 1;
+            for (sum, set) in win.pages.iter_mut().zip(&mut touched) {
+                *sum += set.len() as u64;
+                set.clear();
+            }
+        }
+        let Some(target) = target else {
+            return;
+        };
         let seen = Seen {
             end,
             func: func.map(|(a, _)| a),
@@ -180,15 +231,12 @@ pub fn pages_per_call(
             return;
         }
         for pages in stack.frames.iter_mut().filter_map(|f| f.pages.as_mut()) {
-            for (k, set) in pages.iter_mut().enumerate() {
-                let d = func
-                    .and_then(|(f, _)| Some(*moves[k].get(&f)? as i64 - f as i64))
-                    .unwrap_or(0);
+            for (set, &d) in pages.iter_mut().zip(&shifts) {
                 let (s, e) = (start.wrapping_add_signed(d), end.wrapping_add_signed(d));
                 set.extend(s / page..=(e - 1) / page);
             }
         }
     })?;
     out.unmatched += calls.values().map(|c| c.targets as u64).sum::<u64>();
-    Ok(out)
+    Ok((out, win))
 }

@@ -550,13 +550,20 @@ fn predict(
     if let Some((name, o)) = given {
         placements.push((name, relink::placement(b.funcs, &o, 16)));
     }
+    let none = FxHashMap::default();
+    let moves: Vec<&FxHashMap<u64, u64>> = std::iter::once(&none)
+        .chain(placements.iter().map(|(_, p)| p))
+        .collect();
+    let (pc, pw) = calls::code_pages(
+        &a.trace,
+        (b.id, b.syms),
+        b.loader,
+        target.map(|f| f.addr),
+        a.page,
+        &moves,
+    )?;
     if let Some(f) = target {
         let name = &f.name;
-        let none = FxHashMap::default();
-        let moves: Vec<&FxHashMap<u64, u64>> = std::iter::once(&none)
-            .chain(placements.iter().map(|(_, p)| p))
-            .collect();
-        let pc = calls::pages_per_call(&a.trace, (b.id, b.syms), b.loader, f.addr, a.page, &moves)?;
         let mut line = format!(
             "per call      {name}: {} calls; code pages touched per call (mean, least-most): \
              {:.1} ({}-{}) as traced",
@@ -584,6 +591,23 @@ fn predict(
                 "; {} through lazy binding or deeper than 256 calls, not followed",
                 crate::output::n(pc.unfollowed)
             );
+        }
+        println!("{line}");
+    }
+    if pw.windows == 0 {
+        println!(
+            "per 10^6 ins  the trace runs fewer than {} instructions: no window to count",
+            crate::output::n(calls::WINDOW)
+        );
+    } else {
+        let mut line = format!(
+            "per 10^6 ins  code pages touched per million instructions (all code; mean of {} \
+             windows): {:.1} as traced",
+            crate::output::n(pw.windows),
+            pw.mean(0)
+        );
+        for (k, (layout, _)) in placements.iter().enumerate() {
+            line += &format!(", {:.1} in {layout}", pw.mean(k + 1));
         }
         println!("{line}");
     }
