@@ -367,3 +367,101 @@ fn a_python_interpreter_run() {
     let nums = relink_line(&out, "mpc855t");
     assert_eq!(nums[0], first_level_itlb(&d, &t, "mpc855t"), "{out}");
 }
+
+/// Where an order by heat beats a call-graph sort by design: 40 comparison functions that
+/// only the C library's `qsort` calls (`programs/callbacks.c`). No call edge inside the
+/// binary leads to them, so lld's `--call-graph-ordering-file` sort leaves them spread over
+/// 30 pages; our orders place functions by the instructions they ran and pack them. Each
+/// is linked by lld and traced again; mpc855t's ITLB misses as predicted and measured.
+#[test]
+fn callbacks_a_call_graph_cannot_see() {
+    let d = Dir::new();
+    let build = |name: &str, extra: &[&str]| {
+        let mut flags = vec![
+            "-O1",
+            "-fno-toplevel-reorder",
+            "-ffunction-sections",
+            "-fuse-ld=lld",
+        ];
+        flags.extend(extra);
+        d.compile_as("callbacks", name, &flags)
+    };
+    let s = |p: &Path| p.to_str().unwrap().to_string();
+    let exe = build("callbacks.as-compiled", &[]);
+    let (o, t) = d.trace("as-compiled", &[], &[&s(&exe)]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let (c3, ph, cg) = (d.path("c3.txt"), d.path("ph.txt"), d.path("cg.txt"));
+    let layout = |alg: &str, out: &Path| {
+        let o = d.xlat(&[
+            "layout",
+            &s(&t),
+            "--algorithm",
+            alg,
+            "-o",
+            &s(out),
+            "--call-graph",
+            &s(&cg),
+            "-m",
+            "mpc855t",
+        ]);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        stdout(&o)
+    };
+    let out = layout("c3", &c3);
+    layout("pettis-hansen", &ph);
+    eprintln!("{out}");
+    assert!(
+        out.contains("hot code      30 pages of 4KiB now, 1 in"),
+        "{out}"
+    );
+    let edges = std::fs::read_to_string(&cg).unwrap();
+    assert!(
+        !edges
+            .lines()
+            .any(|l| l.split(' ').nth(1).is_some_and(|c| c.starts_with('k'))),
+        "no edge into a callback: {edges}"
+    );
+    let predicted = relink_line(&out, "mpc855t");
+    let mut rows = vec![("as compiled", exe, t, predicted[0])];
+    for (name, flag, pred) in [
+        (
+            "C3 (xlat)",
+            format!("-Wl,--symbol-ordering-file={}", s(&c3)),
+            predicted[1],
+        ),
+        (
+            "Pettis-Hansen (xlat)",
+            format!("-Wl,--symbol-ordering-file={}", s(&ph)),
+            predicted[2],
+        ),
+        // Nothing to sort: lld leaves the order as compiled (and prints no order).
+        (
+            "lld call-graph sort",
+            format!("-Wl,--call-graph-ordering-file={}", s(&cg)),
+            predicted[0],
+        ),
+    ] {
+        let file = name.split(' ').next().unwrap().to_lowercase();
+        let exe = build(&format!("callbacks.{file}"), &[&flag]);
+        let (o, t) = d.trace(&file, &[], &[&s(&exe)]);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        rows.push((name, exe, t, pred));
+    }
+    eprintln!("mpc855t ITLB misses   program (measured)   all (measured)   all (predicted)");
+    let mut own = vec![];
+    for (name, exe, t, pred) in &rows {
+        let (p, all) = (itlb_misses(&d, t, exe), first_level_itlb(&d, t, "mpc855t"));
+        eprintln!("{name:<22}{p:>10}{all:>20}{pred:>18}");
+        assert!(near(*pred, all), "{name}: predicted {pred} vs {all}");
+        own.push(p);
+    }
+    assert!(own[0] > 5_000, "as compiled: {own:?}");
+    assert!(
+        own[1] * 20 < own[0] && own[2] * 20 < own[0],
+        "ours: {own:?}"
+    );
+    assert!(
+        own[1] * 20 < own[3] && own[2] * 20 < own[3],
+        "lld's sort: {own:?}"
+    );
+}
