@@ -372,7 +372,8 @@ fn a_python_interpreter_run() {
 /// only the C library's `qsort` calls (`programs/callbacks.c`). No call edge inside the
 /// binary leads to them, so lld's `--call-graph-ordering-file` sort leaves them spread over
 /// 30 pages; our orders place functions by the instructions they ran and pack them. Each
-/// is linked by lld and traced again; mpc855t's ITLB misses as predicted and measured.
+/// is linked by lld and traced again; mpc855t's ITLB misses as predicted and measured. The
+/// virtual relink of the order as linked is exact.
 #[test]
 fn callbacks_a_call_graph_cannot_see() {
     let d = Dir::new();
@@ -422,6 +423,36 @@ fn callbacks_a_call_graph_cannot_see() {
         "no edge into a callback: {edges}"
     );
     let predicted = relink_line(&out, "mpc855t");
+    // The order as linked (`nm -n`), relinked virtually, is the trace itself.
+    let nm = std::process::Command::new("nm")
+        .args(["-n", "--defined-only", &s(&exe)])
+        .output()
+        .expect("nm");
+    let same: String = String::from_utf8_lossy(&nm.stdout)
+        .lines()
+        .filter_map(|l| match l.split_whitespace().collect::<Vec<_>>()[..] {
+            [_, "T" | "t", name] => Some(format!("{name}\n")),
+            _ => None,
+        })
+        .collect();
+    std::fs::write(d.path("same.txt"), same).unwrap();
+    let o = d.xlat(&[
+        "layout",
+        &s(&t),
+        "-o",
+        &s(&d.path("unused.txt")),
+        "--order",
+        &s(&d.path("same.txt")),
+        "-m",
+        "mpc855t",
+        "-m",
+        "skylake",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    for m in ["mpc855t", "skylake"] {
+        let n = relink_line(&stdout(&o), m);
+        assert_eq!(n[3], n[0], "the order as linked: {}", stdout(&o));
+    }
     let mut rows = vec![("as compiled", exe, t, predicted[0])];
     for (name, flag, pred) in [
         (

@@ -26,16 +26,19 @@ use std::path::Path;
 use xlat_symbols::Symbols;
 use xlat_types::Event;
 
-/// Calls kept per thread at once: a deeper call is not followed (nor its pages counted, if
-/// it is one of the function's).
+/// Calls kept per thread at once: at a deeper call the outermost is forgotten (counted as
+/// unmatched if it is one of the function's). A return address that is never reached (a
+/// call that was a jump) leaves its frame until a return below it: in a long-running
+/// outer call, such frames pile up.
 const MAX_DEPTH: usize = 256;
 
 /// Pages touched per returned call, per layout.
 pub struct PerCall {
     pub calls: u64,
-    /// Calls still running at the end, or when their process exited.
+    /// Calls still running at the end, or when their process exited, or forgotten
+    /// ([`MAX_DEPTH`]).
     pub unmatched: u64,
-    /// Calls through the dynamic linker's lazy binding, or deeper than [`MAX_DEPTH`].
+    /// Calls through the dynamic linker's lazy binding.
     pub unfollowed: u64,
     /// Per layout: total, least and most pages of a call.
     pub pages: Vec<(u64, u64, u64)>,
@@ -100,6 +103,22 @@ impl Stack {
         self.frames.push(f);
     }
 
+    /// Drops the outermost frame; returns whether it was a call of the function.
+    fn forget_oldest(&mut self) -> bool {
+        let f = self.frames.remove(0);
+        self.drop_ret(f.ret);
+        self.targets -= f.pages.is_some() as usize;
+        f.pages.is_some()
+    }
+
+    fn drop_ret(&mut self, ret: u64) {
+        let n = self.rets.get_mut(&ret).unwrap();
+        *n -= 1;
+        if *n == 0 {
+            self.rets.remove(&ret);
+        }
+    }
+
     /// The frames a block at `start` returns from: none unless `start` is a frame's return
     /// address, else that frame and all above it.
     fn returns(&mut self, start: u64) -> Vec<Frame> {
@@ -109,11 +128,7 @@ impl Stack {
         let i = self.frames.iter().rposition(|f| f.ret == start).unwrap();
         let gone = self.frames.split_off(i);
         for f in &gone {
-            let n = self.rets.get_mut(&f.ret).unwrap();
-            *n -= 1;
-            if *n == 0 {
-                self.rets.remove(&f.ret);
-            }
+            self.drop_ret(f.ret);
             self.targets -= f.pages.is_some() as usize;
         }
         gone
@@ -218,9 +233,12 @@ pub fn code_pages(
         if let Some((f, true)) = func.filter(|_| prev.end != 0 && prev.func != seen.func) {
             let caller = if prev.stub { before } else { prev };
             let mine = f == target;
-            if caller.from_loader || caller.end == 0 || stack.frames.len() == MAX_DEPTH {
+            if caller.from_loader || caller.end == 0 {
                 out.unfollowed += mine as u64;
             } else {
+                if stack.frames.len() == MAX_DEPTH {
+                    out.unmatched += stack.forget_oldest() as u64;
+                }
                 stack.push(Frame {
                     ret: caller.end,
                     pages: mine.then(|| vec![HashSet::default(); moves.len()]),

@@ -540,15 +540,15 @@ fn predict(
     let mut placements = vec![
         (
             format!("the {} order", a.algorithm.name()),
-            relink::placement(b.funcs, order, 16),
+            relink::placement(b.funcs, order),
         ),
         (
             format!("the {} order", other.name()),
-            relink::placement(b.funcs, &as_linked(b.funcs, &other.order(g, a.page)?), 16),
+            relink::placement(b.funcs, &as_linked(b.funcs, &other.order(g, a.page)?)),
         ),
     ];
     if let Some((name, o)) = given {
-        placements.push((name, relink::placement(b.funcs, &o, 16)));
+        placements.push((name, relink::placement(b.funcs, &o)));
     }
     let none = FxHashMap::default();
     let moves: Vec<&FxHashMap<u64, u64>> = std::iter::once(&none)
@@ -582,13 +582,14 @@ fn predict(
         }
         if pc.unmatched > 0 {
             line += &format!(
-                "; {} still running at the end or at their process's exit, not counted",
+                "; {} still running at the end, at their process's exit or 256 calls deep, \
+                 not counted",
                 crate::output::n(pc.unmatched)
             );
         }
         if pc.unfollowed > 0 {
             line += &format!(
-                "; {} through lazy binding or deeper than 256 calls, not followed",
+                "; {} through lazy binding, not followed",
                 crate::output::n(pc.unfollowed)
             );
         }

@@ -13,19 +13,46 @@ use xlat_symbols::Symbols;
 use xlat_trace::TraceReader;
 use xlat_types::{Event, EventSource};
 
-/// Where each function of an order starts (by its link-time address): packed from the
-/// lowest one's address, each aligned to `align`.
-pub fn placement(
-    funcs: &[&xlat_symbols::Symbol],
-    order: &[usize],
-    align: u64,
-) -> HashMap<u64, u64> {
-    let mut at = funcs.iter().map(|s| s.addr).min().unwrap_or(0);
+/// The largest gap between two functions that [`placement`] keeps when the order keeps
+/// them together.
+pub const GAP: u64 = 4096;
+
+/// Where each function of an order starts (by its link-time address). The functions of
+/// `.text` (all of a list without sections, a kernel's) are packed from the lowest one's
+/// address, each aligned as it is (up to 16 bytes); a function that follows its neighbour
+/// in the binary, as it does there, keeps its distance from it (up to [`GAP`]: padding, or
+/// code without a sized symbol such as crt's `frame_dummy`). So the order as linked puts
+/// every function where it is, and its virtual relink gives the trace's own counts.
+/// Functions of other sections (`.init`, `.fini`) stay: a linker does not move them with
+/// `.text`. Code outside every function does not move either.
+pub fn placement(funcs: &[&xlat_symbols::Symbol], order: &[usize]) -> HashMap<u64, u64> {
+    let moves = |s: &xlat_symbols::Symbol| {
+        s.section
+            .as_deref()
+            .is_none_or(|n| n == ".text" || n.starts_with(".text."))
+    };
+    // Each `.text` function's neighbour before it (`funcs` is sorted by address).
+    let text: Vec<usize> = (0..funcs.len()).filter(|&i| moves(funcs[i])).collect();
+    let before: HashMap<usize, usize> = text.windows(2).map(|w| (w[1], w[0])).collect();
+    let mut at = text.first().map_or(0, |&i| funcs[i].addr);
+    let mut last: Option<usize> = None;
     let mut out = HashMap::default();
-    for &i in order {
-        at = at.div_ceil(align) * align;
-        out.insert(funcs[i].addr, at);
-        at += funcs[i].size;
+    for &i in order.iter().filter(|&&i| moves(funcs[i])) {
+        let s = funcs[i];
+        at = match last {
+            Some(p)
+                if before.get(&i) == Some(&p) && s.addr - funcs[p].addr <= funcs[p].size + GAP =>
+            {
+                out[&funcs[p].addr] + (s.addr - funcs[p].addr)
+            }
+            _ => {
+                let align = 1u64 << s.addr.trailing_zeros().min(4);
+                at.div_ceil(align) * align
+            }
+        };
+        out.insert(s.addr, at);
+        at += s.size;
+        last = Some(i);
     }
     out
 }
@@ -97,4 +124,54 @@ pub fn itlb_misses(
         None => crate::traces::drive_seen(r, system, &what, &mut sim)?,
     }
     Ok(sim.l1_misses()[0])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::placement;
+    use xlat_symbols::{SymKind, Symbol};
+
+    fn f(name: &str, addr: u64, size: u64, section: &str) -> Symbol {
+        Symbol {
+            name: name.into(),
+            addr,
+            size,
+            kind: SymKind::Function,
+            section: Some(section.into()),
+        }
+    }
+
+    #[test]
+    fn the_order_as_linked_stays_where_it_is() {
+        let syms = [
+            f("_init", 0x1000, 0x1b, ".init"),
+            f("a", 0x1040, 0x25, ".text"),
+            f("b", 0x1070, 0x13, ".text"), // 16-aligned after a's 11 bytes of padding
+            f("c", 0x1083, 0x0d, ".text"), // 1-aligned, right after b
+            f("d", 0x2000, 0x20, ".text"), // after unnamed code or padding
+            f("e", 0x5000, 0x10, ".text"), // after a gap larger than `GAP`
+            f("f", 0x5010, 0x10, ".text"),
+        ];
+        let funcs: Vec<&Symbol> = syms.iter().collect();
+        let same = placement(&funcs, &[0, 1, 2, 3, 4, 5, 6]);
+        for s in &syms[1..5] {
+            assert_eq!(same[&s.addr], s.addr, "{}", s.name);
+        }
+        assert!(!same.contains_key(&0x1000), "_init does not move");
+        assert_eq!(same[&0x5000], 0x2020, "e packed after d: a gap above `GAP`");
+        assert_eq!(same[&0x5010], 0x2030);
+        // Reversed: nothing follows its neighbour; each packed after the one before.
+        let rev = placement(&funcs, &[6, 5, 4, 3, 2, 1, 0]);
+        assert_eq!(
+            [
+                rev[&0x5010],
+                rev[&0x5000],
+                rev[&0x2000],
+                rev[&0x1083],
+                rev[&0x1070],
+                rev[&0x1040]
+            ],
+            [0x1040, 0x1050, 0x1060, 0x1080, 0x1090, 0x10b0]
+        );
+    }
 }
