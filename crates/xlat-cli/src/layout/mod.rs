@@ -84,9 +84,10 @@ pub struct LayoutArgs {
     /// `--call-graph-ordering-file`, for lld's own ordering (`--call-graph-profile-sort`).
     #[arg(long, value_name = "FILE")]
     pub call_graph: Option<PathBuf>,
-    /// The page the clusters are packed into and pages are counted in.
-    #[arg(long, default_value = "4KiB", value_parser = crate::parse_bytes)]
-    pub page: u64,
+    /// The page the clusters are packed into and pages are counted in (default: the first
+    /// `-m` machine's base page, else 4 KiB).
+    #[arg(long, value_parser = crate::parse_bytes)]
+    pub page: Option<u64>,
     /// Also replay the trace on this machine (preset or file; repeatable) as it is and with
     /// the code moved where the order puts it (a virtual relink), and compare ITLB misses.
     #[arg(short, long = "machine")]
@@ -299,8 +300,13 @@ fn choose(p: &Profile, files: &HashMap<u32, String>, want: Option<&str>) -> Resu
 
 /// `xlat layout`.
 pub fn run(a: &LayoutArgs) -> Result<()> {
-    if !a.page.is_power_of_two() {
-        bail!("--page {}: a power of two", a.page);
+    let page = match (a.page, a.machines.first()) {
+        (Some(p), _) => p,
+        (None, Some(m)) => xlat_sim::presets::load(m)?.page_table.base_page().bytes(),
+        (None, None) => 4096,
+    };
+    if !page.is_power_of_two() {
+        bail!("--page {page}: a power of two");
     }
     let (p, files) = profile(&a.trace)?;
     let id = choose(&p, &files, a.binary.as_deref())?;
@@ -365,7 +371,7 @@ pub fn run(a: &LayoutArgs) -> Result<()> {
             .collect(),
         edges,
     };
-    let order = a.algorithm.order(&g, a.page)?;
+    let order = a.algorithm.order(&g, page)?;
     // Each name once: a linker moves every function of a name where the name first
     // appears (see `linked_order`).
     let mut listed = std::collections::HashSet::new();
@@ -393,10 +399,10 @@ pub fn run(a: &LayoutArgs) -> Result<()> {
     }
 
     let hot: Vec<usize> = (0..funcs.len()).filter(|&i| heat[i] > 0).collect();
-    let now = pages_now(&funcs, &hot, a.page);
+    let now = pages_now(&funcs, &hot, page);
     // Where a linker puts them: functions that share a name go together.
     let order = as_linked(&funcs, &order);
-    let after = xlat_layout::pages_touched(&order, &g, &hot, a.page, 16);
+    let after = xlat_layout::pages_touched(&order, &g, &hot, page, 16);
     let total: u64 = heat.iter().sum();
     match id {
         KERNEL => println!(
@@ -426,10 +432,10 @@ pub fn run(a: &LayoutArgs) -> Result<()> {
     println!(
         "hot code      {now} pages of {} now, {after} in the {} order (functions packed \
          from a page boundary, 16-byte aligned; a prediction, not a relink)",
-        xlat_types::PageSize::from_bytes(a.page).map_or(a.page.to_string(), |p| p.to_string()),
+        xlat_types::PageSize::from_bytes(page).map_or(page.to_string(), |p| p.to_string()),
         a.algorithm.name()
     );
-    print_page_heat(&p, id, &syms, a.page);
+    print_page_heat(&p, id, &syms, page);
     let how = match a.format {
         Format::Lld => "lld: -Wl,--symbol-ordering-file=FILE",
         Format::Gold => {
@@ -457,7 +463,7 @@ pub fn run(a: &LayoutArgs) -> Result<()> {
                 })
                 .map(|(&i, _)| i),
         };
-        predict(a, &file, &g, &order, given, target.copied())?;
+        predict(a, page, &file, &g, &order, given, target.copied())?;
     }
     Ok(())
 }
@@ -528,8 +534,10 @@ struct Binary<'a> {
 
 /// `-m` and `--function`: the trace as traced and with the code where each algorithm's
 /// order puts it (`order`, the chosen one's, first).
+#[allow(clippy::too_many_arguments)]
 fn predict(
     a: &LayoutArgs,
+    page: u64,
     b: &Binary,
     g: &CallGraph,
     order: &[usize],
@@ -544,7 +552,7 @@ fn predict(
         ),
         (
             format!("the {} order", other.name()),
-            relink::placement(b.funcs, &as_linked(b.funcs, &other.order(g, a.page)?)),
+            relink::placement(b.funcs, &as_linked(b.funcs, &other.order(g, page)?)),
         ),
     ];
     if let Some((name, o)) = given {
@@ -559,7 +567,7 @@ fn predict(
         (b.id, b.syms),
         b.loader,
         target.map(|f| f.addr),
-        a.page,
+        page,
         &moves,
     )?;
     if let Some(f) = target {
