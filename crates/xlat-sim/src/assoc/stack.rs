@@ -50,7 +50,7 @@ pub struct StackArray {
     bounds: Vec<usize>,
     ways: u32,
     /// Per position up to `NEAR_GROUPS` (or the depth), its group: one load instead of
-    /// a binary search over the bounds for the common shallow touch.
+    /// a binary search over the bounds (the default curve's whole depth).
     group_of: Vec<u16>,
     /// The deepest bound: positions kept.
     depth: u32,
@@ -65,7 +65,7 @@ pub struct StackArray {
 }
 
 /// Positions whose group is tabulated.
-const NEAR_GROUPS: usize = 4096;
+const NEAR_GROUPS: usize = 1 << 16;
 
 const NONE: Displaced = Displaced { key: 0, tag: 0 };
 
