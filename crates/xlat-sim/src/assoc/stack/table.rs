@@ -2,8 +2,10 @@
 //! with linear probing and backward-shift deletion, so that a lookup is one probe of one
 //! host line in the common case (a separate map and node array cost two misses).
 
-/// One entry. `key == 0`: an empty slot.
+/// One entry. `key == 0`: an empty slot. Aligned to its size, so that no slot straddles
+/// two host lines (a lookup, and a prefetch of its slot, touch one line).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(align(32))]
 pub(super) struct Node {
     pub key: u64,
     /// `set << 17 | owner` (the ASID, or [`super::GLOBAL_OWNER`]).
@@ -14,6 +16,8 @@ pub(super) struct Node {
     pub asid: u16,
     pub flags: u8,
 }
+
+const _: () = assert!(std::mem::size_of::<Node>() == 32);
 
 #[derive(Clone, Debug)]
 pub(super) struct Table {
