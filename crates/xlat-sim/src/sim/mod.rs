@@ -141,6 +141,8 @@ pub struct Sim<P: PageTable> {
     warmup: warmup::Warmup,
     /// The structure a curve profiles (`profile.rs`).
     profiled: Option<usize>,
+    /// First-level misses when the batch started (`profile.rs`).
+    misses_at_batch: u64,
 }
 
 /// The default of [`Sim::with_memory_limit`]: 1 GiB of host memory.
@@ -280,6 +282,7 @@ impl<P: PageTable> Sim<P> {
             tracking: false,
             warmup: Default::default(),
             profiled: None,
+            misses_at_batch: 0,
             cfg: cfg.clone(),
         };
         sim.pid_slot.insert(Pid::INIT.0, 0);
@@ -381,10 +384,10 @@ impl<P: PageTable> Sim<P> {
     #[inline(always)]
     fn run_in<const V3: bool, const H: bool>(&mut self, events: &[Event]) -> Result<(), SimError> {
         // Prefetch only while walks are frequent (they are what misses the host caches),
-        // or for a curve's stack (`profile.rs`). One flag, so that a run without either
-        // tests once per event.
+        // or first-level misses for a curve's stack (`profile.rs`). One flag, so that a
+        // run without either tests once per event.
         let walking = self.c.walks - self.walks_at_batch > (events.len() / 32) as u64;
-        let profiled = self.profiled.is_some();
+        let profiled = self.profiled.is_some() && self.profile_prefetching(events.len());
         let prefetching = walking | profiled;
         let early = !H && walking && self.current_pt().is_some_and(|p| p.wants_early_prefetch());
         self.walks_at_batch = self.c.walks;
