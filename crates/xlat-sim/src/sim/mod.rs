@@ -393,13 +393,15 @@ impl<P: PageTable> Sim<P> {
         self.walks_at_batch = self.c.walks;
         for (i, ev) in events.iter().enumerate() {
             if prefetching {
-                if walking && H {
-                    self.prefetch_ahead_hashed(events, i);
-                } else if walking {
-                    self.prefetch_ahead(events, i, early);
-                }
+                // Without a curve, one more test than the walks' prefetch alone.
                 if profiled {
                     self.prefetch_profiled(events, i);
+                }
+                if profiled && !walking {
+                } else if H {
+                    self.prefetch_ahead_hashed(events, i);
+                } else {
+                    self.prefetch_ahead(events, i, early);
                 }
             }
             match *ev {
