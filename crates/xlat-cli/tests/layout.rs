@@ -22,17 +22,6 @@ fn build_with(d: &Dir, linker: &str, name: &str, extra: &[&str]) -> PathBuf {
     d.compile_as("hotpath", name, &flags)
 }
 
-/// All first-level ITLB misses of a replay on machine `m` (what the virtual relink
-/// line reports).
-fn first_level_itlb(d: &Dir, trace: &Path, m: &str) -> u64 {
-    let r = replay_report(d, trace, &["-m", m]);
-    let l = r["tlb_levels"].as_array().unwrap();
-    l.iter()
-        .filter(|x| x["name"] == l[0]["name"] && x["side"] == "i")
-        .map(|x| x["misses"].as_u64().unwrap())
-        .sum()
-}
-
 /// The numbers of `out`'s virtual-relink line for machine `m`: as traced, then the
 /// chosen algorithm's and the other's predictions.
 fn relink_line(out: &str, m: &str) -> Vec<u64> {

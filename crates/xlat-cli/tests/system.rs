@@ -441,13 +441,7 @@ fn the_kernels_read_path_in_fewer_pages() {
         .split_whitespace()
         .filter_map(|w| w.trim_end_matches(',').replace(',', "").parse().ok())
         .collect();
-    let r = replay_report(&d, &t, &["-m", "skylake"]);
-    let l = r["tlb_levels"].as_array().unwrap();
-    let all: u64 = l
-        .iter()
-        .filter(|x| x["name"] == l[0]["name"] && x["side"] == "i")
-        .map(|x| x["misses"].as_u64().unwrap())
-        .sum();
+    let all = first_level_itlb(&d, &t, "skylake");
     assert_eq!(n[0], all, "the replay as traced: {relinks}");
     assert!(n[1] < n[0], "{relinks}");
 }

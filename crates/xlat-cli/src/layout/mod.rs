@@ -5,7 +5,12 @@
 //! written in a linker's format.
 
 mod calls;
+mod order;
+mod predict;
 mod relink;
+
+use order::{as_linked, read_order};
+use predict::{predict, Binary};
 
 use anyhow::{bail, Context, Result};
 use rustc_hash::FxHashMap;
@@ -464,176 +469,6 @@ pub fn run(a: &LayoutArgs) -> Result<()> {
                 .map(|(&i, _)| i),
         };
         predict(a, page, &file, &g, &order, given, target.copied())?;
-    }
-    Ok(())
-}
-
-/// The order a linker makes of `names` (an ordering file's lines): per name, every
-/// function of that name (static functions may share one), by address, where the name
-/// first appears; then the functions no name lists, by address. Also how many names are
-/// no function's.
-fn linked_order<'a>(
-    funcs: &[&xlat_symbols::Symbol],
-    names: impl IntoIterator<Item = &'a str>,
-) -> (Vec<usize>, usize) {
-    let mut by_name: FxHashMap<&str, Vec<usize>> = FxHashMap::default();
-    for (i, f) in funcs.iter().enumerate() {
-        by_name.entry(f.name.as_str()).or_default().push(i);
-    }
-    let mut placed = vec![false; funcs.len()];
-    let mut order = Vec::with_capacity(funcs.len());
-    let mut unknown = 0;
-    for n in names {
-        let Some(is) = by_name.get(n) else {
-            unknown += 1;
-            continue;
-        };
-        for &i in is {
-            if !placed[i] {
-                placed[i] = true;
-                order.push(i);
-            }
-        }
-    }
-    order.extend((0..funcs.len()).filter(|&i| !placed[i]));
-    (order, unknown)
-}
-
-/// The order of `funcs` an algorithm's `order` gives once written as names and linked.
-fn as_linked(funcs: &[&xlat_symbols::Symbol], order: &[usize]) -> Vec<usize> {
-    linked_order(funcs, order.iter().map(|&i| funcs[i].name.as_str())).0
-}
-
-/// The order `path` gives (`--order`, see [`linked_order`]) and its label.
-fn read_order(path: &Path, funcs: &[&xlat_symbols::Symbol]) -> Result<(String, Vec<usize>)> {
-    let what = crate::output::shown(path);
-    let text = std::fs::read_to_string(path).with_context(|| format!("--order {what}"))?;
-    let names = xlat_layout::format::read_order(&text);
-    let (order, unknown) = linked_order(funcs, names.iter().map(String::as_str));
-    if unknown == names.len() {
-        bail!(
-            "--order {what}: none of its {} names is a function of the binary",
-            names.len()
-        );
-    }
-    let label = match unknown {
-        0 => format!("{what}'s order"),
-        u => format!("{what}'s order ({u} of its names not functions of the binary)"),
-    };
-    Ok((label, order))
-}
-
-/// The binary being ordered.
-struct Binary<'a> {
-    id: u32,
-    syms: &'a Symbols,
-    funcs: &'a [&'a xlat_symbols::Symbol],
-    /// The dynamic linker's file, if the trace names it.
-    loader: Option<u32>,
-}
-
-/// `-m` and `--function`: the trace as traced and with the code where each algorithm's
-/// order puts it (`order`, the chosen one's, first).
-#[allow(clippy::too_many_arguments)]
-fn predict(
-    a: &LayoutArgs,
-    page: u64,
-    b: &Binary,
-    g: &CallGraph,
-    order: &[usize],
-    given: Option<(String, Vec<usize>)>,
-    target: Option<&xlat_symbols::Symbol>,
-) -> Result<()> {
-    let other = a.algorithm.other();
-    let mut placements = vec![
-        (
-            format!("the {} order", a.algorithm.name()),
-            relink::placement(b.funcs, order),
-        ),
-        (
-            format!("the {} order", other.name()),
-            relink::placement(b.funcs, &as_linked(b.funcs, &other.order(g, page)?)),
-        ),
-    ];
-    if let Some((name, o)) = given {
-        placements.push((name, relink::placement(b.funcs, &o)));
-    }
-    let none = FxHashMap::default();
-    let moves: Vec<&FxHashMap<u64, u64>> = std::iter::once(&none)
-        .chain(placements.iter().map(|(_, p)| p))
-        .collect();
-    let (pc, pw) = calls::code_pages(
-        &a.trace,
-        (b.id, b.syms),
-        b.loader,
-        target.map(|f| f.addr),
-        page,
-        &moves,
-    )?;
-    if let Some(f) = target {
-        let name = &f.name;
-        let mut line = format!(
-            "per call      {name}: {} calls; code pages touched per call (mean, least-most): \
-             {:.1} ({}-{}) as traced",
-            crate::output::n(pc.calls),
-            pc.mean(0),
-            pc.pages[0].1,
-            pc.pages[0].2
-        );
-        for (k, (layout, _)) in placements.iter().enumerate() {
-            line += &format!(
-                ", {:.1} ({}-{}) in {layout}",
-                pc.mean(k + 1),
-                pc.pages[k + 1].1,
-                pc.pages[k + 1].2,
-            );
-        }
-        if pc.unmatched > 0 {
-            line += &format!(
-                "; {} still running at the end, at their process's exit or 256 calls deep, \
-                 not counted",
-                crate::output::n(pc.unmatched)
-            );
-        }
-        if pc.unfollowed > 0 {
-            line += &format!(
-                "; {} through lazy binding, not followed",
-                crate::output::n(pc.unfollowed)
-            );
-        }
-        println!("{line}");
-    }
-    if pw.windows == 0 {
-        println!(
-            "per 10^6 ins  the trace runs fewer than {} instructions: no window to count",
-            crate::output::n(calls::WINDOW)
-        );
-    } else {
-        let mut line = format!(
-            "per 10^6 ins  code pages touched per million instructions (all code; mean of {} \
-             windows): {:.1} as traced",
-            crate::output::n(pw.windows),
-            pw.mean(0)
-        );
-        for (k, (layout, _)) in placements.iter().enumerate() {
-            line += &format!(", {:.1} in {layout}", pw.mean(k + 1));
-        }
-        println!("{line}");
-    }
-    for m in &a.machines {
-        let cfg = xlat_sim::presets::load(m)?;
-        let before = relink::itlb_misses(&cfg, &a.trace, None)?;
-        let mut line = format!(
-            "{:<13} ITLB misses (first level) {} as traced; virtual relinks:",
-            cfg.name,
-            crate::output::n(before)
-        );
-        for (i, (layout, new)) in placements.iter().enumerate() {
-            let after = relink::itlb_misses(&cfg, &a.trace, Some((b.id, b.syms, new)))?;
-            let sep = if i == 0 { "" } else { "," };
-            line += &format!("{sep} {} in {layout}", crate::output::n(after));
-        }
-        println!("{line}");
     }
     Ok(())
 }

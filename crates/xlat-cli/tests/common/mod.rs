@@ -184,6 +184,17 @@ pub fn replay_report(d: &Dir, trace: &Path, args: &[&str]) -> serde_json::Value 
     json_report(&json)
 }
 
+/// All first-level ITLB misses of a replay on machine `m` (what `xlat layout`'s virtual
+/// relink line reports).
+pub fn first_level_itlb(d: &Dir, trace: &Path, m: &str) -> u64 {
+    let r = replay_report(d, trace, &["-m", m]);
+    let l = r["tlb_levels"].as_array().unwrap();
+    l.iter()
+        .filter(|x| x["name"] == l[0]["name"] && x["side"] == "i")
+        .map(|x| x["misses"].as_u64().unwrap())
+        .sum()
+}
+
 /// The hexadecimal address after `key ` in the program's output (`printf("%p")`).
 pub fn addr_after(out: &str, key: &str) -> u64 {
     let s = out
