@@ -404,6 +404,10 @@ fn callbacks_a_call_graph_cannot_see() {
         out.contains("hot code      30 pages of 4KiB now, 1 in"),
         "{out}"
     );
+    assert!(
+        out.contains("ITLB reach    mpc855t: 28 first-level entries of 4KiB"),
+        "{out}"
+    );
     let edges = std::fs::read_to_string(&cg).unwrap();
     assert!(
         !edges

@@ -107,6 +107,12 @@ pub fn predict(
     for m in &a.machines {
         let cfg = xlat_sim::presets::load(m)?;
         let before = relink::itlb_misses(&cfg, &a.trace, None)?;
+        println!(
+            "ITLB reach    {}: {} first-level entries of {} (pages of hot code it maps at once)",
+            cfg.name,
+            itlb_entries(&cfg),
+            cfg.page_table.base_page()
+        );
         let mut line = format!(
             "{:<13} ITLB misses (first level) {} as traced; virtual relinks:",
             cfg.name,
@@ -120,4 +126,18 @@ pub fn predict(
         println!("{line}");
     }
     Ok(())
+}
+
+/// The entries of `cfg`'s first-level instruction TLB (its unified one if it has none)
+/// that hold the base page: the hot code pages it can map at once.
+fn itlb_entries(cfg: &xlat_sim::MachineConfig) -> u64 {
+    let base = cfg.page_table.base_page();
+    let Some(l0) = cfg.tlb.levels.first() else {
+        return 0;
+    };
+    let side = if l0.i.is_empty() { &l0.unified } else { &l0.i };
+    side.iter()
+        .filter(|s| s.sizes.contains(&base))
+        .map(|s| s.entries as u64)
+        .sum()
 }
