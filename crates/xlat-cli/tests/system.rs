@@ -367,18 +367,14 @@ fn the_kernels_read_path_in_fewer_pages() {
     let (o, t) = system_trace(&d, "dd", &[], "dd if=/dev/zero of=/tmp/f bs=4k count=64");
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let order = d.path("kernel.order");
-    let o = d.xlat(&[
-        "layout",
-        t.to_str().unwrap(),
-        "--binary",
-        "kernel",
-        "-o",
-        order.to_str().unwrap(),
-        "-m",
-        "skylake",
-        "--function",
-        "ksys_read",
-    ]);
+    // `xlat layout T --binary kernel -o OUT --function ksys_read EXTRA`.
+    let layout = |out: &std::path::Path, extra: &[&str]| {
+        let mut args = vec!["layout", t.to_str().unwrap(), "--binary", "kernel"];
+        args.extend(["-o", out.to_str().unwrap(), "--function", "ksys_read"]);
+        args.extend(extra);
+        d.xlat(&args)
+    };
+    let o = layout(&order, &["-m", "skylake"]);
     let out = stdout(&o);
     assert_eq!(code(&o), 0, "{}{out}", stderr(&o));
     eprintln!("{out}");
@@ -418,18 +414,10 @@ fn the_kernels_read_path_in_fewer_pages() {
     );
 
     // The written order read back predicts what the C3 line does.
-    let o = d.xlat(&[
-        "layout",
-        t.to_str().unwrap(),
-        "--binary",
-        "kernel",
-        "-o",
-        d.path("again.order").to_str().unwrap(),
-        "--order",
-        order.to_str().unwrap(),
-        "--function",
-        "ksys_read",
-    ]);
+    let o = layout(
+        &d.path("again.order"),
+        &["--order", order.to_str().unwrap()],
+    );
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let again = stdout(&o);
     let again = means(again.lines().find(|l| l.starts_with("per call")).unwrap());
