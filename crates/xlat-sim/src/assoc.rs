@@ -489,6 +489,15 @@ impl Assoc {
             _ => None,
         }
     }
+
+    /// [`StackArray::set_portable`] (nothing for any other array).
+    pub fn set_portable(&mut self, portable: bool) {
+        if let Assoc::Boxed(b) = self {
+            if let Boxed::Stack(a) = &mut **b {
+                a.set_portable(portable);
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -48,8 +48,9 @@ pub struct CurveSpec {
 /// A machine ready for a curve.
 #[derive(Clone, Debug)]
 pub struct Prepared {
-    /// The machine the pass simulates (fully associative curves: the structure made
-    /// fully associative at its configured entries).
+    /// The machine the pass simulates: without data or page-walk caches (they price
+    /// references, see `price_nothing`); for a fully associative curve, the structure
+    /// made fully associative at its configured entries.
     pub machine: MachineConfig,
     /// The structure's index among the simulator's structures (`report.tlb_structures`).
     pub index: usize,
@@ -188,6 +189,7 @@ pub fn prepare(cfg: &MachineConfig, spec: &CurveSpec) -> Result<Prepared, Config
         ));
     }
     let _ = ways;
+    price_nothing(&mut machine);
     machine.validate()?;
     Ok(Prepared {
         machine,
@@ -196,6 +198,16 @@ pub fn prepare(cfg: &MachineConfig, spec: &CurveSpec) -> Result<Prepared, Config
         set_index: s.index,
         ways: points,
     })
+}
+
+/// Drops what only prices references: the data caches and the page-walk caches. No
+/// TLB's lookups, fills or invalidations depend on them (a walk's references, hits or
+/// misses, find the same entry), and a curve reports no cycles: the pass runs without
+/// their work (a third of a radix walk's simulation).
+fn price_nothing(machine: &mut MachineConfig) {
+    machine.cache.levels.clear();
+    machine.cache.data_refs = false;
+    machine.walker.pwc = crate::config::PwcConfig::None;
 }
 
 fn structure_mut<'a>(

@@ -62,6 +62,32 @@ pub struct StackArray {
     globals: usize,
     /// Touches by the group the entry was in (`bounds.len()`: absent).
     counts: Vec<u64>,
+    /// Whether the hot entry points run their x86-64-v3 copies (POPCNT: the bitmap
+    /// counts are most of a touch's work).
+    v3: bool,
+}
+
+/// The hot entry points: each runs its body (`$in::<V3>`, `#[inline(always)]`) compiled
+/// for x86-64-v3 where [`StackArray::set_portable`] allows it and the CPU has it.
+macro_rules! hot {
+    ($(#[$m:meta])* $name:ident, $v3:ident, $in:ident, ($($a:ident: $t:ty),*) -> $r:ty) => {
+        $(#[$m])*
+        #[inline(always)]
+        pub fn $name(&mut self, $($a: $t),*) -> $r {
+            #[cfg(target_arch = "x86_64")]
+            if self.v3 {
+                // SAFETY: `v3` is set only where the CPU has these features.
+                return unsafe { self.$v3($($a),*) };
+            }
+            self.$in::<false>($($a),*)
+        }
+
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
+        fn $v3(&mut self, $($a: $t),*) -> $r {
+            self.$in::<true>($($a),*)
+        }
+    };
 }
 
 /// Positions whose group is tabulated.
@@ -103,7 +129,24 @@ impl StackArray {
             globals: 0,
             counts: vec![0; b.len() + 1],
             bounds: b,
+            v3: false,
         }
+        .with_portable(false)
+    }
+
+    fn with_portable(mut self, portable: bool) -> Self {
+        self.set_portable(portable);
+        self
+    }
+
+    /// Runs the portable code even where the CPU has x86-64-v3 (the counts are the same).
+    pub fn set_portable(&mut self, portable: bool) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            self.v3 = !portable && crate::simd::has_v3();
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = portable;
     }
 
     /// The associativities counted, ascending (`ways` among them).
@@ -170,17 +213,21 @@ impl StackArray {
         }
     }
 
-    /// Finds `key` (VALID-tagged) for `asid` in the set chosen by `index` among the
-    /// `ways` most recent entries, touching it on a hit; a miss changes nothing.
-    #[inline(never)]
-    pub fn lookup(&mut self, index: u64, key: u64, asid: u16) -> Option<Slot> {
+    hot!(
+        /// Finds `key` (VALID-tagged) for `asid` in the set chosen by `index` among the
+        /// `ways` most recent entries, touching it on a hit; a miss changes nothing.
+        lookup, lookup_v3, lookup_in, (index: u64, key: u64, asid: u16) -> Option<Slot>
+    );
+
+    #[inline(always)]
+    fn lookup_in<const V3: bool>(&mut self, index: u64, key: u64, asid: u16) -> Option<Slot> {
         let set = self.index.set(index);
         let n = self.find(set, key, asid)?;
         let p = self.position(set, n);
         if p > self.ways {
             return None;
         }
-        self.touch(set, Some(n), p);
+        self.touch::<V3>(set, Some(n), p);
         Some(self.slot(n))
     }
 
@@ -199,16 +246,20 @@ impl StackArray {
         (self.position(set, n) <= self.ways).then(|| self.slot(n))
     }
 
-    /// `lookup`, then on a miss `fill` with `slot` (whose key is the one looked up);
-    /// returns whether it hit.
-    #[inline(never)]
-    pub fn lookup_or_fill(&mut self, index: u64, asid: u16, slot: Slot) -> bool {
+    hot!(
+        /// `lookup`, then on a miss `fill` with `slot` (whose key is the one looked up);
+        /// returns whether it hit.
+        lookup_or_fill, lookup_or_fill_v3, lookup_or_fill_in, (index: u64, asid: u16, slot: Slot) -> bool
+    );
+
+    #[inline(always)]
+    fn lookup_or_fill_in<const V3: bool>(&mut self, index: u64, asid: u16, slot: Slot) -> bool {
         let set = self.index.set(index);
         let found = self.find(set, slot.key, asid);
         if let Some(n) = found {
             let p = self.position(set, n);
             if p <= self.ways {
-                self.touch(set, Some(n), p);
+                self.touch::<V3>(set, Some(n), p);
                 return true;
             }
         }
@@ -217,22 +268,27 @@ impl StackArray {
         } else {
             self.find(set, slot.key, slot.asid)
         };
-        self.fill_at(set, x, slot);
+        self.fill_at::<V3>(set, x, slot);
         false
     }
 
-    /// Inserts `slot` at the top of the set chosen by `index` (the same entry if it is
-    /// deeper than `ways`, taking the new values); returns what the `ways`-way array
-    /// evicted (key 0 if it had a free way). The caller guarantees the key is not among
-    /// the `ways` most recent (if it is, it is only touched and updated).
-    #[inline(never)]
-    pub fn fill(&mut self, index: u64, slot: Slot) -> Displaced {
+    hot!(
+        /// Inserts `slot` at the top of the set chosen by `index` (the same entry if it is
+        /// deeper than `ways`, taking the new values); returns what the `ways`-way array
+        /// evicted (key 0 if it had a free way). The caller guarantees the key is not among
+        /// the `ways` most recent (if it is, it is only touched and updated).
+        fill, fill_v3, fill_in, (index: u64, slot: Slot) -> Displaced
+    );
+
+    #[inline(always)]
+    fn fill_in<const V3: bool>(&mut self, index: u64, slot: Slot) -> Displaced {
         let set = self.index.set(index);
         let x = self.find(set, slot.key, slot.asid);
-        self.fill_at(set, x, slot)
+        self.fill_at::<V3>(set, x, slot)
     }
 
-    fn fill_at(&mut self, set: usize, x: Option<u32>, slot: Slot) -> Displaced {
+    #[inline(always)]
+    fn fill_at<const V3: bool>(&mut self, set: usize, x: Option<u32>, slot: Slot) -> Displaced {
         let own = owner(set, slot.asid, slot.flags);
         let global = (slot.flags & GLOBAL != 0) as usize;
         let what = What {
@@ -252,13 +308,13 @@ impl StackArray {
                         ..old
                     });
                 }
-                let out = self.touch(set, Some(n), p).1;
+                let out = self.touch::<V3>(set, Some(n), p).1;
                 let stamp = self.table.get(n).stamp;
                 self.orders[set].set_what(stamp, what);
                 (n, out)
             }
             None => {
-                let (stamp, out) = self.touch(set, None, 0);
+                let (stamp, out) = self.touch::<V3>(set, None, 0);
                 self.orders[set].set_what(stamp, what);
                 self.globals += global;
                 let n = self.table.insert(Node {
@@ -360,13 +416,29 @@ impl StackArray {
     /// Moves entry `x` (at position `p`; `None`: a new one, its mark's `what` left to
     /// the caller) to the top of `set`'s stack, counting the touch by the group it was in;
     /// returns a new entry's stamp (an entry's own is updated in the table) and what the
-    /// `ways`-way array evicted.
-    #[inline]
-    fn touch(&mut self, set: usize, x: Option<u32>, p: u32) -> (u32, Displaced) {
+    /// `ways`-way array evicted. `V3`: only in a `hot!` entry point's x86-64-v3 copy.
+    #[inline(always)]
+    fn touch<const V3: bool>(&mut self, set: usize, x: Option<u32>, p: u32) -> (u32, Displaced) {
         if p == 1 {
             self.counts[0] += 1;
             return (0, NONE);
         }
+        if V3 {
+            // Inlined into the x86-64-v3 copies (a call and its register saves were a
+            // fifth of a shallow touch).
+            return self.touch_deep(set, x, p);
+        }
+        self.touch_portable(set, x, p)
+    }
+
+    #[inline(never)]
+    fn touch_portable(&mut self, set: usize, x: Option<u32>, p: u32) -> (u32, Displaced) {
+        self.touch_deep(set, x, p)
+    }
+
+    /// `touch` below the top.
+    #[inline(always)]
+    fn touch_deep(&mut self, set: usize, x: Option<u32>, p: u32) -> (u32, Displaced) {
         let (orders, table) = (&mut self.orders, &mut self.table);
         orders[set].room(self.window, |w, s| {
             let n = entry_of(table, set, w);

@@ -433,6 +433,9 @@ impl<P: PageTable> Sim<P> {
     /// comparisons).
     pub fn set_portable(&mut self, portable: bool) {
         self.portable = portable;
+        if let Some(k) = self.profiled {
+            self.tlb.structs[k].set_portable(portable);
+        }
     }
 
     /// Host-side prefetches while replaying `events[i]`: for the access

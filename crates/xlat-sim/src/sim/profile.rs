@@ -13,6 +13,7 @@ impl<P: PageTable> Sim<P> {
     pub fn profile(&mut self, p: &crate::curve::Prepared) {
         debug_assert_eq!(self.event, 0, "profile before any event");
         self.tlb.structs[p.index].profile(p.sets, p.set_index, &p.ways);
+        self.tlb.structs[p.index].set_portable(self.portable);
         self.profiled = Some(p.index);
     }
 

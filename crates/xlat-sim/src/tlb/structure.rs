@@ -139,6 +139,11 @@ impl Structure {
         self.arr = Assoc::Boxed(Box::new(Boxed::Stack(StackArray::new(ix, ways, bounds))));
     }
 
+    /// A profiled structure runs its portable code ([`StackArray::set_portable`]).
+    pub fn set_portable(&mut self, portable: bool) {
+        self.arr.set_portable(portable);
+    }
+
     /// A host prefetch of where a profiled structure will look for `va` (at each size it
     /// may hold).
     #[inline]

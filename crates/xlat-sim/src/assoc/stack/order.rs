@@ -196,6 +196,7 @@ impl Order {
     /// The stamp at stack position `p` (1 ≤ p ≤ marks): counted down the bitmap from the
     /// clock when it is near the top, else a Fenwick descent to the block holding the
     /// mark of rank `marks - p + 1` from the oldest; then a select in the block.
+    #[inline(always)]
     pub fn nth(&self, p: u32) -> u32 {
         debug_assert!(p >= 1 && p <= self.marks);
         let top = (self.clock as usize - 1) / 64;
@@ -246,19 +247,22 @@ impl Order {
     fn compact(&mut self, mut restamp: impl FnMut(What, u32)) {
         let mut j = 0u32;
         self.holes.clear();
-        for s in self.oldest..self.clock {
-            if !self.marked(s) {
-                continue;
+        // Word by word, set bit by set bit: a shallow stack in a wide window has few.
+        for b in self.oldest as usize / 64..self.clock.div_ceil(64) as usize {
+            let mut w = self.bits[b];
+            while w != 0 {
+                let s = b * 64 + w.trailing_zeros() as usize;
+                w &= w - 1;
+                let what = self.what[s];
+                // j ≤ s: nothing still to read is overwritten.
+                self.what[j as usize] = what;
+                if what.key == 0 {
+                    self.holes.insert(j);
+                } else {
+                    restamp(what, j);
+                }
+                j += 1;
             }
-            let what = self.what[s as usize];
-            // j ≤ s: nothing still to read is overwritten.
-            self.what[j as usize] = what;
-            if what.key == 0 {
-                self.holes.insert(j);
-            } else {
-                restamp(what, j);
-            }
-            j += 1;
         }
         debug_assert_eq!(j, self.marks);
         let full = j as usize / 64;

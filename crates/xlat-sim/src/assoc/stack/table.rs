@@ -73,7 +73,10 @@ impl Table {
     pub fn find(&self, key: u64, owner: u64) -> Option<u32> {
         let mut i = self.home(key, owner);
         loop {
-            let n = &self.slots[i];
+            debug_assert!(i < self.slots.len());
+            // SAFETY: `home` is below the length (a power of two: the hash's top
+            // `64 - shift` bits), and so is every `& mask`.
+            let n = unsafe { self.slots.get_unchecked(i) };
             if n.key == key && n.owner == owner {
                 return Some(i as u32);
             }

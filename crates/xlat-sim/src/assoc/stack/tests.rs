@@ -51,10 +51,26 @@ fn check(st: &StackArray) {
 /// A random sequence of touches and invalidations over `keys` keys (three ASIDs,
 /// every seventh key global) on a stack array configured with `ways` ways and on an
 /// LRU `Dynamic` array per bound: the stack's miss counts equal theirs, and it
-/// answers exactly like the one of `ways` ways.
+/// answers exactly like the one of `ways` ways. Both code paths: x86-64-v3 (where the
+/// CPU has it) and portable.
 fn differential(kind: SetIndex, sets: usize, bounds: &[usize], ways: usize, keys: u64, ops: usize) {
+    for portable in [false, true] {
+        differential_on(kind, sets, bounds, ways, keys, ops, portable);
+    }
+}
+
+fn differential_on(
+    kind: SetIndex,
+    sets: usize,
+    bounds: &[usize],
+    ways: usize,
+    keys: u64,
+    ops: usize,
+    portable: bool,
+) {
     let ix = Indexer::new(kind, sets);
     let mut st = StackArray::new(ix, ways, bounds);
+    st.set_portable(portable);
     let all = st.bounds().to_vec();
     let mut dyns: Vec<Dynamic> = all
         .iter()
@@ -64,7 +80,7 @@ fn differential(kind: SetIndex, sets: usize, bounds: &[usize], ways: usize, keys
     let w = all.binary_search(&ways).unwrap();
     let mut r = Rng(0x2545_f491_4f6c_dd1d ^ (sets * 1000 + ways) as u64);
     let mut touches = 0;
-    let shape = format!("{kind:?} {sets} sets, bounds {all:?}, {ways} ways");
+    let shape = format!("{kind:?} {sets} sets, bounds {all:?}, {ways} ways, portable {portable}");
     for op in 0..ops {
         let x = r.next();
         // Half the keys hot; the low byte of the index tells keys apart, the rest
