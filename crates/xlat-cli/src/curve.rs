@@ -276,7 +276,8 @@ fn table(o: &CurveOut, name: &str, secs: f64) -> String {
     let _ = writeln!(
         s,
         "\nmisses = the structure's fills at that size (cold misses included); the rest of the \
-         machine as configured"
+         machine as configured (its data and page-walk caches, which only price references, \
+         left out)"
     );
     s
 }

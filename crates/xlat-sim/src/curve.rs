@@ -13,7 +13,9 @@
 //! its lookups, fills and invalidations are the same whatever its size, provided its
 //! replacement is LRU, its index is not skewed (a skewed array is no stack), and no
 //! level is inclusive (a lower level's evictions would invalidate it, and a lower
-//! level's contents depend on this one's misses). [`prepare`] refuses the rest. A
+//! level's contents depend on this one's misses). [`prepare`] refuses the rest. The pass
+//! leaves out the data and page-walk caches: they price references and decide nothing
+//! any TLB holds (a curve reports no cycles). A
 //! point's *misses* are the structure's fills at that size: a store that hits a
 //! read-only entry counts as a hit and then, after its write fault, as a fill (as in
 //! [`crate::stats::StructStats`]). Tested against one simulation per size

@@ -1,5 +1,6 @@
-//! One-pass miss-ratio curves ([`xlat_sim::curve`]) equal one simulation per size, and
-//! the profiled pass itself equals the configured machine, report for report.
+//! One-pass miss-ratio curves ([`xlat_sim::curve`]) equal one simulation per size of the
+//! configured machine (with its caches, which the pass leaves out), and the profiled pass
+//! equals its own machine, report for report.
 
 use xlat_sim::curve::{prepare, CurveKind, CurveSpec, Prepared};
 use xlat_sim::{presets, MachineConfig, Radix, Report, Sim};
@@ -23,14 +24,18 @@ fn run(cfg: &MachineConfig, ev: &[Event], profile: Option<&Prepared>) -> (Report
     (sim.report(), sim)
 }
 
-/// The machine with structure `path` at one point of the curve.
-fn at_point(p: &Prepared, path: &str, ways: usize) -> MachineConfig {
+/// The configured machine `cfg` with structure `path` at one point of the curve: the
+/// pass's machine (the structure's set count and index) with `cfg`'s data and page-walk
+/// caches, which the pass leaves out.
+fn at_point(cfg: &MachineConfig, p: &Prepared, path: &str, ways: usize) -> MachineConfig {
     let entries = toml::Value::Integer((ways * p.sets) as i64);
     let w = toml::Value::Integer(ways as i64);
     let e_path = format!("{path}.entries");
     let w_path = format!("{path}.ways");
-    p.machine
-        .with_overrides([(e_path.as_str(), &entries), (w_path.as_str(), &w)])
+    let mut m = p.machine.clone();
+    m.cache = cfg.cache.clone();
+    m.walker.pwc = cfg.walker.pwc.clone();
+    m.with_overrides([(e_path.as_str(), &entries), (w_path.as_str(), &w)])
         .unwrap()
 }
 
@@ -42,6 +47,7 @@ fn check(machine: &str, path: &str, kind: CurveKind, sizes: &[usize], workloads:
         sizes: sizes.to_vec(),
     };
     let p = prepare(&cfg, &spec).unwrap();
+    assert!(p.machine.cache.levels.is_empty() && !p.machine.cache.data_refs);
     let mut some_differ = false;
     for w in workloads {
         let ev = events(w);
@@ -56,7 +62,7 @@ fn check(machine: &str, path: &str, kind: CurveKind, sizes: &[usize], workloads:
         let curve = sim.curve(&p);
         assert_eq!(curve.len(), p.ways.len());
         for pt in &curve {
-            let (r, _) = run(&at_point(&p, path, pt.ways as usize), &ev, None);
+            let (r, _) = run(&at_point(&cfg, &p, path, pt.ways as usize), &ev, None);
             let fills = r.tlb_structures[p.index].fills;
             assert_eq!(
                 pt.misses, fills,
@@ -198,7 +204,7 @@ fn curves_after_a_warm_up_equal_warmed_simulations() {
         let sim = run_warm(&p.machine, true);
         let mut differ = false;
         for pt in sim.curve(&p) {
-            let r = run_warm(&at_point(&p, path, pt.ways as usize), false).report();
+            let r = run_warm(&at_point(&cfg, &p, path, pt.ways as usize), false).report();
             assert_eq!(
                 pt.misses, r.tlb_structures[p.index].fills,
                 "{w}: {} entries",
