@@ -118,7 +118,7 @@ impl StackArray {
         let group_of = (0..=near)
             .map(|p| b.partition_point(|&x| x < p) as u16)
             .collect();
-        StackArray {
+        let mut st = StackArray {
             index,
             group_of,
             ways: ways as u32,
@@ -130,13 +130,9 @@ impl StackArray {
             counts: vec![0; b.len() + 1],
             bounds: b,
             v3: false,
-        }
-        .with_portable(false)
-    }
-
-    fn with_portable(mut self, portable: bool) -> Self {
-        self.set_portable(portable);
-        self
+        };
+        st.set_portable(false);
+        st
     }
 
     /// Runs the portable code even where the CPU has x86-64-v3 (the counts are the same).
