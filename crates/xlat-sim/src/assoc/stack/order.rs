@@ -243,6 +243,16 @@ impl Order {
             .map(|s| (s, self.what(s)))
     }
 
+    /// Asserts that each tree cell counts its blocks' marks.
+    #[cfg(test)]
+    pub fn check_tree(&self) {
+        for (i, &cell) in self.tree.iter().enumerate() {
+            let low = i + 1 - ((i + 1) & (i + 1).wrapping_neg());
+            let want: u32 = self.bits[low..=i].iter().map(|w| w.count_ones()).sum();
+            assert_eq!(cell, want, "tree cell {i}");
+        }
+    }
+
     /// Renumbers the marks `0..marks` in order and rebuilds the bitmap and the tree.
     fn compact(&mut self, mut restamp: impl FnMut(What, u32)) {
         let mut j = 0u32;

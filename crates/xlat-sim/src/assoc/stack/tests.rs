@@ -19,6 +19,7 @@ impl Rng {
 fn check(st: &StackArray) {
     let (mut entries, mut globals) = (0, 0);
     for (set, o) in st.orders.iter().enumerate() {
+        o.check_tree();
         let marks: Vec<_> = o.down().collect();
         assert_eq!(marks.len() as u32, o.marks);
         assert!(o.marks <= st.depth);
@@ -194,6 +195,21 @@ fn equals_lru_at_every_bound_four_sets() {
 fn equals_lru_at_every_bound_wide_sets() {
     for ways in [5, 40, 64] {
         differential(SetIndex::Modulo, 2, &[5, 17, 40, 64], ways, 45, 40_000);
+    }
+}
+
+/// Deep enough that most positions are counted by the tree (`order.rs`), with holes.
+#[test]
+fn equals_lru_at_every_bound_deep() {
+    for ways in [8, 64] {
+        differential(
+            SetIndex::Modulo,
+            1,
+            &[1, 8, 64, 200, 500],
+            ways,
+            700,
+            40_000,
+        );
     }
 }
 
