@@ -128,10 +128,18 @@ pub fn run(a: CurveArgs) -> Result<()> {
     } else {
         default_entries()
     };
+    // The stack on a worker thread where a core is free for it (a trace's decoder has a
+    // thread of its own): with none, the threads share the cores' caches and run slower.
+    let busy = match &input {
+        Input::Trace(_) => 2,
+        Input::Workload(_) => 1,
+    };
+    let worker = std::thread::available_parallelism().map_or(1, |n| n.get()) > busy;
     let spec = CurveSpec {
         structure: structure.clone(),
         kind,
         sizes,
+        worker,
     };
     let p = prepare(&cfg, &spec).with_context(|| format!("machine {}", cfg.name))?;
     let mut sim = crate::run::new_sim(&p.machine)?;
@@ -181,7 +189,10 @@ pub fn run(a: CurveArgs) -> Result<()> {
     };
     let stdout = crate::export::one_to_stdout(&[&a.json, &a.csv])?;
     if !stdout {
-        print!("{}", table(&out, &r.tlb_structures[p.index].name, secs));
+        print!(
+            "{}",
+            table(&out, &r.tlb_structures[p.index].name, secs, p.worker)
+        );
     }
     if let Some(path) = &a.csv {
         crate::export::write_text(path, &csv(&out))?;
@@ -230,7 +241,7 @@ fn plot(o: &CurveOut) -> xlat_plot::Chart {
     }
 }
 
-fn table(o: &CurveOut, name: &str, secs: f64) -> String {
+fn table(o: &CurveOut, name: &str, secs: f64, worker: bool) -> String {
     let mut s = String::new();
     let what = if o.kind == "ways" {
         format!("{} sets kept, ways varied", o.sets)
@@ -248,12 +259,18 @@ fn table(o: &CurveOut, name: &str, secs: f64) -> String {
     );
     let _ = writeln!(
         s,
-        "one pass, exact for LRU (Mattson et al. 1970 stack algorithm), {} refs in {secs:.2} s{}",
+        "one pass, exact for LRU (Mattson et al. 1970 stack algorithm), {} refs in {secs:.2} s{}; \
+         the stack {}",
         n(o.references),
         if o.warmup > 0 {
             format!(" (after a warm-up of {} not counted)", n(o.warmup))
         } else {
             String::new()
+        },
+        if worker {
+            "on a worker thread"
+        } else {
+            "in place (no core free for a worker thread)"
         }
     );
     let _ = writeln!(

@@ -9,10 +9,12 @@ mod fixed;
 mod index;
 #[cfg(test)]
 mod index_tests;
+mod observed;
 mod skewed;
 mod stack;
 
 pub use index::{Indexer, SetIndex};
+pub use observed::Observed;
 use skewed::Skewed;
 pub use stack::StackArray;
 
@@ -323,6 +325,9 @@ pub enum Boxed {
     Skew(Skewed),
     /// LRU that also counts every other associativity's misses (miss-ratio curves).
     Stack(StackArray),
+    /// An array whose touches an LRU stack observes on a worker thread (miss-ratio
+    /// curves).
+    Observed(Observed),
 }
 
 macro_rules! boxed {
@@ -330,6 +335,7 @@ macro_rules! boxed {
         match $self {
             Boxed::Skew($a) => $e,
             Boxed::Stack($a) => $e,
+            Boxed::Observed($a) => $e,
         }
     };
 }
@@ -355,6 +361,7 @@ impl Boxed {
                 hit
             }
             Boxed::Stack(a) => a.lookup_or_fill(index, asid, slot),
+            Boxed::Observed(a) => a.lookup_or_fill(index, asid, slot),
         }
     }
 
@@ -479,11 +486,13 @@ impl Assoc {
         }
     }
 
-    /// A [`StackArray`]'s misses per associativity (`None` for any other array).
+    /// A [`StackArray`]'s misses per associativity, observing or in place (`None` for
+    /// any other array).
     pub fn stack_misses(&self) -> Option<Vec<(usize, u64)>> {
         match self {
             Assoc::Boxed(b) => match &**b {
                 Boxed::Stack(a) => Some(a.misses()),
+                Boxed::Observed(a) => Some(a.misses()),
                 Boxed::Skew(_) => None,
             },
             _ => None,
@@ -493,8 +502,10 @@ impl Assoc {
     /// [`StackArray::set_portable`] (nothing for any other array).
     pub fn set_portable(&mut self, portable: bool) {
         if let Assoc::Boxed(b) = self {
-            if let Boxed::Stack(a) = &mut **b {
-                a.set_portable(portable);
+            match &mut **b {
+                Boxed::Stack(a) => a.set_portable(portable),
+                Boxed::Observed(a) => a.set_portable(portable),
+                Boxed::Skew(_) => {}
             }
         }
     }

@@ -1,16 +1,26 @@
 //! Exact miss-ratio curves of one TLB structure in one pass.
 //!
-//! The structure is simulated as an LRU stack ([`crate::assoc::StackArray`]: Mattson et
-//! al., 1970) that answers the rest of the machine exactly as the configured structure
-//! would, while counting the misses of every other size. Two kinds of curve:
-//! - **fully associative** ([`CurveKind::Entries`]): the structure made fully
-//!   associative; each point is a number of entries;
+//! An LRU stack ([`crate::assoc::StackArray`]: Mattson et al., 1970) counts the misses
+//! of every size; a touch counts as a miss for every size its entry was deeper than. It
+//! runs one of two ways ([`CurveSpec::worker`]):
+//! - **in place**: the stack is the structure and answers the rest of the machine exactly
+//!   as the configured structure would (a fully associative curve makes the structure
+//!   fully associative at its configured entries);
+//! - **on a worker thread** ([`crate::assoc::Observed`]): the configured structure
+//!   answers, and the stack is fed its touches (a lookup that hits, a fill) and
+//!   invalidations in batches. Where a core is free, the pass then costs about what
+//!   simulating the machine does.
+//!
+//! Two kinds of curve:
+//! - **fully associative** ([`CurveKind::Entries`]): one stack over the whole structure;
+//!   each point is a number of entries;
 //! - **associativity** ([`CurveKind::Ways`]): the structure's set count and index
 //!   function kept; each point is a number of ways (Mattson's per-set stacks: with the
 //!   sets fixed, a `w`-way set holds the top `w` entries of its set's stack).
 //!
 //! **Exact** because nothing the structure decides feeds back into what it is asked:
-//! its lookups, fills and invalidations are the same whatever its size, provided its
+//! whatever its size, each lookup is a hit or a miss followed by a fill of the same entry
+//! (one touch either way), and its invalidations are the same, provided its
 //! replacement is LRU, its index is not skewed (a skewed array is no stack), and no
 //! level is inclusive (a lower level's evictions would invalidate it, and a lower
 //! level's contents depend on this one's misses). [`prepare`] refuses the rest. The pass
@@ -45,20 +55,25 @@ pub struct CurveSpec {
     pub kind: CurveKind,
     /// Points: entries or ways, any order.
     pub sizes: Vec<usize>,
+    /// The stack on a worker thread, the configured structure answering (where a core is
+    /// free for it); else the stack in place of the structure.
+    pub worker: bool,
 }
 
 /// A machine ready for a curve.
 #[derive(Clone, Debug)]
 pub struct Prepared {
     /// The machine the pass simulates: without data or page-walk caches (they price
-    /// references, see `price_nothing`); for a fully associative curve, the structure
-    /// made fully associative at its configured entries.
+    /// references, see `price_nothing`); for a fully associative curve in place, the
+    /// structure made fully associative at its configured entries.
     pub machine: MachineConfig,
     /// The structure's index among the simulator's structures (`report.tlb_structures`).
     pub index: usize,
-    /// Its set count and index function.
+    /// The stack's set count and index function (one set for a fully associative curve).
     pub sets: usize,
     pub set_index: SetIndex,
+    /// The stack on a worker thread ([`CurveSpec::worker`]).
+    pub worker: bool,
     /// Ways per point, ascending, deduplicated.
     pub ways: Vec<usize>,
 }
@@ -165,14 +180,16 @@ pub fn prepare(cfg: &MachineConfig, spec: &CurveSpec) -> Result<Prepared, Config
     }
     let (sets, ways) = geometry(path, s.entries, s.ways)?;
     let mut machine = cfg.clone();
-    let (sets, ways, points) = match spec.kind {
+    let (sets, ways, set_index, points) = match spec.kind {
         CurveKind::Entries => {
-            let st = structure_mut(&mut machine, path)?;
-            st.ways = Some(st.entries);
-            st.index = SetIndex::Modulo;
-            (1, s.entries as usize, spec.sizes.clone())
+            if !spec.worker {
+                let st = structure_mut(&mut machine, path)?;
+                st.ways = Some(st.entries);
+                st.index = SetIndex::Modulo;
+            }
+            (1, s.entries as usize, SetIndex::Modulo, spec.sizes.clone())
         }
-        CurveKind::Ways => (sets, ways, spec.sizes.clone()),
+        CurveKind::Ways => (sets, ways, s.index, spec.sizes.clone()),
     };
     let mut points = points;
     points.sort_unstable();
@@ -197,7 +214,8 @@ pub fn prepare(cfg: &MachineConfig, spec: &CurveSpec) -> Result<Prepared, Config
         machine,
         index,
         sets,
-        set_index: s.index,
+        set_index,
+        worker: spec.worker,
         ways: points,
     })
 }

@@ -39,20 +39,47 @@ fn at_point(cfg: &MachineConfig, p: &Prepared, path: &str, ways: usize) -> Machi
         .unwrap()
 }
 
+/// Both ways of running the stack: on a worker thread, and in place.
 fn check(machine: &str, path: &str, kind: CurveKind, sizes: &[usize], workloads: &[&str]) {
+    for worker in [true, false] {
+        check_on(machine, path, kind, sizes, workloads, worker);
+    }
+}
+
+fn check_on(
+    machine: &str,
+    path: &str,
+    kind: CurveKind,
+    sizes: &[usize],
+    workloads: &[&str],
+    worker: bool,
+) {
     let cfg = presets::preset(machine).unwrap();
     let spec = CurveSpec {
         structure: path.to_string(),
         kind,
         sizes: sizes.to_vec(),
+        worker,
     };
     let p = prepare(&cfg, &spec).unwrap();
     assert!(p.machine.cache.levels.is_empty() && !p.machine.cache.data_refs);
+    let (_, configured) = xlat_sim::curve::find_structure(&cfg, path).unwrap();
+    let (_, passed) = xlat_sim::curve::find_structure(&p.machine, path).unwrap();
+    // On a worker, the configured structure answers; in place, the stack does (fully
+    // associative for an entries curve).
+    if worker || kind == CurveKind::Ways {
+        assert_eq!(
+            (passed.ways, passed.index),
+            (configured.ways, configured.index)
+        );
+    } else {
+        assert_eq!(passed.ways, Some(passed.entries), "{machine} {path}");
+    }
     let mut some_differ = false;
     for w in workloads {
         let ev = events(w);
         let (profiled, sim) = run(&p.machine, &ev, Some(&p));
-        // The stack answers the machine exactly as the configured structure does.
+        // The profiled structure answers the machine exactly as the pass's structure.
         let (plain, _) = run(&p.machine, &ev, None);
         assert_eq!(
             serde_json::to_string(&profiled).unwrap(),
@@ -66,7 +93,8 @@ fn check(machine: &str, path: &str, kind: CurveKind, sizes: &[usize], workloads:
             let fills = r.tlb_structures[p.index].fills;
             assert_eq!(
                 pt.misses, fills,
-                "{machine} {path} × {w}: {} entries ({} ways): curve {} vs simulated {fills}",
+                "{machine} {path} × {w}, worker {worker}: {} entries ({} ways): curve {} vs \
+                 simulated {fills}",
                 pt.entries, pt.ways, pt.misses
             );
             some_differ |= pt.misses != curve[0].misses;
@@ -167,6 +195,7 @@ fn inexact_cases_are_refused_with_the_field() {
             structure: path.into(),
             kind: CurveKind::Entries,
             sizes: vec![1, 2],
+            worker: false,
         };
         let e = prepare(&presets::preset(m).unwrap(), &spec)
             .unwrap_err()
@@ -181,13 +210,17 @@ fn inexact_cases_are_refused_with_the_field() {
 fn curves_after_a_warm_up_equal_warmed_simulations() {
     let cfg = presets::preset("skylake").unwrap();
     let path = "tlb.levels[0].d[0]";
-    let spec = CurveSpec {
-        structure: path.to_string(),
-        kind: CurveKind::Entries,
-        sizes: vec![1, 4, 16, 64, 256, 1024],
-    };
-    let p = prepare(&cfg, &spec).unwrap();
-    for w in ["chase:footprint=2MiB,refs=60K", "mixed:refs=80K"] {
+    for (w, worker) in [
+        ("chase:footprint=2MiB,refs=60K", false),
+        ("mixed:refs=80K", true),
+    ] {
+        let spec = CurveSpec {
+            structure: path.to_string(),
+            kind: CurveKind::Entries,
+            sizes: vec![1, 4, 16, 64, 256, 1024],
+            worker,
+        };
+        let p = prepare(&cfg, &spec).unwrap();
         let ev = events(w);
         let warm = 20_000;
         let run_warm = |cfg: &MachineConfig, profile: bool| {

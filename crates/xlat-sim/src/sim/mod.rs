@@ -143,6 +143,8 @@ pub struct Sim<P: PageTable> {
     profiled: Option<usize>,
     /// First-level misses when the batch started (`profile.rs`).
     misses_at_batch: u64,
+    /// The profiled structure is a stack in place (not observed on a worker thread).
+    stack_in_place: bool,
 }
 
 /// The default of [`Sim::with_memory_limit`]: 1 GiB of host memory.
@@ -283,6 +285,7 @@ impl<P: PageTable> Sim<P> {
             warmup: Default::default(),
             profiled: None,
             misses_at_batch: 0,
+            stack_in_place: false,
             cfg: cfg.clone(),
         };
         sim.pid_slot.insert(Pid::INIT.0, 0);

@@ -7,12 +7,18 @@ use super::*;
 const CURVE_PREFETCH_DISTANCE: usize = 4;
 
 impl<P: PageTable> Sim<P> {
-    /// Simulates structure `p.index` as an LRU stack that also counts the misses of
-    /// every size of the curve `p` (see [`crate::curve`]). Call before any event, on a
-    /// simulator of `p.machine`.
+    /// Counts the misses of every size of the curve `p` on structure `p.index`: an LRU
+    /// stack in its place, or observing it on a worker thread (`p.worker`; see
+    /// [`crate::curve`]). Call before any event, on a simulator of `p.machine`.
     pub fn profile(&mut self, p: &crate::curve::Prepared) {
         debug_assert_eq!(self.event, 0, "profile before any event");
-        self.tlb.structs[p.index].profile(p.sets, p.set_index, &p.ways);
+        let st = &mut self.tlb.structs[p.index];
+        if p.worker {
+            st.observe(p.sets, p.set_index, &p.ways);
+        } else {
+            st.profile(p.sets, p.set_index, &p.ways);
+        }
+        self.stack_in_place = !p.worker;
         self.tlb.structs[p.index].set_portable(self.portable);
         self.profiled = Some(p.index);
     }
@@ -23,6 +29,10 @@ impl<P: PageTable> Sim<P> {
     /// curve 30 %.
     #[inline(never)]
     pub(super) fn profile_prefetching(&mut self, events: usize) -> bool {
+        if !self.stack_in_place {
+            // An observed structure's stack prefetches on its own thread.
+            return false;
+        }
         let m = self.tlb.l1_misses_total();
         let frequent = m - self.misses_at_batch > (events / 32) as u64;
         self.misses_at_batch = m;

@@ -2,7 +2,7 @@
 //! lockdown slots, and its counters.
 
 use super::Entry;
-use crate::assoc::{Assoc, Boxed, Indexer, SetIndex, StackArray, GLOBAL, VALID};
+use crate::assoc::{Assoc, Boxed, Indexer, Observed, SetIndex, StackArray, GLOBAL, VALID};
 use crate::config::{geometry, ConfigError, TlbStructConfig};
 use serde::Serialize;
 
@@ -137,6 +137,18 @@ impl Structure {
         let ways = self.stats.ways as usize;
         let ix = Indexer::new(index, sets);
         self.arr = Assoc::Boxed(Box::new(Boxed::Stack(StackArray::new(ix, ways, bounds))));
+    }
+
+    /// Has an LRU stack over `sets` sets observe the (empty) array on a worker thread,
+    /// counting the misses of every associativity in `bounds` (ascending)
+    /// ([`crate::curve`]).
+    pub fn observe(&mut self, sets: usize, index: SetIndex, bounds: &[usize]) {
+        // The stack's own ways only decide what it reports evicted, unused here: the
+        // smallest bound costs least (its victim is next to the top).
+        let stack = StackArray::new(Indexer::new(index, sets), bounds[0], bounds);
+        let placeholder = Assoc::new(crate::replacement::Policy::Lru, 1, 1, SetIndex::Modulo, 0);
+        let arr = std::mem::replace(&mut self.arr, placeholder);
+        self.arr = Assoc::Boxed(Box::new(Boxed::Observed(Observed::new(arr, stack))));
     }
 
     /// A profiled structure runs its portable code ([`StackArray::set_portable`]).
