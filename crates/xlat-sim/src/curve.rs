@@ -178,20 +178,20 @@ pub fn prepare(cfg: &MachineConfig, spec: &CurveSpec) -> Result<Prepared, Config
     if spec.sizes.is_empty() {
         return Err(bad(path, "a curve needs at least one size"));
     }
-    let (sets, ways) = geometry(path, s.entries, s.ways)?;
+    let (sets, _) = geometry(path, s.entries, s.ways)?;
     let mut machine = cfg.clone();
-    let (sets, ways, set_index, points) = match spec.kind {
+    let (sets, set_index) = match spec.kind {
         CurveKind::Entries => {
             if !spec.worker {
                 let st = structure_mut(&mut machine, path)?;
                 st.ways = Some(st.entries);
                 st.index = SetIndex::Modulo;
             }
-            (1, s.entries as usize, SetIndex::Modulo, spec.sizes.clone())
+            (1, SetIndex::Modulo)
         }
-        CurveKind::Ways => (sets, ways, s.index, spec.sizes.clone()),
+        CurveKind::Ways => (sets, s.index),
     };
-    let mut points = points;
+    let mut points = spec.sizes.clone();
     points.sort_unstable();
     points.dedup();
     if points[0] == 0 {
@@ -207,7 +207,6 @@ pub fn prepare(cfg: &MachineConfig, spec: &CurveSpec) -> Result<Prepared, Config
             ),
         ));
     }
-    let _ = ways;
     price_nothing(&mut machine);
     machine.validate()?;
     Ok(Prepared {
