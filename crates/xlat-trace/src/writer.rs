@@ -4,7 +4,7 @@ use crate::error::TraceError;
 use crate::format::{
     BlockHeader, Header, Summary, Tally, MAGIC, MAX_RAW_BLOCK, MAX_RECORD_LEN, TAG_END, VERSION,
 };
-use crate::outfile::OutFile;
+use xlat_fs::OutFile;
 use crate::record::Encoder;
 use std::io::{self, Write};
 use std::path::Path;

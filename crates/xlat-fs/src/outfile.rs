@@ -10,7 +10,9 @@
 //!
 //! A destination that exists and is not a regular file (`/dev/stdout`, `/dev/null`, a
 //! FIFO) is written directly: renaming over it would replace the device or pipe with a
-//! file. A symbolic link is followed: the file it names is replaced, the link stays.
+//! file. A symbolic link is followed (the file it names is replaced, the link stays),
+//! unless it is one another user planted in a sticky shared directory
+//! ([`check_output_path`](crate::check_output_path)).
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -34,9 +36,11 @@ pub struct OutFile {
 
 impl OutFile {
     /// Creates the temporary file for `dest` (which is not touched), or opens `dest`
-    /// itself if it is a device or FIFO. A directory is an error.
+    /// itself if it is a device or FIFO. A directory, or a path through a foreign link
+    /// in a shared directory, is an error.
     pub fn create(dest: impl AsRef<Path>) -> io::Result<Self> {
         let mut dest = dest.as_ref().to_path_buf();
+        crate::check_output_path(&dest)?;
         if let Ok(m) = std::fs::metadata(&dest) {
             if m.is_dir() {
                 return Err(io::Error::new(
