@@ -23,12 +23,30 @@ fn a_run_over_the_memory_limit_stops_with_an_error() {
     assert!(ok, "{err}");
 }
 
-/// `-m /dev/zero` is refused without reading it whole.
+/// `-m /dev/zero` is refused without reading it whole; a FIFO without waiting for a
+/// writer (issue 35: it hung), and so is a FIFO named as a machine's `base`.
 #[test]
 fn an_endless_machine_file_is_refused() {
     let (ok, _, err) = xlat(&["sim", "-m", "/dev/zero", "-w", "stride"]);
     assert!(!ok);
-    assert!(err.contains("not a machine description"), "{err}");
+    assert!(
+        err.contains("/dev/zero") && err.contains("not a regular file"),
+        "{err}"
+    );
+    let d = tempfile::tempdir().unwrap();
+    let fifo = d.path().join("m.toml");
+    let ok = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "mkfifo");
+    let (ok, _, err) = xlat(&["sim", "-m", fifo.to_str().unwrap(), "-w", "stride"]);
+    assert!(!ok && err.contains("FIFO"), "{err}");
+    let based = d.path().join("based.toml");
+    std::fs::write(&based, "base = \"m.toml\"\n").unwrap();
+    let (ok, _, err) = xlat(&["sim", "-m", based.to_str().unwrap(), "-w", "stride"]);
+    assert!(!ok && err.contains("FIFO"), "{err}");
 }
 
 /// A machine narrower than 24 address bits folds traces too (it asserted).

@@ -125,7 +125,10 @@ mod tests {
         let e = read_input(&p, "--order", 1 << 20).unwrap_err();
         assert!(t.elapsed() < Duration::from_secs(5));
         let m = e.to_string();
-        assert!(m.contains("FIFO") && m.contains("--order") && m.contains("fifo"), "{m}");
+        assert!(
+            m.contains("FIFO") && m.contains("--order") && m.contains("fifo"),
+            "{m}"
+        );
     }
 
     #[test]

@@ -76,10 +76,19 @@ mod tests {
         let (me, other, root) = (1000, 1001, 0);
         assert!(!refused(me, root, 0o1777, me), "own link");
         assert!(refused(other, root, 0o1777, me), "planted in /tmp");
-        assert!(!refused(root, root, 0o1777, me), "the directory owner's link");
+        assert!(
+            !refused(root, root, 0o1777, me),
+            "the directory owner's link"
+        );
         assert!(!refused(other, root, 0o0777, me), "not sticky");
-        assert!(!refused(other, root, 0o1775, me), "sticky, not world-writable");
-        assert!(refused(me, root, 0o1777, root), "root following a user's link in /tmp");
+        assert!(
+            !refused(other, root, 0o1775, me),
+            "sticky, not world-writable"
+        );
+        assert!(
+            refused(me, root, 0o1777, root),
+            "root following a user's link in /tmp"
+        );
     }
 
     /// A real link in a sticky directory, followed as this process and refused as another

@@ -4,7 +4,8 @@
 //! Text is drawn with a TrueType font read at run time (`plotters`' `ab_glyph`
 //! backend: no system font library): `$XLAT_FONT`, else DejaVu Sans from Debian's
 //! `fonts-dejavu-core`. Without one, [`write`] fails saying which package to install.
-//! A file is written under a temporary name and renamed into place when complete.
+//! A file is drawn in memory and written through `xlat_fs::OutFile`: complete, or not at
+//! all, with no predictable temporary name.
 
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -93,13 +94,26 @@ fn font() -> Result<(), PlotError> {
 /// Chart size in pixels (SVG user units).
 const SIZE: (u32, u32) = (960, 600);
 
+/// Largest magnitude drawn: axis ranges (with their margins) and tick positions stay
+/// finite below it. A larger value is a bug upstream, refused with an error.
+pub const MAX_VALUE: f64 = 1e300;
+
 /// The chart has something to draw, every point drawable; the font is there.
 fn check(chart: &Chart) -> Result<(), PlotError> {
     let points = chart.series.iter().flat_map(|s| &s.points);
-    let ok = |&&(x, y): &&(f64, f64)| x.is_finite() && y.is_finite() && (!chart.x_log2 || x > 0.0);
-    if chart.series.iter().all(|s| s.points.is_empty()) || !points.clone().all(|p| ok(&p)) {
+    let finite = |v: f64| v.is_finite() && v.abs() <= MAX_VALUE;
+    let ok = |&&(x, y): &&(f64, f64)| finite(x) && finite(y) && (!chart.x_log2 || x > 0.0);
+    let marks_ok = chart
+        .marks
+        .iter()
+        .all(|m| finite(m.x) && (!chart.x_log2 || m.x > 0.0));
+    if chart.series.iter().all(|s| s.points.is_empty())
+        || !points.clone().all(|p| ok(&p))
+        || !marks_ok
+    {
         return Err(PlotError::Empty(format!(
-            "{}: no points, or a point that is not a finite number (or x ≤ 0 on a log axis)",
+            "{}: no points, or a value that is not a finite number of magnitude at most \
+             {MAX_VALUE:e} (or x ≤ 0 on a log axis)",
             chart.title
         )));
     }
@@ -132,35 +146,48 @@ pub fn write(chart: &Chart, path: &Path) -> Result<(), PlotError> {
         _ => return Err(PlotError::Format(path.to_path_buf())),
     };
     check(chart)?;
-    let tmp = temp_path(path);
     let draw = |e: String| PlotError::Draw {
         path: path.to_path_buf(),
         msg: e,
     };
-    if svg {
-        let root = SVGBackend::new(&tmp, SIZE).into_drawing_area();
-        draw_on(chart, root).map_err(draw)?;
-    } else {
-        let root = BitMapBackend::new(&tmp, SIZE).into_drawing_area();
-        draw_on(chart, root).map_err(draw)?;
-    }
-    std::fs::rename(&tmp, path).map_err(|source| {
-        let _ = std::fs::remove_file(&tmp);
-        PlotError::Io {
-            path: path.to_path_buf(),
-            source,
+    // Drawn in memory, then written through an `OutFile` (a private temporary name,
+    // created O_EXCL beside the destination, renamed when complete, removed on any
+    // error): nothing is written under a predictable name, and a failed write (a full
+    // disk) leaves neither a stub nor a temporary file.
+    let bytes = if svg {
+        let mut out = String::new();
+        {
+            let root = SVGBackend::with_string(&mut out, SIZE).into_drawing_area();
+            draw_on(chart, root).map_err(draw)?;
         }
-    })
+        out.into_bytes()
+    } else {
+        let mut rgb = vec![0u8; SIZE.0 as usize * SIZE.1 as usize * 3];
+        {
+            let root = BitMapBackend::with_buffer(&mut rgb, SIZE).into_drawing_area();
+            draw_on(chart, root).map_err(draw)?;
+        }
+        png(&rgb).map_err(draw)?
+    };
+    let io = |source| PlotError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut f = xlat_fs::OutFile::create(path).map_err(io)?;
+    std::io::Write::write_all(&mut f, &bytes).map_err(io)?;
+    f.commit().map_err(io)
 }
 
-fn temp_path(path: &Path) -> PathBuf {
-    let name = path
-        .file_name()
-        .map_or("plot".into(), |n| n.to_string_lossy());
-    let ext = path
-        .extension()
-        .map_or("svg".into(), |e| e.to_string_lossy());
-    path.with_file_name(format!(".{name}.{}.partial.{ext}", std::process::id()))
+/// An RGB image of [`SIZE`] encoded as PNG.
+fn png(rgb: &[u8]) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    let mut enc = png::Encoder::new(&mut out, SIZE.0, SIZE.1);
+    enc.set_color(png::ColorType::Rgb);
+    enc.set_depth(png::BitDepth::Eight);
+    let mut w = enc.write_header().map_err(|e| e.to_string())?;
+    w.write_image_data(rgb).map_err(|e| e.to_string())?;
+    w.finish().map_err(|e| e.to_string())?;
+    Ok(out)
 }
 
 /// The axis range of `v` with a margin (a single value gets a range around it).
@@ -172,7 +199,8 @@ fn range(v: impl Iterator<Item = f64> + Clone, log: bool) -> (f64, f64) {
     }
     let lo = lo.min(0.0);
     if hi <= lo {
-        return (lo, lo + 1.0);
+        // A flat series: a range around it (relative, so that it is not lost to rounding).
+        return (lo, lo + lo.abs().max(1.0));
     }
     (lo, hi + (hi - lo) * 0.05)
 }
@@ -316,8 +344,8 @@ mod tests {
 
     #[test]
     fn writes_svg_and_png_with_every_series() {
-        let dir = std::env::temp_dir().join(format!("xlat-plot-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = xlat_fs::private_dir("xlat-plot-").unwrap();
+        let dir = tmp.path();
         let svg = dir.join("c.svg");
         write(&chart(), &svg).unwrap();
         let text = std::fs::read_to_string(&svg).unwrap();
@@ -340,18 +368,85 @@ mod tests {
         assert_eq!(&bytes[1..4], b"PNG");
         assert!(bytes.len() > 10_000, "{} bytes", bytes.len());
         // No temporary files are left behind.
-        let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+        let left: Vec<_> = std::fs::read_dir(dir).unwrap().collect();
         assert_eq!(left.len(), 2);
-        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// Issue 35: a value of f64::MAX (a merged report's metric) never finished drawing;
+    /// it is refused at once, and values up to [`MAX_VALUE`] (flat or not) are drawn.
+    #[test]
+    fn huge_values_are_refused_or_drawn_never_looped_on() {
+        let dir = xlat_fs::private_dir("xlat-plot-").unwrap();
+        let p = dir.path().join("h.svg");
+        let mut c = chart();
+        c.series[0].points.push((8.0, f64::MAX));
+        assert!(matches!(write(&c, &p), Err(PlotError::Empty(_))));
+        assert!(matches!(svg(&c), Err(PlotError::Empty(_))));
+        c.series[0].points.pop();
+        c.marks[0].x = f64::INFINITY;
+        assert!(matches!(svg(&c), Err(PlotError::Empty(_))));
+        for ys in [
+            vec![0.0, MAX_VALUE],
+            vec![MAX_VALUE, MAX_VALUE],
+            vec![-MAX_VALUE, MAX_VALUE],
+            vec![1e-300, 1e-300],
+        ] {
+            let mut c = chart();
+            c.series[1].points = ys
+                .iter()
+                .enumerate()
+                .map(|(i, &y)| (i as f64 + 1.0, y))
+                .collect();
+            write(&c, &p).unwrap_or_else(|e| panic!("{ys:?}: {e}"));
+        }
+        let mut c = chart();
+        c.x_log2 = false;
+        c.series[1].points = vec![(-MAX_VALUE, 1.0), (MAX_VALUE, 2.0)];
+        c.marks.clear();
+        write(&c, &p).unwrap();
+    }
+
+    /// Issue 35: the plot's temporary file had a predictable name next to the output and
+    /// a planted link there was followed; a write that fails left it behind.
+    #[test]
+    fn no_temporary_file_is_left_or_followed() {
+        let dir = xlat_fs::private_dir("xlat-plot-").unwrap();
+        let out = dir.path().join("c.svg");
+        // The old temporary name, planted as a link to a victim file.
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, b"precious").unwrap();
+        let old_tmp = dir
+            .path()
+            .join(format!(".c.svg.{}.partial.svg", std::process::id()));
+        std::os::unix::fs::symlink(&victim, &old_tmp).unwrap();
+        write(&chart(), &out).unwrap();
+        assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+        // A write that fails (the destination's directory is gone) leaves nothing.
+        let gone = dir.path().join("gone");
+        std::fs::create_dir(&gone).unwrap();
+        let mut names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        names.sort();
+        assert!(write(&chart(), &gone.join("sub/x.png")).is_err());
+        let mut after: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        after.sort();
+        assert_eq!(names, after);
+        assert_eq!(std::fs::read_dir(&gone).unwrap().count(), 0);
     }
 
     #[test]
     fn bad_requests_are_errors() {
-        let p = std::env::temp_dir().join("x.jpg");
+        let tmp = xlat_fs::private_dir("xlat-plot-").unwrap();
+        let p = tmp.path().join("x.jpg");
         assert!(matches!(write(&chart(), &p), Err(PlotError::Format(_))));
         let mut c = chart();
         c.series[0].points.push((0.0, 1.0));
-        let p = std::env::temp_dir().join("x.svg");
+        let p = tmp.path().join("x.svg");
         assert!(matches!(write(&c, &p), Err(PlotError::Empty(_))));
         c.series.clear();
         assert!(matches!(write(&c, &p), Err(PlotError::Empty(_))));

@@ -80,7 +80,8 @@ mod tests {
 
     #[test]
     fn a_sysfs_tree_gives_the_data_caches_in_order() {
-        let d = std::env::temp_dir().join(format!("xlat-caches-{}", std::process::id()));
+        let dir = xlat_fs::private_dir("xlat-caches-").unwrap();
+        let d = dir.path();
         for (i, (level, kind, size, ways)) in [
             (3, "Unified", "32768K", 16),
             (1, "Instruction", "32K", 8),
@@ -102,8 +103,7 @@ mod tests {
                 std::fs::write(x.join(f), format!("{v}\n")).unwrap();
             }
         }
-        let c = read_from(&d);
-        std::fs::remove_dir_all(&d).unwrap();
+        let c = read_from(d);
         let got: Vec<_> = c.iter().map(|c| (c.level, c.size, c.ways)).collect();
         assert_eq!(
             got,

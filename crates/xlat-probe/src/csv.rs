@@ -104,10 +104,11 @@ pub fn render(r: &Report) -> String {
     out
 }
 
-/// Write the CSV to `path`.
+/// Write the CSV to `path` (complete or not at all: `xlat_fs::OutFile`).
 pub fn write(report: &Report, path: &Path) -> std::io::Result<()> {
-    let mut f = std::fs::File::create(path)?;
-    f.write_all(render(report).as_bytes())
+    let mut f = xlat_fs::OutFile::create(path)?;
+    f.write_all(render(report).as_bytes())?;
+    f.commit()
 }
 
 #[cfg(test)]

@@ -4,10 +4,11 @@ use crate::report::Report;
 use std::io::Write;
 use std::path::Path;
 
-/// Write `report` as pretty-printed JSON to `path`.
+/// Write `report` as pretty-printed JSON to `path` (complete or not at all:
+/// `xlat_fs::OutFile`).
 pub fn write(report: &Report, path: &Path) -> std::io::Result<()> {
-    let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
+    let mut f = xlat_fs::OutFile::create(path)?;
     serde_json::to_writer_pretty(&mut f, report)?;
     f.write_all(b"\n")?;
-    f.flush()
+    f.commit()
 }

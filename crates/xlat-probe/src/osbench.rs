@@ -108,11 +108,14 @@ const FAULT_AROUND: usize = 64 << 10;
 fn fault_file(spec: &OsSpec) -> Result<OsResult, ProbeError> {
     use std::io::Write;
     let len = spec.iterations * FAULT_AROUND;
-    let path = std::env::temp_dir().join(format!("xlat-probe-fault-{}", std::process::id()));
-    let mut f = std::fs::File::create(&path).map_err(|e| ProbeError::Os {
-        what: format!("creating {}", path.display()),
+    // In a private directory (mode 0700, random name): nothing another user can plant,
+    // replace or read (SECURITY.md, "shared directories").
+    let dir = xlat_fs::private_dir("xlat-probe-").map_err(|e| ProbeError::Os {
+        what: "making a private temporary directory".into(),
         source: e,
     })?;
+    let path = dir.path().join("fault");
+    let mut f = create_private(&path, 0o600)?;
     let chunk = vec![1u8; 1 << 20];
     let mut left = len;
     while left > 0 {
@@ -128,7 +131,7 @@ fn fault_file(spec: &OsSpec) -> Result<OsResult, ProbeError> {
         what: format!("opening {}", path.display()),
         source: e,
     });
-    let _ = std::fs::remove_file(&path);
+    drop(dir);
     let file = file?;
     use std::os::fd::AsRawFd;
     let fd = file.as_raw_fd();
@@ -296,6 +299,21 @@ fn tiny_elf_with(machine: u16, code: &[u8]) -> Vec<u8> {
     e
 }
 
+/// A new file (never an existing one, never through a link) with `mode`.
+fn create_private(path: &std::path::Path, mode: u32) -> Result<std::fs::File, ProbeError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::File::options()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| ProbeError::Os {
+            what: format!("creating {}", path.display()),
+            source: e,
+        })
+}
+
 fn plan_for(path: &std::path::Path) -> Result<ExecPlan, ProbeError> {
     use std::os::unix::ffi::OsStrExt;
     let path = CString::new(path.as_os_str().as_bytes())
@@ -314,27 +332,39 @@ fn fork_exec(spec: &OsSpec) -> Result<OsResult, ProbeError> {
     // the temp dir is not executable or on other architectures.
     let mut tried = Vec::new();
     if let Some(elf) = tiny_elf_native() {
-        use std::os::unix::fs::PermissionsExt;
+        use std::io::Write;
         let size = elf.len();
-        let path = std::env::temp_dir().join(format!("xlat-probe-exit0-{}", std::process::id()));
-        let written = std::fs::write(&path, elf)
-            .and_then(|_| std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)));
-        if written.is_ok() {
-            let plan = plan_for(&path)?;
-            let check = fork_loop(1, Some(&plan));
-            if check.is_ok() {
-                let r = batches(spec, |n| fork_loop(n, Some(&plan)));
-                let _ = std::fs::remove_file(&path);
-                return Ok(OsResult {
-                    ns_per_op: r?,
-                    note: Some(format!(
-                        "exec of a {size}-byte static ELF that calls exit(0)"
-                    )),
-                });
+        // Executed as whoever runs the probe (often root): it lives in a private
+        // directory (0700, random name), created O_EXCL, so no other user can plant or
+        // replace it between the write and the exec (SECURITY.md).
+        let dir = xlat_fs::private_dir("xlat-probe-").map_err(|e| ProbeError::Os {
+            what: "making a private temporary directory".into(),
+            source: e,
+        })?;
+        let path = dir.path().join("exit0");
+        let written = create_private(&path, 0o700).and_then(|mut f| {
+            f.write_all(&elf).map_err(|e| ProbeError::Os {
+                what: format!("writing {}", path.display()),
+                source: e,
+            })
+        });
+        match written {
+            Ok(()) => {
+                let plan = plan_for(&path)?;
+                let check = fork_loop(1, Some(&plan));
+                if check.is_ok() {
+                    let r = batches(spec, |n| fork_loop(n, Some(&plan)));
+                    return Ok(OsResult {
+                        ns_per_op: r?,
+                        note: Some(format!(
+                            "exec of a {size}-byte static ELF that calls exit(0)"
+                        )),
+                    });
+                }
+                tried.push(format!("{}: {}", path.display(), check.unwrap_err()));
             }
-            tried.push(format!("{}: {}", path.display(), check.unwrap_err()));
+            Err(e) => tried.push(e.to_string()),
         }
-        let _ = std::fs::remove_file(&path);
     }
     let path = std::path::Path::new("/bin/true");
     let plan = plan_for(path)?;

@@ -138,36 +138,25 @@ fn merge(base: &mut toml::Value, top: toml::Value) {
 /// Largest machine file read (the presets are ~2 KiB).
 pub const MAX_MACHINE_FILE: u64 = 1 << 20;
 
-/// The file's text, refusing files over [`MAX_MACHINE_FILE`] (`/dev/zero` included)
-/// without reading them whole.
+/// The file's text: a regular file of at most [`MAX_MACHINE_FILE`] bytes (a FIFO or
+/// `/dev/zero` is refused at once; `xlat_fs::read_input`).
 fn read_bounded(path: &std::path::Path) -> Result<String, String> {
-    use std::io::Read;
-    let f = std::fs::File::open(path).map_err(|e| e.to_string())?;
-    let mut buf = Vec::new();
-    f.take(MAX_MACHINE_FILE + 1)
-        .read_to_end(&mut buf)
-        .map_err(|e| e.to_string())?;
-    if buf.len() as u64 > MAX_MACHINE_FILE {
-        return Err(format!(
-            "larger than {MAX_MACHINE_FILE} bytes: not a machine description"
-        ));
-    }
-    String::from_utf8(buf).map_err(|e| format!("not UTF-8 text: {e}"))
+    xlat_fs::read_input_string(path, "a machine file or its `base`", MAX_MACHINE_FILE)
+        .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn dir() -> std::path::PathBuf {
-        let d = std::env::temp_dir().join(format!("xlat-presets-{}", std::process::id()));
-        std::fs::create_dir_all(&d).unwrap();
-        d
+    fn dir() -> xlat_fs::PrivateDir {
+        xlat_fs::private_dir("xlat-presets-").unwrap()
     }
 
     #[test]
     fn a_file_starts_from_a_base_and_changes_only_what_it_says() {
-        let d = dir();
+        let dir = dir();
+        let d = dir.path();
         let big = d.join("big-stlb.toml");
         std::fs::write(
             &big,
@@ -213,6 +202,5 @@ mod tests {
         std::fs::write(&bad, "base = \"skylake\"\n[os]\nno_such = 1\n").unwrap();
         let e = load(bad.to_str().unwrap()).unwrap_err().to_string();
         assert!(e.contains("no_such"), "{e}");
-        std::fs::remove_dir_all(d).unwrap();
     }
 }
