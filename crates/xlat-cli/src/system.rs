@@ -17,16 +17,17 @@ const BATCH: usize = 1 << 16;
 const QEMU_MIN: (u32, u32) = (10, 0);
 
 /// Where guests are cached: `$XLAT_GUEST_CACHE`, else `$XDG_CACHE_HOME/xlat/guest`, else
-/// `~/.cache/xlat/guest`.
-fn cache_dir() -> PathBuf {
+/// `~/.cache/xlat/guest` (never a shared directory such as `/tmp`: another user could put
+/// a guest there first).
+fn cache_dir() -> Result<PathBuf> {
     if let Some(d) = std::env::var_os("XLAT_GUEST_CACHE") {
-        return d.into();
+        return Ok(d.into());
     }
     let base = std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .unwrap_or_else(std::env::temp_dir);
-    base.join("xlat").join("guest")
+        .context("no directory for the guest cache: set XLAT_GUEST_CACHE (or HOME)")?;
+    Ok(base.join("xlat").join("guest"))
 }
 
 /// `qemu-system-x86_64` (`$XLAT_QEMU_SYSTEM` overrides), checked to be QEMU ≥ 10.0.
@@ -99,11 +100,14 @@ pub fn trace(a: &TraceArgs) -> Result<i32> {
         xlat_system::PLUGIN_FILE,
         "xlat-qemu-system",
     )?;
-    let cache = cache_dir();
+    let cache = cache_dir()?;
     let pb = crate::progress::bar(String::new());
-    let guest = Guest::ensure(&cache, &qemu, &mut |step| {
-        pb.set_message(format!("building the guest in {}: {step}", cache.display()))
-    });
+    let guest = Guest::ensure(
+        &cache,
+        &qemu,
+        &mut |step| pb.set_message(format!("building the guest in {}: {step}", cache.display())),
+        &mut |note| pb.suspend(|| eprintln!("xlat: note: {note}")),
+    );
     pb.finish_and_clear();
     let guest = guest?;
     let command = shell_command(&a.program);

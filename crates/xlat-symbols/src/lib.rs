@@ -35,6 +35,10 @@ use object::{Endianness, FileKind, Object, SectionIndex, SymbolIndex};
 /// The debug directory [`Symbols::open`] searches.
 pub const DEFAULT_DEBUG_DIR: &str = "/usr/lib/debug";
 
+/// The largest ELF file read (2 GiB): more than any program's or library's debug file
+/// Debian ships. A file is read whole, so this bounds the memory a lookup takes.
+pub const MAX_ELF_BYTES: u64 = 2 << 30;
+
 /// Stands for the path in errors from [`Symbols::parse`].
 const IN_MEMORY: &str = "<in-memory ELF>";
 
@@ -86,12 +90,13 @@ pub enum SymbolSource {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// The file could not be read.
-    #[error("cannot read {}: {source}; check that the path exists and is a readable file", path.display())]
+    /// The file could not be read: missing, not a regular file (a FIFO, a device), or
+    /// larger than [`MAX_ELF_BYTES`]. The message names the path and what named it.
+    #[error("cannot read {source}; name an existing, readable ELF file")]
     Read {
         path: PathBuf,
         #[source]
-        source: std::io::Error,
+        source: xlat_fs::InputError,
     },
     /// The file does not start with the ELF magic.
     #[error(
@@ -153,10 +158,23 @@ impl Symbols {
         Self::open_with_debug_dirs(path, &[PathBuf::from(DEFAULT_DEBUG_DIR)])
     }
 
+    /// [`Symbols::open`] for a path that `field` named (e.g. "the trace's file table"):
+    /// errors say so.
+    pub fn open_named(path: &Path, field: &str) -> Result<Symbols, Error> {
+        Self::open_from(path, field, &[PathBuf::from(DEFAULT_DEBUG_DIR)])
+    }
+
     /// Reads the ELF file at `path`; takes the symbols from the first
     /// `<dir>/.build-id/<xx>/<rest>.debug` (by GNU build-id) in `debug_dirs` that has a `.symtab`.
     pub fn open_with_debug_dirs(path: &Path, debug_dirs: &[PathBuf]) -> Result<Symbols, Error> {
-        let data = read(path)?;
+        Self::open_from(path, "the caller", debug_dirs)
+    }
+
+    /// [`Symbols::open_with_debug_dirs`] for a path that `field` named. Only a regular
+    /// file of at most [`MAX_ELF_BYTES`] is read (never a FIFO or a device), the debug
+    /// file too.
+    pub fn open_from(path: &Path, field: &str, debug_dirs: &[PathBuf]) -> Result<Symbols, Error> {
+        let data = read(path, field)?;
         let main = read_elf(&data, path)?;
         if let Some(id) = main.build_id.as_deref() {
             for dir in debug_dirs {
@@ -166,7 +184,8 @@ impl Symbols {
                 if !debug_path.is_file() {
                     continue;
                 }
-                let debug = read(&debug_path)
+                let named = format!("the build-id of {}", path.display());
+                let debug = read(&debug_path, &named)
                     .and_then(|d| read_elf(&d, &debug_path))
                     .map_err(|e| Error::DebugFile {
                         path: path.to_path_buf(),
@@ -274,8 +293,8 @@ impl Symbols {
     }
 }
 
-fn read(path: &Path) -> Result<Vec<u8>, Error> {
-    std::fs::read(path).map_err(|source| Error::Read {
+fn read(path: &Path, field: &str) -> Result<Vec<u8>, Error> {
+    xlat_fs::read_input(path, field, MAX_ELF_BYTES).map_err(|source| Error::Read {
         path: path.to_path_buf(),
         source,
     })

@@ -4,6 +4,7 @@ use crate::SystemError;
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering::Acquire};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -138,21 +139,30 @@ impl Running {
 
     /// Waits until QEMU exits; at `timeout` asks it to stop (SIGTERM: the plugin sends
     /// what it holds), then kills it.
-    pub fn wait(mut self, timeout: Duration) -> Ended {
+    pub fn wait(self, timeout: Duration) -> Ended {
+        self.wait_or_stop(timeout, &AtomicBool::new(false))
+    }
+
+    /// [`Running::wait`], also stopping QEMU (SIGTERM, then SIGKILL) once `stop` is set
+    /// (its records are no longer read). `timed_out` is only for the timeout.
+    pub fn wait_or_stop(mut self, timeout: Duration, stop: &AtomicBool) -> Ended {
         let deadline = Instant::now() + timeout;
         let mut timed_out = false;
+        let mut termed: Option<Instant> = None;
         let status = loop {
             match self.child.try_wait() {
                 Ok(Some(s)) => break s,
                 Ok(None) => {}
                 Err(_) => break self.child.wait().expect("wait for QEMU"),
             }
-            if !timed_out && Instant::now() > deadline {
-                timed_out = true;
+            let now = Instant::now();
+            if termed.is_none() && (now > deadline || stop.load(Acquire)) {
+                timed_out = now > deadline;
+                termed = Some(now);
                 // SAFETY: signals our own child.
                 unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
             }
-            if timed_out && Instant::now() > deadline + TERM_GRACE {
+            if termed.is_some_and(|t| now > t + TERM_GRACE) {
                 let _ = self.child.kill();
             }
             std::thread::sleep(Duration::from_millis(20));
