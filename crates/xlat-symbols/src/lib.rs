@@ -92,7 +92,7 @@ pub enum SymbolSource {
 pub enum Error {
     /// The file could not be read: missing, not a regular file (a FIFO, a device), or
     /// larger than [`MAX_ELF_BYTES`]. The message names the path and what named it.
-    #[error("cannot read {source}; name an existing, readable ELF file")]
+    #[error("{source}")]
     Read {
         path: PathBuf,
         #[source]

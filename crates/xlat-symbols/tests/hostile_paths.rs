@@ -35,9 +35,8 @@ fn a_fifo_is_refused_without_hanging() {
     let fifo = d.path().join("lib.so");
     mkfifo(&fifo);
     let p = fifo.clone();
-    let err = within_seconds(move || {
-        Symbols::open_named(&p, "the trace's file table").unwrap_err()
-    });
+    let err =
+        within_seconds(move || Symbols::open_named(&p, "the trace's file table").unwrap_err());
     assert!(matches!(err, Error::Read { .. }), "{err:?}");
     let m = err.to_string();
     assert!(m.contains("FIFO"), "{m}");

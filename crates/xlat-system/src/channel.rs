@@ -183,10 +183,19 @@ fn check(s: &UnixStream, qemu: u32, hello: Duration) -> Result<(), String> {
     let mut got = 0;
     while got < h.len() {
         match (&*s).read(&mut h[got..]) {
-            Ok(0) => return Err(format!("process {pid} closed its connection without a hello")),
+            Ok(0) => {
+                return Err(format!(
+                    "process {pid} closed its connection without a hello"
+                ))
+            }
             Ok(n) => got += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
                 return Err(format!(
                     "process {pid} sent no hello within {} s",
                     hello.as_secs_f64()
@@ -236,7 +245,12 @@ impl Read for Guarded {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         loop {
             match self.s.read(buf) {
-                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    ) =>
+                {
                     if self.exited.load(Acquire) {
                         let since = *self.since.get_or_insert_with(Instant::now);
                         if since.elapsed() > self.lim.after_exit {

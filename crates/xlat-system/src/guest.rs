@@ -126,7 +126,8 @@ fn kernel_package() -> Result<String, SystemError> {
     if let Ok(p) = std::env::var("XLAT_KERNEL_PACKAGE") {
         // A Debian package name (policy 5.6.1): it names a directory of the cache.
         let ok = p.len() >= 2
-            && p.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"+-.".contains(&b))
+            && p.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"+-.".contains(&b))
             && p.as_bytes()[0].is_ascii_alphanumeric();
         if !ok {
             return Err(SystemError::Guest(format!(

@@ -95,7 +95,9 @@ pub fn check(dir: &Path, package: &str) -> State {
                 return State::Damaged(format!("{name} has {s} bytes, not {size}"))
             }
             Ok((_, c)) if c != crc => {
-                return State::Damaged(format!("{name}'s content changed (CRC-32 {c:08x}, not {crc:08x})"))
+                return State::Damaged(format!(
+                    "{name}'s content changed (CRC-32 {c:08x}, not {crc:08x})"
+                ))
             }
             Ok(_) => {}
         }
@@ -172,6 +174,9 @@ mod tests {
         };
         assert!(why.contains("older xlat"), "{why}");
         std::fs::write(d.path().join(MANIFEST), "garbage").unwrap();
-        assert!(matches!(check(d.path(), "linux-image-test"), State::Damaged(_)));
+        assert!(matches!(
+            check(d.path(), "linux-image-test"),
+            State::Damaged(_)
+        ));
     }
 }

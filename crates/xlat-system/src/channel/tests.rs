@@ -37,7 +37,10 @@ fn the_socket_is_in_a_private_directory() {
     let b = Channel::open().unwrap();
     assert_ne!(a.path(), b.path(), "predictable");
     let dir = a.path().parent().unwrap().to_path_buf();
-    let mode = std::fs::symlink_metadata(&dir).unwrap().permissions().mode();
+    let mode = std::fs::symlink_metadata(&dir)
+        .unwrap()
+        .permissions()
+        .mode();
     assert_eq!(mode & 0o777, 0o700);
     drop(a);
     assert!(!dir.exists(), "the directory outlived the capture");
@@ -57,7 +60,10 @@ fn a_silent_connection_is_refused_and_the_real_hello_accepted() {
     let mut s = ch.accept(me, &exited, &quick(), &mut refused).unwrap();
     assert!(t.elapsed() < Duration::from_secs(5));
     assert_eq!(refused.count(), 1);
-    assert!(refused.to_string().contains("sent no hello within 0.3 s"), "{refused}");
+    assert!(
+        refused.to_string().contains("sent no hello within 0.3 s"),
+        "{refused}"
+    );
     // The accepted connection is the one that sent the hello.
     real.write_all(b"x").unwrap();
     let mut b = [0u8; 1];
@@ -69,7 +75,10 @@ fn a_silent_connection_is_refused_and_the_real_hello_accepted() {
 fn other_processes_are_refused_and_the_end_of_qemu_ends_the_wait() {
     // "QEMU" is another process; this one connects as a foreign peer, silent or with a
     // hello that names itself truthfully.
-    let mut qemu = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+    let mut qemu = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
     let ch = Channel::open().unwrap();
     let me = std::process::id();
     let _silent = UnixStream::connect(ch.path()).unwrap();
@@ -86,7 +95,10 @@ fn other_processes_are_refused_and_the_end_of_qemu_ends_the_wait() {
     let _ = qemu.wait();
     assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
     let m = e.to_string();
-    assert!(m.contains("QEMU ended before the xlat plugin connected"), "{m}");
+    assert!(
+        m.contains("QEMU ended before the xlat plugin connected"),
+        "{m}"
+    );
     assert_eq!(refused.count(), 2);
     assert!(
         m.contains(&format!("process {me} is not the QEMU xlat started")),
@@ -110,7 +122,10 @@ fn forged_hellos_are_refused() {
     ch.accept(me, &exited, &quick(), &mut refused).unwrap_err();
     let r = refused.to_string();
     assert_eq!(refused.count(), 3, "{r}");
-    assert!(r.contains(&format!("hello claims to be process {}", me + 1)), "{r}");
+    assert!(
+        r.contains(&format!("hello claims to be process {}", me + 1)),
+        "{r}"
+    );
     assert!(r.contains("sent no system plugin's hello"), "{r}");
     assert!(r.contains("closed its connection without a hello"), "{r}");
 }
