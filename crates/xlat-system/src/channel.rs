@@ -205,7 +205,8 @@ fn check(s: &UnixStream, qemu: u32, hello: Duration) -> Result<(), String> {
         }
     }
     let word = |i: usize| u32::from_ne_bytes(h[i * 4..i * 4 + 4].try_into().expect("4 bytes"));
-    if word(0) != wire::HELLO_MAGIC || word(1) != wire::VERSION {
+    // The system plugin's hello: no parent, no flags (`xlat-qemu-system`'s install).
+    if word(0) != wire::HELLO_MAGIC || word(1) != wire::VERSION || (3..6).any(|i| word(i) != 0) {
         return Err(format!(
             "process {pid} sent no system plugin's hello (or one of another protocol version)"
         ));

@@ -188,3 +188,32 @@ fn reads_end_once_qemu_has_ended_and_the_connection_stays_open() {
     let mut g = Guarded::new(a, exited, quick()).unwrap();
     assert_eq!(g.read(&mut one).unwrap(), 0);
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(200))]
+
+    /// Whatever a connection of QEMU's pid sends first (any bytes, cut anywhere, with a
+    /// true prefix or not), it is heard only if it starts with the plugin's exact hello.
+    #[test]
+    fn only_the_exact_hello_is_heard(
+        keep in 0usize..=wire::HELLO_BYTES,
+        tail in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..40),
+        flip in proptest::option::of((0usize..wire::HELLO_BYTES, 1u8..=255)),
+    ) {
+        let me = std::process::id();
+        let mut bytes = hello(me);
+        bytes.truncate(keep);
+        bytes.extend_from_slice(&tail);
+        if let Some((at, x)) = flip {
+            if at < bytes.len() {
+                bytes[at] ^= x;
+            }
+        }
+        let valid = bytes.len() >= wire::HELLO_BYTES && bytes[..wire::HELLO_BYTES] == hello(me)[..];
+        let (a, mut b) = UnixStream::pair().unwrap();
+        b.write_all(&bytes).unwrap();
+        drop(b);
+        let r = check(&a, me, Duration::from_secs(5));
+        proptest::prop_assert_eq!(r.is_ok(), valid, "{:?} for {:?}", r, bytes);
+    }
+}
