@@ -21,7 +21,7 @@ mod files;
 mod launch;
 
 #[cfg(feature = "collector")]
-pub use collector::{Capture, Signaller, Stats};
+pub use collector::{peer_cred, Capture, Signaller, Stats};
 #[cfg(feature = "collector")]
 pub use decode::{decode, Control, Decoded};
 #[cfg(feature = "collector")]

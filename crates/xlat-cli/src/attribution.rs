@@ -8,6 +8,9 @@ use xlat_sim::stats::{AttributedRow, AttributionReport};
 use xlat_sim::{Attribution, Misses, Region};
 use xlat_symbols::Symbols;
 
+/// What names the files whose functions are looked up (in errors about them).
+pub const FILE_TABLE: &str = "the trace's file table";
+
 /// Function rows kept (by walks, then misses); the rest are summed in one row.
 pub const TOP_FUNCTIONS: usize = 25;
 
@@ -83,7 +86,7 @@ pub fn report(
             Region::File(id) => {
                 let syms = symbols.entry(id).or_insert_with(|| {
                     let path = files.get(&id)?;
-                    match Symbols::open(Path::new(path)) {
+                    match Symbols::open_named(Path::new(path), FILE_TABLE) {
                         Ok(s) => Some(s),
                         Err(e) => {
                             notes.push(format!("no functions for {path}: {e}"));

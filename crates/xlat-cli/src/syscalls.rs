@@ -31,7 +31,10 @@ struct Kind {
     funcs: HashMap<u64, HashMap<u64, u64>>,
 }
 
-/// The kernel's symbols named by a system trace's header.
+/// The kernel's symbols named by a system trace's header (its `kallsyms` path, in the
+/// guest cache of the run that made it). When they cannot be read, the error says how to
+/// rebuild that guest: a system run rebuilds a cached guest that is missing or damaged
+/// (`xlat_system::Guest::ensure`).
 pub fn kernel_symbols(r: &TraceReader<impl std::io::Read>, what: &str) -> Result<Symbols> {
     let h = r.header();
     if h.get("source") != Some("qemu-system") {
@@ -40,13 +43,31 @@ pub fn kernel_symbols(r: &TraceReader<impl std::io::Read>, what: &str) -> Result
     let path = h
         .get("kallsyms")
         .context("the trace does not name its kernel's symbols")?;
-    let text = std::fs::read_to_string(path).with_context(|| {
-        format!(
-            "the guest kernel's symbols ({path}) are gone: any `xlat trace --system` run \
-             rebuilds the guest"
-        )
-    })?;
-    Symbols::parse(&text).map_err(|e| anyhow::anyhow!("{path}: {e}"))
+    Symbols::load(Path::new(path), "the trace's `kallsyms` header").map_err(|e| {
+        match rebuild_command(Path::new(path), h.get("kernel")) {
+            Some(cmd) => anyhow::anyhow!(
+                "{e}; the guest kernel's symbols are gone or damaged: `{cmd}` rebuilds that \
+                 guest (any system run rebuilds a missing or damaged guest of its kernel)"
+            ),
+            None => anyhow::anyhow!("{e}"),
+        }
+    })
+}
+
+/// The command that rebuilds the guest whose symbols are at `kallsyms`
+/// (`<cache>/<kernel package>/kallsyms`), if the path has that shape.
+fn rebuild_command(kallsyms: &Path, kernel: Option<&str>) -> Option<String> {
+    let kernel = kernel?;
+    let dir = kallsyms.parent()?;
+    if kallsyms.file_name()? != "kallsyms" || dir.file_name()? != kernel {
+        return None;
+    }
+    let quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
+    Some(format!(
+        "XLAT_GUEST_CACHE={} XLAT_KERNEL_PACKAGE={} xlat trace --system -o /dev/null -- true",
+        quote(&dir.parent()?.display().to_string()),
+        quote(kernel)
+    ))
 }
 
 /// The table for trace `path` with pages of `page` bytes; `top` kinds, most entries first;

@@ -17,16 +17,17 @@ const BATCH: usize = 1 << 16;
 const QEMU_MIN: (u32, u32) = (10, 0);
 
 /// Where guests are cached: `$XLAT_GUEST_CACHE`, else `$XDG_CACHE_HOME/xlat/guest`, else
-/// `~/.cache/xlat/guest`.
-fn cache_dir() -> PathBuf {
+/// `~/.cache/xlat/guest` (never a shared directory such as `/tmp`: another user could put
+/// a guest there first).
+fn cache_dir() -> Result<PathBuf> {
     if let Some(d) = std::env::var_os("XLAT_GUEST_CACHE") {
-        return d.into();
+        return Ok(d.into());
     }
     let base = std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .unwrap_or_else(std::env::temp_dir);
-    base.join("xlat").join("guest")
+        .context("no directory for the guest cache: set XLAT_GUEST_CACHE (or HOME)")?;
+    Ok(base.join("xlat").join("guest"))
 }
 
 /// `qemu-system-x86_64` (`$XLAT_QEMU_SYSTEM` overrides), checked to be QEMU ≥ 10.0.
@@ -99,11 +100,14 @@ pub fn trace(a: &TraceArgs) -> Result<i32> {
         xlat_system::PLUGIN_FILE,
         "xlat-qemu-system",
     )?;
-    let cache = cache_dir();
+    let cache = cache_dir()?;
     let pb = crate::progress::bar(String::new());
-    let guest = Guest::ensure(&cache, &qemu, &mut |step| {
-        pb.set_message(format!("building the guest in {}: {step}", cache.display()))
-    });
+    let guest = Guest::ensure(
+        &cache,
+        &qemu,
+        &mut |step| pb.set_message(format!("building the guest in {}: {step}", cache.display())),
+        &mut |note| pb.suspend(|| eprintln!("xlat: note: {note}")),
+    );
     pb.finish_and_clear();
     let guest = guest?;
     let command = shell_command(&a.program);
@@ -156,6 +160,31 @@ pub fn trace(a: &TraceArgs) -> Result<i32> {
     pb.finish_and_clear();
     let o = cap.finish();
     let end = &o.ended;
+    if o.stats.refused.count() > 0 {
+        eprintln!(
+            "xlat: warning: {} connection(s) to the capture's socket refused (not the system \
+             plugin's in the QEMU xlat started): {}",
+            o.stats.refused.count(),
+            o.stats.refused
+        );
+    }
+    if !o.stats.connected {
+        // Nothing of the guest was recorded: an existing -o file stays as it was (the
+        // output is never committed).
+        drop((w, sink, dest));
+        print_console(end);
+        let mut why = failed.map_or_else(
+            || format!("QEMU ended ({}) before the xlat plugin connected", end.qemu),
+            |e| e.to_string(),
+        );
+        if end.timed_out {
+            why.push_str(&format!(" (stopped at --timeout {} s)", a.timeout));
+        }
+        bail!(
+            "the guest did not boot under the plugin: {why}; nothing was written to {}",
+            out.display()
+        );
+    }
     let mut meta = vec![
         (
             "duration_s".to_string(),
@@ -218,24 +247,33 @@ pub fn trace(a: &TraceArgs) -> Result<i32> {
         bytes,
     );
     if let Some(p) = problem {
-        if let Some(l) = end
-            .console
-            .panic_line
-            .as_ref()
-            .filter(|l| !end.console.tail.contains(l))
-        {
-            eprintln!("xlat: the guest kernel said: {l}");
-        }
-        eprintln!("xlat: the guest's console ended with:");
-        for l in &end.console.tail {
-            eprintln!("  {l}");
-        }
+        print_console(end);
         bail!(
             "{p}; {} holds what was recorded until then (marked truncated)",
             out.display()
         );
     }
     Ok(end.console.status.unwrap_or(0))
+}
+
+/// The guest kernel's panic line (if it scrolled out of the tail) and the console's last
+/// lines, on stderr.
+fn print_console(end: &xlat_system::Ended) {
+    if let Some(l) = end
+        .console
+        .panic_line
+        .as_ref()
+        .filter(|l| !end.console.tail.contains(l))
+    {
+        eprintln!("xlat: the guest kernel said: {l}");
+    }
+    if end.console.tail.is_empty() {
+        return;
+    }
+    eprintln!("xlat: the guest's console ended with:");
+    for l in &end.console.tail {
+        eprintln!("  {l}");
+    }
 }
 
 #[cfg(test)]

@@ -42,7 +42,7 @@ fn kallsyms() -> Vec<(u64, char, String)> {
     let dir = std::fs::read_dir(cache())
         .unwrap()
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .find(|p| p.join("ready").is_file())
+        .find(|p| p.join("manifest").is_file())
         .expect("a built guest");
     std::fs::read_to_string(dir.join("kallsyms"))
         .unwrap()

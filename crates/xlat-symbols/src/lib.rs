@@ -35,6 +35,10 @@ use object::{Endianness, FileKind, Object, SectionIndex, SymbolIndex};
 /// The debug directory [`Symbols::open`] searches.
 pub const DEFAULT_DEBUG_DIR: &str = "/usr/lib/debug";
 
+/// The largest ELF file read (2 GiB): more than any program's or library's debug file
+/// Debian ships. A file is read whole, so this bounds the memory a lookup takes.
+pub const MAX_ELF_BYTES: u64 = 2 << 30;
+
 /// Stands for the path in errors from [`Symbols::parse`].
 const IN_MEMORY: &str = "<in-memory ELF>";
 
@@ -86,12 +90,13 @@ pub enum SymbolSource {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// The file could not be read.
-    #[error("cannot read {}: {source}; check that the path exists and is a readable file", path.display())]
+    /// The file could not be read: missing, not a regular file (a FIFO, a device), or
+    /// larger than [`MAX_ELF_BYTES`]. The message names the path and what named it.
+    #[error("{source}")]
     Read {
         path: PathBuf,
         #[source]
-        source: std::io::Error,
+        source: xlat_fs::InputError,
     },
     /// The file does not start with the ELF magic.
     #[error(
@@ -153,10 +158,23 @@ impl Symbols {
         Self::open_with_debug_dirs(path, &[PathBuf::from(DEFAULT_DEBUG_DIR)])
     }
 
+    /// [`Symbols::open`] for a path that `field` named (e.g. "the trace's file table"):
+    /// errors say so.
+    pub fn open_named(path: &Path, field: &str) -> Result<Symbols, Error> {
+        Self::open_from(path, field, &[PathBuf::from(DEFAULT_DEBUG_DIR)])
+    }
+
     /// Reads the ELF file at `path`; takes the symbols from the first
     /// `<dir>/.build-id/<xx>/<rest>.debug` (by GNU build-id) in `debug_dirs` that has a `.symtab`.
     pub fn open_with_debug_dirs(path: &Path, debug_dirs: &[PathBuf]) -> Result<Symbols, Error> {
-        let data = read(path)?;
+        Self::open_from(path, "the caller", debug_dirs)
+    }
+
+    /// [`Symbols::open_with_debug_dirs`] for a path that `field` named. Only a regular
+    /// file of at most [`MAX_ELF_BYTES`] is read (never a FIFO or a device), the debug
+    /// file too.
+    pub fn open_from(path: &Path, field: &str, debug_dirs: &[PathBuf]) -> Result<Symbols, Error> {
+        let data = read(path, field)?;
         let main = read_elf(&data, path)?;
         if let Some(id) = main.build_id.as_deref() {
             for dir in debug_dirs {
@@ -166,7 +184,8 @@ impl Symbols {
                 if !debug_path.is_file() {
                     continue;
                 }
-                let debug = read(&debug_path)
+                let named = format!("the build-id of {}", path.display());
+                let debug = read(&debug_path, &named)
                     .and_then(|d| read_elf(&d, &debug_path))
                     .map_err(|e| Error::DebugFile {
                         path: path.to_path_buf(),
@@ -274,8 +293,8 @@ impl Symbols {
     }
 }
 
-fn read(path: &Path) -> Result<Vec<u8>, Error> {
-    std::fs::read(path).map_err(|source| Error::Read {
+fn read(path: &Path, field: &str) -> Result<Vec<u8>, Error> {
+    xlat_fs::read_input(path, field, MAX_ELF_BYTES).map_err(|source| Error::Read {
         path: path.to_path_buf(),
         source,
     })
@@ -504,158 +523,4 @@ fn build_ranges(syms: &[Symbol]) -> Vec<Range> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn sym(name: &str, addr: u64, size: u64, kind: SymKind) -> Symbol {
-        Symbol {
-            name: name.into(),
-            addr,
-            size,
-            kind,
-            section: None,
-        }
-    }
-
-    fn symbols(mut syms: Vec<Symbol>) -> Symbols {
-        syms.sort_by(|a, b| {
-            (a.addr, a.size, a.kind, &a.name).cmp(&(b.addr, b.size, b.kind, &b.name))
-        });
-        Symbols::new(syms, Vec::new(), SymbolSource::Symtab)
-    }
-
-    fn name_at(s: &Symbols, v: u64) -> Option<&str> {
-        s.at_vaddr(v).map(|s| s.name.as_str())
-    }
-
-    #[test]
-    fn a_list_maps_offsets_to_themselves() {
-        let s = Symbols::from_list(vec![
-            sym("b", 0xffff_ffff_8100_0040, 0x20, SymKind::Function),
-            sym("a_alias", 0xffff_ffff_8100_0000, 0x40, SymKind::Function),
-            sym("a", 0xffff_ffff_8100_0000, 0x40, SymKind::Function),
-            sym("empty", 0xffff_ffff_8100_0060, 0, SymKind::Function),
-        ]);
-        let names: Vec<&str> = s.functions().map(|f| f.name.as_str()).collect();
-        assert_eq!(
-            names,
-            ["a", "b"],
-            "sorted, the alias and the empty one dropped"
-        );
-        assert_eq!(
-            s.vaddr_of_offset(0xffff_ffff_8100_0050),
-            Some(0xffff_ffff_8100_0050)
-        );
-        assert_eq!(
-            s.at_offset(0xffff_ffff_8100_005f).map(|f| f.name.as_str()),
-            Some("b")
-        );
-        assert_eq!(s.at_offset(0xffff_ffff_8100_0060), None);
-        assert_eq!(s.source(), SymbolSource::List);
-    }
-
-    #[test]
-    fn innermost_and_functions_win() {
-        let s = symbols(vec![
-            sym("outer", 100, 100, SymKind::Function),
-            sym("inner", 120, 10, SymKind::Function),
-            sym("table", 110, 5, SymKind::Object),
-            sym("after", 200, 8, SymKind::Function),
-            sym("far", u64::MAX - 4, 10, SymKind::Object),
-        ]);
-        assert_eq!(name_at(&s, 99), None);
-        assert_eq!(name_at(&s, 100), Some("outer"));
-        assert_eq!(name_at(&s, 112), Some("outer"), "functions before objects");
-        assert_eq!(name_at(&s, 119), Some("outer"));
-        assert_eq!(name_at(&s, 120), Some("inner"));
-        assert_eq!(name_at(&s, 129), Some("inner"));
-        assert_eq!(name_at(&s, 130), Some("outer"));
-        assert_eq!(name_at(&s, 199), Some("outer"));
-        assert_eq!(name_at(&s, 200), Some("after"));
-        assert_eq!(name_at(&s, 208), None);
-        assert_eq!(name_at(&s, u64::MAX - 1), Some("far"));
-        assert_eq!(name_at(&s, u64::MAX), None, "end saturates");
-    }
-
-    #[test]
-    fn same_size_overlap_prefers_later_start() {
-        let s = symbols(vec![
-            sym("a", 0, 10, SymKind::Function),
-            sym("b", 5, 10, SymKind::Function),
-        ]);
-        assert_eq!(name_at(&s, 4), Some("a"));
-        assert_eq!(name_at(&s, 5), Some("b"));
-        assert_eq!(name_at(&s, 14), Some("b"));
-    }
-
-    #[test]
-    fn offsets_use_exact_segment_arithmetic() {
-        let mut s = symbols(vec![sym("f", 0x500123, 5, SymKind::Function)]);
-        s.loads = vec![
-            Load {
-                offset: 0x120,
-                filesz: 0x24,
-                vaddr: 0x400120,
-            },
-            Load {
-                offset: 0x163,
-                filesz: 0x22d,
-                vaddr: 0x500123,
-            },
-        ];
-        assert_eq!(s.vaddr_of_offset(0x11f), None);
-        assert_eq!(s.vaddr_of_offset(0x120), Some(0x400120));
-        assert_eq!(s.vaddr_of_offset(0x144), None);
-        assert_eq!(s.vaddr_of_offset(0x163), Some(0x500123));
-        assert_eq!(s.at_offset(0x167).map(|s| s.name.as_str()), Some("f"));
-        assert_eq!(s.at_offset(0x168), None);
-        assert_eq!(s.vaddr_of_offset(u64::MAX), None);
-    }
-
-    #[test]
-    fn build_id_paths() {
-        let p = build_id_path(Path::new("/d"), &[0xab, 0x01, 0xff]).unwrap();
-        assert_eq!(p, Path::new("/d/.build-id/ab/01ff.debug"));
-        assert_eq!(build_id_path(Path::new("/d"), &[0xab]), None);
-    }
-
-    #[test]
-    fn versions_are_dropped() {
-        assert_eq!(unversioned(b"memcpy@@GLIBC_2.14"), b"memcpy");
-        assert_eq!(unversioned(b"memcpy@GLIBC_2.2.5"), b"memcpy");
-        assert_eq!(unversioned(b"memcpy"), b"memcpy");
-        assert_eq!(unversioned(b"@odd"), b"@odd");
-    }
-
-    #[test]
-    fn demangles_rust_only() {
-        assert_eq!(
-            demangle(b"_ZN4core3fmt5write17h0123456789abcdefE"),
-            "core::fmt::write"
-        );
-        assert_eq!(demangle(b"_RNvCs1234_7mycrate3foo"), "mycrate::foo");
-        assert_eq!(demangle(b"main"), "main");
-        assert_eq!(demangle(b"_Z3fooi"), "_Z3fooi");
-        assert_eq!(demangle(b"\xff\xfe"), "\u{fffd}\u{fffd}");
-    }
-
-    #[test]
-    fn bad_input_errors() {
-        assert!(matches!(Symbols::parse(b""), Err(Error::NotElf { .. })));
-        assert!(matches!(
-            Symbols::parse(b"hello world"),
-            Err(Error::NotElf { .. })
-        ));
-        assert!(matches!(
-            Symbols::parse(b"\x7fELF"),
-            Err(Error::Malformed { .. })
-        ));
-        let mut header = vec![0u8; 64];
-        header[..4].copy_from_slice(&elf::ELFMAG);
-        header[4] = 9; // no such class
-        assert!(matches!(
-            Symbols::parse(&header),
-            Err(Error::Malformed { .. })
-        ));
-    }
-}
+mod tests;

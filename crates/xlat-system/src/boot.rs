@@ -1,9 +1,11 @@
 //! Booting the guest under `qemu-system-x86_64` (TCG, one vCPU) and reading its console.
 
 use crate::SystemError;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering::Acquire};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -14,6 +16,11 @@ pub const KALLSYMS_TIMEOUT: Duration = Duration::from_secs(600);
 const TERM_GRACE: Duration = Duration::from_secs(20);
 /// Console lines kept for error messages.
 const TAIL: usize = 40;
+/// After QEMU exits, how long its console pipe may stay open (held by a process it left
+/// behind) before what was read is taken as the console.
+const CONSOLE_GRACE: Duration = Duration::from_secs(5);
+/// The longest console line kept whole.
+const MAX_LINE: u64 = 64 << 10;
 
 /// One boot of the guest.
 #[derive(Clone, Debug)]
@@ -46,7 +53,9 @@ pub struct Console {
 /// A running guest.
 pub struct Running {
     child: Child,
-    console: JoinHandle<Console>,
+    console: JoinHandle<()>,
+    /// What the console thread has read so far.
+    seen: Arc<Mutex<Console>>,
 }
 
 /// How a guest ended.
@@ -103,8 +112,14 @@ impl Boot {
             _ => SystemError::Guest(format!("cannot start {}: {e}", self.qemu.display())),
         })?;
         let out = child.stdout.take().expect("piped");
-        let console = std::thread::spawn(move || read_console(out));
-        Ok(Running { child, console })
+        let seen = Arc::new(Mutex::new(Console::default()));
+        let s = seen.clone();
+        let console = std::thread::spawn(move || read_console_into(out, &s));
+        Ok(Running {
+            child,
+            console,
+            seen,
+        })
     }
 
     /// Boots, waits for the guest to power off (or the deadline), and fails unless it
@@ -138,26 +153,39 @@ impl Running {
 
     /// Waits until QEMU exits; at `timeout` asks it to stop (SIGTERM: the plugin sends
     /// what it holds), then kills it.
-    pub fn wait(mut self, timeout: Duration) -> Ended {
+    pub fn wait(self, timeout: Duration) -> Ended {
+        self.wait_or_stop(timeout, &AtomicBool::new(false))
+    }
+
+    /// [`Running::wait`], also stopping QEMU (SIGTERM, then SIGKILL) once `stop` is set
+    /// (its records are no longer read). `timed_out` is only for the timeout.
+    pub fn wait_or_stop(mut self, timeout: Duration, stop: &AtomicBool) -> Ended {
         let deadline = Instant::now() + timeout;
         let mut timed_out = false;
+        let mut termed: Option<Instant> = None;
         let status = loop {
             match self.child.try_wait() {
                 Ok(Some(s)) => break s,
                 Ok(None) => {}
                 Err(_) => break self.child.wait().expect("wait for QEMU"),
             }
-            if !timed_out && Instant::now() > deadline {
-                timed_out = true;
+            let now = Instant::now();
+            if termed.is_none() && (now > deadline || stop.load(Acquire)) {
+                timed_out = now > deadline;
+                termed = Some(now);
                 // SAFETY: signals our own child.
                 unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
             }
-            if timed_out && Instant::now() > deadline + TERM_GRACE {
+            if termed.is_some_and(|t| now > t + TERM_GRACE) {
                 let _ = self.child.kill();
             }
             std::thread::sleep(Duration::from_millis(20));
         };
-        let console = self.console.join().unwrap_or_default();
+        let exit = Instant::now();
+        while !self.console.is_finished() && exit.elapsed() < CONSOLE_GRACE {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let console = self.seen.lock().unwrap_or_else(|e| e.into_inner()).clone();
         Ended {
             qemu: status,
             console,
@@ -166,15 +194,34 @@ impl Running {
     }
 }
 
+#[cfg(test)]
 fn read_console(out: impl std::io::Read) -> Console {
-    let mut c = Console::default();
+    let c = Mutex::new(Console::default());
+    read_console_into(out, &c);
+    c.into_inner().unwrap()
+}
+
+/// Reads QEMU's console into `seen` (line by line) until the pipe closes. A line longer
+/// than [`MAX_LINE`] bytes is taken in pieces of that size (memory stays bounded whatever
+/// the guest's command prints).
+fn read_console_into(out: impl std::io::Read, seen: &Mutex<Console>) {
     let mut inside = false;
     let stdout = std::io::stdout();
-    for line in BufReader::new(out).split(b'\n') {
-        let Ok(line) = line else { break };
+    let mut r = BufReader::new(out);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match (&mut r).take(MAX_LINE).read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        if line.last() == Some(&b'\n') {
+            line.pop();
+        }
         let line = String::from_utf8_lossy(&line)
             .trim_end_matches('\r')
             .to_string();
+        let mut c = seen.lock().unwrap_or_else(|e| e.into_inner());
         if line == "XLAT-BEGIN" {
             inside = true;
             continue;
@@ -198,12 +245,21 @@ fn read_console(out: impl std::io::Read) -> Console {
         }
         c.tail.push(line);
     }
-    c
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_line_without_end_is_read_in_bounded_pieces() {
+        let mut text = vec![b'x'; 3 * MAX_LINE as usize + 10];
+        text.extend_from_slice(b"\nXLAT-EXIT status=0\n");
+        let c = read_console(&text[..]);
+        assert_eq!(c.status, Some(0));
+        assert_eq!(c.tail.len(), 4);
+        assert!(c.tail.iter().all(|l| l.len() <= MAX_LINE as usize));
+    }
 
     #[test]
     fn a_panic_line_is_kept_however_long_the_dump_after_it() {

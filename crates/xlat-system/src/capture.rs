@@ -9,17 +9,17 @@
 //! else: kernel translations are shared by every address space.
 
 use crate::boot::{Boot, Ended};
+use crate::channel::{Channel, Guarded, Limits, Refusals};
 use crate::guest::{Guest, FREE_SYMBOL, HOOKS, START_SYMBOL};
 use crate::SystemError;
 use std::collections::HashMap;
 use std::io::Read;
-use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering::*};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use xlat_capture::wire;
 use xlat_capture::{decode, Control};
 use xlat_types::{Event, EventSource, MapFlags, Pid, Privilege, Prot, Tid, VirtAddr};
@@ -32,9 +32,6 @@ pub const KERNEL_HALF: (u64, u64) = (0xffff_8000_0000_0000, (1 << 47) - 4096);
 const DIRECT_MAP: u64 = 0xffff_8880_0000_0000;
 /// The kernel image mapping (`__START_KERNEL_map`): the boot page tables live there.
 const KERNEL_MAP: u64 = 0xffff_ffff_8000_0000;
-
-/// How long QEMU may take to load the plugin and connect.
-const CONNECT_WAIT: Duration = Duration::from_secs(60);
 
 /// Counts of what the capture saw.
 #[derive(Clone, Debug, Default)]
@@ -50,6 +47,11 @@ pub struct Stats {
     /// The program names of the processes that exec'd while recording (`__set_task_comm`;
     /// the others, forks and processes older than the recording, are not named).
     pub programs: Vec<(u32, String)>,
+    /// The plugin connected and was heard: the stream is the guest's (else nothing was
+    /// recorded).
+    pub connected: bool,
+    /// Connections to the capture's socket that were not the plugin's, refused.
+    pub refused: Refusals,
 }
 
 /// How the capture ended.
@@ -66,14 +68,6 @@ pub struct SystemCapture {
     pos: usize,
     waiter: Option<JoinHandle<Ended>>,
     reader: Option<JoinHandle<Stats>>,
-    _dir: TempDir,
-}
-
-struct TempDir(PathBuf);
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 impl SystemCapture {
@@ -92,17 +86,7 @@ impl SystemCapture {
                 .ok_or_else(|| SystemError::Guest(format!("the guest kernel has no symbol {s}")))
         };
         let (start, free) = (sym(START_SYMBOL)?, sym(FREE_SYMBOL)?);
-        let dir = std::env::temp_dir().join(format!("xlat-system-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| SystemError::Guest(format!("{}: {e}", dir.display())))?;
-        let dir = TempDir(dir);
-        let sock = dir.0.join("sock");
-        let listener = UnixListener::bind(&sock)
-            .map_err(|e| SystemError::Guest(format!("{}: {e}", sock.display())))?;
-        listener
-            .set_nonblocking(true)
-            .map_err(|e| SystemError::Guest(e.to_string()))?;
+        let channel = Channel::open()?;
         let cmd = base64::engine::general_purpose::STANDARD.encode(command);
         let boot = Boot {
             qemu,
@@ -112,7 +96,7 @@ impl SystemCapture {
             plugin: Some(format!(
                 "{},sock={},start={start:x},free={free:x}{}",
                 plugin.display(),
-                sock.display(),
+                channel.path().display(),
                 HOOKS
                     .iter()
                     .filter_map(|(arg, s)| syms.addr(s).map(|a| format!(",{arg}={a:x}")))
@@ -127,10 +111,13 @@ impl SystemCapture {
             )));
         }
         let running = boot.spawn()?;
+        let qemu_pid = running.pid();
+        // `exited`: QEMU ended (set by the waiter); `stop`: the reader failed, stop QEMU.
         let exited = Arc::new(AtomicBool::new(false));
-        let ex = exited.clone();
+        let stop = Arc::new(AtomicBool::new(false));
+        let (ex, st) = (exited.clone(), stop.clone());
         let waiter = std::thread::spawn(move || {
-            let e = running.wait(timeout);
+            let e = running.wait_or_stop(timeout, &st);
             ex.store(true, Release);
             e
         });
@@ -138,9 +125,20 @@ impl SystemCapture {
         let reader = std::thread::spawn(move || {
             let mut st = Stats::default();
             let mut spaces = Spaces::default();
-            if let Err(e) = read(listener, &exited, &tx, &mut st, &mut spaces) {
+            let lim = Limits::default();
+            let r = channel
+                .accept(qemu_pid, &exited, &lim, &mut st.refused)
+                .and_then(|s| {
+                    st.connected = true;
+                    Guarded::new(s, exited.clone(), lim)
+                        .map_err(|e| SystemError::Guest(format!("the system plugin's stream: {e}")))
+                })
+                .and_then(|s| read(s, &tx, &mut st, &mut spaces));
+            if let Err(e) = r {
+                stop.store(true, Release);
                 let _ = tx.send(Err(e));
             }
+            drop(channel);
             st.programs = spaces.names.into_iter().collect();
             st.programs.sort();
             st
@@ -156,7 +154,6 @@ impl SystemCapture {
             pos: 0,
             waiter: Some(waiter),
             reader: Some(reader),
-            _dir: dir,
         })
     }
 
@@ -201,44 +198,16 @@ impl EventSource for SystemCapture {
     }
 }
 
-fn accept(listener: &UnixListener, exited: &AtomicBool) -> Result<UnixStream, SystemError> {
-    let deadline = Instant::now() + CONNECT_WAIT;
-    loop {
-        match listener.accept() {
-            Ok((s, _)) => {
-                s.set_nonblocking(false)
-                    .map_err(|e| SystemError::Guest(e.to_string()))?;
-                return Ok(s);
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-            Err(e) => return Err(SystemError::Guest(format!("accept: {e}"))),
-        }
-        if exited.load(Acquire) || Instant::now() > deadline {
-            return Err(SystemError::Guest(
-                "QEMU ended or did not load the xlat plugin (see its messages above)".into(),
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
 /// Reads the plugin's stream into event batches.
+/// Reads the plugin's stream (after its hello, [`Channel::accept`]) into event batches.
 fn read(
-    listener: UnixListener,
-    exited: &AtomicBool,
+    s: Guarded,
     tx: &SyncSender<Result<Vec<Event>, SystemError>>,
     st: &mut Stats,
     spaces: &mut Spaces,
 ) -> Result<(), SystemError> {
     let bad = |m: String| SystemError::Guest(format!("the system plugin's stream: {m}"));
-    let mut s = std::io::BufReader::with_capacity(1 << 20, accept(&listener, exited)?);
-    let mut hello = [0u8; wire::HELLO_BYTES];
-    s.read_exact(&mut hello)
-        .map_err(|e| bad(format!("hello: {e}")))?;
-    let magic = u32::from_ne_bytes(hello[..4].try_into().expect("4 bytes"));
-    if magic != wire::HELLO_MAGIC {
-        return Err(bad("bad hello".into()));
-    }
+    let mut s = std::io::BufReader::with_capacity(1 << 20, s);
     let mut words: Vec<u64> = Vec::new();
     loop {
         let mut head = [0u8; 8];

@@ -5,6 +5,7 @@
 
 use crate::boot::{self, Boot};
 use crate::kallsyms::Symbols;
+use crate::seal::{self, State};
 use crate::{initramfs, SystemError};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -36,19 +37,20 @@ pub const HOOKS: [(&str, &str); 4] = [
 impl Guest {
     /// The guest's symbols.
     pub fn symbols(&self) -> Result<Symbols, SystemError> {
-        let s = std::fs::read_to_string(&self.kallsyms).map_err(|e| io(&self.kallsyms, e))?;
-        Symbols::parse(&s)
-            .map_err(|e| SystemError::Guest(format!("{}: {e}", self.kallsyms.display())))
+        Symbols::load(&self.kallsyms, "the guest cache")
     }
 
-    /// The guest in `cache` (`<cache>/<kernel package>/`), built first if missing.
-    /// `step` hears each stage of a build.
+    /// The guest in `cache` (`<cache>/<kernel package>/`), built first if missing, and
+    /// rebuilt if damaged (its files do not match the manifest written when it was built,
+    /// [`crate::seal`]). `step` hears each stage of a build, `note` why a guest is rebuilt.
     pub fn ensure(
         cache: &Path,
         qemu: &Path,
         step: &mut dyn FnMut(&str),
+        note: &mut dyn FnMut(&str),
     ) -> Result<Guest, SystemError> {
         let package = kernel_package()?;
+        check_cache(cache)?;
         let dir = cache.join(&package);
         let guest = Guest {
             kernel: dir.join("vmlinux"),
@@ -57,8 +59,13 @@ impl Guest {
             dir: dir.clone(),
             package: package.clone(),
         };
-        if dir.join("ready").is_file() {
-            return Ok(guest);
+        match seal::check(&dir, &package) {
+            State::Intact => return Ok(guest),
+            State::Missing => {}
+            State::Damaged(why) => note(&format!(
+                "the cached guest in {} cannot be used ({why}): rebuilding it",
+                dir.display()
+            )),
         }
         // Built beside, then renamed: an interrupted build leaves no half guest.
         let nanos = std::time::SystemTime::now()
@@ -72,7 +79,7 @@ impl Guest {
             let _ = std::fs::remove_dir_all(&tmp);
             return Err(e);
         }
-        if dir.join("ready").is_file() {
+        if seal::check(&dir, &package) == State::Intact {
             // Another build finished first: use that one.
             let _ = std::fs::remove_dir_all(&tmp);
             return Ok(guest);
@@ -81,6 +88,26 @@ impl Guest {
         std::fs::rename(&tmp, &dir).map_err(|e| io(&dir, e))?;
         Ok(guest)
     }
+}
+
+/// Refuses a cache directory another user could write to (it holds the kernel xlat
+/// boots and the symbols it names the trace's addresses with).
+fn check_cache(cache: &Path) -> Result<(), SystemError> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    std::fs::create_dir_all(cache).map_err(|e| io(cache, e))?;
+    let m = std::fs::metadata(cache).map_err(|e| io(cache, e))?;
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    if m.uid() != me || m.permissions().mode() & 0o002 != 0 {
+        return Err(SystemError::Guest(format!(
+            "the guest cache {} is owned by uid {} with mode {:o}: another user could replace \
+             the guest there; set XLAT_GUEST_CACHE to a directory of yours",
+            cache.display(),
+            m.uid(),
+            m.permissions().mode() & 0o7777
+        )));
+    }
+    Ok(())
 }
 
 fn io(p: &Path, e: std::io::Error) -> SystemError {
@@ -97,6 +124,16 @@ fn missing(what: &str, package: &str) -> SystemError {
 /// The kernel package `linux-image-amd64` depends on (`$XLAT_KERNEL_PACKAGE` overrides).
 fn kernel_package() -> Result<String, SystemError> {
     if let Ok(p) = std::env::var("XLAT_KERNEL_PACKAGE") {
+        // A Debian package name (policy 5.6.1): it names a directory of the cache.
+        let ok = p.len() >= 2
+            && p.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"+-.".contains(&b))
+            && p.as_bytes()[0].is_ascii_alphanumeric();
+        if !ok {
+            return Err(SystemError::Guest(format!(
+                "XLAT_KERNEL_PACKAGE={p:?} is not a Debian package name (a-z, 0-9, +, -, .)"
+            )));
+        }
         return Ok(p);
     }
     let out = Command::new("apt-cache")
@@ -178,8 +215,7 @@ fn build(
         second_serial: Some(kallsyms.clone()),
     }
     .run_to_end(boot::KALLSYMS_TIMEOUT)?;
-    let text = std::fs::read_to_string(&kallsyms).map_err(|e| io(&kallsyms, e))?;
-    let syms = Symbols::parse(&text).map_err(|e| SystemError::Guest(format!("kallsyms: {e}")))?;
+    let syms = Symbols::load(&kallsyms, "the guest being built")?;
     for s in ["_text", START_SYMBOL, FREE_SYMBOL] {
         if syms.addr(s).is_none() {
             return Err(SystemError::Guest(format!(
@@ -188,9 +224,9 @@ fn build(
             )));
         }
     }
-    std::fs::write(dir.join("ready"), format!("{package}\n")).map_err(|e| io(dir, e))?;
     let _ = std::fs::remove_dir_all(&debs);
-    Ok(())
+    // Last: a guest is whole once its manifest is there.
+    seal::seal(dir, package).map_err(|e| io(dir, e))
 }
 
 /// The first file of `deb`'s data archive whose name matches.

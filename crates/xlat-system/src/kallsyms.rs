@@ -26,7 +26,22 @@ fn is_marker(name: &str) -> bool {
     ) || name.starts_with('_') && (name.ends_with("_start") || name.ends_with("_end"))
 }
 
+/// The largest kallsyms file read (64 MiB): a distribution kernel's is under 10 MiB
+/// (about 150,000 lines with every module loaded).
+pub const MAX_KALLSYMS_BYTES: u64 = 64 << 20;
+
 impl Symbols {
+    /// Reads the kallsyms file at `path`, which `field` named (e.g. "the trace's
+    /// `kallsyms` header"): a regular file of at most [`MAX_KALLSYMS_BYTES`], never a FIFO
+    /// or a device; errors name the path and the field.
+    pub fn load(path: &std::path::Path, field: &str) -> Result<Symbols, crate::SystemError> {
+        let text = xlat_fs::read_input_string(path, field, MAX_KALLSYMS_BYTES)
+            .map_err(|e| crate::SystemError::Guest(e.to_string()))?;
+        Symbols::parse(&text).map_err(|e| {
+            crate::SystemError::Guest(format!("{} (named by {field}): {e}", path.display()))
+        })
+    }
+
     /// Parses `/proc/kallsyms` lines (`ADDR TYPE NAME [MODULE]`); malformed lines are an
     /// error naming the line.
     pub fn parse(s: &str) -> Result<Symbols, String> {

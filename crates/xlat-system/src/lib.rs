@@ -9,14 +9,16 @@
 
 mod boot;
 mod capture;
+pub mod channel;
 mod guest;
 mod initramfs;
 mod kallsyms;
+pub mod seal;
 
 pub use boot::{Boot, Console, Ended};
 pub use capture::{Outcome, Stats, SystemCapture, KERNEL_HALF};
 pub use guest::Guest;
-pub use kallsyms::{Symbols, MAX_INFERRED_SIZE};
+pub use kallsyms::{Symbols, MAX_INFERRED_SIZE, MAX_KALLSYMS_BYTES};
 
 /// The system plugin's file name.
 pub const PLUGIN_FILE: &str = "libxlat_qemu_system.so";

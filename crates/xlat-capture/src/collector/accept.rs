@@ -45,8 +45,9 @@ pub(super) fn descends_from(pid: u32, root: u32) -> bool {
     false
 }
 
-/// The peer's (pid, uid) as the kernel recorded them at `connect`.
-pub(super) fn peer_cred(fd: c_int) -> Option<(u32, u32)> {
+/// The peer's (pid, uid) as the kernel recorded them at `connect` (`SO_PEERCRED`,
+/// `unix(7)`); also used by the system capture (`xlat-system`).
+pub fn peer_cred(fd: c_int) -> Option<(u32, u32)> {
     let mut cred: libc::ucred = unsafe { std::mem::zeroed() };
     let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
     let r = unsafe {

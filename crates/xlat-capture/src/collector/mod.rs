@@ -48,6 +48,7 @@ use xlat_types::{Event, EventSource, Pid, Tid};
 mod accept;
 mod registry;
 use accept::*;
+pub use accept::peer_cred;
 use registry::Registry;
 
 /// Bytes of the largest message the plugin sends (header word included).

@@ -318,7 +318,8 @@ pub fn run(a: &LayoutArgs) -> Result<()> {
     let path = &files[&id];
     let syms = match id {
         KERNEL => kernel_functions(&a.trace)?,
-        _ => Symbols::open(Path::new(path)).map_err(|e| anyhow::anyhow!("{e}"))?,
+        _ => Symbols::open_named(Path::new(path), crate::attribution::FILE_TABLE)
+            .map_err(|e| anyhow::anyhow!("{e}"))?,
     };
     // The binary's functions, by address; the graph's nodes.
     let funcs: Vec<&xlat_symbols::Symbol> = syms.functions().collect();

@@ -1,7 +1,7 @@
 //! Orders as a linker makes them from an ordering file's names (`--order`, and every
 //! order `xlat layout` predicts).
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use rustc_hash::FxHashMap;
 use std::path::Path;
 
@@ -41,10 +41,13 @@ pub fn as_linked(funcs: &[&xlat_symbols::Symbol], order: &[usize]) -> Vec<usize>
     linked_order(funcs, order.iter().map(|&i| funcs[i].name.as_str())).0
 }
 
+/// The largest ordering file read (256 MiB: two million names of 128 bytes).
+pub const MAX_ORDER_BYTES: u64 = 256 << 20;
+
 /// The order `path` gives (`--order`, see [`linked_order`]) and its label.
 pub fn read_order(path: &Path, funcs: &[&xlat_symbols::Symbol]) -> Result<(String, Vec<usize>)> {
     let what = crate::output::shown(path);
-    let text = std::fs::read_to_string(path).with_context(|| format!("--order {what}"))?;
+    let text = xlat_fs::read_input_string(path, "--order", MAX_ORDER_BYTES)?;
     let names = xlat_layout::format::read_order(&text);
     let (order, unknown) = linked_order(funcs, names.iter().map(String::as_str));
     if unknown == names.len() {
