@@ -270,6 +270,21 @@ impl MachineConfig {
                 ));
             }
         }
+        overlap::disjoint(
+            &self
+                .tlb
+                .pinned
+                .iter()
+                .enumerate()
+                .map(|(pi, p)| overlap::Region {
+                    field: format!("tlb.pinned[{pi}]"),
+                    va: p.va.0,
+                    size: p.size.bytes(),
+                    side: p.side,
+                })
+                .collect::<Vec<_>>(),
+            "two locked TLB entries would match one address",
+        )?;
         match &self.walker.pwc {
             PwcConfig::None => {}
             PwcConfig::Split { caches } => {
