@@ -444,13 +444,13 @@ pub(crate) fn row(o: &Outcome) -> Row {
         .iter()
         .filter(|l| l.name == first)
         .map(|l| l.misses)
-        .sum();
+        .fold(0, u64::saturating_add);
     let ll: u64 = r
         .tlb_levels
         .iter()
         .filter(|l| l.name == last)
         .map(|l| l.misses)
-        .sum();
+        .fold(0, u64::saturating_add);
     Row {
         machine: o.machine.clone(),
         input: o.input.clone(),
@@ -459,11 +459,14 @@ pub(crate) fn row(o: &Outcome) -> Row {
         last_mpkr: k(ll),
         walks: r.walks.walks,
         walk_refs: r.walks.refs,
-        faults: r.faults.demand
-            + r.faults.demand_huge
-            + r.faults.cow_copies
-            + r.faults.write_protect
-            + r.faults.outside_mappings,
+        faults: [
+            r.faults.demand_huge,
+            r.faults.cow_copies,
+            r.faults.write_protect,
+            r.faults.outside_mappings,
+        ]
+        .iter()
+        .fold(r.faults.demand, |a, &b| a.saturating_add(b)),
         pt_bytes: r.page_tables.bytes_peak,
         cycles_per_ref: r.cycles.per_ref,
         translation_cycles_per_ref: r.cycles.translation_per_ref,
@@ -574,7 +577,7 @@ fn hash_lines(s: &mut String, h: &xlat_sim::hashed::HashStats) {
         n(h.slots),
         n(h.live),
         n(h.zombies),
-        n(h.slots - h.live - h.zombies),
+        n(h.slots.saturating_sub(h.live).saturating_sub(h.zombies)),
         n(h.peak_live),
         n(h.peak_zombies),
         100.0 * h.use_fraction

@@ -40,7 +40,9 @@ pub fn programs(r: &xlat_sim::Report) -> String {
     }
     if v.len() > SHOWN {
         let rest = &v[SHOWN..];
-        let sum = |f: fn(&&xlat_sim::stats::ProgramStats) -> u64| rest.iter().map(f).sum::<u64>();
+        let sum = |f: fn(&&xlat_sim::stats::ProgramStats) -> u64| {
+            rest.iter().map(f).fold(0u64, u64::saturating_add)
+        };
         let _ = writeln!(
             s,
             "  {:>14} {:>14} {:>6.1}% {:>12} {:>10}",
@@ -77,7 +79,12 @@ pub fn privileges(r: &xlat_sim::Report) -> String {
         "walks/kref",
         "walk cycles"
     );
-    let total = r.privileges.iter().map(|p| p.refs).sum::<u64>().max(1) as f64;
+    let total = r
+        .privileges
+        .iter()
+        .map(|p| p.refs)
+        .fold(0u64, u64::saturating_add)
+        .max(1) as f64;
     for p in &r.privileges {
         let _ = writeln!(
             s,
@@ -93,7 +100,10 @@ pub fn privileges(r: &xlat_sim::Report) -> String {
             n(p.walk_cycles)
         );
     }
-    let (u, k) = (&r.privileges[0], &r.privileges[1]);
+    let by = |name: &str| r.privileges.iter().find(|p| p.privilege == name);
+    let (Some(u), Some(k)) = (by("user"), by("kernel")) else {
+        return s;
+    };
     let _ = writeln!(
         s,
         "  as /proc/tlbmiss (8xx): I-TLB userspace misses: {}  I-TLB kernel misses: {}  \
@@ -164,7 +174,11 @@ pub fn fetch_miss_pages(r: &xlat_sim::Report) -> String {
     if !v.iter().any(|p| !p.functions.is_empty()) {
         return s;
     }
-    let total: u64 = r.privileges.iter().map(|p| p.itlb_l1_misses).sum();
+    let total = r
+        .privileges
+        .iter()
+        .map(|p| p.itlb_l1_misses)
+        .fold(0u64, u64::saturating_add);
     let _ = writeln!(
         s,
         "ITLB misses   by code page (first level; {} pages shown of the most missed; kernel functions on each)",

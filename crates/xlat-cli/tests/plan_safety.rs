@@ -1,0 +1,518 @@
+//! Plans, shards, merges and sweeps from files or flags (issue 35, class 6; class 7's
+//! `--set`/`--sweep` columns and merged reports of huge numbers): a plan is checked when
+//! read as when written, a shard report of any wrong shape is an error naming the file,
+//! a FIFO or device is refused at once, a sweep is counted before it is made, and a new
+//! plan removes only the files an old one made.
+
+use proptest::prelude::*;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+mod common;
+use common::XLAT;
+
+/// Runs `xlat args` in `cwd`, killed after `secs`: (success, stdout, stderr). A run
+/// that had to be killed, or that panicked, fails the test.
+fn xlat_in(cwd: &Path, args: &[&str], secs: u64) -> (bool, String, String) {
+    let mut child = Command::new(XLAT)
+        .args(args)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        if t.elapsed() > Duration::from_secs(secs) {
+            child.kill().unwrap();
+            let _ = child.wait();
+            panic!("xlat {args:?} still ran after {secs} s");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(
+        !err.contains("panicked") && o.status.code().is_some_and(|c| c == 0 || c == 1),
+        "xlat {args:?}: {:?}\n{err}",
+        o.status
+    );
+    (
+        o.status.success(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        err,
+    )
+}
+
+fn xlat(args: &[&str]) -> (bool, String, String) {
+    xlat_in(Path::new("."), args, 60)
+}
+
+/// A plan of 2 machines (one hashed) × 2 workloads in 2 shards, both run: the files of
+/// `DIR`, made once per test binary and copied for each test.
+fn fixture() -> &'static Path {
+    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("plan");
+        let ps = p.to_str().unwrap();
+        let (ok, _, err) = xlat(&[
+            "sim",
+            "-m",
+            "skylake",
+            "-m",
+            "ppc604",
+            "-w",
+            "stride:refs=1000",
+            "-w",
+            "chase:footprint=64KiB,refs=1000",
+            "--plan",
+            ps,
+            "--shards",
+            "2",
+        ]);
+        assert!(ok, "{err}");
+        for k in ["0", "1"] {
+            let (ok, _, err) = xlat(&["shard", ps, k]);
+            assert!(ok, "{err}");
+        }
+        d
+    })
+    .path()
+}
+
+/// A fresh copy of the fixture's plan directory.
+fn plan_copy() -> (tempfile::TempDir, PathBuf) {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("plan");
+    std::fs::create_dir(&p).unwrap();
+    for e in std::fs::read_dir(fixture().join("plan")).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), p.join(e.file_name())).unwrap();
+    }
+    (d, p)
+}
+
+fn read_json(p: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
+}
+
+fn write_json(p: &Path, v: &Value) {
+    std::fs::write(p, serde_json::to_vec(v).unwrap()).unwrap();
+}
+
+fn merge(plan: &Path, extra: &[&str]) -> (bool, String, String) {
+    let mut a = vec!["merge", plan.to_str().unwrap()];
+    a.extend(extra);
+    xlat_in(plan.parent().unwrap(), &a, 30)
+}
+
+#[test]
+fn a_plan_is_checked_when_read_as_when_written() {
+    let (_d, p) = plan_copy();
+    let ps = p.to_str().unwrap();
+    let good = read_json(&p.join("plan.json"));
+    let with = |f: &dyn Fn(&mut Value)| {
+        let mut v = good.clone();
+        f(&mut v);
+        write_json(&p.join("plan.json"), &v);
+    };
+    // 10^9 shards: refused at once (merge looked for each file in turn).
+    with(&|v| v["shards"] = json!(1_000_000_000u64));
+    let t = Instant::now();
+    let (ok, _, err) = merge(&p, &[]);
+    assert!(!ok && err.contains("shards: between 1 and 4"), "{err}");
+    assert!(t.elapsed() < Duration::from_secs(10));
+    // 0 shards: merge does not succeed with nothing; `shard DIR 0` names no wrapped range.
+    with(&|v| v["shards"] = json!(0));
+    let (ok, _, err) = merge(&p, &[]);
+    assert!(!ok && err.contains("0 shards"), "{err}");
+    let (ok, _, err) = xlat(&["shard", ps, "0"]);
+    assert!(!ok && err.contains("0 shards") && !err.contains("18446744073709551615"), "{err}");
+    // Huge run counts: refused before the merge allocates a slot per run.
+    with(&|v| {
+        let m = v["machines"][0].clone();
+        let i = v["inputs"][0].clone();
+        v["machines"] = Value::Array(vec![m; 2000]);
+        v["inputs"] = Value::Array(vec![i; 2000]);
+    });
+    let (ok, _, err) = merge(&p, &[]);
+    assert!(!ok && err.contains("4000000 runs: at most 100000"), "{err}");
+    // A field changed twice in one machine (`xlat sim` never writes that).
+    with(&|v| v["machines"][0]["sets"] = json!(["os.thp=never", "os.thp = always"]));
+    let (ok, _, err) = merge(&p, &[]);
+    assert!(!ok && err.contains("changed twice"), "{err}");
+    // The writer refuses what the reader refuses: no plan of 0 runs or 10^9 shards.
+    let (ok, _, err) = xlat(&["sim", "-w", "stride", "--plan", ps, "--shards", "0"]);
+    assert!(!ok && err.contains("between 1 and 1"), "{err}");
+}
+
+#[test]
+fn fifos_and_devices_named_as_plan_or_shard_files_are_refused_at_once() {
+    for (file, target) in [
+        ("plan.json", None),
+        ("plan.json", Some("/dev/zero")),
+        ("shard-1.json", None),
+        ("shard-1.json", Some("/dev/zero")),
+    ] {
+        let (_d, p) = plan_copy();
+        let f = p.join(file);
+        std::fs::remove_file(&f).unwrap();
+        let kind = match target {
+            Some(t) => {
+                std::os::unix::fs::symlink(t, &f).unwrap();
+                "character device"
+            }
+            None => {
+                let c = std::ffi::CString::new(f.to_str().unwrap()).unwrap();
+                // SAFETY: a valid NUL-terminated path.
+                assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+                "FIFO"
+            }
+        };
+        let (ok, _, err) = merge(&p, &[]);
+        assert!(!ok && err.contains(file) && err.contains(kind), "{err}");
+        if file == "plan.json" {
+            let (ok, _, err) = xlat_in(p.parent().unwrap(), &["shard", "plan", "0"], 30);
+            assert!(!ok && err.contains(kind), "{err}");
+        }
+    }
+}
+
+/// Mutations of a real shard report that must be refused, each naming the file.
+#[test]
+fn a_shard_report_of_the_wrong_shape_is_an_error_naming_the_file() {
+    type Mutation = (&'static str, fn(&mut Value));
+    let cases: &[Mutation] = &[
+        ("neither a result nor a failure", |v| {
+            v["runs"].as_array_mut().unwrap().pop();
+        }),
+        ("twice", |v| {
+            let r = v["runs"][0].clone();
+            v["runs"].as_array_mut().unwrap().push(r);
+        }),
+        ("not the shard's", |v| v["runs"][0]["index"] = json!(3)),
+        ("not the shard's", |v| {
+            v["runs"][0]["index"] = json!(usize::MAX)
+        }),
+        ("privileges", |v| {
+            v["runs"][0]["report"]["privileges"] = json!([{"privilege": "user", "refs": 1,
+                "fetches": 0, "loads": 1, "stores": 0, "instructions": 0, "itlb_l1_misses": 0,
+                "dtlb_l1_misses": 0, "walks": 0, "walk_cycles": 0, "faults": 0}])
+        }),
+        ("per_ref", |v| {
+            v["runs"][0]["report"]["cycles"]["per_ref"] = json!(f64::MAX)
+        }),
+        ("misses_per_kref", |v| {
+            v["runs"][0]["report"]["tlb_levels"][0]["misses_per_kref"] = json!(-1.0)
+        }),
+        ("seconds", |v| v["runs"][0]["seconds"] = json!(1e300)),
+        ("missing field", |v| {
+            v["runs"][0].as_object_mut().unwrap().remove("report");
+        }),
+        ("unknown field", |v| v["runs"][0]["extra"] = json!(1)),
+        ("machine", |v| {
+            v["runs"][0]["machine"] = json!("i386");
+            v["runs"][0]["report"]["machine"]["name"] = json!("i386");
+        }),
+        ("input", |v| v["runs"][0]["input"] = json!("gups")),
+        ("its machine", |v| {
+            v["runs"][0]["report"]["machine"]["tlb"]["levels"] = json!([])
+        }),
+        ("invalid type", |v| v["runs"] = json!({})),
+        ("another plan", |v| v["shards"] = json!(3)),
+    ];
+    for (want, f) in cases {
+        let (_d, p) = plan_copy();
+        let mut v = read_json(&p.join("shard-0.json"));
+        f(&mut v);
+        write_json(&p.join("shard-0.json"), &v);
+        let (ok, _, err) = merge(&p, &[]);
+        assert!(
+            !ok && err.contains("shard-0.json") && err.contains(want),
+            "{want}: {err}"
+        );
+    }
+}
+
+/// A different machine in one shard than the same plan machine in another.
+#[test]
+fn shards_must_agree_on_each_machine() {
+    let (_d, p) = plan_copy();
+    // skylake's two runs are in different shards (input-major blocks of 2).
+    let mut v = read_json(&p.join("shard-1.json"));
+    let run = v["runs"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|r| r["machine"] == "skylake")
+        .unwrap();
+    run["report"]["machine"]["description"] = json!("another machine");
+    write_json(&p.join("shard-1.json"), &v);
+    let (ok, _, err) = merge(&p, &[]);
+    assert!(!ok && err.contains("shard-1.json") && err.contains("machine"), "{err}");
+}
+
+/// A metric of f64::MAX in a report: the merge (with an HTML report and a plot) ends
+/// with an error naming the shard.
+#[test]
+fn a_merged_report_with_a_huge_metric_finishes() {
+    let (d, p) = plan_copy();
+    let mut v = read_json(&p.join("shard-0.json"));
+    for r in v["runs"].as_array_mut().unwrap() {
+        r["report"]["cycles"]["per_ref"] = json!(f64::MAX);
+        r["report"]["cycles"]["translation_per_ref"] = json!(f64::MAX);
+    }
+    write_json(&p.join("shard-0.json"), &v);
+    let html = d.path().join("r.html");
+    let t = Instant::now();
+    let (ok, _, err) = merge(&p, &["--html", html.to_str().unwrap()]);
+    assert!(!ok && err.contains("shard-0.json"), "{err}");
+    assert!(t.elapsed() < Duration::from_secs(20));
+    assert!(!html.exists());
+}
+
+#[test]
+fn a_new_plan_removes_only_the_files_the_old_one_made() {
+    let (_d, p) = plan_copy();
+    let ps = p.to_str().unwrap();
+    for n in ["shard-notes.txt", "shard-7.json", "mine.txt"] {
+        std::fs::write(p.join(n), "mine").unwrap();
+    }
+    std::fs::write(p.join("shard-0.log"), "slurm output").unwrap();
+    let (ok, _, err) = xlat(&["sim", "-w", "stride:refs=100", "--plan", ps]);
+    assert!(ok, "{err}");
+    for n in ["shard-notes.txt", "shard-7.json", "mine.txt"] {
+        assert!(p.join(n).exists(), "{n} was removed");
+    }
+    for n in ["shard-0.json", "shard-1.json", "shard-0.log"] {
+        assert!(!p.join(n).exists(), "{n} of the old plan is left");
+    }
+    // A directory whose plan.json is not one: nothing is removed.
+    std::fs::write(p.join("plan.json"), "{}").unwrap();
+    std::fs::write(p.join("shard-0.json"), "mine").unwrap();
+    let (ok, _, err) = xlat(&["sim", "-w", "stride:refs=100", "--plan", ps]);
+    assert!(!ok && err.contains("not empty"), "{err}");
+    assert!(p.join("shard-0.json").exists());
+}
+
+#[test]
+fn a_huge_sweep_is_refused_before_it_is_made() {
+    let v: Vec<String> = (0..100).map(|i| (i + 1).to_string()).collect();
+    let v = v.join(",");
+    let mut a = vec!["sim", "-w", "stride:refs=100"];
+    let sweeps: Vec<String> = ["tlb.asid_bits", "os.flush_ceiling", "cost.fault_cycles", "cost.pte_cycles"]
+        .iter()
+        .map(|f| format!("{f}={v}"))
+        .collect();
+    for s in &sweeps {
+        a.extend(["--sweep", s.as_str()]);
+    }
+    let t = Instant::now();
+    let (ok, _, err) = xlat_in(Path::new("."), &a, 20);
+    assert!(!ok && err.contains("100000000 combinations") && err.contains("100000"), "{err}");
+    assert!(t.elapsed() < Duration::from_secs(10));
+    // Within the limit per sweep, but not with the machines and inputs.
+    let (ok, _, err) = xlat(&[
+        "sim", "-m", "skylake", "-m", "zen4", "-w", "stride:refs=1", "-w", "gups:refs=1",
+        "--sweep", &sweeps[0], "--sweep", &sweeps[1], "--sweep", "cost.pte_cycles=1,2,3,4,5,6",
+    ]);
+    assert!(
+        !ok && err.contains("100 × 100 × 6 = 60000 combinations") && err.contains("the 25000"),
+        "{err}"
+    );
+}
+
+/// `--set F=16 --sweep F=64,128`: the runs simulate 64 and 128, and every output says so.
+#[test]
+fn a_swept_field_wins_over_its_set_in_every_output() {
+    let d = tempfile::tempdir().unwrap();
+    let f = "tlb.levels[0].d[0].entries";
+    let (json_p, csv_p, svg_p) = (d.path().join("r.json"), d.path().join("r.csv"), d.path().join("r.svg"));
+    let (ok, _, err) = xlat(&[
+        "sim", "-m", "skylake", "-w", "stride:refs=2000",
+        "--set", &format!("{f}=16"), "--set", "os.thp=never",
+        "--sweep", &format!("{f}=64,128"),
+        "--json", json_p.to_str().unwrap(), "--csv", csv_p.to_str().unwrap(),
+        "--plot", svg_p.to_str().unwrap(),
+    ]);
+    assert!(ok, "{err}");
+    let v = read_json(&json_p);
+    for (run, want) in v["runs"].as_array().unwrap().iter().zip([64, 128]) {
+        assert_eq!(run["params"][f], json!(want.to_string()), "{run:#}");
+        assert_eq!(run["params"]["os.thp"], json!("never"));
+        assert_eq!(run["report"]["machine"]["tlb"]["levels"][0]["d"][0]["entries"], json!(want));
+        assert!(!run["machine"].as_str().unwrap().contains("=16"), "{}", run["machine"]);
+    }
+    let csv = std::fs::read_to_string(&csv_p).unwrap();
+    let head: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let col = head.iter().position(|h| h.contains("entries")).unwrap();
+    let vals: Vec<&str> = csv.lines().skip(1).map(|l| l.split(',').nth(col).unwrap()).collect();
+    assert_eq!(vals, ["64", "128"], "{csv}");
+    assert_eq!(head.iter().filter(|h| h.contains("entries")).count(), 1, "{csv}");
+    let svg = std::fs::read_to_string(&svg_p).unwrap();
+    assert!(!svg.contains("=16"), "the plot names the set value");
+    assert!(svg.contains("\n128\n"), "the x axis has the swept values");
+    // The same sweep as a plan: its machines carry only the swept value.
+    let p = d.path().join("plan");
+    let (ok, _, err) = xlat(&[
+        "sim", "-m", "skylake", "-w", "stride:refs=2000", "--set", &format!("{f}=16"),
+        "--sweep", &format!("{f}=64,128"), "--plan", p.to_str().unwrap(),
+    ]);
+    assert!(ok, "{err}");
+    let plan = read_json(&p.join("plan.json"));
+    assert_eq!(plan["machines"][0]["sets"], json!([format!("{f}=64")]));
+}
+
+/// A random mutation at a random place of a JSON value: the path of keys/indices and
+/// what is done there.
+#[derive(Debug, Clone)]
+enum Change {
+    Delete,
+    WrongType,
+    Negative,
+    HugeFloat,
+    Zero,
+    MaxU64,
+}
+
+/// Every (path, value) of `v`, depth first.
+fn places(v: &Value, at: Vec<Value>, out: &mut Vec<Vec<Value>>) {
+    out.push(at.clone());
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                let mut p = at.clone();
+                p.push(json!(k));
+                places(x, p, out);
+            }
+        }
+        Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                let mut p = at.clone();
+                p.push(json!(i));
+                places(x, p, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Applies `c` at `path` (not the root); whether the change must be refused.
+fn apply(v: &mut Value, path: &[Value], c: &Change) -> bool {
+    let (last, parent) = path.split_last().unwrap();
+    let mut cur = &mut *v;
+    for k in parent {
+        cur = match k {
+            Value::String(s) => &mut cur[s.as_str()],
+            _ => &mut cur[k.as_u64().unwrap() as usize],
+        };
+    }
+    let slot = match last {
+        Value::String(s) => {
+            if let Change::Delete = c {
+                cur.as_object_mut().unwrap().remove(s.as_str());
+                return false;
+            }
+            &mut cur[s.as_str()]
+        }
+        _ => {
+            let i = last.as_u64().unwrap() as usize;
+            if let Change::Delete = c {
+                cur.as_array_mut().unwrap().remove(i);
+                return false;
+            }
+            &mut cur[i]
+        }
+    };
+    let was_number = slot.is_number();
+    match c {
+        Change::Delete => unreachable!(),
+        Change::WrongType => {
+            *slot = if slot.is_string() { json!(7) } else { json!("x") };
+            // Every field of these files is typed: a string for a number, a number for a
+            // string, either for an array or object, is refused (`null` would be an
+            // absent option, so it is not used).
+            true
+        }
+        Change::Negative => {
+            *slot = json!(-1);
+            was_number
+        }
+        Change::HugeFloat => {
+            *slot = json!(1e300);
+            was_number
+        }
+        Change::Zero => {
+            *slot = json!(0);
+            false
+        }
+        Change::MaxU64 => {
+            *slot = json!(u64::MAX);
+            false
+        }
+    }
+}
+
+fn change() -> impl Strategy<Value = Change> {
+    prop_oneof![
+        Just(Change::Delete),
+        Just(Change::WrongType),
+        Just(Change::Negative),
+        Just(Change::HugeFloat),
+        Just(Change::Zero),
+        Just(Change::MaxU64),
+    ]
+}
+
+/// Mutates `file` of a copy of the fixture at the `pick`-th place with `c` and merges:
+/// never a panic or a hang; a clear error naming `file` where the change must be
+/// refused, else an error naming a file of the plan, or a merge that writes its CSV.
+fn mutated_merge(file: &str, pick: prop::sample::Index, c: &Change) -> Result<(), TestCaseError> {
+    let (d, p) = plan_copy();
+    let mut v = read_json(&p.join(file));
+    let mut all = Vec::new();
+    places(&v, Vec::new(), &mut all);
+    all.remove(0);
+    let path = pick.get(&all).clone();
+    let refuse = apply(&mut v, &path, c);
+    write_json(&p.join(file), &v);
+    let csv = d.path().join("out.csv");
+    let (ok, _, err) = merge(&p, &["--csv", csv.to_str().unwrap()]);
+    if refuse {
+        prop_assert!(!ok && err.contains(file), "{:?} at {:?}: {}", c, path, err);
+    }
+    if ok {
+        let rows = std::fs::read_to_string(&csv).unwrap().lines().count();
+        prop_assert_eq!(rows, 5);
+    } else {
+        prop_assert!(
+            err.contains("plan.json") || err.contains("shard-"),
+            "{:?} at {:?}: {}",
+            c,
+            path,
+            err
+        );
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn any_mutation_of_a_shard_report_is_an_error_or_merges(pick in any::<prop::sample::Index>(), c in change()) {
+        mutated_merge("shard-0.json", pick, &c)?;
+    }
+
+    #[test]
+    fn any_mutation_of_a_plan_is_an_error_or_merges(pick in any::<prop::sample::Index>(), c in change()) {
+        mutated_merge("plan.json", pick, &c)?;
+    }
+}
