@@ -136,7 +136,10 @@ fn a_plan_is_checked_when_read_as_when_written() {
     let (ok, _, err) = merge(&p, &[]);
     assert!(!ok && err.contains("0 shards"), "{err}");
     let (ok, _, err) = xlat(&["shard", ps, "0"]);
-    assert!(!ok && err.contains("0 shards") && !err.contains("18446744073709551615"), "{err}");
+    assert!(
+        !ok && err.contains("0 shards") && !err.contains("18446744073709551615"),
+        "{err}"
+    );
     // Huge run counts: refused before the merge allocates a slot per run.
     with(&|v| {
         let m = v["machines"][0].clone();
@@ -258,7 +261,10 @@ fn shards_must_agree_on_each_machine() {
     run["report"]["machine"]["description"] = json!("another machine");
     write_json(&p.join("shard-1.json"), &v);
     let (ok, _, err) = merge(&p, &[]);
-    assert!(!ok && err.contains("shard-1.json") && err.contains("machine"), "{err}");
+    assert!(
+        !ok && err.contains("shard-1.json") && err.contains("machine"),
+        "{err}"
+    );
 }
 
 /// A metric of f64::MAX in a report: the merge (with an HTML report and a plot) ends
@@ -278,6 +284,49 @@ fn a_merged_report_with_a_huge_metric_finishes() {
     assert!(!ok && err.contains("shard-0.json"), "{err}");
     assert!(t.elapsed() < Duration::from_secs(20));
     assert!(!html.exists());
+}
+
+/// The largest counts a report can hold, consistently (sums saturated at 2^64 - 1):
+/// merged, printed, and drawn in an HTML report and a plot, in seconds.
+#[test]
+fn a_merged_report_with_the_largest_counts_is_drawn() {
+    let (d, p) = plan_copy();
+    for k in 0..2 {
+        let f = p.join(format!("shard-{k}.json"));
+        let mut v = read_json(&f);
+        for r in v["runs"].as_array_mut().unwrap() {
+            let rep = &mut r["report"];
+            let refs = rep["refs"]["total"].as_u64().unwrap().max(1) as f64;
+            let c = &mut rep["cycles"];
+            c["fault"] = json!(u64::MAX);
+            c["total"] = json!(u64::MAX);
+            c["saturated"] = json!(true);
+            c["per_ref"] = json!(u64::MAX as f64 / refs);
+            rep["walks"]["walks"] = json!(u64::MAX);
+            for l in rep["tlb_levels"].as_array_mut().unwrap() {
+                l["misses"] = json!(u64::MAX);
+                l["misses_per_kref"] = json!(u64::MAX as f64 * 1000.0 / refs);
+            }
+        }
+        write_json(&f, &v);
+    }
+    let (html, svg) = (d.path().join("r.html"), d.path().join("r.svg"));
+    let t = Instant::now();
+    let (ok, _, err) = merge(
+        &p,
+        &[
+            "--html",
+            html.to_str().unwrap(),
+            "--plot",
+            svg.to_str().unwrap(),
+            "--plot-metric",
+            "cycles_per_ref",
+        ],
+    );
+    assert!(ok, "{err}");
+    assert!(t.elapsed() < Duration::from_secs(20));
+    assert!(std::fs::read_to_string(&html).unwrap().contains("<svg"));
+    assert!(svg.exists());
 }
 
 #[test]
@@ -309,21 +358,42 @@ fn a_huge_sweep_is_refused_before_it_is_made() {
     let v: Vec<String> = (0..100).map(|i| (i + 1).to_string()).collect();
     let v = v.join(",");
     let mut a = vec!["sim", "-w", "stride:refs=100"];
-    let sweeps: Vec<String> = ["tlb.asid_bits", "os.flush_ceiling", "cost.fault_cycles", "cost.pte_cycles"]
-        .iter()
-        .map(|f| format!("{f}={v}"))
-        .collect();
+    let sweeps: Vec<String> = [
+        "tlb.asid_bits",
+        "os.flush_ceiling",
+        "cost.fault_cycles",
+        "cost.pte_cycles",
+    ]
+    .iter()
+    .map(|f| format!("{f}={v}"))
+    .collect();
     for s in &sweeps {
         a.extend(["--sweep", s.as_str()]);
     }
     let t = Instant::now();
     let (ok, _, err) = xlat_in(Path::new("."), &a, 20);
-    assert!(!ok && err.contains("100000000 combinations") && err.contains("100000"), "{err}");
+    assert!(
+        !ok && err.contains("100000000 combinations") && err.contains("100000"),
+        "{err}"
+    );
     assert!(t.elapsed() < Duration::from_secs(10));
     // Within the limit per sweep, but not with the machines and inputs.
     let (ok, _, err) = xlat(&[
-        "sim", "-m", "skylake", "-m", "zen4", "-w", "stride:refs=1", "-w", "gups:refs=1",
-        "--sweep", &sweeps[0], "--sweep", &sweeps[1], "--sweep", "cost.pte_cycles=1,2,3,4,5,6",
+        "sim",
+        "-m",
+        "skylake",
+        "-m",
+        "zen4",
+        "-w",
+        "stride:refs=1",
+        "-w",
+        "gups:refs=1",
+        "--sweep",
+        &sweeps[0],
+        "--sweep",
+        &sweeps[1],
+        "--sweep",
+        "cost.pte_cycles=1,2,3,4,5,6",
     ]);
     assert!(
         !ok && err.contains("100 × 100 × 6 = 60000 combinations") && err.contains("the 25000"),
@@ -336,36 +406,76 @@ fn a_huge_sweep_is_refused_before_it_is_made() {
 fn a_swept_field_wins_over_its_set_in_every_output() {
     let d = tempfile::tempdir().unwrap();
     let f = "tlb.levels[0].d[0].entries";
-    let (json_p, csv_p, svg_p) = (d.path().join("r.json"), d.path().join("r.csv"), d.path().join("r.svg"));
+    let (json_p, csv_p, svg_p) = (
+        d.path().join("r.json"),
+        d.path().join("r.csv"),
+        d.path().join("r.svg"),
+    );
     let (ok, _, err) = xlat(&[
-        "sim", "-m", "skylake", "-w", "stride:refs=2000",
-        "--set", &format!("{f}=16"), "--set", "os.thp=never",
-        "--sweep", &format!("{f}=64,128"),
-        "--json", json_p.to_str().unwrap(), "--csv", csv_p.to_str().unwrap(),
-        "--plot", svg_p.to_str().unwrap(),
+        "sim",
+        "-m",
+        "skylake",
+        "-w",
+        "stride:refs=2000",
+        "--set",
+        &format!("{f}=16"),
+        "--set",
+        "os.thp=never",
+        "--sweep",
+        &format!("{f}=64,128"),
+        "--json",
+        json_p.to_str().unwrap(),
+        "--csv",
+        csv_p.to_str().unwrap(),
+        "--plot",
+        svg_p.to_str().unwrap(),
     ]);
     assert!(ok, "{err}");
     let v = read_json(&json_p);
     for (run, want) in v["runs"].as_array().unwrap().iter().zip([64, 128]) {
         assert_eq!(run["params"][f], json!(want.to_string()), "{run:#}");
         assert_eq!(run["params"]["os.thp"], json!("never"));
-        assert_eq!(run["report"]["machine"]["tlb"]["levels"][0]["d"][0]["entries"], json!(want));
-        assert!(!run["machine"].as_str().unwrap().contains("=16"), "{}", run["machine"]);
+        assert_eq!(
+            run["report"]["machine"]["tlb"]["levels"][0]["d"][0]["entries"],
+            json!(want)
+        );
+        assert!(
+            !run["machine"].as_str().unwrap().contains("=16"),
+            "{}",
+            run["machine"]
+        );
     }
     let csv = std::fs::read_to_string(&csv_p).unwrap();
     let head: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
     let col = head.iter().position(|h| h.contains("entries")).unwrap();
-    let vals: Vec<&str> = csv.lines().skip(1).map(|l| l.split(',').nth(col).unwrap()).collect();
+    let vals: Vec<&str> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(col).unwrap())
+        .collect();
     assert_eq!(vals, ["64", "128"], "{csv}");
-    assert_eq!(head.iter().filter(|h| h.contains("entries")).count(), 1, "{csv}");
+    assert_eq!(
+        head.iter().filter(|h| h.contains("entries")).count(),
+        1,
+        "{csv}"
+    );
     let svg = std::fs::read_to_string(&svg_p).unwrap();
     assert!(!svg.contains("=16"), "the plot names the set value");
     assert!(svg.contains("\n128\n"), "the x axis has the swept values");
     // The same sweep as a plan: its machines carry only the swept value.
     let p = d.path().join("plan");
     let (ok, _, err) = xlat(&[
-        "sim", "-m", "skylake", "-w", "stride:refs=2000", "--set", &format!("{f}=16"),
-        "--sweep", &format!("{f}=64,128"), "--plan", p.to_str().unwrap(),
+        "sim",
+        "-m",
+        "skylake",
+        "-w",
+        "stride:refs=2000",
+        "--set",
+        &format!("{f}=16"),
+        "--sweep",
+        &format!("{f}=64,128"),
+        "--plan",
+        p.to_str().unwrap(),
     ]);
     assert!(ok, "{err}");
     let plan = read_json(&p.join("plan.json"));
@@ -437,7 +547,11 @@ fn apply(v: &mut Value, path: &[Value], c: &Change) -> bool {
     match c {
         Change::Delete => unreachable!(),
         Change::WrongType => {
-            *slot = if slot.is_string() { json!(7) } else { json!("x") };
+            *slot = if slot.is_string() {
+                json!(7)
+            } else {
+                json!("x")
+            };
             // Every field of these files is typed: a string for a number, a number for a
             // string, either for an array or object, is refused (`null` would be an
             // absent option, so it is not used).

@@ -131,7 +131,8 @@ impl Plan {
     /// once).
     pub fn read(dir: &Path) -> Result<Plan> {
         let path = dir.join("plan.json");
-        let text = match xlat_fs::read_input_string(&path, "the plan directory argument", PLAN_CAP) {
+        let text = match xlat_fs::read_input_string(&path, "the plan directory argument", PLAN_CAP)
+        {
             Ok(t) => t,
             Err(xlat_fs::InputError::Io { source, .. })
                 if source.kind() == std::io::ErrorKind::NotFound =>
@@ -144,8 +145,8 @@ impl Plan {
             }
             Err(e) => return Err(e.into()),
         };
-        let plan: Plan =
-            serde_json::from_str(&text).with_context(|| format!("{} is not a plan", shown(&path)))?;
+        let plan: Plan = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not a plan", shown(&path)))?;
         plan.check()
             .with_context(|| format!("{} is not a plan xlat can run", shown(&path)))?;
         Ok(plan)

@@ -32,7 +32,10 @@ pub fn merge(dir: &Path, out: &OutputArgs, partial: bool) -> Result<()> {
                 machines[m] = Some(match plan.preset_machine(m) {
                     Some(cfg) => {
                         let cfg = cfg.with_context(|| {
-                            format!("{}: machine {m}", crate::output::shown(&dir.join("plan.json")))
+                            format!(
+                                "{}: machine {m}",
+                                crate::output::shown(&dir.join("plan.json"))
+                            )
                         })?;
                         (cfg.name.clone(), cfg.to_toml())
                     }
@@ -173,4 +176,3 @@ pub fn finish(
         .collect();
     bail!("{failed} of {total} runs failed: {}", list.join(", "))
 }
-

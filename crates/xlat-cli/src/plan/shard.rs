@@ -3,8 +3,8 @@
 //! naming it, never a panic, a hang or a wrong table.
 
 use super::Plan;
-use crate::run;
 use crate::output::shown;
+use crate::run;
 use anyhow::{bail, ensure, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -216,7 +216,10 @@ fn check(plan: &Plan, mine: &[usize], f: &ShardFile) -> Result<()> {
         );
     }
     if let Some(at) = seen.iter().position(|s| !s) {
-        bail!("run {} of the shard is neither a result nor a failure", mine[at]);
+        bail!(
+            "run {} of the shard is neither a result nor a failure",
+            mine[at]
+        );
     }
     Ok(())
 }
@@ -234,7 +237,10 @@ pub fn check_report(r: &Report) -> Result<()> {
         Ok(())
     };
     for l in &r.tlb_levels {
-        rate(&format!("tlb_levels {} misses_per_kref", l.name), l.misses_per_kref)?;
+        rate(
+            &format!("tlb_levels {} misses_per_kref", l.name),
+            l.misses_per_kref,
+        )?;
     }
     let mut c = r.cycles.clone();
     c.derive(r.refs.total);

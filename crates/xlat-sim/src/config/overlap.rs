@@ -79,15 +79,24 @@ mod tests {
     #[test]
     fn overlapping_regions_are_named_both() {
         let e = disjoint(
-            &[r(0, 0x1000, 0x1000, Side::Both), r(1, 0x1800, 0x100, Side::D)],
+            &[
+                r(0, 0x1000, 0x1000, Side::Both),
+                r(1, 0x1800, 0x100, Side::D),
+            ],
             "x",
         )
         .unwrap_err()
         .to_string();
-        assert!(e.starts_with("bats[1]:") && e.contains("overlaps bats[0]"), "{e}");
+        assert!(
+            e.starts_with("bats[1]:") && e.contains("overlaps bats[0]"),
+            "{e}"
+        );
         // Adjacent is fine; the other array is fine.
         disjoint(
-            &[r(0, 0x1000, 0x1000, Side::Both), r(1, 0x2000, 0x100, Side::D)],
+            &[
+                r(0, 0x1000, 0x1000, Side::Both),
+                r(1, 0x2000, 0x100, Side::D),
+            ],
             "x",
         )
         .unwrap();
