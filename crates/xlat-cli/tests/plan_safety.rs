@@ -632,3 +632,32 @@ proptest! {
         mutated_merge("plan.json", pick, &c)?;
     }
 }
+
+/// A line break in a path or `--sbatch` option would start a line of `job.sh` that the
+/// shell runs: refused before anything is written.
+#[test]
+fn a_line_break_cannot_reach_the_job_script() {
+    let d = tempfile::tempdir().unwrap();
+    let bad = d.path().join("a\ntouch pwned\n#");
+    let (ok, _, err) = xlat(&[
+        "sim",
+        "-w",
+        "stride:refs=10",
+        "--plan",
+        bad.to_str().unwrap(),
+    ]);
+    assert!(!ok && err.contains("line break"), "{err}");
+    assert!(!bad.exists());
+    let p = d.path().join("p");
+    let (ok, _, err) = xlat(&[
+        "sim",
+        "-w",
+        "stride:refs=10",
+        "--slurm",
+        p.to_str().unwrap(),
+        "--sbatch",
+        "--time=1\ntouch pwned",
+    ]);
+    assert!(!ok && err.contains("line break"), "{err}");
+    assert!(!p.exists());
+}
