@@ -13,7 +13,7 @@
 //! - Pinned (locked) TLB entries: two entries matching one address are the same kind
 //!   of error on every TLB (x86: undefined; MIPS: a machine check).
 
-use super::{invalid, ConfigError, Side};
+use super::{invalid, ConfigError, PinnedConfig, Side};
 
 /// One fixed translation: its field (a TOML path), `[va, va + size)` and the array(s)
 /// holding it.
@@ -60,6 +60,23 @@ pub(super) fn disjoint(regions: &[Region], what: &str) -> Result<(), ConfigError
         }
     }
     Ok(())
+}
+
+/// The pinned TLB entries (`tlb.pinned`) do not overlap.
+pub(super) fn pinned(entries: &[PinnedConfig]) -> Result<(), ConfigError> {
+    disjoint(
+        &entries
+            .iter()
+            .enumerate()
+            .map(|(pi, p)| Region {
+                field: format!("tlb.pinned[{pi}]"),
+                va: p.va.0,
+                size: p.size.bytes(),
+                side: p.side,
+            })
+            .collect::<Vec<_>>(),
+        "two locked TLB entries would match one address",
+    )
 }
 
 #[cfg(test)]
@@ -136,6 +153,21 @@ mod tests {
         assert!(
             e.contains("page_table.hash.linear[1]")
                 && e.contains("overlaps page_table.hash.linear[0]"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn overlapping_pinned_entries_are_refused() {
+        let mut c = crate::presets::preset("arm926ejs").unwrap();
+        c.validate().unwrap();
+        let mut p = c.tlb.pinned[1].clone();
+        p.pa = super::super::Bytes(p.pa.0 + (16 << 20));
+        c.tlb.pinned.push(p);
+        let n = c.tlb.pinned.len() - 1;
+        let e = c.validate().unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("tlb.pinned[{n}]")) && e.contains("overlaps tlb.pinned[1]"),
             "{e}"
         );
     }

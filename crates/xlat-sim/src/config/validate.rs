@@ -270,21 +270,7 @@ impl MachineConfig {
                 ));
             }
         }
-        overlap::disjoint(
-            &self
-                .tlb
-                .pinned
-                .iter()
-                .enumerate()
-                .map(|(pi, p)| overlap::Region {
-                    field: format!("tlb.pinned[{pi}]"),
-                    va: p.va.0,
-                    size: p.size.bytes(),
-                    side: p.side,
-                })
-                .collect::<Vec<_>>(),
-            "two locked TLB entries would match one address",
-        )?;
+        overlap::pinned(&self.tlb.pinned)?;
         match &self.walker.pwc {
             PwcConfig::None => {}
             PwcConfig::Split { caches } => {
