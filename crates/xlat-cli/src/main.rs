@@ -243,11 +243,15 @@ pub struct SimArgs {
     #[arg(long)]
     attribute: bool,
     /// Change a field of every machine, e.g. `tlb.levels[1].unified[0].entries=2048`
-    /// or `os.thp=never` (repeatable; the machine's name then lists the changes).
+    /// or `os.thp=never` (repeatable; the machine's name then lists the changes). A
+    /// field set twice takes the last value; a field also swept takes the sweep's.
     #[arg(long = "set", value_name = "PATH=VALUE")]
     sets: Vec<String>,
     /// Sweep a field over values, e.g. `tlb.levels[0].d[0].entries=16,32,64,128`
-    /// (repeatable: every combination; each value is a run of every machine).
+    /// (repeatable: every combination; each value is a run of every machine). The sweep
+    /// wins over a `--set` of the same field: the runs, their names, the CSV and JSON
+    /// columns and the plot all have the swept value. At most 100000 runs (machines ×
+    /// combinations × inputs), counted before any is made.
     #[arg(long = "sweep", value_name = "PATH=V1,V2,...")]
     sweeps: Vec<String>,
     /// Write the runs as a plan of shards to DIR instead of running them (`xlat shard

@@ -282,7 +282,7 @@ fn detailed_raw(o: &Outcome) -> String {
         n(fl.entries_invalidated)
     );
     if let Some(h) = &r.hash {
-        hash_lines(&mut s, h);
+        crate::tables::hash_lines(&mut s, h);
     }
     if r.os.idle_cycles > 0 {
         let _ = writeln!(
@@ -444,13 +444,13 @@ pub(crate) fn row(o: &Outcome) -> Row {
         .iter()
         .filter(|l| l.name == first)
         .map(|l| l.misses)
-        .sum();
+        .fold(0, u64::saturating_add);
     let ll: u64 = r
         .tlb_levels
         .iter()
         .filter(|l| l.name == last)
         .map(|l| l.misses)
-        .sum();
+        .fold(0, u64::saturating_add);
     Row {
         machine: o.machine.clone(),
         input: o.input.clone(),
@@ -459,11 +459,14 @@ pub(crate) fn row(o: &Outcome) -> Row {
         last_mpkr: k(ll),
         walks: r.walks.walks,
         walk_refs: r.walks.refs,
-        faults: r.faults.demand
-            + r.faults.demand_huge
-            + r.faults.cow_copies
-            + r.faults.write_protect
-            + r.faults.outside_mappings,
+        faults: [
+            r.faults.demand_huge,
+            r.faults.cow_copies,
+            r.faults.write_protect,
+            r.faults.outside_mappings,
+        ]
+        .iter()
+        .fold(r.faults.demand, |a, &b| a.saturating_add(b)),
         pt_bytes: r.page_tables.bytes_peak,
         cycles_per_ref: r.cycles.per_ref,
         translation_cycles_per_ref: r.cycles.translation_per_ref,
@@ -563,64 +566,4 @@ fn summary_table_raw(outcomes: &[Outcome]) -> String {
          (a sweep's machines share the cores and one decode)"
     );
     s
-}
-
-/// The hashed MMU's lines of the text report.
-fn hash_lines(s: &mut String, h: &xlat_sim::hashed::HashStats) {
-    let _ = writeln!(
-        s,
-        "hash table    {} in {} slots: {} live, {} zombie, {} free (peak {} live, {} zombie); use {:.1}%",
-        xlat_types::format_bytes(h.htab_bytes),
-        n(h.slots),
-        n(h.live),
-        n(h.zombies),
-        n(h.slots - h.live - h.zombies),
-        n(h.peak_live),
-        n(h.peak_zombies),
-        100.0 * h.use_fraction
-    );
-    let _ = writeln!(
-        s,
-        "  reloads {} (hash hit rate {:.1}%)  searches {} (primary {}, secondary {}, miss {})  slot reads {}  tree walks {}",
-        n(h.reloads),
-        100.0 * h.hit_rate,
-        n(h.searches),
-        n(h.hits_primary),
-        n(h.hits_secondary),
-        n(h.misses),
-        n(h.slot_reads),
-        n(h.tree_walks)
-    );
-    let _ = writeln!(
-        s,
-        "  inserts {}  evicts {} live + {} zombie ({:.1}% of inserts)  flush searches {} (cleared {})  BAT hits {}",
-        n(h.inserts),
-        n(h.evicts_live),
-        n(h.evicts_zombie),
-        100.0 * h.evicts_per_insert,
-        n(h.flush_searches),
-        n(h.flush_cleared),
-        n(h.bat_hits)
-    );
-    if h.slb_entries > 0 {
-        let _ = writeln!(
-            s,
-            "  SLB {} entries: {} misses   bolted 16 MiB PTEs {} ({} reloads)",
-            n(h.slb_entries),
-            n(h.slb_misses),
-            n(h.bolted),
-            n(h.large_reloads)
-        );
-    }
-    let _ = writeln!(
-        s,
-        "  contexts {}  lazy flushes {}  eager flushes {}  roll-overs {}  idle: {} slots scanned, {} zombies reclaimed, {} cycles",
-        n(h.contexts),
-        n(h.lazy_flushes),
-        n(h.eager_flushes),
-        n(h.rollovers),
-        n(h.idle_slots_scanned),
-        n(h.zombies_reclaimed),
-        n(h.idle_reclaim_cycles)
-    );
 }

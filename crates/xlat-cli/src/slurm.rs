@@ -58,6 +58,21 @@ pub fn plan_and_submit(plan: &mut Plan, a: &SimArgs, out: &OutputArgs) -> Result
         plan.shards
     );
     let dir = plan.cwd.join(dir);
+    // `job.sh` holds these on `#SBATCH` lines, which Slurm reads unquoted: a line break
+    // in one would start a line of the script (a command the shell runs).
+    for (what, text) in [
+        ("the plan directory", dir.display().to_string()),
+        ("the current directory", plan.cwd.display().to_string()),
+    ]
+    .into_iter()
+    .chain(a.sbatch.iter().map(|o| ("--sbatch", o.clone())))
+    {
+        ensure!(
+            !text.contains(['\n', '\r']),
+            "{what} {}: a line break cannot go on a job script's #SBATCH line",
+            xlat_trace::escape(&text)
+        );
+    }
     plan.write(&dir)?;
     let script = dir.join("job.sh");
     let exe = std::env::current_exe().context("cannot find the xlat executable")?;

@@ -40,7 +40,9 @@ pub fn programs(r: &xlat_sim::Report) -> String {
     }
     if v.len() > SHOWN {
         let rest = &v[SHOWN..];
-        let sum = |f: fn(&&xlat_sim::stats::ProgramStats) -> u64| rest.iter().map(f).sum::<u64>();
+        let sum = |f: fn(&&xlat_sim::stats::ProgramStats) -> u64| {
+            rest.iter().map(f).fold(0u64, u64::saturating_add)
+        };
         let _ = writeln!(
             s,
             "  {:>14} {:>14} {:>6.1}% {:>12} {:>10}",
@@ -77,7 +79,12 @@ pub fn privileges(r: &xlat_sim::Report) -> String {
         "walks/kref",
         "walk cycles"
     );
-    let total = r.privileges.iter().map(|p| p.refs).sum::<u64>().max(1) as f64;
+    let total = r
+        .privileges
+        .iter()
+        .map(|p| p.refs)
+        .fold(0u64, u64::saturating_add)
+        .max(1) as f64;
     for p in &r.privileges {
         let _ = writeln!(
             s,
@@ -93,7 +100,10 @@ pub fn privileges(r: &xlat_sim::Report) -> String {
             n(p.walk_cycles)
         );
     }
-    let (u, k) = (&r.privileges[0], &r.privileges[1]);
+    let by = |name: &str| r.privileges.iter().find(|p| p.privilege == name);
+    let (Some(u), Some(k)) = (by("user"), by("kernel")) else {
+        return s;
+    };
     let _ = writeln!(
         s,
         "  as /proc/tlbmiss (8xx): I-TLB userspace misses: {}  I-TLB kernel misses: {}  \
@@ -164,7 +174,11 @@ pub fn fetch_miss_pages(r: &xlat_sim::Report) -> String {
     if !v.iter().any(|p| !p.functions.is_empty()) {
         return s;
     }
-    let total: u64 = r.privileges.iter().map(|p| p.itlb_l1_misses).sum();
+    let total = r
+        .privileges
+        .iter()
+        .map(|p| p.itlb_l1_misses)
+        .fold(0u64, u64::saturating_add);
     let _ = writeln!(
         s,
         "ITLB misses   by code page (first level; {} pages shown of the most missed; kernel functions on each)",
@@ -193,4 +207,64 @@ pub fn fetch_miss_pages(r: &xlat_sim::Report) -> String {
         );
     }
     s
+}
+
+/// The hashed MMU's lines of the text report.
+pub fn hash_lines(s: &mut String, h: &xlat_sim::hashed::HashStats) {
+    let _ = writeln!(
+        s,
+        "hash table    {} in {} slots: {} live, {} zombie, {} free (peak {} live, {} zombie); use {:.1}%",
+        xlat_types::format_bytes(h.htab_bytes),
+        n(h.slots),
+        n(h.live),
+        n(h.zombies),
+        n(h.slots.saturating_sub(h.live).saturating_sub(h.zombies)),
+        n(h.peak_live),
+        n(h.peak_zombies),
+        100.0 * h.use_fraction
+    );
+    let _ = writeln!(
+        s,
+        "  reloads {} (hash hit rate {:.1}%)  searches {} (primary {}, secondary {}, miss {})  slot reads {}  tree walks {}",
+        n(h.reloads),
+        100.0 * h.hit_rate,
+        n(h.searches),
+        n(h.hits_primary),
+        n(h.hits_secondary),
+        n(h.misses),
+        n(h.slot_reads),
+        n(h.tree_walks)
+    );
+    let _ = writeln!(
+        s,
+        "  inserts {}  evicts {} live + {} zombie ({:.1}% of inserts)  flush searches {} (cleared {})  BAT hits {}",
+        n(h.inserts),
+        n(h.evicts_live),
+        n(h.evicts_zombie),
+        100.0 * h.evicts_per_insert,
+        n(h.flush_searches),
+        n(h.flush_cleared),
+        n(h.bat_hits)
+    );
+    if h.slb_entries > 0 {
+        let _ = writeln!(
+            s,
+            "  SLB {} entries: {} misses   bolted 16 MiB PTEs {} ({} reloads)",
+            n(h.slb_entries),
+            n(h.slb_misses),
+            n(h.bolted),
+            n(h.large_reloads)
+        );
+    }
+    let _ = writeln!(
+        s,
+        "  contexts {}  lazy flushes {}  eager flushes {}  roll-overs {}  idle: {} slots scanned, {} zombies reclaimed, {} cycles",
+        n(h.contexts),
+        n(h.lazy_flushes),
+        n(h.eager_flushes),
+        n(h.rollovers),
+        n(h.idle_slots_scanned),
+        n(h.zombies_reclaimed),
+        n(h.idle_reclaim_cycles)
+    );
 }

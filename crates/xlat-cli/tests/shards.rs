@@ -147,7 +147,7 @@ fn shards_run_anywhere_merge_into_the_local_sweep() {
     assert_eq!(rows, 18 - shard4);
     // A shard number outside the plan.
     let (ok, _, err) = xlat(&["shard", plan.to_str().unwrap(), "7"]);
-    assert!(!ok && err.contains("0..6"), "{err}");
+    assert!(!ok && err.contains("0 to 6"), "{err}");
 
     // A shard left from an older plan in the same directory is refused, not merged.
     let old = std::fs::read(plan.join("shard-3.json")).unwrap();

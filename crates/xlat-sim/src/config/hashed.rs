@@ -425,6 +425,20 @@ impl HashConfig {
                     }
                     pages += l.size.0 / LARGE_PAGE;
                 }
+                super::overlap::disjoint(
+                    &self
+                        .linear
+                        .iter()
+                        .enumerate()
+                        .map(|(k, l)| super::overlap::Region {
+                            field: format!("{f}.linear[{k}]"),
+                            va: l.va.0,
+                            size: l.size.0,
+                            side: Side::Both,
+                        })
+                        .collect::<Vec<_>>(),
+                    "two bolted PTEs would translate one page",
+                )?;
                 let slots = self.htab.0 / arch.pte_bytes();
                 if pages > slots / 4 {
                     return Err(invalid(
@@ -473,6 +487,20 @@ impl HashConfig {
                 ),
             ));
         }
+        super::overlap::disjoint(
+            &self
+                .bats
+                .iter()
+                .enumerate()
+                .map(|(k, b)| super::overlap::Region {
+                    field: format!("{f}.bats[{k}]"),
+                    va: b.va.0,
+                    size: b.size.0,
+                    side: b.side,
+                })
+                .collect::<Vec<_>>(),
+            "two BATs of one array would match one address (a programming error on PowerPC)",
+        )?;
         Ok(())
     }
 }

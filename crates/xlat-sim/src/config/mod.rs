@@ -6,6 +6,7 @@
 
 mod hashed;
 mod nested;
+mod overlap;
 mod overrides;
 mod validate;
 

@@ -270,6 +270,7 @@ impl MachineConfig {
                 ));
             }
         }
+        overlap::pinned(&self.tlb.pinned)?;
         match &self.walker.pwc {
             PwcConfig::None => {}
             PwcConfig::Split { caches } => {
