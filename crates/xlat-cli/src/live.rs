@@ -3,8 +3,7 @@
 //! it N times and reports the spread (threads and processes interleave differently).
 
 use crate::capture::{
-    check_untraced, exit_code, forward_stop_signals, label, leave_interrupts_to_the_program,
-    stopped, CaptureArgs, BATCH,
+    check_untraced, exit_code, label, say, say_all, stopped, CaptureArgs, BATCH,
 };
 use crate::fold::{Fold, USER_BITS};
 use crate::output;
@@ -73,9 +72,8 @@ pub fn run(a: RunArgs) -> Result<i32> {
     let (cfg, params) = machines.pop().expect("a machine");
     let mut sim = a.opts().sim(&cfg)?;
     let t = Instant::now();
+    // Signals the program sends xlat are caught from here on (`xlat_capture::signals`).
     let mut cap = Capture::start(&a.program[0], &a.program[1..], &a.capture.options())?;
-    leave_interrupts_to_the_program();
-    forward_stop_signals(cap.signaller());
     let bits = cfg.va_bits();
     let msg = || "events simulated".to_string();
     let simulated = if bits >= USER_BITS {
@@ -89,7 +87,9 @@ pub fn run(a: RunArgs) -> Result<i32> {
         Err(e) => {
             // Let the program finish (untraced from here) rather than leave it running
             // behind us, then report the error.
-            eprintln!("xlat: the simulation stopped (error below); the program runs on, untraced");
+            say(format_args!(
+                "xlat: the simulation stopped (error below); the program runs on, untraced"
+            ));
             let mut buf = Vec::new();
             while cap.fill(&mut buf, BATCH).unwrap_or(false) {}
             return Err(e.context("simulating the captured stream"));
@@ -108,21 +108,23 @@ pub fn run(a: RunArgs) -> Result<i32> {
             .iter()
             .cloned()
             .chain(fold_warning)
+            .chain(xlat_capture::signals::take_notes())
             .collect(),
         params,
         workload: None,
     };
-    for w in &o.warnings {
-        eprintln!("xlat: warning: {w}");
-    }
-    // The program owns stdout: the report goes to stderr, like `perf stat`.
-    eprint!("{}", output::detailed(&o));
+    // The files first: stderr may be a pipe the program closed.
     if let Some(p) = &a.json {
         crate::export::write_json(p, std::slice::from_ref(&o))?;
     }
     if let Some(p) = &a.csv {
         crate::export::write_csv(p, std::slice::from_ref(&o))?;
     }
+    for w in &o.warnings {
+        say(format_args!("xlat: warning: {w}"));
+    }
+    // The program owns stdout: the report goes to stderr, like `perf stat`.
+    say_all(&output::detailed(&o));
     check_untraced(cap.stats(), a.capture.allow_untraced)?;
     Ok(stopped().unwrap_or(code))
 }
@@ -152,7 +154,7 @@ fn run_many(a: RunArgs, machines: Machines) -> Result<i32> {
                 o.params.push(("repeat".into(), (i + 1).to_string()));
             }
             for w in &o.warnings {
-                eprintln!("xlat: warning: {w}");
+                say(format_args!("xlat: warning: {w}"));
             }
         }
         outcomes.append(&mut c.outcomes);
@@ -169,20 +171,21 @@ fn run_many(a: RunArgs, machines: Machines) -> Result<i32> {
             bail!("run {} of {}: the program exited with status {code}; repeats need a program that succeeds", i + 1, a.repeat);
         }
     }
-    eprint!("{}", output::summary_table(&outcomes));
-    if a.repeat > 1 {
-        eprint!("{}", spread(&outcomes, a.repeat));
-    } else if let Some(note) = outcomes
-        .first()
-        .and_then(|o| output::interleaving_note(&o.report))
-    {
-        eprintln!("xlat: note: {note}");
-    }
+    // The files first: stderr may be a pipe the program closed.
     if let Some(p) = &a.json {
         crate::export::write_json(p, &outcomes)?;
     }
     if let Some(p) = &a.csv {
         crate::export::write_csv(p, &outcomes)?;
+    }
+    say_all(&output::summary_table(&outcomes));
+    if a.repeat > 1 {
+        say_all(&spread(&outcomes, a.repeat));
+    } else if let Some(note) = outcomes
+        .first()
+        .and_then(|o| output::interleaving_note(&o.report))
+    {
+        say(format_args!("xlat: note: {note}"));
     }
     Ok(code)
 }
@@ -277,8 +280,6 @@ fn capture_once(a: &RunArgs, machines: &Machines) -> Result<Captured> {
         .collect::<Result<_>>()?;
     let t = Instant::now();
     let cap = Capture::start(&a.program[0], &a.program[1..], &a.capture.options())?;
-    leave_interrupts_to_the_program();
-    forward_stop_signals(cap.signaller());
     let pb = crate::progress::bar(format!("events simulated on {} machines", sims.len()));
     let pbc = pb.clone();
     let (taps, handle) = crate::fanout::fan_out(cap, sims.len(), BATCH, move |k| pbc.inc(k as u64));
@@ -321,6 +322,7 @@ fn capture_once(a: &RunArgs, machines: &Machines) -> Result<Captured> {
     let mut outcomes = Vec::new();
     let mut failed = Vec::new();
     let warnings = warnings.into_inner().expect("not poisoned");
+    let notes = xlat_capture::signals::take_notes();
     for (((sim, r), w), (_, params)) in sims.iter().zip(results).zip(warnings).zip(machines) {
         let params = params.clone();
         let report = match r.and_then(|()| a.opts().report(sim, None, &names(&cap))) {
@@ -335,7 +337,10 @@ fn capture_once(a: &RunArgs, machines: &Machines) -> Result<Captured> {
             input: label(&a.program),
             report,
             seconds,
-            warnings: cap.stats().warnings.iter().cloned().chain(w).collect(),
+            warnings: (cap.stats().warnings.iter().cloned())
+                .chain(w)
+                .chain(notes.iter().cloned())
+                .collect(),
             params,
             workload: None,
         });

@@ -93,6 +93,8 @@ enum Msg {
     RootExited(std::io::Result<ExitStatus>),
     /// The accept thread found no connection waiting after quiet request `n`.
     Quiet(u64),
+    /// The capture cannot go on (a connection's thread could not be started).
+    Failed(String),
 }
 
 /// How often the accept thread looks at its stop flag and quiet requests.
@@ -166,6 +168,42 @@ impl Signaller {
             .filter(|&p| unsafe { libc::kill(p as libc::pid_t, sig) } == 0)
             .count()
     }
+}
+
+impl Signaller {
+    /// Whether `pid` is (or was) a process of the traced tree: QEMU's, one a fork record
+    /// announced or that connected, or a descendant of QEMU's now.
+    pub(crate) fn is_traced(&self, pid: u32) -> bool {
+        pid == self.root || self.registry.known(pid) || descends_from(pid, self.root)
+    }
+}
+
+/// Whether `pid` is `root` or one of its descendants now (for [`crate::signals`]).
+pub(crate) fn descends(pid: u32, root: u32) -> bool {
+    descends_from(pid, root)
+}
+
+/// Starts thread `name` of the capture; an error (not a panic) when it cannot be started
+/// (`ulimit -u`, memory). Test aid: `XLAT_TEST_FAIL_THREAD=NAME,…` makes those fail.
+pub(crate) fn spawn_thread<T: Send + 'static>(
+    name: &str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<std::thread::JoinHandle<T>, CaptureError> {
+    let injected = std::env::var("XLAT_TEST_FAIL_THREAD")
+        .is_ok_and(|v| v.split(',').any(|n| n == name))
+        .then(|| std::io::Error::from_raw_os_error(libc::EAGAIN));
+    let spawned = match injected {
+        Some(e) => Err(e),
+        None => std::thread::Builder::new()
+            .name(format!("xlat-{name}"))
+            .spawn(f),
+    };
+    spawned.map_err(|e| {
+        CaptureError::Thread(format!(
+            "cannot start the collector's {name} thread ({e}; at the limit of processes, \
+             `ulimit -u`?): the capture stops"
+        ))
+    })
 }
 
 /// Totals of one capture, and what went wrong on the way.
@@ -249,6 +287,8 @@ impl Capture {
     ) -> Result<Capture, CaptureError> {
         let qemu = launch::find_qemu(opts)?;
         let plugin = launch::find_plugin(opts)?;
+        // Before QEMU exists: none of its signals may reach a default handler of ours.
+        crate::signals::shield()?;
         let sock = format!(
             "xlat-{}-{}",
             std::process::id(),
@@ -261,6 +301,7 @@ impl Capture {
         let listener = listen(&sock)?;
         let mut cmd = launch::command(&qemu, &plugin, &sock, opts.per_insn, &launch)?;
         let me = std::process::id();
+        let mut restore = crate::signals::restore_in_child();
         // SAFETY: only async-signal-safe calls between fork and exec.
         unsafe {
             cmd.pre_exec(move || {
@@ -273,14 +314,27 @@ impl Capture {
                 if libc::getppid() as u32 != me {
                     libc::_exit(137);
                 }
-                Ok(())
+                // The program starts with the dispositions and mask xlat inherited.
+                restore()
             });
         }
-        let mut child = cmd.spawn().map_err(|e| CaptureError::Spawn {
+        let (tx, rx) = mpsc::sync_channel::<Msg>(QUEUE);
+        // Started before QEMU, so that failing to start it leaves nothing running.
+        let (child_tx, child_rx) = mpsc::channel::<std::process::Child>();
+        {
+            let tx = tx.clone();
+            spawn_thread("wait", move || {
+                if let Ok(mut child) = child_rx.recv() {
+                    let _ = tx.send(Msg::RootExited(child.wait()));
+                }
+            })?;
+        }
+        let child = cmd.spawn().map_err(|e| CaptureError::Spawn {
             qemu: qemu.display().to_string(),
             source: e,
         })?;
         let root_pid = child.id();
+        let _ = child_tx.send(child);
         let acceptor = Arc::new(Acceptor {
             listen: listener,
             root: root_pid,
@@ -292,22 +346,22 @@ impl Capture {
             first_delay: test_delay("XLAT_TEST_FIRST_CHECK_DELAY_MS"),
             files: Mutex::default(),
         });
-        let (tx, rx) = mpsc::sync_channel::<Msg>(QUEUE);
         let (free_tx, free_rx) = mpsc::sync_channel::<Vec<Event>>(QUEUE * 2);
         let registry = Arc::new(Registry::default());
         registry.register(root_pid);
         let free_rx = Arc::new(Mutex::new(free_rx));
         {
-            let tx = tx.clone();
-            std::thread::spawn(move || {
-                let _ = tx.send(Msg::RootExited(child.wait()));
-            });
-        }
-        {
             let (registry, acceptor) = (registry.clone(), acceptor.clone());
-            std::thread::spawn(move || accept_loop(&acceptor, tx, registry, free_rx));
+            let accepting = spawn_thread("accept", move || {
+                accept_loop(&acceptor, tx, registry, free_rx)
+            });
+            if let Err(e) = accepting {
+                // SAFETY: QEMU's pid, not reaped before the wait thread reaps it.
+                unsafe { libc::kill(root_pid as libc::pid_t, libc::SIGKILL) };
+                return Err(e);
+            }
         }
-        Ok(Capture {
+        let capture = Capture {
             rx,
             free_tx,
             registry,
@@ -332,7 +386,9 @@ impl Capture {
             },
             refusals_counted: false,
             done: false,
-        })
+        };
+        crate::signals::watch(capture.signaller());
+        Ok(capture)
     }
 
     /// A handle that signals the traced processes (see [`Signaller::signal`]).
@@ -613,6 +669,13 @@ impl EventSource for Capture {
                     if self.finished() {
                         self.done = true;
                     }
+                }
+                Msg::Failed(e) => {
+                    // Nothing of the program may run on untraced.
+                    self.signaller().signal(libc::SIGKILL);
+                    return Err(CaptureError::Thread(format!(
+                        "{e}; the traced processes were killed"
+                    )));
                 }
                 Msg::Quiet(n) => {
                     self.quiet_answered = n;
