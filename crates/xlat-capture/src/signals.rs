@@ -374,10 +374,38 @@ pub fn take_notes() -> Vec<String> {
 /// `SIGTERM`, `SIGRTMIN+3`, …
 pub fn signal_name(sig: c_int) -> String {
     const NAMES: [&str; 32] = [
-        "0", "SIGHUP", "SIGINT", "SIGQUIT", "SIGILL", "SIGTRAP", "SIGABRT", "SIGBUS", "SIGFPE",
-        "SIGKILL", "SIGUSR1", "SIGSEGV", "SIGUSR2", "SIGPIPE", "SIGALRM", "SIGTERM",
-        "SIGSTKFLT", "SIGCHLD", "SIGCONT", "SIGSTOP", "SIGTSTP", "SIGTTIN", "SIGTTOU", "SIGURG",
-        "SIGXCPU", "SIGXFSZ", "SIGVTALRM", "SIGPROF", "SIGWINCH", "SIGIO", "SIGPWR", "SIGSYS",
+        "0",
+        "SIGHUP",
+        "SIGINT",
+        "SIGQUIT",
+        "SIGILL",
+        "SIGTRAP",
+        "SIGABRT",
+        "SIGBUS",
+        "SIGFPE",
+        "SIGKILL",
+        "SIGUSR1",
+        "SIGSEGV",
+        "SIGUSR2",
+        "SIGPIPE",
+        "SIGALRM",
+        "SIGTERM",
+        "SIGSTKFLT",
+        "SIGCHLD",
+        "SIGCONT",
+        "SIGSTOP",
+        "SIGTSTP",
+        "SIGTTIN",
+        "SIGTTOU",
+        "SIGURG",
+        "SIGXCPU",
+        "SIGXFSZ",
+        "SIGVTALRM",
+        "SIGPROF",
+        "SIGWINCH",
+        "SIGIO",
+        "SIGPWR",
+        "SIGSYS",
     ];
     let rtmin = libc::SIGRTMIN();
     match sig {
@@ -414,7 +442,14 @@ mod tests {
         ] {
             assert!(shielded(sig), "{}", signal_name(sig));
         }
-        for sig in [libc::SIGKILL, libc::SIGSTOP, libc::SIGCHLD, libc::SIGWINCH, 32, 33] {
+        for sig in [
+            libc::SIGKILL,
+            libc::SIGSTOP,
+            libc::SIGCHLD,
+            libc::SIGWINCH,
+            32,
+            33,
+        ] {
             assert!(!shielded(sig), "{sig}");
         }
         assert_eq!(signal_name(libc::SIGRTMIN() + 2), "SIGRTMIN+2");

@@ -2,9 +2,7 @@
 //! (several machines, `--sweep`, from one capture through the fan-out); `--repeat N` runs
 //! it N times and reports the spread (threads and processes interleave differently).
 
-use crate::capture::{
-    check_untraced, exit_code, label, say, say_all, stopped, CaptureArgs, BATCH,
-};
+use crate::capture::{check_untraced, exit_code, label, say, say_all, stopped, CaptureArgs, BATCH};
 use crate::fold::{Fold, USER_BITS};
 use crate::output;
 use crate::run::{drive_progress, Outcome};

@@ -491,3 +491,97 @@ fn malformed_plugin_data_is_a_warning() {
         assert!(matches!(events(&t).last(), Some(Event::Exit)), "{mode}");
     }
 }
+
+/// issue 35: a collector thread that cannot be started (as under `ulimit -u`; injected
+/// here, as root ignores the limit) fails the capture with a clear error, never a panic:
+/// an existing output is left as it was, no temporary file stays, and nothing of the
+/// program runs on untraced. (Before: `std::thread::spawn` panicked in the accept thread
+/// and the program ran on untraced.)
+#[test]
+fn a_collector_thread_that_cannot_start_fails_the_capture() {
+    let d = Dir::new();
+    let prog = d.compile("spin");
+    let p = prog.to_str().unwrap();
+    let t = d.path("precious.xlt");
+    let ts = t.to_str().unwrap();
+    std::fs::write(&t, b"precious").unwrap();
+    let files = || std::fs::read_dir(d.0.path()).unwrap().count();
+    let before = files();
+    for thread in ["signals", "wait", "accept", "connection"] {
+        for args in [
+            &["trace", "-o", ts, "--", p, "30", "fork"][..],
+            &["run", "--", p, "30", "fork"],
+        ] {
+            let start = std::time::Instant::now();
+            let o = d.xlat_env(args, &[("XLAT_TEST_FAIL_THREAD", thread)]);
+            let err = stderr(&o);
+            no_panic(&o);
+            assert_ne!(code(&o), 0, "{thread} {}: {err}", args[0]);
+            assert!(
+                err.contains(&format!("cannot start the collector's {thread} thread")),
+                "{thread}: {err}"
+            );
+            // The program (30 s) did not run on: killed, or never started.
+            assert!(start.elapsed().as_secs() < 20, "{thread}: {err}");
+            assert_eq!(std::fs::read(&t).unwrap(), b"precious", "{thread}");
+            assert_eq!(files(), before, "{thread}: a temporary file was left");
+        }
+    }
+}
+
+/// issue 35: a command line over 64 KiB (the trace format's longest string) is traced:
+/// the header keeps its first 4 KiB and says how long it was; `--info` shows that.
+/// (Before: "command is 102406 bytes, the limit is 65536" and nothing traced.)
+#[test]
+fn a_long_command_line_is_traced_and_cut_in_the_header() {
+    let d = Dir::new();
+    let prog = d.compile("args");
+    let long = "x".repeat(100 << 10);
+    let (o, t) = d.trace("long", &[], &[prog.to_str().unwrap(), &long]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains(&format!("[{long}]")));
+    let full = prog.to_str().unwrap().len() + 1 + long.len();
+    let info = d.xlat(&["trace", "--info", t.to_str().unwrap()]);
+    assert_eq!(code(&info), 0, "{}", stderr(&info));
+    let text = stdout(&info);
+    assert!(
+        text.contains(&format!("(truncated from {full} bytes)")),
+        "{}",
+        &text[..text.len().min(2000)]
+    );
+    assert!(
+        text.len() < 20_000,
+        "the header holds the whole command line"
+    );
+    let o = d.xlat(&["run", "--", prog.to_str().unwrap(), &long]);
+    assert_eq!(code(&o), 0, "{}", &stderr(&o)[..stderr(&o).len().min(2000)]);
+}
+
+/// issue 35: a program that re-execs itself through `/proc/self/exe` (as Go programs,
+/// busybox and runc do), `/proc/PID/exe`, `/proc/thread-self/exe`, a link to it or a
+/// relative path from `/proc/self`, is followed into itself: same output and exit status
+/// as natively, one traced exec, nothing untraced. (Before: QEMU ran QEMU, exit 1.)
+#[test]
+fn a_program_that_reexecs_proc_self_exe_is_followed_into_itself() {
+    let d = Dir::new();
+    let prog = d.compile("reexec");
+    let p = prog.to_str().unwrap();
+    let link = d.path("link");
+    for mode in ["self", "pid", "thread", "link", "relative"] {
+        let args = [p, mode, link.to_str().unwrap()];
+        let native = Command::new(p).args(&args[1..]).output().unwrap();
+        assert!(native.status.success(), "{mode}");
+        let (o, t) = d.trace(mode, &[], &args);
+        let err = stderr(&o);
+        assert_eq!(code(&o), 0, "{mode}: {err}");
+        assert_eq!(
+            stdout(&o),
+            String::from_utf8_lossy(&native.stdout),
+            "{mode}"
+        );
+        assert!(!err.contains("warning"), "{mode}: {err}");
+        let s = summary(&t);
+        assert_eq!(s.count(EventKind::ExecTraced), 1, "{mode}");
+        assert_eq!(s.count(EventKind::Exec), 0, "{mode}");
+    }
+}

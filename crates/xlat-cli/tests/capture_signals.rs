@@ -88,7 +88,10 @@ fn signals_from_the_traced_program_never_reach_xlat() {
         let info = xlat_trace::verify(&t).unwrap();
         assert!(info.truncation.is_none(), "{mode}: {:?}", info.truncation);
         let end = &info.summary.end_meta;
-        assert!(end.contains(&("exit".to_string(), "exit status: 7".to_string())), "{end:?}");
+        assert!(
+            end.contains(&("exit".to_string(), "exit status: 7".to_string())),
+            "{end:?}"
+        );
         assert!(
             end.iter()
                 .any(|(k, v)| k == "warning" && v.contains("SIGUSR1")),
@@ -96,7 +99,11 @@ fn signals_from_the_traced_program_never_reach_xlat() {
         );
         let o = d.xlat(&["trace", "--info", t.to_str().unwrap()]);
         assert_eq!(code(&o), 0, "{}", stderr(&o));
-        assert!(stdout(&o).contains("integrity   complete"), "{}", stdout(&o));
+        assert!(
+            stdout(&o).contains("integrity   complete"),
+            "{}",
+            stdout(&o)
+        );
     }
 }
 
@@ -104,7 +111,11 @@ fn signals_from_the_traced_program_never_reach_xlat() {
 /// there): the dispositions and mask it sees through sigaction and sigprocmask.
 fn dispositions(out: &str) -> Vec<String> {
     out.lines()
-        .filter(|l| ["ignored", "caught", "blocked"].iter().any(|k| l.starts_with(k)))
+        .filter(|l| {
+            ["ignored", "caught", "blocked"]
+                .iter()
+                .any(|k| l.starts_with(k))
+        })
         .map(str::to_string)
         .collect()
 }
