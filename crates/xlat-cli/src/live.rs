@@ -3,7 +3,7 @@
 //! it N times and reports the spread (threads and processes interleave differently).
 
 use crate::capture::{check_untraced, exit_code, label, say, say_all, stopped, CaptureArgs, BATCH};
-use crate::fold::{Fold, USER_BITS};
+use crate::fold::{kernel_segments, Fold, USER_BITS};
 use crate::output;
 use crate::run::{drive_progress, Outcome};
 use anyhow::{bail, Result};
@@ -77,7 +77,7 @@ pub fn run(a: RunArgs) -> Result<i32> {
     let simulated = if bits >= USER_BITS {
         drive_progress(&mut cap, &mut sim, msg(), BATCH).map(|_| None)
     } else {
-        let mut f = Fold::new(&mut cap, bits);
+        let mut f = Fold::new(&mut cap, bits).below(kernel_segments(&cfg));
         drive_progress(&mut f, &mut sim, msg(), BATCH).map(|_| f.warning("the program"))
     };
     let fold_warning = match simulated {
@@ -291,8 +291,8 @@ fn capture_once(a: &RunArgs, machines: &Machines) -> Result<Captured> {
         .zip(taps)
         .enumerate()
         .map(|(i, (sim, tap))| {
-            let bits = sim.config().va_bits();
-            (i, sim, Some(crate::traces::Feed::for_user(tap, bits)))
+            let feed = crate::traces::Feed::for_user(tap, sim.config());
+            (i, sim, Some(feed))
         })
         .collect();
     let warnings = std::sync::Mutex::new(vec![Vec::new(); jobs.len()]);

@@ -750,3 +750,60 @@ fn run_feeds_several_machines_from_one_capture() {
         }
     }
 }
+
+/// issue 35 (class 8): valgrind lackey's trace of a 64-bit program (its stack at
+/// 0x1fff_xxxx_xxxx, whose low 32 bits are a kernel address on the 32-bit PowerPCs) is
+/// folded onto the 32-bit machines as a `.xlt` trace is, with the same note: the lackey
+/// text and its `.xlt` conversion give identical reports on ppc604, ppc603 and i386, and
+/// `xlat run` of the program folds its capture the same way. (Before: "store at
+/// 0xff000758 is in a kernel segment" on ppc604, for both.)
+#[test]
+fn lackey_traces_fold_onto_32_bit_machines_like_xlt_traces() {
+    require("valgrind");
+    let d = Dir::new();
+    let prog = d.compile("pages");
+    let log = d.path("lackey.txt");
+    let vg = Command::new("valgrind")
+        .args(["--tool=lackey", "--trace-mem=yes"])
+        .arg(format!("--log-file={}", log.display()))
+        .arg(&prog)
+        .output()
+        .expect("run valgrind");
+    assert!(vg.status.success(), "{}", stderr(&vg));
+    let xlt = d.path("lackey.xlt");
+    let o = d.xlat(&[
+        "convert",
+        log.to_str().unwrap(),
+        "-o",
+        xlt.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    for m in ["ppc604", "ppc603", "i386"] {
+        let mut reports = Vec::new();
+        for t in [&log, &xlt] {
+            let json = d.path("r.json");
+            let o = d.xlat(&[
+                "sim",
+                "-m",
+                m,
+                "-t",
+                t.to_str().unwrap(),
+                "--json",
+                json.to_str().unwrap(),
+            ]);
+            let err = stderr(&o);
+            assert_eq!(code(&o), 0, "{m} {}: {err}", t.display());
+            assert!(
+                err.contains("were folded to their low bits"),
+                "{m} {}: {err}",
+                t.display()
+            );
+            reports.push(json_report(&json));
+        }
+        assert_eq!(reports[0], reports[1], "{m}: lackey and .xlt differ");
+        assert!(reports[0]["refs"]["store"].as_u64().unwrap() >= 257, "{m}");
+    }
+    // A live capture on ppc604 folds the same way (and did before: QEMU's stack fits).
+    let o = d.xlat(&["run", "-m", "ppc604", "--", prog.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+}
