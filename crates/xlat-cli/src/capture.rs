@@ -163,6 +163,44 @@ pub(crate) fn finish_trace(
     Ok(s)
 }
 
+/// Bytes of end metadata kept: the trace format's end block holds at most 1 MiB
+/// (`xlat_trace`'s `MAX_END_BYTES`), its counts included.
+const END_META_BYTES: usize = 960 << 10;
+
+/// `meta` cut to fit the end block: entries are kept in order while they fit, and the
+/// rest are counted per key in a last warning (also returned, for stderr), so that a
+/// capture of thousands of processes or files is never lost at its end.
+pub(crate) fn fit_end_meta(meta: Vec<(String, String)>) -> (Vec<(String, String)>, Option<String>) {
+    // Key and value, each with a varint length of at most 3 bytes (strings <= 64 KiB).
+    let size = |(k, v): &(String, String)| k.len() + v.len() + 6;
+    let budget = END_META_BYTES - 1024; // the note itself
+    let mut used = 0;
+    let mut kept = Vec::with_capacity(meta.len());
+    let mut dropped: Vec<(String, usize)> = Vec::new();
+    for e in meta {
+        if used + size(&e) <= budget {
+            used += size(&e);
+            kept.push(e);
+        } else {
+            match dropped.iter_mut().find(|(k, _)| *k == e.0) {
+                Some((_, n)) => *n += 1,
+                None => dropped.push((e.0, 1)),
+            }
+        }
+    }
+    if dropped.is_empty() {
+        return (kept, None);
+    }
+    let counts: Vec<String> = dropped.iter().map(|(k, n)| format!("{n} '{k}'")).collect();
+    let note = format!(
+        "the end of the trace holds at most 1 MiB of names: {} entries left out (the \
+         events are all there; unnamed files and programs show as numbers)",
+        counts.join(", ")
+    );
+    kept.push(("warning".to_string(), note.clone()));
+    (kept, Some(note))
+}
+
 /// A [`Dest`] that outlives the [`TraceWriter`] writing it (which drops its writer when
 /// it finishes), so that it can be flushed meanwhile and committed after.
 #[derive(Clone)]
@@ -369,7 +407,11 @@ pub fn trace(a: TraceArgs) -> Result<i32> {
     // Nothing traced (QEMU failed): an error, and `out` stays as it was.
     let code = exit_code(status, cap.stats().processes)?;
     drop(sink);
+    let (meta, left_out) = fit_end_meta(meta);
     let s = finish_trace(w, meta, dest, out)?;
+    if let Some(l) = left_out {
+        say(format_args!("xlat: warning: {l}"));
+    }
     for w in &warnings {
         say(format_args!("xlat: warning: {w}"));
     }
