@@ -282,7 +282,7 @@ pub enum Feed {
     /// The shared batches, read in place.
     Plain(Tap),
     Canonical(Canonical<Tap>, Vec<Event>),
-    Fold(Fold<Tap>, Vec<Event>),
+    Fold(Box<Fold<Tap>>, Vec<Event>),
 }
 
 impl Feed {
@@ -294,9 +294,9 @@ impl Feed {
                 bits,
                 system: true,
                 limit,
-            } => Feed::Fold(Fold::system(tap, bits).below(limit), Vec::new()),
+            } => Feed::Fold(Box::new(Fold::system(tap, bits).below(limit)), Vec::new()),
             View::Fold { bits, limit, .. } => {
-                Feed::Fold(Fold::new(tap, bits).below(limit), Vec::new())
+                Feed::Fold(Box::new(Fold::new(tap, bits).below(limit)), Vec::new())
             }
         }
     }
@@ -334,7 +334,7 @@ impl Feed {
             Feed::Plain(tap)
         } else {
             let f = Fold::new(tap, bits).below(kernel_segments(cfg));
-            Feed::Fold(f, Vec::new())
+            Feed::Fold(Box::new(f), Vec::new())
         }
     }
 

@@ -176,3 +176,58 @@ fn the_traced_program_starts_with_the_dispositions_xlat_inherited() {
         }
     }
 }
+
+/// issue 35: any terminating signal sent to xlat from outside the traced tree (the user's
+/// `kill -USR1`, `kill -PIPE`, `kill -ALRM`) is a request to stop, as SIGTERM is: it is
+/// forwarded to the program, the trace is finished, and xlat exits with 128 + N.
+/// (Before: xlat died of it and left no trace.)
+#[test]
+fn a_terminating_signal_from_outside_stops_the_capture_cleanly() {
+    use std::io::BufRead;
+    let d = Dir::new();
+    let prog = d.compile("spin");
+    for sig in [libc::SIGUSR1, libc::SIGPIPE, libc::SIGALRM] {
+        let t = d.path(&format!("out{sig}.xlt"));
+        let mut x = Command::new(XLAT)
+            .args(["trace", "-o", t.to_str().unwrap(), "--"])
+            .args([prog.to_str().unwrap(), "60"])
+            .current_dir(d.0.path())
+            .env_remove("XLAT_QEMU")
+            .env_remove("XLAT_QEMU_PLUGIN")
+            .process_group(0)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = std::io::BufReader::new(x.stdout.take().unwrap()).lines();
+        let first = lines.next().unwrap().unwrap();
+        assert!(first.starts_with("pid "), "{first}");
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        // SAFETY: kill(2) on our own child.
+        assert_eq!(unsafe { libc::kill(x.id() as i32, sig) }, 0);
+        let start = std::time::Instant::now();
+        while x.try_wait().unwrap().is_none() {
+            if start.elapsed().as_secs() > 30 {
+                let _ = x.kill();
+                panic!("signal {sig}: xlat still running");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let o = x.wait_with_output().unwrap();
+        let err = stderr(&o);
+        assert_eq!(
+            o.status.code(),
+            Some(128 + sig),
+            "{sig}: {:?} {err}",
+            o.status
+        );
+        assert!(err.contains("stopped by SIG"), "{err}");
+        let info = xlat_trace::verify(&t).unwrap();
+        assert!(info.truncation.is_none(), "{:?}", info.truncation);
+        assert!(
+            (info.summary.end_meta.iter()).any(|(k, _)| k == "stopped_by"),
+            "{:?}",
+            info.summary.end_meta
+        );
+    }
+}

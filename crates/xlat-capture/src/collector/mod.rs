@@ -46,9 +46,14 @@ use std::time::Duration;
 use xlat_types::{Event, EventSource, Pid, Tid};
 
 mod accept;
+mod reader;
 mod registry;
+mod signaller;
 use accept::*;
+use reader::read_process;
 use registry::Registry;
+pub use signaller::Signaller;
+pub(crate) use signaller::{descends, spawn_thread};
 
 /// Bytes of the largest message the plugin sends (header word included).
 const MAX_MSG: usize = (wire::MAX_CHUNK_WORDS as usize + 1) * 8;
@@ -138,72 +143,6 @@ enum End {
     Cut,
     Orphan,
     Bad(String),
-}
-
-/// Sends signals to the traced processes of a [`Capture`] (from any thread).
-#[derive(Clone)]
-pub struct Signaller {
-    registry: Arc<Registry>,
-    root: u32,
-    root_start: Option<u64>,
-}
-
-impl Signaller {
-    /// Sends `sig` to every traced process still running (QEMU's first), e.g. to
-    /// forward a SIGTERM that this process received. Returns how many were signalled.
-    /// A pid that a fork record named but that started before QEMU is never signalled
-    /// (the program can write to the plugin's socket: records are not proof).
-    pub fn signal(&self, sig: i32) -> usize {
-        let mut pids = self.registry.running();
-        pids.sort_by_key(|&p| p != self.root);
-        let me = std::process::id();
-        pids.into_iter()
-            .filter(|&p| p > 1 && p != me && alive(p))
-            .filter(|&p| {
-                p == self.root
-                    || start_time(p)
-                        .zip(self.root_start)
-                        .is_some_and(|(s, r)| s >= r)
-            })
-            .filter(|&p| unsafe { libc::kill(p as libc::pid_t, sig) } == 0)
-            .count()
-    }
-}
-
-impl Signaller {
-    /// Whether `pid` is (or was) a process of the traced tree: QEMU's, one a fork record
-    /// announced or that connected, or a descendant of QEMU's now.
-    pub(crate) fn is_traced(&self, pid: u32) -> bool {
-        pid == self.root || self.registry.known(pid) || descends_from(pid, self.root)
-    }
-}
-
-/// Whether `pid` is `root` or one of its descendants now (for [`crate::signals`]).
-pub(crate) fn descends(pid: u32, root: u32) -> bool {
-    descends_from(pid, root)
-}
-
-/// Starts thread `name` of the capture; an error (not a panic) when it cannot be started
-/// (`ulimit -u`, memory). Test aid: `XLAT_TEST_FAIL_THREAD=NAME,…` makes those fail.
-pub(crate) fn spawn_thread<T: Send + 'static>(
-    name: &str,
-    f: impl FnOnce() -> T + Send + 'static,
-) -> Result<std::thread::JoinHandle<T>, CaptureError> {
-    let injected = std::env::var("XLAT_TEST_FAIL_THREAD")
-        .is_ok_and(|v| v.split(',').any(|n| n == name))
-        .then(|| std::io::Error::from_raw_os_error(libc::EAGAIN));
-    let spawned = match injected {
-        Some(e) => Err(e),
-        None => std::thread::Builder::new()
-            .name(format!("xlat-{name}"))
-            .spawn(f),
-    };
-    spawned.map_err(|e| {
-        CaptureError::Thread(format!(
-            "cannot start the collector's {name} thread ({e}; at the limit of processes, \
-             `ulimit -u`?): the capture stops"
-        ))
-    })
 }
 
 /// Totals of one capture, and what went wrong on the way.
@@ -694,90 +633,5 @@ impl Drop for Capture {
         // the last one closes the listener.
         self.acceptor.stop.store(true, SeqCst);
         unsafe { libc::shutdown(self.acceptor.listen.as_raw_fd(), libc::SHUT_RDWR) };
-    }
-}
-
-/// Reads one process's chunks until its connection ends.
-#[allow(clippy::too_many_arguments)]
-fn read_process(
-    fd: c_int,
-    pid: u32,
-    ppid: u32,
-    after: Option<u32>,
-    root: u32,
-    tx: &SyncSender<Msg>,
-    registry: &Registry,
-    free: &Mutex<Receiver<Vec<Event>>>,
-    files: &Mutex<crate::files::Files>,
-) -> End {
-    let mut buf = vec![0u64; MAX_MSG / 8];
-    if let Some(n) = after {
-        // Records continue from this process's previous connections: wait for them.
-        if !registry.wait_handover(pid, n) {
-            return End::Bad(format!(
-                "connection {n} continues connections that did not hand over"
-            ));
-        }
-    } else if !registry.wait(pid, ppid) {
-        // Its records are dropped; closing the connection tells the plugin so.
-        return End::Orphan;
-    }
-    let mut exited = false;
-    loop {
-        let n = match recv(fd, &mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) => return End::Bad(e.to_string()),
-        };
-        if n % 8 != 0 || n < 16 {
-            return End::Bad(format!("message of {n} bytes is not a chunk"));
-        }
-        let words = &buf[..n / 8];
-        let (tid, count) = (words[0] as u32, (words[0] >> 32) as usize);
-        if count != words.len() - 1 || count > wire::MAX_CHUNK_WORDS as usize {
-            return End::Bad(format!(
-                "chunk header says {count} words, message has {}",
-                words.len() - 1
-            ));
-        }
-        let mut rest = &words[1..];
-        while !rest.is_empty() {
-            let mut events = free.lock().unwrap().try_recv().unwrap_or_default();
-            events.reserve(rest.len());
-            let file_id = |p: &[u8]| Ok(files.lock().unwrap_or_else(|e| e.into_inner()).id(p));
-            let d = match decode(rest, Tid(tid), |c| name_for(c, root), file_id, &mut events) {
-                Ok(d) => d,
-                Err((at, e)) => return End::Bad(format!("word {at} of a chunk: {e}")),
-            };
-            rest = &rest[d.used..];
-            exited |= matches!(d.control, Some(Control::Exit(_)));
-            if let Some(
-                Control::Space(_) | Control::SpaceFree(_) | Control::Mode(_) | Control::Comm(_),
-            ) = d.control
-            {
-                return End::Bad("a system-mode record from a user-mode plugin".to_string());
-            }
-            let handover = matches!(d.control, Some(Control::Handover));
-            if tx
-                .send(Msg::Events {
-                    pid,
-                    events,
-                    control: d.control,
-                })
-                .is_err()
-            {
-                return End::Cut;
-            }
-            if handover {
-                // The last record of this connection (the program may keep the socket
-                // open by mistake: do not wait for its end).
-                return End::Handover;
-            }
-        }
-    }
-    if exited {
-        End::Exit
-    } else {
-        End::Cut
     }
 }

@@ -517,9 +517,9 @@ mod tests {
     fn user_windows_stay_below_the_kernel_segments() {
         let fold = |limit: Option<u64>| {
             let events = vec![
-                load(0x1fff_0007_58),
+                load(0x1f_ff00_0758),
                 load(0x40_1000),
-                load(0x1ffe_ffff_f8),
+                load(0x1f_feff_fff8),
                 load(0x2_bfff_fff8),
                 load(0x2_c000_0000),
             ];
