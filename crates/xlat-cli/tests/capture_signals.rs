@@ -231,3 +231,42 @@ fn a_terminating_signal_from_outside_stops_the_capture_cleanly() {
         );
     }
 }
+
+/// issue 35: xlat's stderr is a pipe nobody reads any more (a `| head` that ended, a
+/// program that closed it): writing its report there neither kills xlat (SIGPIPE) nor
+/// loses what it promised: `run --json` writes its file, `trace -o` its trace, and the
+/// exit status is the program's. (Before: SIGPIPE killed xlat at its first message.)
+#[test]
+fn a_closed_stderr_loses_neither_the_trace_nor_the_report() {
+    use std::os::fd::FromRawFd;
+    let d = Dir::new();
+    let prog = d.compile("signals");
+    let p = prog.to_str().unwrap();
+    let json = d.path("r.json");
+    let t = d.path("t.xlt");
+    for args in [
+        &["run", "--json", json.to_str().unwrap(), "--", p, "parent"][..],
+        &["trace", "-o", t.to_str().unwrap(), "--", p, "parent"],
+    ] {
+        let mut fds = [0; 2];
+        // SAFETY: pipe fills `fds`; the read end is closed at once.
+        let w = unsafe {
+            assert_eq!(libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC), 0);
+            libc::close(fds[0]);
+            std::os::fd::OwnedFd::from_raw_fd(fds[1])
+        };
+        let o = Command::new(XLAT)
+            .args(args)
+            .current_dir(d.0.path())
+            .env_remove("XLAT_QEMU")
+            .env_remove("XLAT_QEMU_PLUGIN")
+            .stderr(std::process::Stdio::from(w))
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(7), "{}: {:?}", args[0], o.status);
+        assert_eq!(stdout(&o), "done\n");
+    }
+    let r = json_report(&json);
+    assert!(r["refs"]["store"].as_u64().unwrap() > 0, "{r}");
+    assert!(xlat_trace::verify(&t).unwrap().truncation.is_none());
+}
