@@ -208,9 +208,18 @@ struct Plan {
 fn plan(path: u64, argv: u64, envp: u64) -> Option<Plan> {
     let mut budget = MAX_BYTES;
     let path = PathBuf::from(OsString::from_vec(read_cstr(path, &mut budget)?));
-    let path = match names_own_exe(&path) {
-        true => GUEST_EXE.get()?.clone(),
-        false => path,
+    let path = match (names_own_exe(&path), GUEST_EXE.get()) {
+        (true, Some(exe)) => exe.clone(),
+        (true, None) => {
+            say(&format!(
+                "process {}: execs {} (QEMU's binary to the host), but the program's own \
+                 path is unknown: not followed; it runs untraced",
+                std::process::id(),
+                path.display()
+            ));
+            return None;
+        }
+        (false, _) => path,
     };
     if is_qemu(&path) {
         say(&format!(
