@@ -17,8 +17,9 @@
 //!   the kernel to the writer) is dropped: the write fails with `EPIPE`/`EFBIG` and that
 //!   error is reported;
 //! - a signal from a process of the traced tree (QEMU's, one it forked or connected, or a
-//!   descendant of QEMU's) is dropped with a note ([`take_notes`]): natively it would have
-//!   gone to the program's real parent;
+//!   descendant of QEMU's), or a SIGIO from the kernel (xlat asks for none: the program
+//!   made a descriptor signal it, `F_SETOWN`), is dropped with a note ([`take_notes`]):
+//!   natively it would have gone to the program's real parent;
 //! - from elsewhere (the user, the terminal): SIGINT and SIGQUIT are left to the program
 //!   (the terminal sends them to it too), SIGTSTP stops xlat, and any other one stops
 //!   the program: the first is forwarded to every traced process, a second kills them
@@ -287,6 +288,8 @@ fn traced(pid: u32) -> Option<bool> {
 
 fn decide(sig: c_int, sender: u32) {
     let from = match sender {
+        // xlat owns no descriptor that signals (F_SETOWN): the program made one do so.
+        0 if sig == libc::SIGIO => Some(true),
         0 => Some(false),
         p => traced(p),
     };
@@ -351,6 +354,7 @@ pub fn take_notes() -> Vec<String> {
         .map(|(pid, traced, sigs)| {
             let names: Vec<String> = sigs.into_iter().map(signal_name).collect();
             let who = match traced {
+                true if pid == 0 => "a descriptor the traced program set up (F_SETOWN)".into(),
                 true => format!("process {pid} of the traced program"),
                 false => format!("process {pid} (gone before it could be identified)"),
             };

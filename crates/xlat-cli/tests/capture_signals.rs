@@ -107,6 +107,21 @@ fn signals_from_the_traced_program_never_reach_xlat() {
     }
 }
 
+/// issue 35: a descriptor the program set to signal xlat (`F_SETOWN` to its parent,
+/// `O_ASYNC`: the kernel sends SIGIO, whose default ends a process) is dropped with a
+/// note too.
+#[test]
+fn sigio_from_a_descriptor_the_program_owns_never_reaches_xlat() {
+    let d = Dir::new();
+    let prog = d.compile("signals");
+    let (o, t) = d.trace("owner", &[], &[prog.to_str().unwrap(), "owner"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(7), "{:?} {err}", o.status);
+    assert_eq!(stdout(&o), "done\n");
+    assert!(err.contains("(F_SETOWN) sent SIGIO"), "{err}");
+    assert!(xlat_trace::verify(&t).unwrap().truncation.is_none());
+}
+
 /// What the `disp` program prints, less /proc/self/status (QEMU's own handlers show
 /// there): the dispositions and mask it sees through sigaction and sigprocmask.
 fn dispositions(out: &str) -> Vec<String> {

@@ -4,9 +4,12 @@
    "group SIG...": the same to its whole process group (ignoring each signal itself first).
    "forkparent SIG...": a forked child sends them to its grandparent (xlat) and exits;
    the parent waits for it, prints "done" and exits 7.
+   "owner": makes a pipe signal its parent (F_SETOWN, O_ASYNC: the kernel sends SIGIO
+   on each write), writes to it, prints "done" and exits 7.
    "disp": prints the dispositions it started with: "ignored N..." (sigaction says
    SIG_IGN), "caught N..." (a handler), "blocked N..." (the signal mask), and the SigIgn
    and SigBlk lines of /proc/self/status. */
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,6 +65,16 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(mode, "parent")) send_all(getppid(), argc, argv);
     if (!strcmp(mode, "group")) send_all(0, argc, argv);
+    if (!strcmp(mode, "owner")) {
+        int p[2];
+        if (pipe(p) != 0 || fcntl(p[0], F_SETOWN, getppid()) != 0 ||
+            fcntl(p[0], F_SETFL, O_ASYNC | O_NONBLOCK) != 0)
+            return 2;
+        for (int i = 0; i < 3; i++) {
+            if (write(p[1], "x", 1) != 1) return 3;
+            pause_a_little();
+        }
+    }
     if (!strcmp(mode, "forkparent")) {
         pid_t xlat = getppid();
         pid_t c = fork();
