@@ -606,3 +606,83 @@ fn a_capture_with_more_names_than_the_end_block_holds_is_kept() {
     let o = d.xlat(&["sim", "--attribute", "-t", t.to_str().unwrap()]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
 }
+
+/// Tasks (threads) of user `uid` now, from /proc (what RLIMIT_NPROC counts).
+fn tasks_of(uid: u32) -> u64 {
+    let mut n = 0;
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(st) = std::fs::read_to_string(e.path().join("status")) else {
+            continue;
+        };
+        let field = |k: &str| {
+            st.lines()
+                .find_map(|l| l.strip_prefix(k))
+                .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+        };
+        if field("Uid:") == Some(uid as u64) {
+            n += field("Threads:").unwrap_or(1);
+        }
+    }
+    n
+}
+
+/// issue 35: under a real `ulimit -u` (RLIMIT_NPROC; as user nobody when the test runs as
+/// root, whom the kernel never limits) at every count from "no thread at all" to "enough",
+/// `xlat trace` either traces or fails with a clear error: never a panic, never a hang.
+/// (Before: `std::thread::spawn` panicked once QEMU had started.)
+#[test]
+fn under_a_process_limit_the_capture_traces_or_fails_cleanly() {
+    use std::os::unix::process::CommandExt;
+    let d = Dir::new();
+    let root = unsafe { libc::geteuid() } == 0;
+    let uid = if root {
+        65534
+    } else {
+        unsafe { libc::geteuid() }
+    };
+    let mut traced = false;
+    for extra in 1..=12u64 {
+        let limit = tasks_of(uid) + extra;
+        let mut c = Command::new(XLAT);
+        c.args(["trace", "-o", "/dev/null", "--", "/bin/true"])
+            .current_dir("/")
+            .env_remove("XLAT_QEMU")
+            .env_remove("XLAT_QEMU_PLUGIN");
+        // SAFETY: only async-signal-safe calls (setgroups, setgid, setuid, setrlimit).
+        unsafe {
+            c.pre_exec(move || {
+                if root
+                    && (libc::setgroups(0, std::ptr::null()) != 0
+                        || libc::setgid(65534) != 0
+                        || libc::setuid(65534) != 0)
+                {
+                    return Err(std::io::Error::last_os_error());
+                }
+                let l = libc::rlimit {
+                    rlim_cur: limit,
+                    rlim_max: limit,
+                };
+                if libc::setrlimit(libc::RLIMIT_NPROC, &l) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let start = std::time::Instant::now();
+        let o = c.output().unwrap();
+        let err = stderr(&o);
+        no_panic(&o);
+        assert!(start.elapsed().as_secs() < 30, "limit +{extra}: {err}");
+        match code(&o) {
+            0 => traced = true,
+            _ => assert!(err.contains("xlat: error:"), "limit +{extra}: {err}"),
+        }
+        if extra == 1 {
+            assert!(
+                err.contains("cannot start the collector's signals thread"),
+                "{err}"
+            );
+        }
+    }
+    assert!(traced, "no limit up to +12 was enough to trace /bin/true");
+}
