@@ -633,7 +633,7 @@ fn tasks_of(uid: u32) -> u64 {
 #[test]
 fn under_a_process_limit_the_capture_traces_or_fails_cleanly() {
     use std::os::unix::process::CommandExt;
-    let d = Dir::new();
+    prerequisites();
     let root = unsafe { libc::geteuid() } == 0;
     let uid = if root {
         65534
