@@ -19,6 +19,8 @@ mod exec;
 mod files;
 #[cfg(feature = "collector")]
 mod launch;
+#[cfg(feature = "collector")]
+pub mod signals;
 
 #[cfg(feature = "collector")]
 pub use collector::{peer_cred, Capture, Signaller, Stats};
@@ -49,4 +51,7 @@ pub enum CaptureError {
     Exec { program: String, reason: String },
     #[error("collector socket: {0}")]
     Socket(String),
+    /// A thread of the collector could not be started, or failed.
+    #[error("{0}")]
+    Thread(String),
 }

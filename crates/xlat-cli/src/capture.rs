@@ -7,13 +7,11 @@ use std::cell::RefCell;
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::os::raw::c_int;
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicI32, Ordering::SeqCst};
 use std::time::Instant;
-use xlat_capture::{Capture, Options, Signaller};
+use xlat_capture::{signals, Capture, Options};
 use xlat_trace::{Header, OutFile, TraceWriter};
 use xlat_types::{Event, EventSource, PageSize};
 
@@ -89,99 +87,28 @@ pub struct TraceArgs {
 /// without copying.
 pub(crate) const BATCH: usize = xlat_capture::wire::MAX_CHUNK_WORDS as usize;
 
-/// While the program runs, Ctrl-C and Ctrl-\\ are for it (the terminal sends them to both):
-/// xlat itself ignores them, so it still finishes the trace or report when the program ends.
-pub(crate) fn leave_interrupts_to_the_program() {
-    // SAFETY: setting a signal's disposition to SIG_IGN has no other effect.
-    unsafe {
-        libc::signal(libc::SIGINT, libc::SIG_IGN);
-        libc::signal(libc::SIGQUIT, libc::SIG_IGN);
-    }
-}
-
-/// The first SIGTERM or SIGHUP xlat received while capturing (0: none).
-static STOP_SIGNAL: AtomicI32 = AtomicI32::new(0);
-/// The write end of the pipe that wakes the forwarding thread (-1: none yet).
-static WAKE_FD: AtomicI32 = AtomicI32::new(-1);
-
-extern "C" fn on_stop_signal(sig: c_int) {
-    // Async-signal-safe: an atomic and a non-blocking write.
-    let _ = STOP_SIGNAL.compare_exchange(0, sig, SeqCst, SeqCst);
-    let fd = WAKE_FD.load(SeqCst);
-    if fd >= 0 {
-        let b = sig as u8;
-        // SAFETY: writes one byte from a valid buffer.
-        unsafe { libc::write(fd, &b as *const u8 as *const libc::c_void, 1) };
-    }
-}
-
-/// SIGTERM and SIGHUP stop the program, and xlat finishes as when it ends by itself: the
-/// first one is forwarded to every traced process, a second one kills them (SIGKILL).
-/// xlat then exits with 128 + the signal's number (see [`stopped`]).
-pub(crate) fn forward_stop_signals(signaller: Signaller) {
-    let mut fds = [0 as c_int; 2];
-    // SAFETY: pipe2 fills `fds`; fcntl and sigaction get valid arguments.
-    unsafe {
-        if libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
-            return; // the default action (xlat dies, QEMU with it) stays
-        }
-        // A signal handler must never block on a full pipe.
-        libc::fcntl(fds[1], libc::F_SETFL, libc::O_NONBLOCK);
-    }
-    WAKE_FD.store(fds[1], SeqCst);
-    std::thread::spawn(move || {
-        let mut received = 0;
-        loop {
-            let mut b = 0u8;
-            // SAFETY: reads one byte into a valid buffer.
-            let n = unsafe { libc::read(fds[0], &mut b as *mut u8 as *mut libc::c_void, 1) };
-            if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            if n <= 0 {
-                return;
-            }
-            received += 1;
-            let sig = if received == 1 {
-                b as c_int
-            } else {
-                libc::SIGKILL
-            };
-            signaller.signal(sig);
-        }
-    });
-    // SAFETY: a handler that only touches atomics and write(2).
-    unsafe {
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = on_stop_signal as *const () as usize;
-        sa.sa_flags = libc::SA_RESTART;
-        libc::sigemptyset(&mut sa.sa_mask);
-        for sig in [libc::SIGTERM, libc::SIGHUP] {
-            libc::sigaction(sig, &sa, std::ptr::null_mut());
-        }
-    }
-}
-
-/// After the capture: if xlat was asked to stop, says so and gives its exit code
-/// (128 + the signal's number).
+/// After the capture: if xlat was asked to stop (a signal from outside the traced tree:
+/// `xlat_capture::signals`), says so and gives its exit code (128 + the signal's number).
 pub(crate) fn stopped() -> Option<i32> {
-    let sig = STOP_SIGNAL.load(SeqCst);
-    (sig != 0).then(|| {
-        eprintln!(
+    signals::stop_request().map(|sig| {
+        say(format_args!(
             "xlat: stopped by {} (forwarded to the program): the capture holds what the \
              program did until it ended",
-            signal_name(sig)
-        );
+            signals::signal_name(sig)
+        ));
         128 + sig
     })
 }
 
-fn signal_name(sig: c_int) -> String {
-    match sig {
-        libc::SIGTERM => "SIGTERM".into(),
-        libc::SIGHUP => "SIGHUP".into(),
-        n => format!("signal {n}"),
-    }
+/// Writes a line to stderr, never failing: the traced program may hold (and close) the
+/// pipe xlat's stderr is, and nothing xlat has to say may lose the capture.
+pub(crate) fn say(msg: std::fmt::Arguments) {
+    let _ = writeln!(std::io::stderr(), "{msg}");
+}
+
+/// Writes `text` to stderr as it is, never failing (see [`say`]).
+pub(crate) fn say_all(text: &str) {
+    let _ = std::io::stderr().write_all(text.as_bytes());
 }
 
 /// Where `xlat trace` writes. A regular file (or a new one) is written under a temporary
@@ -236,6 +163,44 @@ pub(crate) fn finish_trace(
     Ok(s)
 }
 
+/// Bytes of end metadata kept: the trace format's end block holds at most 1 MiB
+/// (`xlat_trace`'s `MAX_END_BYTES`), its counts included.
+const END_META_BYTES: usize = 960 << 10;
+
+/// `meta` cut to fit the end block: entries are kept in order while they fit, and the
+/// rest are counted per key in a last warning (also returned, for stderr), so that a
+/// capture of thousands of processes or files is never lost at its end.
+pub(crate) fn fit_end_meta(meta: Vec<(String, String)>) -> (Vec<(String, String)>, Option<String>) {
+    // Key and value, each with a varint length of at most 3 bytes (strings <= 64 KiB).
+    let size = |(k, v): &(String, String)| k.len() + v.len() + 6;
+    let budget = END_META_BYTES - 1024; // the note itself
+    let mut used = 0;
+    let mut kept = Vec::with_capacity(meta.len());
+    let mut dropped: Vec<(String, usize)> = Vec::new();
+    for e in meta {
+        if used + size(&e) <= budget {
+            used += size(&e);
+            kept.push(e);
+        } else {
+            match dropped.iter_mut().find(|(k, _)| *k == e.0) {
+                Some((_, n)) => *n += 1,
+                None => dropped.push((e.0, 1)),
+            }
+        }
+    }
+    if dropped.is_empty() {
+        return (kept, None);
+    }
+    let counts: Vec<String> = dropped.iter().map(|(k, n)| format!("{n} '{k}'")).collect();
+    let note = format!(
+        "the end of the trace holds at most 1 MiB of names: {} entries left out (the \
+         events are all there; unnamed files and programs show as numbers)",
+        counts.join(", ")
+    );
+    kept.push(("warning".to_string(), note.clone()));
+    (kept, Some(note))
+}
+
 /// A [`Dest`] that outlives the [`TraceWriter`] writing it (which drops its writer when
 /// it finishes), so that it can be flushed meanwhile and committed after.
 #[derive(Clone)]
@@ -272,7 +237,7 @@ pub(crate) fn check_untraced(stats: &xlat_capture::Stats, allow: bool) -> Result
          connection was refused: see the warnings): their references are not in this run"
     );
     if allow {
-        eprintln!("xlat: {what} (--allow-untraced)");
+        say(format_args!("xlat: {what} (--allow-untraced)"));
         return Ok(());
     }
     bail!("{what}; pass --allow-untraced to accept that")
@@ -297,7 +262,7 @@ pub(crate) fn exit_code(
         return Ok(c);
     }
     let sig = s.signal().unwrap_or(0);
-    eprintln!("xlat: the program was killed by signal {sig}");
+    say(format_args!("xlat: the program was killed by signal {sig}"));
     Ok(128 + sig)
 }
 
@@ -309,12 +274,29 @@ fn describe(status: &Option<std::io::Result<ExitStatus>>) -> String {
     }
 }
 
+/// Bytes of a command line kept in a trace's header and in reports (the trace format's
+/// strings hold at most 64 KiB, Linux's command lines up to 2 MiB): a longer one is cut
+/// and says so.
+const LABEL_BYTES: usize = 4096;
+
+/// The command line as the header and reports show it: at most [`LABEL_BYTES`], then
+/// `… (truncated from N bytes)`.
 pub(crate) fn label(program: &[OsString]) -> String {
-    program
+    let mut s = program
         .iter()
         .map(|a| a.to_string_lossy())
         .collect::<Vec<_>>()
-        .join(" ")
+        .join(" ");
+    let n = s.len();
+    if n > LABEL_BYTES {
+        let mut cut = LABEL_BYTES;
+        while !s.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        s.truncate(cut);
+        s.push_str(&format!("… (truncated from {n} bytes)"));
+    }
+    s
 }
 
 /// `xlat trace`: capture to a file, or `--info` on an existing one.
@@ -328,17 +310,19 @@ pub fn trace(a: TraceArgs) -> Result<i32> {
     if a.null {
         let t = Instant::now();
         let mut cap = Capture::start(&a.program[0], &a.program[1..], &a.capture.options())?;
-        forward_stop_signals(cap.signaller());
         let mut buf: Vec<Event> = Vec::with_capacity(BATCH);
         let mut n = 0u64;
         while cap.fill(&mut buf, BATCH)? {
             n += buf.len() as u64;
         }
         let code = exit_code(cap.exit_status(), cap.stats().processes)?;
-        eprintln!(
+        for w in signals::take_notes() {
+            say(format_args!("xlat: warning: {w}"));
+        }
+        say(format_args!(
             "xlat: {n} events in {:.2} s (discarded)",
             t.elapsed().as_secs_f64()
-        );
+        ));
         return Ok(stopped().unwrap_or(code));
     }
     if a.system {
@@ -368,9 +352,8 @@ pub fn trace(a: TraceArgs) -> Result<i32> {
     sink.flush().map_err(written)?;
     let t = Instant::now();
     // Nothing is written to `out` if this fails (the temporary file goes with `w`).
+    // Signals the program sends xlat are caught from here on (`xlat_capture::signals`).
     let mut cap = Capture::start(&a.program[0], &a.program[1..], &a.capture.options())?;
-    leave_interrupts_to_the_program();
-    forward_stop_signals(cap.signaller());
     let pb = progress("events captured");
     let mut buf: Vec<Event> = Vec::with_capacity(BATCH);
     let mut blocks = 0;
@@ -398,9 +381,8 @@ pub fn trace(a: TraceArgs) -> Result<i32> {
         ("untraced".to_string(), cap.stats().untraced.to_string()),
         ("exit".to_string(), describe(&status)),
     ];
-    let sig = STOP_SIGNAL.load(SeqCst);
-    if sig != 0 {
-        meta.push(("stopped_by".to_string(), signal_name(sig)));
+    if let Some(sig) = signals::stop_request() {
+        meta.push(("stopped_by".to_string(), signals::signal_name(sig)));
     }
     for (pid, exec, cmd) in &cap.stats().programs {
         let cmd = cmd.as_deref().unwrap_or("?");
@@ -412,18 +394,29 @@ pub fn trace(a: TraceArgs) -> Result<i32> {
     for (id, path) in cap.files().iter().enumerate() {
         meta.push(("file".to_string(), format!("{id} {path}")));
     }
-    for w in &cap.stats().warnings {
+    let warnings: Vec<String> = cap
+        .stats()
+        .warnings
+        .iter()
+        .cloned()
+        .chain(signals::take_notes())
+        .collect();
+    for w in &warnings {
         meta.push(("warning".to_string(), w.clone()));
     }
     // Nothing traced (QEMU failed): an error, and `out` stays as it was.
     let code = exit_code(status, cap.stats().processes)?;
     drop(sink);
+    let (meta, left_out) = fit_end_meta(meta);
     let s = finish_trace(w, meta, dest, out)?;
-    for w in &cap.stats().warnings {
-        eprintln!("xlat: warning: {w}");
+    if let Some(l) = left_out {
+        say(format_args!("xlat: warning: {l}"));
+    }
+    for w in &warnings {
+        say(format_args!("xlat: warning: {w}"));
     }
     let bytes = std::fs::metadata(out)?.len();
-    eprintln!(
+    say(format_args!(
         "xlat: {} events ({} refs, a basic block once; {} instructions, {} loads, {} stores) from {} process(es) in {:.2} s to {}: {} bytes, {:.3} bytes/ref",
         s.events(),
         s.refs(),
@@ -435,7 +428,7 @@ pub fn trace(a: TraceArgs) -> Result<i32> {
         out.display(),
         bytes,
         bytes as f64 / s.refs().max(1) as f64
-    );
+    ));
     check_untraced(cap.stats(), a.capture.allow_untraced)?;
     Ok(stopped().unwrap_or(code))
 }

@@ -2,11 +2,8 @@
 //! (several machines, `--sweep`, from one capture through the fan-out); `--repeat N` runs
 //! it N times and reports the spread (threads and processes interleave differently).
 
-use crate::capture::{
-    check_untraced, exit_code, forward_stop_signals, label, leave_interrupts_to_the_program,
-    stopped, CaptureArgs, BATCH,
-};
-use crate::fold::{Fold, USER_BITS};
+use crate::capture::{check_untraced, exit_code, label, say, say_all, stopped, CaptureArgs, BATCH};
+use crate::fold::{kernel_segments, Fold, USER_BITS};
 use crate::output;
 use crate::run::{drive_progress, Outcome};
 use anyhow::{bail, Result};
@@ -73,15 +70,14 @@ pub fn run(a: RunArgs) -> Result<i32> {
     let (cfg, params) = machines.pop().expect("a machine");
     let mut sim = a.opts().sim(&cfg)?;
     let t = Instant::now();
+    // Signals the program sends xlat are caught from here on (`xlat_capture::signals`).
     let mut cap = Capture::start(&a.program[0], &a.program[1..], &a.capture.options())?;
-    leave_interrupts_to_the_program();
-    forward_stop_signals(cap.signaller());
     let bits = cfg.va_bits();
     let msg = || "events simulated".to_string();
     let simulated = if bits >= USER_BITS {
         drive_progress(&mut cap, &mut sim, msg(), BATCH).map(|_| None)
     } else {
-        let mut f = Fold::new(&mut cap, bits);
+        let mut f = Fold::new(&mut cap, bits).below(kernel_segments(&cfg));
         drive_progress(&mut f, &mut sim, msg(), BATCH).map(|_| f.warning("the program"))
     };
     let fold_warning = match simulated {
@@ -89,7 +85,9 @@ pub fn run(a: RunArgs) -> Result<i32> {
         Err(e) => {
             // Let the program finish (untraced from here) rather than leave it running
             // behind us, then report the error.
-            eprintln!("xlat: the simulation stopped (error below); the program runs on, untraced");
+            say(format_args!(
+                "xlat: the simulation stopped (error below); the program runs on, untraced"
+            ));
             let mut buf = Vec::new();
             while cap.fill(&mut buf, BATCH).unwrap_or(false) {}
             return Err(e.context("simulating the captured stream"));
@@ -108,21 +106,23 @@ pub fn run(a: RunArgs) -> Result<i32> {
             .iter()
             .cloned()
             .chain(fold_warning)
+            .chain(xlat_capture::signals::take_notes())
             .collect(),
         params,
         workload: None,
     };
-    for w in &o.warnings {
-        eprintln!("xlat: warning: {w}");
-    }
-    // The program owns stdout: the report goes to stderr, like `perf stat`.
-    eprint!("{}", output::detailed(&o));
+    // The files first: stderr may be a pipe the program closed.
     if let Some(p) = &a.json {
         crate::export::write_json(p, std::slice::from_ref(&o))?;
     }
     if let Some(p) = &a.csv {
         crate::export::write_csv(p, std::slice::from_ref(&o))?;
     }
+    for w in &o.warnings {
+        say(format_args!("xlat: warning: {w}"));
+    }
+    // The program owns stdout: the report goes to stderr, like `perf stat`.
+    say_all(&output::detailed(&o));
     check_untraced(cap.stats(), a.capture.allow_untraced)?;
     Ok(stopped().unwrap_or(code))
 }
@@ -152,7 +152,7 @@ fn run_many(a: RunArgs, machines: Machines) -> Result<i32> {
                 o.params.push(("repeat".into(), (i + 1).to_string()));
             }
             for w in &o.warnings {
-                eprintln!("xlat: warning: {w}");
+                say(format_args!("xlat: warning: {w}"));
             }
         }
         outcomes.append(&mut c.outcomes);
@@ -169,20 +169,21 @@ fn run_many(a: RunArgs, machines: Machines) -> Result<i32> {
             bail!("run {} of {}: the program exited with status {code}; repeats need a program that succeeds", i + 1, a.repeat);
         }
     }
-    eprint!("{}", output::summary_table(&outcomes));
-    if a.repeat > 1 {
-        eprint!("{}", spread(&outcomes, a.repeat));
-    } else if let Some(note) = outcomes
-        .first()
-        .and_then(|o| output::interleaving_note(&o.report))
-    {
-        eprintln!("xlat: note: {note}");
-    }
+    // The files first: stderr may be a pipe the program closed.
     if let Some(p) = &a.json {
         crate::export::write_json(p, &outcomes)?;
     }
     if let Some(p) = &a.csv {
         crate::export::write_csv(p, &outcomes)?;
+    }
+    say_all(&output::summary_table(&outcomes));
+    if a.repeat > 1 {
+        say_all(&spread(&outcomes, a.repeat));
+    } else if let Some(note) = outcomes
+        .first()
+        .and_then(|o| output::interleaving_note(&o.report))
+    {
+        say(format_args!("xlat: note: {note}"));
     }
     Ok(code)
 }
@@ -277,8 +278,6 @@ fn capture_once(a: &RunArgs, machines: &Machines) -> Result<Captured> {
         .collect::<Result<_>>()?;
     let t = Instant::now();
     let cap = Capture::start(&a.program[0], &a.program[1..], &a.capture.options())?;
-    leave_interrupts_to_the_program();
-    forward_stop_signals(cap.signaller());
     let pb = crate::progress::bar(format!("events simulated on {} machines", sims.len()));
     let pbc = pb.clone();
     let (taps, handle) = crate::fanout::fan_out(cap, sims.len(), BATCH, move |k| pbc.inc(k as u64));
@@ -292,8 +291,8 @@ fn capture_once(a: &RunArgs, machines: &Machines) -> Result<Captured> {
         .zip(taps)
         .enumerate()
         .map(|(i, (sim, tap))| {
-            let bits = sim.config().va_bits();
-            (i, sim, Some(crate::traces::Feed::for_user(tap, bits)))
+            let feed = crate::traces::Feed::for_user(tap, sim.config());
+            (i, sim, Some(feed))
         })
         .collect();
     let warnings = std::sync::Mutex::new(vec![Vec::new(); jobs.len()]);
@@ -321,6 +320,7 @@ fn capture_once(a: &RunArgs, machines: &Machines) -> Result<Captured> {
     let mut outcomes = Vec::new();
     let mut failed = Vec::new();
     let warnings = warnings.into_inner().expect("not poisoned");
+    let notes = xlat_capture::signals::take_notes();
     for (((sim, r), w), (_, params)) in sims.iter().zip(results).zip(warnings).zip(machines) {
         let params = params.clone();
         let report = match r.and_then(|()| a.opts().report(sim, None, &names(&cap))) {
@@ -335,7 +335,10 @@ fn capture_once(a: &RunArgs, machines: &Machines) -> Result<Captured> {
             input: label(&a.program),
             report,
             seconds,
-            warnings: cap.stats().warnings.iter().cloned().chain(w).collect(),
+            warnings: (cap.stats().warnings.iter().cloned())
+                .chain(w)
+                .chain(notes.iter().cloned())
+                .collect(),
             params,
             workload: None,
         });

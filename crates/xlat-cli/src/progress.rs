@@ -10,6 +10,22 @@ fn multi() -> &'static MultiProgress {
     M.get_or_init(MultiProgress::new)
 }
 
+/// Redraws `pb` every 250 ms, on indicatif's own thread: only where it is drawn (a
+/// terminal), and only if a thread can be started at all (`ulimit -u`: indicatif's
+/// `thread::spawn` would panic, and a capture must never end that way).
+fn tick(pb: &ProgressBar) {
+    use std::io::IsTerminal;
+    let can_spawn = || {
+        std::thread::Builder::new()
+            .spawn(|| {})
+            .map(|h| h.join())
+            .is_ok()
+    };
+    if std::io::stderr().is_terminal() && can_spawn() {
+        pb.enable_steady_tick(Duration::from_millis(250));
+    }
+}
+
 /// A spinner counting events: `elapsed  count  what (rate)`.
 pub fn bar(what: String) -> ProgressBar {
     let pb = multi().add(ProgressBar::new_spinner());
@@ -21,7 +37,7 @@ pub fn bar(what: String) -> ProgressBar {
             }),
     );
     pb.set_message(what);
-    pb.enable_steady_tick(Duration::from_millis(250));
+    tick(&pb);
     pb
 }
 
@@ -34,7 +50,7 @@ fn bar_of(template: &str, what: String, total: u64) -> ProgressBar {
             .progress_chars("=> "),
     );
     pb.set_message(what);
-    pb.enable_steady_tick(Duration::from_millis(250));
+    tick(&pb);
     pb
 }
 

@@ -3,7 +3,7 @@
 
 use crate::canonical::Canonical;
 use crate::fanout::{fan_out, run_jobs, Tap};
-use crate::fold::{Fold, USER_BITS};
+use crate::fold::{kernel_segments, Fold, USER_BITS};
 use crate::output::shown;
 use crate::run::{drive, BATCH};
 use anyhow::{ensure, Context, Result};
@@ -100,8 +100,13 @@ enum View {
     Plain,
     /// A system trace's kernel half narrowed to `bits` (48..63).
     Canonical(u32),
-    /// Folded onto a `bits`-bit space (the kernel half in the top quarter if `system`).
-    Fold { bits: u32, system: bool },
+    /// Folded onto a `bits`-bit space (the kernel half in the top quarter if `system`),
+    /// user windows below `limit` (the machine's kernel segments).
+    Fold {
+        bits: u32,
+        system: bool,
+        limit: Option<u64>,
+    },
 }
 
 /// The view of a trace (a system trace if `system`) that machine `sim` replays.
@@ -122,7 +127,11 @@ fn view(sim: &Sim<Radix>, system: bool, what: &str) -> Result<View> {
     Ok(if bits >= USER_BITS {
         View::Plain
     } else {
-        View::Fold { bits, system }
+        View::Fold {
+            bits,
+            system,
+            limit: kernel_segments(sim.config()),
+        }
     })
 }
 
@@ -140,12 +149,16 @@ where
     match view(sim, system, what)? {
         View::Plain => drive(&mut { src }, sim),
         View::Canonical(bits) => drive(&mut Canonical::new(src, bits), sim),
-        View::Fold { bits, system } => {
-            let mut f = match system {
+        View::Fold {
+            bits,
+            system,
+            limit,
+        } => {
+            let f = match system {
                 true => Fold::system(src, bits),
                 false => Fold::new(src, bits),
             };
-            drive(&mut f, sim)
+            drive(&mut f.below(limit), sim)
         }
     }
 }
@@ -269,7 +282,7 @@ pub enum Feed {
     /// The shared batches, read in place.
     Plain(Tap),
     Canonical(Canonical<Tap>, Vec<Event>),
-    Fold(Fold<Tap>, Vec<Event>),
+    Fold(Box<Fold<Tap>>, Vec<Event>),
 }
 
 impl Feed {
@@ -277,8 +290,14 @@ impl Feed {
         match v {
             View::Plain => Feed::Plain(tap),
             View::Canonical(bits) => Feed::Canonical(Canonical::new(tap, bits), Vec::new()),
-            View::Fold { bits, system: true } => Feed::Fold(Fold::system(tap, bits), Vec::new()),
-            View::Fold { bits, .. } => Feed::Fold(Fold::new(tap, bits), Vec::new()),
+            View::Fold {
+                bits,
+                system: true,
+                limit,
+            } => Feed::Fold(Box::new(Fold::system(tap, bits).below(limit)), Vec::new()),
+            View::Fold { bits, limit, .. } => {
+                Feed::Fold(Box::new(Fold::new(tap, bits).below(limit)), Vec::new())
+            }
         }
     }
 
@@ -307,13 +326,15 @@ impl Feed {
         Ok(true)
     }
 
-    /// A user-mode stream on a machine of `bits` virtual-address bits (folded when
-    /// narrower than x86-64 user space).
-    pub fn for_user(tap: Tap, bits: u32) -> Feed {
+    /// A user-mode stream on machine `cfg` (folded when narrower than x86-64 user
+    /// space, as a trace file is).
+    pub fn for_user(tap: Tap, cfg: &xlat_sim::MachineConfig) -> Feed {
+        let bits = cfg.va_bits();
         if bits >= USER_BITS {
             Feed::Plain(tap)
         } else {
-            Feed::Fold(Fold::new(tap, bits), Vec::new())
+            let f = Fold::new(tap, bits).below(kernel_segments(cfg));
+            Feed::Fold(Box::new(f), Vec::new())
         }
     }
 

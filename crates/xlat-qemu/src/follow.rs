@@ -13,6 +13,14 @@
 //! `execve`, which fails with the kernel's error (the program sees it, as without xlat)
 //! or runs the program untraced (the collector warns).
 //!
+//! `/proc/self/exe` (Go programs, busybox and runc re-exec themselves through it) is QEMU's
+//! binary to the host kernel, while the guest means its own program (QEMU's emulated
+//! `readlink` says so): a path that reaches this process's `exe` link through `/proc`
+//! (`self`, `thread-self`, its pid, a task of it, a link to one, a relative path from
+//! there) is replaced by the traced program's path, as QEMU's `readlink` gives it. Any
+//! other exec of QEMU's own binary is not followed, with a warning: it would run QEMU
+//! under QEMU.
+//!
 //! Reading the guest's path, argv and envp needs guest addresses to be host addresses
 //! (QEMU's `guest_base` of 0, which 7.2 picks for x86-64 on x86-64 when it can; its API v1
 //! cannot read guest memory). That is checked, not assumed: the first guest `mmap` (or
@@ -21,9 +29,9 @@
 //! cleanly on a bad pointer.
 
 use super::*;
-use std::ffi::{CString, OsString};
+use std::ffi::{CString, OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::path::PathBuf;
+use std::path::{Component, Path, PathBuf};
 use xlat_capture::binfmt;
 
 /// Whether guest addresses are host addresses: unknown, yes, no.
@@ -35,6 +43,11 @@ const NO: u8 = 2;
 /// QEMU's own executable and this plugin's file (set at install).
 pub(crate) static QEMU_EXE: OnceLock<CString> = OnceLock::new();
 pub(crate) static PLUGIN_FILE: OnceLock<Vec<u8>> = OnceLock::new();
+/// The program this QEMU runs, as an absolute path without links (QEMU's `realpath` of
+/// it answers the guest's `readlink("/proc/self/exe")`); set at install.
+static GUEST_EXE: OnceLock<PathBuf> = OnceLock::new();
+/// Links followed when resolving a path (Linux's `MAXSYMLINKS`, fs/namei.c).
+const MAX_LINKS: usize = 40;
 
 /// Bounds on what is read from the guest (Linux's own limit is a quarter of the stack
 /// rlimit, 2 MiB by default).
@@ -195,6 +208,28 @@ struct Plan {
 fn plan(path: u64, argv: u64, envp: u64) -> Option<Plan> {
     let mut budget = MAX_BYTES;
     let path = PathBuf::from(OsString::from_vec(read_cstr(path, &mut budget)?));
+    let path = match (names_own_exe(&path), GUEST_EXE.get()) {
+        (true, Some(exe)) => exe.clone(),
+        (true, None) => {
+            say(&format!(
+                "process {}: execs {} (QEMU's binary to the host), but the program's own \
+                 path is unknown: not followed; it runs untraced",
+                std::process::id(),
+                path.display()
+            ));
+            return None;
+        }
+        (false, _) => path,
+    };
+    if is_qemu(&path) {
+        say(&format!(
+            "process {}: execs {}, which is QEMU's own binary: not followed (it would run \
+             QEMU under QEMU); it runs untraced",
+            std::process::id(),
+            path.display()
+        ));
+        return None;
+    }
     let argv: Vec<OsString> = read_vec(argv, &mut budget)?
         .into_iter()
         .map(OsString::from_vec)
@@ -211,9 +246,90 @@ fn plan(path: u64, argv: u64, envp: u64) -> Option<Plan> {
     binfmt::is_elf_x86_64(&binfmt::head(&exe).ok()?).then_some(Plan { exe, argv, env })
 }
 
+/// Whether `path` reaches this process's `/proc/…/exe` link (see the module docs): the
+/// path made absolute and normal, links followed one by one until one is that link.
+fn names_own_exe(path: &Path) -> bool {
+    let me = std::process::id().to_string();
+    let mut p = path.to_path_buf();
+    for _ in 0..=MAX_LINKS {
+        if p.is_relative() {
+            match std::env::current_dir() {
+                Ok(cwd) => p = cwd.join(p),
+                Err(_) => return false,
+            }
+        }
+        p = normal(&p);
+        let parts: Vec<&OsStr> = p.iter().skip(1).collect();
+        let own = |s: &OsStr| s == "self" || s == "thread-self" || s == me.as_str();
+        let numeric = |s: &OsStr| !s.is_empty() && s.as_bytes().iter().all(u8::is_ascii_digit);
+        match parts[..] {
+            [proc, who, exe] if proc == "proc" && own(who) && exe == "exe" => return true,
+            [proc, who, task, tid, exe]
+                if proc == "proc" && own(who) && task == "task" && numeric(tid) && exe == "exe" =>
+            {
+                return true
+            }
+            _ => {}
+        }
+        match std::fs::read_link(&p) {
+            Ok(target) => p = p.parent().unwrap_or(Path::new("/")).join(target),
+            Err(_) => return false,
+        }
+    }
+    false
+}
+
+/// `p` without `.` and with `..` taken lexically.
+fn normal(p: &Path) -> PathBuf {
+    let mut out = PathBuf::from("/");
+    for c in p.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::Normal(n) => out.push(n),
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+        }
+    }
+    out
+}
+
+/// Whether `path` is the file QEMU runs from.
+fn is_qemu(path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Some(q) = QEMU_EXE.get() else {
+        return false;
+    };
+    let id = |p: &Path| std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()));
+    id(path).is_some_and(|a| Some(a) == id(Path::new(OsStr::from_bytes(q.as_bytes()))))
+}
+
+/// The program of a QEMU command line `qemu -plugin SPEC -0 ARGV0 EXE ARGS…` (as
+/// `xlat_capture` and [`exec`] build it): EXE.
+fn program_of(cmdline: &[u8]) -> Option<PathBuf> {
+    let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
+    let mut i = 1;
+    while let Some(a) = args.get(i) {
+        match *a {
+            b"-plugin" | b"-0" => i += 2,
+            b"" => return None,
+            a if a.starts_with(b"-") => i += 1,
+            a => return Some(PathBuf::from(OsStr::from_bytes(a))),
+        }
+    }
+    None
+}
+
 /// Records QEMU's executable and the plugin's file (`addr`: any function of the plugin),
 /// as absolute paths: the program may change its working directory before it execs.
 pub(crate) fn remember_paths(addr: *const c_void) {
+    if let Some(exe) = std::fs::read("/proc/self/cmdline")
+        .ok()
+        .and_then(|c| program_of(&c))
+        .and_then(|p| std::fs::canonicalize(p).ok())
+    {
+        let _ = GUEST_EXE.set(exe);
+    }
     if let Ok(exe) = std::fs::read_link("/proc/self/exe") {
         if let Ok(c) = CString::new(exe.into_os_string().into_vec()) {
             let _ = QEMU_EXE.set(c);
@@ -227,6 +343,42 @@ pub(crate) fn remember_paths(addr: *const c_void) {
         let path = std::path::Path::new(std::ffi::OsStr::from_bytes(name.to_bytes()));
         if let Ok(abs) = std::fs::canonicalize(path) {
             let _ = PLUGIN_FILE.set(abs.into_os_string().into_vec());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_program_is_read_from_qemus_command_line() {
+        let c = b"/usr/bin/qemu-x86_64\0-plugin\0/x/p.so,sock=s\0-0\0-x\0./prog\0-0\0";
+        assert_eq!(program_of(c), Some(PathBuf::from("./prog")));
+        assert_eq!(program_of(b"qemu\0-plugin\0x\0"), None);
+    }
+
+    #[test]
+    fn own_exe_links_are_recognised_and_others_not() {
+        let me = std::process::id();
+        for p in [
+            "/proc/self/exe".to_string(),
+            "/proc/thread-self/exe".into(),
+            format!("/proc/{me}/exe"),
+            format!("/proc/{me}/task/{me}/exe"),
+            "/proc/self/../self/./exe".into(),
+        ] {
+            assert!(names_own_exe(Path::new(&p)), "{p}");
+        }
+        let d = std::env::temp_dir().join(format!("xlat-follow-test-{me}"));
+        let _ = std::fs::create_dir(&d);
+        let link = d.join("l");
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink("/proc/self/exe", &link).unwrap();
+        assert!(names_own_exe(&link));
+        std::fs::remove_dir_all(&d).unwrap();
+        for p in ["/proc/1/exe", "/bin/sh", "/proc/self/cwd", "/no/such"] {
+            assert!(!names_own_exe(Path::new(p)), "{p}");
         }
     }
 }

@@ -251,9 +251,10 @@ pub(super) fn accept_loop(
             return;
         }
         registry.accepted(pid);
+        let failed = tx.clone();
         let (tx, registry, free, acceptor) =
             (tx.clone(), registry.clone(), free.clone(), acceptor.clone());
-        std::thread::spawn(move || {
+        let spawned = spawn_thread("connection", move || {
             let checked = check(&conn, pid, in_tree, &acceptor, &registry);
             acceptor.checking.fetch_sub(1, SeqCst);
             let hello = match checked {
@@ -304,6 +305,11 @@ pub(super) fn accept_loop(
             registry.closed(pid, matches!(how, End::Handover));
             let _ = tx.send(Msg::End { pid, how });
         });
+        if let Err(e) = spawned {
+            // The connection is closed with the closure; the capture fails.
+            let _ = failed.send(Msg::Failed(e.to_string()));
+            return;
+        }
     }
 }
 

@@ -46,10 +46,15 @@ use std::time::Duration;
 use xlat_types::{Event, EventSource, Pid, Tid};
 
 mod accept;
+mod reader;
 mod registry;
+mod signaller;
 use accept::*;
 pub use accept::peer_cred;
+use reader::read_process;
 use registry::Registry;
+pub use signaller::Signaller;
+pub(crate) use signaller::{descends, spawn_thread};
 
 /// Bytes of the largest message the plugin sends (header word included).
 const MAX_MSG: usize = (wire::MAX_CHUNK_WORDS as usize + 1) * 8;
@@ -94,6 +99,8 @@ enum Msg {
     RootExited(std::io::Result<ExitStatus>),
     /// The accept thread found no connection waiting after quiet request `n`.
     Quiet(u64),
+    /// The capture cannot go on (a connection's thread could not be started).
+    Failed(String),
 }
 
 /// How often the accept thread looks at its stop flag and quiet requests.
@@ -137,36 +144,6 @@ enum End {
     Cut,
     Orphan,
     Bad(String),
-}
-
-/// Sends signals to the traced processes of a [`Capture`] (from any thread).
-#[derive(Clone)]
-pub struct Signaller {
-    registry: Arc<Registry>,
-    root: u32,
-    root_start: Option<u64>,
-}
-
-impl Signaller {
-    /// Sends `sig` to every traced process still running (QEMU's first), e.g. to
-    /// forward a SIGTERM that this process received. Returns how many were signalled.
-    /// A pid that a fork record named but that started before QEMU is never signalled
-    /// (the program can write to the plugin's socket: records are not proof).
-    pub fn signal(&self, sig: i32) -> usize {
-        let mut pids = self.registry.running();
-        pids.sort_by_key(|&p| p != self.root);
-        let me = std::process::id();
-        pids.into_iter()
-            .filter(|&p| p > 1 && p != me && alive(p))
-            .filter(|&p| {
-                p == self.root
-                    || start_time(p)
-                        .zip(self.root_start)
-                        .is_some_and(|(s, r)| s >= r)
-            })
-            .filter(|&p| unsafe { libc::kill(p as libc::pid_t, sig) } == 0)
-            .count()
-    }
 }
 
 /// Totals of one capture, and what went wrong on the way.
@@ -250,6 +227,8 @@ impl Capture {
     ) -> Result<Capture, CaptureError> {
         let qemu = launch::find_qemu(opts)?;
         let plugin = launch::find_plugin(opts)?;
+        // Before QEMU exists: none of its signals may reach a default handler of ours.
+        crate::signals::shield()?;
         let sock = format!(
             "xlat-{}-{}",
             std::process::id(),
@@ -262,6 +241,7 @@ impl Capture {
         let listener = listen(&sock)?;
         let mut cmd = launch::command(&qemu, &plugin, &sock, opts.per_insn, &launch)?;
         let me = std::process::id();
+        let mut restore = crate::signals::restore_in_child();
         // SAFETY: only async-signal-safe calls between fork and exec.
         unsafe {
             cmd.pre_exec(move || {
@@ -274,14 +254,27 @@ impl Capture {
                 if libc::getppid() as u32 != me {
                     libc::_exit(137);
                 }
-                Ok(())
+                // The program starts with the dispositions and mask xlat inherited.
+                restore()
             });
         }
-        let mut child = cmd.spawn().map_err(|e| CaptureError::Spawn {
+        let (tx, rx) = mpsc::sync_channel::<Msg>(QUEUE);
+        // Started before QEMU, so that failing to start it leaves nothing running.
+        let (child_tx, child_rx) = mpsc::channel::<std::process::Child>();
+        {
+            let tx = tx.clone();
+            spawn_thread("wait", move || {
+                if let Ok(mut child) = child_rx.recv() {
+                    let _ = tx.send(Msg::RootExited(child.wait()));
+                }
+            })?;
+        }
+        let child = cmd.spawn().map_err(|e| CaptureError::Spawn {
             qemu: qemu.display().to_string(),
             source: e,
         })?;
         let root_pid = child.id();
+        let _ = child_tx.send(child);
         let acceptor = Arc::new(Acceptor {
             listen: listener,
             root: root_pid,
@@ -293,22 +286,22 @@ impl Capture {
             first_delay: test_delay("XLAT_TEST_FIRST_CHECK_DELAY_MS"),
             files: Mutex::default(),
         });
-        let (tx, rx) = mpsc::sync_channel::<Msg>(QUEUE);
         let (free_tx, free_rx) = mpsc::sync_channel::<Vec<Event>>(QUEUE * 2);
         let registry = Arc::new(Registry::default());
         registry.register(root_pid);
         let free_rx = Arc::new(Mutex::new(free_rx));
         {
-            let tx = tx.clone();
-            std::thread::spawn(move || {
-                let _ = tx.send(Msg::RootExited(child.wait()));
-            });
-        }
-        {
             let (registry, acceptor) = (registry.clone(), acceptor.clone());
-            std::thread::spawn(move || accept_loop(&acceptor, tx, registry, free_rx));
+            let accepting = spawn_thread("accept", move || {
+                accept_loop(&acceptor, tx, registry, free_rx)
+            });
+            if let Err(e) = accepting {
+                // SAFETY: QEMU's pid, not reaped before the wait thread reaps it.
+                unsafe { libc::kill(root_pid as libc::pid_t, libc::SIGKILL) };
+                return Err(e);
+            }
         }
-        Ok(Capture {
+        let capture = Capture {
             rx,
             free_tx,
             registry,
@@ -333,7 +326,9 @@ impl Capture {
             },
             refusals_counted: false,
             done: false,
-        })
+        };
+        crate::signals::watch(capture.signaller());
+        Ok(capture)
     }
 
     /// A handle that signals the traced processes (see [`Signaller::signal`]).
@@ -615,6 +610,13 @@ impl EventSource for Capture {
                         self.done = true;
                     }
                 }
+                Msg::Failed(e) => {
+                    // Nothing of the program may run on untraced.
+                    self.signaller().signal(libc::SIGKILL);
+                    return Err(CaptureError::Thread(format!(
+                        "{e}; the traced processes were killed"
+                    )));
+                }
                 Msg::Quiet(n) => {
                     self.quiet_answered = n;
                     if self.finished() {
@@ -632,90 +634,5 @@ impl Drop for Capture {
         // the last one closes the listener.
         self.acceptor.stop.store(true, SeqCst);
         unsafe { libc::shutdown(self.acceptor.listen.as_raw_fd(), libc::SHUT_RDWR) };
-    }
-}
-
-/// Reads one process's chunks until its connection ends.
-#[allow(clippy::too_many_arguments)]
-fn read_process(
-    fd: c_int,
-    pid: u32,
-    ppid: u32,
-    after: Option<u32>,
-    root: u32,
-    tx: &SyncSender<Msg>,
-    registry: &Registry,
-    free: &Mutex<Receiver<Vec<Event>>>,
-    files: &Mutex<crate::files::Files>,
-) -> End {
-    let mut buf = vec![0u64; MAX_MSG / 8];
-    if let Some(n) = after {
-        // Records continue from this process's previous connections: wait for them.
-        if !registry.wait_handover(pid, n) {
-            return End::Bad(format!(
-                "connection {n} continues connections that did not hand over"
-            ));
-        }
-    } else if !registry.wait(pid, ppid) {
-        // Its records are dropped; closing the connection tells the plugin so.
-        return End::Orphan;
-    }
-    let mut exited = false;
-    loop {
-        let n = match recv(fd, &mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) => return End::Bad(e.to_string()),
-        };
-        if n % 8 != 0 || n < 16 {
-            return End::Bad(format!("message of {n} bytes is not a chunk"));
-        }
-        let words = &buf[..n / 8];
-        let (tid, count) = (words[0] as u32, (words[0] >> 32) as usize);
-        if count != words.len() - 1 || count > wire::MAX_CHUNK_WORDS as usize {
-            return End::Bad(format!(
-                "chunk header says {count} words, message has {}",
-                words.len() - 1
-            ));
-        }
-        let mut rest = &words[1..];
-        while !rest.is_empty() {
-            let mut events = free.lock().unwrap().try_recv().unwrap_or_default();
-            events.reserve(rest.len());
-            let file_id = |p: &[u8]| Ok(files.lock().unwrap_or_else(|e| e.into_inner()).id(p));
-            let d = match decode(rest, Tid(tid), |c| name_for(c, root), file_id, &mut events) {
-                Ok(d) => d,
-                Err((at, e)) => return End::Bad(format!("word {at} of a chunk: {e}")),
-            };
-            rest = &rest[d.used..];
-            exited |= matches!(d.control, Some(Control::Exit(_)));
-            if let Some(
-                Control::Space(_) | Control::SpaceFree(_) | Control::Mode(_) | Control::Comm(_),
-            ) = d.control
-            {
-                return End::Bad("a system-mode record from a user-mode plugin".to_string());
-            }
-            let handover = matches!(d.control, Some(Control::Handover));
-            if tx
-                .send(Msg::Events {
-                    pid,
-                    events,
-                    control: d.control,
-                })
-                .is_err()
-            {
-                return End::Cut;
-            }
-            if handover {
-                // The last record of this connection (the program may keep the socket
-                // open by mistake: do not wait for its end).
-                return End::Handover;
-            }
-        }
-    }
-    if exited {
-        End::Exit
-    } else {
-        End::Cut
     }
 }

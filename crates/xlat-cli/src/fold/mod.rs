@@ -11,6 +11,11 @@
 //! silent alias. Address spaces are tracked as the simulator does: a fork copies the
 //! parent's, a traced exec starts an empty one, an exit ends it. (qemu-user puts a PIE
 //! program and its libraries from 0x40_0000_0000, a non-PIE one at 0x40_0000: both fit.)
+//!
+//! On a machine with kernel segments (a hashed MMU's `kernel_base`: 0xc000_0000 on the
+//! 32-bit PowerPCs, Linux/PPC's `KERNELBASE`) user windows stay below them ([`Fold::below`]):
+//! valgrind puts a program's stack at 0x1fff_000000, whose low bits would be a kernel
+//! address there. Every input (`.xlt`, lackey, a live capture) folds the same way.
 
 /// Machines with fewer virtual-address bits than x86-64 user space get folded streams.
 pub const USER_BITS: u32 = 47;
@@ -94,6 +99,15 @@ fn largest_gap(sp: &Space, user: u64, k: u64) -> Option<u64> {
     best.map(|(len, s)| s + (len - k) / 2)
 }
 
+/// Where machine `cfg`'s kernel segments start (a hashed MMU's `kernel_base`), if it has
+/// some: the ceiling of folded user windows ([`Fold::below`]).
+pub fn kernel_segments(cfg: &xlat_sim::MachineConfig) -> Option<u64> {
+    let bits = cfg.va_bits().min(63);
+    (cfg.page_table.hash())
+        .map(|h| h.kernel_base.0)
+        .filter(|&b| b < 1 << bits)
+}
+
 /// An [`EventSource`] that folds every address of `S` into `bits` bits.
 pub struct Fold<S> {
     src: S,
@@ -114,6 +128,8 @@ pub struct Fold<S> {
     moved: u64,
     /// System traces: the kernel half's placement (user windows then stay below it).
     kernel: Option<KernelFold>,
+    /// User windows stay below this one (the machine's kernel segments start there).
+    user_top: u64,
 }
 
 impl<S: EventSource> Fold<S> {
@@ -133,7 +149,17 @@ impl<S: EventSource> Fold<S> {
             folded: 0,
             moved: 0,
             kernel: None,
+            user_top: 1 << (bits - window),
         }
+    }
+
+    /// Keeps user windows below address `limit` (a machine's kernel segments: see the
+    /// module docs); `None` changes nothing.
+    pub fn below(mut self, limit: Option<u64>) -> Fold<S> {
+        if let Some(l) = limit {
+            self.user_top = self.user_top.min((l >> self.window).max(1));
+        }
+        self
     }
 
     /// Folds a system trace: the kernel half goes to the top quarter ([`kernel`]), user
@@ -208,8 +234,9 @@ impl<S: EventSource> Fold<S> {
             return Err(full);
         }
         let n = self.windows;
-        // User windows stay below the kernel's quarter in a system trace.
-        let top = if self.kernel.is_some() { n - n / 4 } else { n };
+        // User windows stay below the kernel's quarter in a system trace, and below the
+        // machine's kernel segments.
+        let top = if self.kernel.is_some() { n - n / 4 } else { n }.min(self.user_top);
         let sp = self.spaces.entry(self.cur).or_default();
         // Where the run must start if any of its windows is placed already.
         let placed = (w0..=w1).find_map(|w| sp.to.get(&w).map(|&t| (w, t)));
@@ -235,7 +262,7 @@ impl<S: EventSource> Fold<S> {
                     .into_iter()
                     .flatten()
                     .find(|&t| fits(t))
-                    .or_else(|| largest_gap(sp, (n - n / 4).max(1), k));
+                    .or_else(|| largest_gap(sp, (n - n / 4).max(1).min(top), k));
                 self.moved += t0.is_some_and(|t| t != low) as u64;
                 t0
             }
@@ -481,6 +508,48 @@ mod tests {
             "the child's window 0 is its parent's"
         );
         assert_eq!(out[8], load(0x40_3000));
+    }
+
+    /// Issue 35: on a machine with kernel segments from 0xc000_0000 (ppc604), a window
+    /// whose low bits are there (valgrind's stack at 0x1fff_0000_0000) moves below them,
+    /// and a range reaching them is placed below too; without a limit it stays.
+    #[test]
+    fn user_windows_stay_below_the_kernel_segments() {
+        let fold = |limit: Option<u64>| {
+            let events = vec![
+                load(0x1f_ff00_0758),
+                load(0x40_1000),
+                load(0x1f_feff_fff8),
+                load(0x2_bfff_fff8),
+                load(0x2_c000_0000),
+            ];
+            let mut f = Fold::new(VecSource::new(events), 32).below(limit);
+            let mut buf = Vec::new();
+            f.fill(&mut buf, 8).unwrap();
+            assert_eq!(buf.len(), 5);
+            buf
+        };
+        assert_eq!(fold(None)[0], load(0xff00_0758));
+        let out = fold(Some(0xc000_0000));
+        for e in &out {
+            let a = access(e).addr.0;
+            assert!(a < 0xc000_0000, "{a:#x}");
+        }
+        // Offsets within a window are kept, distinct windows stay distinct, the window
+        // below a moved one stays next to it.
+        let a: Vec<u64> = out.iter().map(|e| access(e).addr.0).collect();
+        assert_eq!(a[0] & 0xff_ffff, 0x00_0758);
+        assert_eq!(a[1], 0x40_1000);
+        assert_eq!(a[2] + 8, a[0] & !0xff_ffff);
+        assert_eq!(a[3], 0xbfff_fff8);
+        assert_ne!(a[4] >> 24, a[3] >> 24);
+    }
+
+    fn access(e: &Event) -> Access {
+        match e {
+            Event::Access(a) => *a,
+            e => panic!("{e:?}"),
+        }
     }
 
     #[test]
