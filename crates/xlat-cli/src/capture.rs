@@ -123,6 +123,9 @@ pub(crate) enum Dest {
 
 impl Dest {
     pub(crate) fn create(path: &Path) -> std::io::Result<Dest> {
+        // A link planted by another user in a shared directory is refused before it is
+        // resolved (SECURITY.md).
+        xlat_fs::check_output_path(path)?;
         match std::fs::metadata(path) {
             Ok(m) if !m.is_file() => Ok(Dest::Direct(BufWriter::with_capacity(
                 1 << 20,

@@ -89,7 +89,15 @@ impl EventSource for Tap {
 /// taps every batch. `on_batch` is called with each batch's length (progress). The
 /// thread returns the source when it is exhausted, failed, or every tap is gone (for its
 /// end summary or truncation warning).
-pub fn fan_out<S, F>(mut src: S, n: usize, batch: usize, on_batch: F) -> (Vec<Tap>, JoinHandle<S>)
+///
+/// A reader thread that cannot be started (at the limit of processes, `ulimit -u`) is an
+/// error, never a panic.
+pub fn fan_out<S, F>(
+    mut src: S,
+    n: usize,
+    batch: usize,
+    on_batch: F,
+) -> anyhow::Result<(Vec<Tap>, JoinHandle<S>)>
 where
     S: EventSource + Send + 'static,
     F: Fn(usize) + Send + 'static,
@@ -105,47 +113,55 @@ where
             done: false,
         });
     }
-    let handle = std::thread::spawn(move || {
-        // Batches handed out, oldest first: one whose only owner is this queue is reused.
-        let mut sent: VecDeque<Arc<Vec<Event>>> = VecDeque::new();
-        loop {
-            if txs.iter().all(Option::is_none) {
-                break;
-            }
-            let mut buf = match sent.front_mut().and_then(Arc::get_mut) {
-                Some(b) => std::mem::take(b),
-                None => Vec::with_capacity(batch),
-            };
-            if sent.front().is_some_and(|b| b.is_empty()) {
-                sent.pop_front();
-            }
-            match src.fill(&mut buf, batch) {
-                Ok(true) => {
-                    on_batch(buf.len());
-                    let b = Arc::new(buf);
-                    for tx in &mut txs {
-                        if tx.as_ref().is_some_and(|t| t.send(Ok(b.clone())).is_err()) {
-                            *tx = None;
-                        }
-                    }
-                    sent.push_back(b);
-                    if sent.len() > 2 * DEPTH + 2 {
-                        sent.pop_front();
-                    }
-                }
-                Ok(false) => break,
-                Err(e) => {
-                    let e = SharedError(format!("{:#}", anyhow::Error::new(e)));
-                    for tx in txs.iter().flatten() {
-                        let _ = tx.send(Err(e.clone()));
-                    }
+    let spawned = std::thread::Builder::new()
+        .name("xlat-reader".into())
+        .spawn(move || {
+            // Batches handed out, oldest first: one whose only owner is this queue is reused.
+            let mut sent: VecDeque<Arc<Vec<Event>>> = VecDeque::new();
+            loop {
+                if txs.iter().all(Option::is_none) {
                     break;
                 }
+                let mut buf = match sent.front_mut().and_then(Arc::get_mut) {
+                    Some(b) => std::mem::take(b),
+                    None => Vec::with_capacity(batch),
+                };
+                if sent.front().is_some_and(|b| b.is_empty()) {
+                    sent.pop_front();
+                }
+                match src.fill(&mut buf, batch) {
+                    Ok(true) => {
+                        on_batch(buf.len());
+                        let b = Arc::new(buf);
+                        for tx in &mut txs {
+                            if tx.as_ref().is_some_and(|t| t.send(Ok(b.clone())).is_err()) {
+                                *tx = None;
+                            }
+                        }
+                        sent.push_back(b);
+                        if sent.len() > 2 * DEPTH + 2 {
+                            sent.pop_front();
+                        }
+                    }
+                    Ok(false) => break,
+                    Err(e) => {
+                        let e = SharedError(format!("{:#}", anyhow::Error::new(e)));
+                        for tx in txs.iter().flatten() {
+                            let _ = tx.send(Err(e.clone()));
+                        }
+                        break;
+                    }
+                }
             }
-        }
-        src
-    });
-    (taps, handle)
+            src
+        });
+    let handle = spawned.map_err(|e| {
+        anyhow::anyhow!(
+            "cannot start the input's reader thread ({e}; at the limit of processes, \
+             `ulimit -u`?)"
+        )
+    })?;
+    Ok((taps, handle))
 }
 
 /// Threads that replay at once: one per core (more only trade cache for switches:
@@ -172,33 +188,50 @@ pub fn run_jobs<J: Send>(
         lanes[i % w].push((i, j));
     }
     let (step, end) = (&step, &end);
-    let mut out: Vec<(usize, anyhow::Result<()>)> = std::thread::scope(|s| {
-        let hs: Vec<_> = lanes
-            .into_iter()
-            .map(|mut lane| {
-                s.spawn(move || {
-                    let mut results = Vec::new();
-                    while !lane.is_empty() {
-                        let mut k = 0;
-                        while k < lane.len() {
-                            let r = crate::run::check_interrupt().and_then(|()| step(lane[k].1));
-                            match r {
-                                Ok(true) => k += 1,
-                                r => {
-                                    let (i, j) = lane.remove(k);
-                                    end(j);
-                                    results.push((i, r.map(drop)));
-                                }
-                            }
-                        }
+    let run_lane = move |mut lane: Vec<(usize, &mut J)>| {
+        let mut results = Vec::new();
+        while !lane.is_empty() {
+            let mut k = 0;
+            while k < lane.len() {
+                let r = crate::run::check_interrupt().and_then(|()| step(lane[k].1));
+                match r {
+                    Ok(true) => k += 1,
+                    r => {
+                        let (i, j) = lane.remove(k);
+                        end(j);
+                        results.push((i, r.map(drop)));
                     }
-                    results
-                })
-            })
-            .collect();
-        hs.into_iter()
-            .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-            .collect()
+                }
+            }
+        }
+        results
+    };
+    // Each lane waits in a slot its thread empties; the lanes of threads that could not
+    // be started (`ulimit -u`) run here, together as one lane, so that every tap keeps
+    // being read (the reader's lead is bounded) and nothing panics.
+    let slots: Vec<std::sync::Mutex<Vec<(usize, &mut J)>>> =
+        lanes.into_iter().map(std::sync::Mutex::new).collect();
+    fn take<T>(slot: &std::sync::Mutex<Vec<T>>) -> Vec<T> {
+        std::mem::take(&mut *slot.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+    let mut out: Vec<(usize, anyhow::Result<()>)> = std::thread::scope(|s| {
+        let mut hs = Vec::new();
+        let mut here = Vec::new();
+        for slot in &slots {
+            let spawned = std::thread::Builder::new()
+                .name("xlat-replay".into())
+                .spawn_scoped(s, || run_lane(take(slot)));
+            match spawned {
+                Ok(h) => hs.push(h),
+                Err(_) => here.extend(take(slot)),
+            }
+        }
+        let mut out = run_lane(here);
+        out.extend(
+            hs.into_iter()
+                .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))),
+        );
+        out
     });
     out.sort_by_key(|(i, _)| *i);
     out.into_iter().map(|(_, r)| r).collect()
@@ -218,7 +251,7 @@ mod tests {
     #[test]
     fn every_tap_sees_every_event_in_order() {
         let ev = events(10_007);
-        let (taps, h) = fan_out(VecSource::new(ev.clone()), 3, 100, |_| {});
+        let (taps, h) = fan_out(VecSource::new(ev.clone()), 3, 100, |_| {}).unwrap();
         let got: Vec<Vec<Event>> = std::thread::scope(|s| {
             let hs: Vec<_> = taps
                 .into_iter()
@@ -254,7 +287,7 @@ mod tests {
     #[test]
     fn a_tap_that_stops_does_not_stall_the_others() {
         let ev = events(50_000);
-        let (mut taps, h) = fan_out(VecSource::new(ev.clone()), 2, 64, |_| {});
+        let (mut taps, h) = fan_out(VecSource::new(ev.clone()), 2, 64, |_| {}).unwrap();
         let quitter = taps.pop().unwrap();
         drop(quitter);
         let mut t = taps.pop().unwrap();
@@ -291,7 +324,7 @@ mod tests {
 
     #[test]
     fn a_read_error_reaches_every_tap_after_the_good_batches() {
-        let (taps, h) = fan_out(Failing(3), 2, 10, |_| {});
+        let (taps, h) = fan_out(Failing(3), 2, 10, |_| {}).unwrap();
         for mut t in taps {
             let mut buf = Vec::new();
             let mut n = 0;

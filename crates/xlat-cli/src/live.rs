@@ -57,9 +57,14 @@ pub struct RunArgs {
 /// `xlat run`: simulate while the program runs. Returns the program's exit code.
 pub fn run(a: RunArgs) -> Result<i32> {
     let mut machines = Vec::new();
+    // Counted before any is made, as `xlat sim` does (every machine replays the one
+    // capture at once).
+    let most = crate::plan::MAX_RUNS as u64 / (a.machines.len() as u64).max(1);
+    crate::plan::sweep::count(&a.sweeps, most.max(1))?;
     for n in &a.machines {
         for c in crate::plan::combinations(&a.sweeps)? {
-            let sets: Vec<String> = a.sets.iter().chain(&c).cloned().collect();
+            // A swept field wins over its `--set`, in the machine and its name.
+            let sets = crate::plan::sweep::effective(&a.sets, &c);
             let cfg = crate::run::machine_with_sets(n, &sets)?;
             machines.push((cfg, crate::plan::params_of(&sets)));
         }
@@ -280,7 +285,8 @@ fn capture_once(a: &RunArgs, machines: &Machines) -> Result<Captured> {
     let cap = Capture::start(&a.program[0], &a.program[1..], &a.capture.options())?;
     let pb = crate::progress::bar(format!("events simulated on {} machines", sims.len()));
     let pbc = pb.clone();
-    let (taps, handle) = crate::fanout::fan_out(cap, sims.len(), BATCH, move |k| pbc.inc(k as u64));
+    let (taps, handle) =
+        crate::fanout::fan_out(cap, sims.len(), BATCH, move |k| pbc.inc(k as u64))?;
     type Job<'a> = (
         usize,
         &'a mut xlat_sim::Sim<xlat_sim::Radix>,

@@ -345,7 +345,11 @@ fn drive_group(
         w.expected_events(),
     );
     let pbc = pb.clone();
-    let (taps, handle) = crate::fanout::fan_out(w, sims.len(), 1 << 16, move |k| pbc.inc(k as u64));
+    let (taps, handle) =
+        match crate::fanout::fan_out(w, sims.len(), 1 << 16, move |k| pbc.inc(k as u64)) {
+            Ok(f) => f,
+            Err(e) => return sims.iter().map(|_| Err(anyhow::anyhow!("{e:#}"))).collect(),
+        };
     let mut jobs: Vec<(&mut Sim<Radix>, Option<crate::fanout::Tap>)> = sims
         .iter_mut()
         .zip(taps)

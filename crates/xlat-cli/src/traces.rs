@@ -206,7 +206,7 @@ pub fn replay_many(
         0 => pbc.inc(k as u64),
         _ => pbc.set_position(read.load(Ordering::Relaxed)),
     };
-    let (taps, handle) = fan_out(input, n, PIPELINE_BATCH, progress);
+    let (taps, handle) = fan_out(input, n, PIPELINE_BATCH, progress)?;
     let mut taps = taps.into_iter();
     let mut jobs: Vec<Job> = Vec::new();
     let mut results: Vec<Option<Result<()>>> = Vec::new();

@@ -260,3 +260,81 @@ fn lackey_traces_fold_onto_32_bit_machines_like_xlt_traces() {
     let o = d.xlat(&["run", "-m", "ppc604", "--", prog.to_str().unwrap()]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
 }
+
+/// issue 35: a sweep (several machines fed from one reader thread, replayed on worker
+/// threads) under a real `ulimit -u` at every count from "no thread" to "enough" either
+/// runs, with the same table, or fails with a clear error: never a panic, never a hang.
+#[test]
+fn under_a_process_limit_a_sweep_runs_or_fails_cleanly() {
+    use std::os::unix::process::CommandExt;
+    let root = unsafe { libc::geteuid() } == 0;
+    let uid = if root {
+        65534
+    } else {
+        unsafe { libc::geteuid() }
+    };
+    let args = [
+        "sim",
+        "-m",
+        "skylake",
+        "-m",
+        "zen4",
+        "-m",
+        "i386",
+        "-w",
+        "stride:refs=20000",
+    ];
+    let free = Command::new(XLAT).args(args).output().unwrap();
+    assert!(free.status.success(), "{}", stderr(&free));
+    // The table without the simulator's speed (not a result).
+    let results = |out: &[u8]| -> String {
+        String::from_utf8_lossy(out)
+            .lines()
+            .filter(|l| !l.starts_with("simulator speed"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let table = results(&free.stdout);
+    let mut ran = false;
+    for extra in 1..=8u64 {
+        let limit = tasks_of(uid) + extra;
+        let mut c = Command::new(XLAT);
+        c.args(args).current_dir("/");
+        // SAFETY: only async-signal-safe calls (setgroups, setgid, setuid, setrlimit).
+        unsafe {
+            c.pre_exec(move || {
+                if root
+                    && (libc::setgroups(0, std::ptr::null()) != 0
+                        || libc::setgid(65534) != 0
+                        || libc::setuid(65534) != 0)
+                {
+                    return Err(std::io::Error::last_os_error());
+                }
+                let l = libc::rlimit {
+                    rlim_cur: limit,
+                    rlim_max: limit,
+                };
+                if libc::setrlimit(libc::RLIMIT_NPROC, &l) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let start = std::time::Instant::now();
+        let o = c.output().unwrap();
+        let err = stderr(&o);
+        no_panic(&o);
+        assert!(start.elapsed().as_secs() < 60, "limit +{extra}: {err}");
+        match code(&o) {
+            0 => {
+                ran = true;
+                assert_eq!(results(&o.stdout), table, "limit +{extra}");
+            }
+            _ => assert!(err.contains("xlat: error:"), "limit +{extra}: {err}"),
+        }
+    }
+    assert!(
+        ran,
+        "no limit up to +8 was enough for a sweep of three machines"
+    );
+}

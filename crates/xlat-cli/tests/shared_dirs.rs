@@ -74,6 +74,11 @@ fn a_link_planted_by_another_user_in_a_sticky_directory_is_refused() {
     ]);
     assert!(!ok && err.contains("protected_symlinks"), "{err}");
     assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+    // `xlat trace -o` (a capture).
+    common::prerequisites();
+    let (ok, _, err) = run_xlat(&["trace", "-o", link.to_str().unwrap(), "--", "/bin/true"]);
+    assert!(!ok && err.contains("protected_symlinks"), "{err}");
+    assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
 }
 
 #[test]

@@ -15,7 +15,7 @@
 mod check;
 mod merge;
 pub mod shard;
-mod sweep;
+pub mod sweep;
 
 pub use merge::{finish, merge};
 pub use shard::shard;
@@ -222,26 +222,30 @@ impl Plan {
             })
             .filter(|(_, ms): &(usize, Vec<usize>)| !ms.is_empty())
             .collect();
-        let mut done: Vec<(usize, Result<Outcome>)> = groups
-            .par_iter()
-            .flat_map_iter(|(i, ms)| {
-                let cfgs: Vec<&MachineConfig> = ms
-                    .iter()
-                    .map(|&m| machines[m].as_ref().expect("loaded"))
-                    .collect();
-                let input = self.inputs[*i].input();
-                let opts = run::RunOpts {
-                    strict: self.strict,
-                    warmup: self.warmup,
-                    attribute: self.attribute,
-                };
-                let out = run::run_group(&cfgs, &input, opts);
-                ms.iter()
-                    .map(move |&m| m * ni + i)
-                    .zip(out)
-                    .collect::<Vec<_>>()
-            })
-            .collect();
+        let work = |(i, ms): &(usize, Vec<usize>)| {
+            let cfgs: Vec<&MachineConfig> = ms
+                .iter()
+                .map(|&m| machines[m].as_ref().expect("loaded"))
+                .collect();
+            let input = self.inputs[*i].input();
+            let opts = run::RunOpts {
+                strict: self.strict,
+                warmup: self.warmup,
+                attribute: self.attribute,
+            };
+            let out = run::run_group(&cfgs, &input, opts);
+            ms.iter()
+                .map(move |&m| m * ni + i)
+                .zip(out)
+                .collect::<Vec<_>>()
+        };
+        // A pool of this call's own (not rayon's global one, whose failure to start
+        // threads under `ulimit -u` is a panic): without threads, inputs run one by one.
+        let mut done: Vec<(usize, Result<Outcome>)> = match rayon::ThreadPoolBuilder::new().build()
+        {
+            Ok(pool) => pool.install(|| groups.par_iter().flat_map_iter(work).collect()),
+            Err(_) => groups.iter().flat_map(work).collect(),
+        };
         for (r, o) in &mut done {
             if let Ok(o) = o {
                 o.params = params_of(&self.machines[*r / ni].sets);
