@@ -438,12 +438,14 @@ impl HashMmu {
     /// (`arch/ppc/kernel/idle.c`): a persistent cursor advances one slot, then examines
     /// it; a valid PTE of no live context is invalidated. Each slot examined costs
     /// `pte_cycles` plus its read, whose latency `read` returns (the cache model). Stops
-    /// when the budget is spent or after one pass over the table.
+    /// when the budget is spent, after one pass over the table, or once no zombie is left
+    /// (Linux scans on until `need_resched`; a scan that can invalidate nothing is not
+    /// modelled, so an idle period costs what there is to reclaim, not its length).
     pub fn reclaim(&mut self, budget: u64, pte_cycles: u64, mut read: impl FnMut(u64) -> u64) {
         let n = self.htab.ptegs() as usize * htab::SLOTS;
         let mut spent = 0u64;
         let mut scanned = 0usize;
-        while spent < budget && scanned < n {
+        while spent < budget && scanned < n && self.zombies > 0 {
             self.cursor = (self.cursor + 1) % n;
             scanned += 1;
             spent = spent
