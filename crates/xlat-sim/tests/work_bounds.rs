@@ -217,3 +217,190 @@ proptest! {
         prop_assert_eq!(counts(&run(&cfg, &by_range)), counts(&run(&cfg, &ev)));
     }
 }
+
+/// Lengths an event may name: a page, a few, the largest ceiling's 64 GiB, 1 TiB, most of
+/// the address space, the most that does not overflow (errors are legal outcomes).
+fn huge_len(sel: u8, page: u64, va_bits: u32, from: u64) -> u64 {
+    match sel % 7 {
+        0 => page,
+        1 => 17 * page,
+        2 => 1 << 36,
+        3 => 1 << 40,
+        4 => (1u64 << (va_bits - 1)).saturating_sub(from),
+        5 => (1u64 << va_bits.min(63)).saturating_sub(from),
+        _ => u64::MAX - from,
+    }
+}
+
+/// Random OS events with huge lengths and budgets: (kind, page, length selector, variant).
+type Op = (u8, u64, u8, u8);
+
+fn huge_events(ops: &[Op], page: u64, va_bits: u32) -> Vec<Event> {
+    let mut ev = vec![mmap(A, 64 * page)];
+    let (mut live, mut cur, mut next) = (vec![1u32], Some(1u32), 2u32);
+    for &(k, pg, sel, v) in ops {
+        let va = if v & 0x80 != 0 { A + pg * page } else { 0 };
+        let len = huge_len(sel, page, va_bits, va);
+        let e = match k {
+            0 | 1 => load(A + pg * page),
+            2 => store(A + pg * page),
+            3 => Event::Mmap {
+                addr: VirtAddr(va),
+                len,
+                prot: [Prot::RW, Prot(Prot::READ), Prot::NONE][v as usize % 3],
+                // Populating maps every page: only short ranges (the memory limit
+                // refuses long ones before any work).
+                flags: MapFlags(
+                    MapFlags::ANON
+                        | if sel % 7 < 2 {
+                            v & MapFlags::POPULATE
+                        } else {
+                            0
+                        },
+                ),
+            },
+            4 => Event::Munmap {
+                addr: VirtAddr(va),
+                len,
+            },
+            5 => Event::Mprotect {
+                addr: VirtAddr(va),
+                len,
+                prot: [Prot::RW, Prot(Prot::READ)][v as usize & 1],
+            },
+            6 => Event::Madvise {
+                addr: VirtAddr(va),
+                len,
+                advice: [xlat_types::Advice::DontNeed, xlat_types::Advice::HugePage]
+                    [v as usize & 1],
+            },
+            7 => Event::Mremap {
+                old: VirtAddr(va),
+                old_len: len,
+                new: VirtAddr(A + (pg ^ 17) * page),
+                new_len: huge_len(sel.wrapping_add(v), page, va_bits, A),
+            },
+            8 => Event::Brk {
+                addr: VirtAddr(A + 64 * page + len.min(1 << 40)),
+            },
+            9 => Event::Flush(FlushScope::Range {
+                start: VirtAddr(va),
+                len,
+            }),
+            10 => Event::Flush([FlushScope::Asid, FlushScope::All][v as usize & 1]),
+            11 => Event::Idle {
+                cycles: [u64::MAX, 1 << 40, v as u64 * 100][v as usize % 3],
+            },
+            12 if cur.is_some() => {
+                live.push(next);
+                next += 1;
+                Event::Fork {
+                    child: Pid(next - 1),
+                }
+            }
+            13 if cur.is_some() => {
+                live.push(next);
+                next += 1;
+                Event::Spawn {
+                    child: Pid(next - 1),
+                }
+            }
+            14 if live.len() > 1 => {
+                let c = cur.take().unwrap_or(live[0]);
+                live.retain(|&p| p != c);
+                if v & 1 == 0 {
+                    Event::Exit
+                } else {
+                    Event::Exec
+                }
+            }
+            15 if cur.is_some() => Event::ExecTraced,
+            _ => {
+                let p = live[v as usize % live.len()];
+                cur = Some(p);
+                Event::Switch { pid: Pid(p) }
+            }
+        };
+        ev.push(e);
+        if cur.is_none() {
+            cur = Some(live[0]);
+            ev.push(Event::Switch { pid: Pid(live[0]) });
+        }
+    }
+    ev
+}
+
+/// The machines of the random test: every preset, `ppc604` with a hash table of two
+/// contexts (roll-overs), `power4` with idle reclaim.
+fn huge_machine(i: usize) -> MachineConfig {
+    let n = presets::PRESETS.len();
+    if i < n {
+        return presets::preset(presets::PRESETS[i].0).unwrap();
+    }
+    let mut c = presets::preset(if i == n { "ppc604" } else { "power4" }).unwrap();
+    c.os.idle_reclaim = true;
+    if let xlat_sim::config::PageTableConfig::Hashed { hash, .. } = &mut c.page_table {
+        if i == n {
+            hash.last_context = Some(2);
+        }
+    }
+    c
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(24),
+        ..ProptestConfig::default()
+    })]
+
+    /// Random OS events naming huge lengths and budgets finish (each costs what is mapped,
+    /// cached or reclaimable), and the model's invariants hold after every event: no TLB,
+    /// prefetch buffer, memo, walk cache or HTAB entry the current tables lack. On hashed
+    /// machines every slot read and tree reference went through the cache model once.
+    #[test]
+    fn huge_lengths_and_budgets_cost_what_exists(
+        machine in 0..presets::PRESETS.len() + 2,
+        ops in prop::collection::vec((0u8..18, 0u64..64, any::<u8>(), any::<u8>()), 1..80),
+    ) {
+        let cfg = huge_machine(machine);
+        let page = page_bytes(&cfg);
+        let ev = huge_events(&ops, page, cfg.va_bits());
+        let mut s: Sim<Radix> = Sim::new(&cfg).unwrap();
+        let probe: Vec<u64> = (0..64).map(|p| A + p * page).collect();
+        for e in &ev {
+            let _ = s.run(std::slice::from_ref(e));
+            s.check_invariants(probe.iter().copied())
+                .map_err(|m| TestCaseError::fail(format!("{}: {m} after {e:?}", cfg.name)))?;
+        }
+        let r = s.report();
+        if let Some(h) = &r.hash {
+            let served: u64 = r.walks.caches.iter().map(|c| c.walk_hits).sum::<u64>()
+                + r.walks.memory_walk_refs;
+            prop_assert!(served >= h.slot_reads, "{}: {} < {}", cfg.name, served, h.slot_reads);
+        }
+    }
+}
+
+/// Roll-overs scan the whole HTAB (a configured bound) one probe per line: every slot
+/// read still counts once in the cache model, as each reload's slots and tree references
+/// (two levels on the 604) do.
+#[test]
+fn a_roll_over_reads_each_slot_once_through_the_cache_model() {
+    let mut cfg = presets::preset("ppc604").unwrap();
+    if let xlat_sim::config::PageTableConfig::Hashed { hash, .. } = &mut cfg.page_table {
+        hash.last_context = Some(2);
+    }
+    let mut ev = vec![mmap(A, 64 << 12)];
+    for child in 2..7 {
+        ev.extend((0..5).map(|p| load(A + (p << 12))));
+        ev.push(Event::Fork { child: Pid(child) });
+        ev.push(Event::Switch { pid: Pid(child) });
+    }
+    let r = run(&cfg, &ev);
+    let h = r.hash.unwrap();
+    assert!(h.rollovers >= 2, "{}", h.rollovers);
+    assert!(h.slot_reads > h.rollovers * h.slots);
+    let served: u64 =
+        r.walks.caches.iter().map(|c| c.walk_hits).sum::<u64>() + r.walks.memory_walk_refs;
+    assert_eq!(served, h.slot_reads + 2 * h.tree_walks);
+}

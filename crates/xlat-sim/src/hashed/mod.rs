@@ -357,23 +357,24 @@ impl HashMmu {
 
     /// Every context is used up: invalidate every user PTE (a linear scan of the whole
     /// table, Linux 2.4.0 `flush_hash_segments(0x10, 0xffffff)`); every context is free
-    /// again. Returns the physical addresses read in `self.reads`.
-    pub fn rollover(&mut self) {
+    /// again. Returns the slots read, all in a row: (first address, count).
+    pub fn rollover(&mut self) -> (u64, u64) {
         self.stats.rollovers += 1;
-        self.reads.clear();
-        for i in 0..self.htab.ptegs() as usize * htab::SLOTS {
-            self.reads.push(self.htab.slot_addr(i));
-            if self.htab.pte(i).valid() && self.htab.pte(i).ctx != 0 {
+        let n = self.htab.ptegs() as usize * htab::SLOTS;
+        for i in 0..n {
+            let p = self.htab.pte(i);
+            if p.valid() && p.ctx != 0 {
                 self.htab.clear(i);
             }
         }
-        self.stats.slot_reads += self.reads.len() as u64;
+        self.stats.slot_reads += n as u64;
         for k in 1..self.live.len() {
             self.live[k] = false;
             self.per_ctx[k] = 0;
         }
         self.zombies = 0;
         self.next = 0;
+        (self.htab.base(), n as u64)
     }
 
     /// Searches for `vsid`'s page `page`; the slots read are in `self.runs`.

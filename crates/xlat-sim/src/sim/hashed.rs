@@ -428,8 +428,12 @@ impl<P: PageTable> Sim<P> {
     /// whole table), invalidate every TLB, and start a new generation.
     fn rollover(&mut self) {
         let h = self.hash.as_mut().expect("hashed");
-        h.rollover();
-        let c = self.caches.access_walk_lines(&h.reads);
+        let (first, n) = h.rollover();
+        // One probe per line of the table, the same counts as slot by slot.
+        let mut prev = u64::MAX;
+        let c = self
+            .caches
+            .access_run(first, n, h.htab.pte_bytes(), &mut prev);
         sat(&mut self.c.cyc.flush, c);
         let n = self.tlb.flush_asid(None);
         self.c.flushes.all += 1;
