@@ -357,23 +357,24 @@ impl HashMmu {
 
     /// Every context is used up: invalidate every user PTE (a linear scan of the whole
     /// table, Linux 2.4.0 `flush_hash_segments(0x10, 0xffffff)`); every context is free
-    /// again. Returns the physical addresses read in `self.reads`.
-    pub fn rollover(&mut self) {
+    /// again. Returns the slots read, all in a row: (first address, count).
+    pub fn rollover(&mut self) -> (u64, u64) {
         self.stats.rollovers += 1;
-        self.reads.clear();
-        for i in 0..self.htab.ptegs() as usize * htab::SLOTS {
-            self.reads.push(self.htab.slot_addr(i));
-            if self.htab.pte(i).valid() && self.htab.pte(i).ctx != 0 {
+        let n = self.htab.ptegs() as usize * htab::SLOTS;
+        for i in 0..n {
+            let p = self.htab.pte(i);
+            if p.valid() && p.ctx != 0 {
                 self.htab.clear(i);
             }
         }
-        self.stats.slot_reads += self.reads.len() as u64;
+        self.stats.slot_reads += n as u64;
         for k in 1..self.live.len() {
             self.live[k] = false;
             self.per_ctx[k] = 0;
         }
         self.zombies = 0;
         self.next = 0;
+        (self.htab.base(), n as u64)
     }
 
     /// Searches for `vsid`'s page `page`; the slots read are in `self.runs`.
@@ -438,12 +439,14 @@ impl HashMmu {
     /// (`arch/ppc/kernel/idle.c`): a persistent cursor advances one slot, then examines
     /// it; a valid PTE of no live context is invalidated. Each slot examined costs
     /// `pte_cycles` plus its read, whose latency `read` returns (the cache model). Stops
-    /// when the budget is spent or after one pass over the table.
+    /// when the budget is spent, after one pass over the table, or once no zombie is left
+    /// (Linux scans on until `need_resched`; a scan that can invalidate nothing is not
+    /// modelled, so an idle period costs what there is to reclaim, not its length).
     pub fn reclaim(&mut self, budget: u64, pte_cycles: u64, mut read: impl FnMut(u64) -> u64) {
         let n = self.htab.ptegs() as usize * htab::SLOTS;
         let mut spent = 0u64;
         let mut scanned = 0usize;
-        while spent < budget && scanned < n {
+        while spent < budget && scanned < n && self.zombies > 0 {
             self.cursor = (self.cursor + 1) % n;
             scanned += 1;
             spent = spent

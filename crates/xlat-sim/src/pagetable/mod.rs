@@ -94,6 +94,10 @@ pub trait PageTable: Sized {
         mem: &mut PhysMem,
         f: &mut dyn FnMut(u64, &mut Leaf),
     ) -> SoftWalk;
+    /// Visits every present leaf overlapping `[start, end)`, in address order, with its
+    /// virtual base; changes nothing (no split at the bounds). The work is the tables
+    /// and entries present there, not the range's length.
+    fn leaves(&self, start: u64, end: u64, f: &mut dyn FnMut(u64, Leaf));
     /// A copy for a forked child: `f(va, &mut leaf)` adjusts each leaf (copy-on-write)
     /// in both parent and child.
     fn fork(

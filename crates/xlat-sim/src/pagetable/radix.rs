@@ -486,6 +486,23 @@ impl Radix {
         }
     }
 
+    fn leaves_rec(
+        &self,
+        (h, n, base): (usize, u32, u64),
+        (start, end): (u64, u64),
+        f: &mut dyn FnMut(u64, Leaf),
+    ) {
+        let span = 1u64 << self.levels[h].shift;
+        for (idx, e) in self.levels[h].present_within(n, base, start, end) {
+            let va = base + idx as u64 * span;
+            if is_leaf(e) {
+                f(va, dec_leaf(e, self.levels[h].shift));
+            } else {
+                self.leaves_rec((h + 1, child(e), va), (start, end), f);
+            }
+        }
+    }
+
     fn fork_rec(
         &mut self,
         (h, n, base): (usize, u32, u64),
@@ -760,6 +777,12 @@ impl PageTable for Radix {
             self.update_rec((0, self.root, 0), (start, end), mem, f, &mut sw);
         }
         sw
+    }
+
+    fn leaves(&self, start: u64, end: u64, f: &mut dyn FnMut(u64, Leaf)) {
+        if end > start {
+            self.leaves_rec((0, self.root, 0), (start, end), f);
+        }
     }
 
     fn fork(

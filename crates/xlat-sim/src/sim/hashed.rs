@@ -28,7 +28,7 @@ const PAGE_SHIFT: u32 = 12;
 impl<P: PageTable> Sim<P> {
     /// The virtual address of `ea` in the current context, as the OS computes it.
     #[inline(always)]
-    fn os_va(&self, ea: u64) -> u64 {
+    pub(super) fn os_va(&self, ea: u64) -> u64 {
         let vsid = self
             .hash
             .as_ref()
@@ -324,7 +324,7 @@ impl<P: PageTable> Sim<P> {
     }
 
     /// Searches the HTAB for the current process's page `base` and clears it.
-    fn flush_hash(&mut self, base: u64) {
+    pub(super) fn flush_hash(&mut self, base: u64) {
         let vsid = self.os_va(base) >> SEGMENT_SHIFT;
         let page = (base >> PAGE_SHIFT) & 0xffff;
         let h = self.hash.as_mut().expect("hashed");
@@ -428,8 +428,12 @@ impl<P: PageTable> Sim<P> {
     /// whole table), invalidate every TLB, and start a new generation.
     fn rollover(&mut self) {
         let h = self.hash.as_mut().expect("hashed");
-        h.rollover();
-        let c = self.caches.access_walk_lines(&h.reads);
+        let (first, n) = h.rollover();
+        // One probe per line of the table, the same counts as slot by slot.
+        let mut prev = u64::MAX;
+        let c = self
+            .caches
+            .access_run(first, n, h.htab.pte_bytes(), &mut prev);
         sat(&mut self.c.cyc.flush, c);
         let n = self.tlb.flush_asid(None);
         self.c.flushes.all += 1;
@@ -450,8 +454,11 @@ impl<P: PageTable> Sim<P> {
             if self.cfg.os.idle_reclaim {
                 let before = h.stats.idle_reclaim_cycles;
                 let caches = &mut self.caches;
+                // Slots in a row share lines: a read of the line the previous read made
+                // most recent is a first-level hit, counted without probing (exact).
+                let mut prev = u64::MAX;
                 h.reclaim(cycles, self.cfg.cost.idle_pte_cycles, |pa| {
-                    caches.access(pa, true)
+                    caches.access_run(pa, 1, 0, &mut prev)
                 });
                 left = left.saturating_sub(h.stats.idle_reclaim_cycles - before);
             }

@@ -25,6 +25,7 @@
 
 mod attribution;
 mod faults;
+mod flush;
 mod hashed;
 mod inspect;
 mod nested;

@@ -1,6 +1,6 @@
-//! The OS model: flushes by policy, address-space events (mmap family, brk, fork, exit,
-//! exec, switch), ASIDs; its faults are in `faults.rs`. The hardware side (TLBs, walks,
-//! caches) is in `mod.rs`, the hashed machine's in `hashed.rs`.
+//! The OS model: address-space events (mmap family, brk, fork, exit, exec, switch) and
+//! ASIDs; its faults are in `faults.rs`, its flushes in `flush.rs`. The hardware side
+//! (TLBs, walks, caches) is in `mod.rs`, the hashed machine's in `hashed.rs`.
 
 use super::*;
 
@@ -13,72 +13,6 @@ impl<P: PageTable> Sim<P> {
             .saturating_mul(cost.pte_cycles)
             .saturating_add(sw.visits.saturating_mul(cost.table_visit_cycles));
         sat(&mut self.c.cyc.os, c);
-    }
-
-    pub(super) fn flush_page(&mut self, base: u64, shift: u32) {
-        self.flush_page_flags(base, shift, None);
-    }
-
-    /// [`Sim::flush_page`] of a page whose leaf had `flags` (`None`: the leaf is still
-    /// in the tables, or there is none).
-    pub(super) fn flush_page_flags(&mut self, base: u64, shift: u32, flags: Option<u8>) {
-        if self.hash.is_some() {
-            return self.flush_page_hashed(base, flags);
-        }
-        let n = self.tlb.flush_page(base, shift, self.asid);
-        self.pwc.flush(Some(self.asid));
-        self.c.flushes.page += 1;
-        self.c.flushes.entries_invalidated += n;
-        sat(&mut self.c.cyc.flush, self.cfg.cost.flush_page_cycles);
-    }
-
-    pub(super) fn flush_space(&mut self) {
-        if self.hash.is_some() {
-            return self.flush_context();
-        }
-        let tag = if self.cfg.tlb.asid_bits == 0 {
-            None
-        } else {
-            Some(self.asid)
-        };
-        let n = self.tlb.flush_asid(tag);
-        self.pwc.flush(tag);
-        self.c.flushes.asid += 1;
-        self.c.flushes.entries_invalidated += n;
-        sat(&mut self.c.cyc.flush, self.cfg.cost.flush_all_cycles);
-    }
-
-    /// Flushes the leaves an operation removed or changed: page by page up to the
-    /// ceiling (in base pages), the whole address space beyond it.
-    /// `removed`: the leaves are gone from the tables (a hashed machine's eager flush
-    /// of the whole context cannot find them there, so their marked HTAB entries are
-    /// searched for one by one: Linux keeps `_PAGE_HASHPTE` in a cleared PTE for this).
-    pub(super) fn flush_leaves(&mut self, leaves: &[(u64, u8, u8)], pages: u64, removed: bool) {
-        if pages == 0 {
-            return;
-        }
-        if pages > self.cfg.os.flush_ceiling {
-            self.flush_space();
-            if removed
-                && self
-                    .hash
-                    .as_ref()
-                    .is_some_and(|h| h.flush == ContextFlush::Eager)
-            {
-                let hashed: Vec<u64> = leaves
-                    .iter()
-                    .filter(|l| l.2 & HASHPTE != 0 && l.2 & GLOBAL_PAGE == 0)
-                    .map(|l| l.0)
-                    .collect();
-                if !hashed.is_empty() {
-                    self.flush_hashed_pages(&hashed);
-                }
-            }
-        } else {
-            for &(va, s, flags) in leaves {
-                self.flush_page_flags(va, s as u32, Some(flags));
-            }
-        }
     }
 
     /// Removes the translations of `[start, end)` in the current process, frees their
@@ -481,14 +415,7 @@ impl<P: PageTable> Sim<P> {
                     FlushScope::Page(va) => self.flush_page(va.0, self.base_shift),
                     FlushScope::Range { start, len } => {
                         let (s, e) = self.range(start.0, len, what)?;
-                        let pages = (e - s) >> self.base_shift;
-                        if pages > self.cfg.os.flush_ceiling {
-                            self.flush_space();
-                        } else {
-                            for i in 0..pages {
-                                self.flush_page(s + (i << self.base_shift), self.base_shift);
-                            }
-                        }
+                        self.flush_range(s, e);
                     }
                     FlushScope::Asid => self.flush_space(),
                     FlushScope::All => {

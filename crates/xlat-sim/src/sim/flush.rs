@@ -1,0 +1,196 @@
+//! Flushes by policy: a page, a range (page by page up to `os.flush_ceiling`, the whole
+//! address space beyond it), the leaves an operation removed or changed.
+//!
+//! The work of a flush follows what exists, not the range's length: a range's TLB
+//! invalidations go by aligned blocks ([`tile`]), its HTAB searches by the present
+//! leaves marked hashed; the per-page counts and cycles are charged arithmetically.
+
+use super::*;
+use crate::hashed::SEGMENT_SHIFT;
+
+/// Ranges of at most this many pages are flushed one page at a time (the same counts as
+/// by blocks, [`Sim::flush_range`]; fewer instructions for the short ranges of ordinary
+/// traces).
+const PAGES_ONE_BY_ONE: u64 = 16;
+
+impl<P: PageTable> Sim<P> {
+    pub(super) fn flush_page(&mut self, base: u64, shift: u32) {
+        self.flush_page_flags(base, shift, None);
+    }
+
+    /// [`Sim::flush_page`] of a page whose leaf had `flags` (`None`: the leaf is still
+    /// in the tables, or there is none).
+    pub(super) fn flush_page_flags(&mut self, base: u64, shift: u32, flags: Option<u8>) {
+        if self.hash.is_some() {
+            return self.flush_page_hashed(base, flags);
+        }
+        let n = self.tlb.flush_page(base, shift, self.asid);
+        self.pwc.flush(Some(self.asid));
+        self.c.flushes.page += 1;
+        self.c.flushes.entries_invalidated += n;
+        sat(&mut self.c.cyc.flush, self.cfg.cost.flush_page_cycles);
+    }
+
+    pub(super) fn flush_space(&mut self) {
+        if self.hash.is_some() {
+            return self.flush_context();
+        }
+        let tag = if self.cfg.tlb.asid_bits == 0 {
+            None
+        } else {
+            Some(self.asid)
+        };
+        let n = self.tlb.flush_asid(tag);
+        self.pwc.flush(tag);
+        self.c.flushes.asid += 1;
+        self.c.flushes.entries_invalidated += n;
+        sat(&mut self.c.cyc.flush, self.cfg.cost.flush_all_cycles);
+    }
+
+    /// Flushes the leaves an operation removed or changed: page by page up to the
+    /// ceiling (in base pages), the whole address space beyond it.
+    /// `removed`: the leaves are gone from the tables (a hashed machine's eager flush
+    /// of the whole context cannot find them there, so their marked HTAB entries are
+    /// searched for one by one: Linux keeps `_PAGE_HASHPTE` in a cleared PTE for this).
+    pub(super) fn flush_leaves(&mut self, leaves: &[(u64, u8, u8)], pages: u64, removed: bool) {
+        if pages == 0 {
+            return;
+        }
+        if pages > self.cfg.os.flush_ceiling {
+            self.flush_space();
+            if removed
+                && self
+                    .hash
+                    .as_ref()
+                    .is_some_and(|h| h.flush == ContextFlush::Eager)
+            {
+                let hashed: Vec<u64> = leaves
+                    .iter()
+                    .filter(|l| l.2 & HASHPTE != 0 && l.2 & GLOBAL_PAGE == 0)
+                    .map(|l| l.0)
+                    .collect();
+                if !hashed.is_empty() {
+                    self.flush_hashed_pages(&hashed);
+                }
+            }
+        } else {
+            for &(va, s, flags) in leaves {
+                self.flush_page_flags(va, s as u32, Some(flags));
+            }
+        }
+    }
+
+    /// `Event::Flush(Range)` of `[s, e)` (base-page aligned) in the current process: each
+    /// page counted and charged as one page flush ([`Sim::flush_page`]) up to the ceiling,
+    /// the whole address space beyond it (Linux x86 `flush_tlb_range`: one INVLPG per page
+    /// up to `tlb_single_page_flush_ceiling`, arch/x86/mm/tlb.c).
+    ///
+    /// The same state and counts as flushing the pages one by one, with work bounded by
+    /// what exists: a page-by-page invalidation of a block's pages removes exactly the TLB
+    /// entries that overlap the block, which [`Tlbs::flush_page`] of the aligned block
+    /// removes at once (entries of its size or larger covering it, smaller ones starting
+    /// in it; same ASID or global), so the range goes as at most ~128 blocks; the
+    /// page-walk cache's flush is the same for every page; a page without a present leaf
+    /// needs no HTAB search (the tree's `HASHPTE` says which do).
+    pub(super) fn flush_range(&mut self, s: u64, e: u64) {
+        let bs = self.base_shift;
+        let pages = (e - s) >> bs;
+        if pages > self.cfg.os.flush_ceiling {
+            return self.flush_space();
+        }
+        if pages <= PAGES_ONE_BY_ONE {
+            for i in 0..pages {
+                self.flush_page(s + (i << bs), bs);
+            }
+            return;
+        }
+        self.c.flushes.page += pages;
+        sat(
+            &mut self.c.cyc.flush,
+            pages.saturating_mul(self.cfg.cost.flush_page_cycles),
+        );
+        let mut n = 0;
+        if self.hash.is_some() {
+            // Blocks within a segment: the TLB holds virtual addresses, VSID ‖ offset.
+            for (b, k) in tile(s, e, SEGMENT_SHIFT) {
+                n += self.tlb.flush_page(self.os_va(b), k, 0);
+            }
+            self.c.flushes.entries_invalidated += n;
+            self.flush_range_hashed(s, e);
+        } else {
+            for (b, k) in tile(s, e, 63) {
+                n += self.tlb.flush_page(b, k, self.asid);
+            }
+            self.pwc.flush(Some(self.asid));
+            self.c.flushes.entries_invalidated += n;
+        }
+    }
+
+    /// The HTAB side of a hashed range flush: each present leaf marked hashed is unmarked
+    /// and its first page in `[s, e)` searched for and cleared, in address order, as
+    /// [`Sim::flush_page_hashed`] does page by page (once unmarked, a leaf's other pages
+    /// need no search).
+    fn flush_range_hashed(&mut self, s: u64, e: u64) {
+        let Some(cur) = self.cur else { return };
+        let p = self.slots[cur].as_mut().expect("current");
+        let mut marked = Vec::new();
+        p.pt.leaves(s, e, &mut |va, leaf| {
+            if leaf.flags & HASHPTE != 0 {
+                marked.push((va.max(s), leaf.flags));
+            }
+        });
+        for (va, flags) in marked {
+            let p = self.slots[cur].as_mut().expect("current");
+            p.pt.set_flags(VirtAddr(va), flags & !HASHPTE);
+            self.flush_hash(va);
+        }
+    }
+}
+
+/// The aligned power-of-two blocks that tile `[s, e)`, in order, none larger than
+/// `2^max_shift`: `(base, log2 size)`. At most ~2 × 64 blocks plus one per `2^max_shift`
+/// bytes of the range.
+pub(super) fn tile(s: u64, e: u64, max_shift: u32) -> impl Iterator<Item = (u64, u32)> {
+    let mut at = s;
+    std::iter::from_fn(move || {
+        if at >= e {
+            return None;
+        }
+        let align = if at == 0 { 63 } else { at.trailing_zeros() };
+        let room = 63 - (e - at).leading_zeros();
+        let k = align.min(room).min(max_shift);
+        let b = at;
+        at += 1u64 << k;
+        Some((b, k))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tile;
+
+    /// The blocks are aligned, contiguous and cover the range exactly.
+    #[test]
+    fn tiles_cover_ranges_exactly() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..2000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let s = (x >> 20) << 12;
+            let e = s.saturating_add((x & 0xf_ffff) << 12);
+            let max = (12 + (x >> 60) as u32 * 4).min(63);
+            let mut at = s;
+            let mut n = 0;
+            for (b, k) in tile(s, e, max) {
+                assert_eq!(b, at);
+                assert!(k <= max && b.trailing_zeros() >= k.min(63) || b == 0);
+                at += 1 << k;
+                n += 1;
+            }
+            assert_eq!(at, e.max(s));
+            assert!(n <= 128 + ((e - s) >> max));
+        }
+        assert_eq!(tile(0, !4095, 63).count(), 52);
+    }
+}
