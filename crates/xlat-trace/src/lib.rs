@@ -147,7 +147,7 @@ pub use escape::{escape, escape_bytes};
 pub use format::{EventKind, Header, Summary, MAGIC, MAX_RAW_BLOCK, VERSION};
 pub use info::{summarize, verify, Info};
 pub use lackey::LackeyReader;
-pub use xlat_fs::OutFile;
 pub use programs::{file_names, program_names, ProgramName, ProgramRefs, ProgramTable};
 pub use reader::TraceReader;
 pub use writer::{TraceWriter, DEFAULT_LEVEL};
+pub use xlat_fs::OutFile;

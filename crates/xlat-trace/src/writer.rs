@@ -4,10 +4,10 @@ use crate::error::TraceError;
 use crate::format::{
     BlockHeader, Header, Summary, Tally, MAGIC, MAX_RAW_BLOCK, MAX_RECORD_LEN, TAG_END, VERSION,
 };
-use xlat_fs::OutFile;
 use crate::record::Encoder;
 use std::io::{self, Write};
 use std::path::Path;
+use xlat_fs::OutFile;
 use xlat_types::Event;
 
 /// Default zstd compression level.
