@@ -143,13 +143,38 @@ fn tasks_of(uid: u32) -> u64 {
     n
 }
 
+/// Runs `c` under `ulimit -u limit` (RLIMIT_NPROC), as user nobody when `root` (whom the
+/// kernel never limits).
+fn limit_processes(c: &mut Command, root: bool, limit: u64) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: only async-signal-safe calls (setgroups, setgid, setuid, setrlimit).
+    unsafe {
+        c.pre_exec(move || {
+            if root
+                && (libc::setgroups(0, std::ptr::null()) != 0
+                    || libc::setgid(65534) != 0
+                    || libc::setuid(65534) != 0)
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            let l = libc::rlimit {
+                rlim_cur: limit,
+                rlim_max: limit,
+            };
+            if libc::setrlimit(libc::RLIMIT_NPROC, &l) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
 /// issue 35: under a real `ulimit -u` (RLIMIT_NPROC; as user nobody when the test runs as
 /// root, whom the kernel never limits) at every count from "no thread at all" to "enough",
 /// `xlat trace` either traces or fails with a clear error: never a panic, never a hang.
 /// (Before: `std::thread::spawn` panicked once QEMU had started.)
 #[test]
 fn under_a_process_limit_the_capture_traces_or_fails_cleanly() {
-    use std::os::unix::process::CommandExt;
     prerequisites();
     let root = unsafe { libc::geteuid() } == 0;
     let uid = if root {
@@ -165,26 +190,7 @@ fn under_a_process_limit_the_capture_traces_or_fails_cleanly() {
             .current_dir("/")
             .env_remove("XLAT_QEMU")
             .env_remove("XLAT_QEMU_PLUGIN");
-        // SAFETY: only async-signal-safe calls (setgroups, setgid, setuid, setrlimit).
-        unsafe {
-            c.pre_exec(move || {
-                if root
-                    && (libc::setgroups(0, std::ptr::null()) != 0
-                        || libc::setgid(65534) != 0
-                        || libc::setuid(65534) != 0)
-                {
-                    return Err(std::io::Error::last_os_error());
-                }
-                let l = libc::rlimit {
-                    rlim_cur: limit,
-                    rlim_max: limit,
-                };
-                if libc::setrlimit(libc::RLIMIT_NPROC, &l) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+        limit_processes(&mut c, root, limit);
         let start = std::time::Instant::now();
         let o = c.output().unwrap();
         let err = stderr(&o);
@@ -266,7 +272,6 @@ fn lackey_traces_fold_onto_32_bit_machines_like_xlt_traces() {
 /// runs, with the same table, or fails with a clear error: never a panic, never a hang.
 #[test]
 fn under_a_process_limit_a_sweep_runs_or_fails_cleanly() {
-    use std::os::unix::process::CommandExt;
     let root = unsafe { libc::geteuid() } == 0;
     let uid = if root {
         65534
@@ -300,26 +305,7 @@ fn under_a_process_limit_a_sweep_runs_or_fails_cleanly() {
         let limit = tasks_of(uid) + extra;
         let mut c = Command::new(XLAT);
         c.args(args).current_dir("/");
-        // SAFETY: only async-signal-safe calls (setgroups, setgid, setuid, setrlimit).
-        unsafe {
-            c.pre_exec(move || {
-                if root
-                    && (libc::setgroups(0, std::ptr::null()) != 0
-                        || libc::setgid(65534) != 0
-                        || libc::setuid(65534) != 0)
-                {
-                    return Err(std::io::Error::last_os_error());
-                }
-                let l = libc::rlimit {
-                    rlim_cur: limit,
-                    rlim_max: limit,
-                };
-                if libc::setrlimit(libc::RLIMIT_NPROC, &l) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+        limit_processes(&mut c, root, limit);
         let start = std::time::Instant::now();
         let o = c.output().unwrap();
         let err = stderr(&o);

@@ -4,36 +4,19 @@
 //! it. Every run has a deadline (a hang fails the test instead of holding it).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Output};
+use std::time::Duration;
 use xlat_trace::{Header, TraceWriter};
 use xlat_types::{Block, Event, MapFlags, PageSize, Prot, Tid, VirtAddr};
 
-const XLAT: &str = env!("CARGO_BIN_EXE_xlat");
+mod common;
+use common::XLAT;
+
 const BASE: u64 = 0x40_0000;
 
 /// Runs xlat with `args`, killed after 60 s (then the test fails: it hung).
 fn xlat(args: &[&str]) -> Output {
-    let mut c = Command::new(XLAT)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let t = Instant::now();
-    while c.try_wait().unwrap().is_none() {
-        if t.elapsed() > Duration::from_secs(60) {
-            let _ = c.kill();
-            let o = c.wait_with_output().unwrap();
-            panic!(
-                "xlat {args:?} hung; stderr: {}",
-                String::from_utf8_lossy(&o.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    c.wait_with_output().unwrap()
+    common::output_within(Command::new(XLAT).args(args), Duration::from_secs(60))
 }
 
 fn failed_with(o: &Output, wants: &[&str]) {

@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+mod common;
 mod plan_fixture;
 use plan_fixture::*;
 

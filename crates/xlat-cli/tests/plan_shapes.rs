@@ -6,6 +6,7 @@
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
+mod common;
 mod plan_fixture;
 use plan_fixture::*;
 

@@ -5,10 +5,11 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-const XLAT: &str = env!("CARGO_BIN_EXE_xlat");
+mod common;
+use common::XLAT;
 const PACKAGE: &str = "linux-image-0.0-fake";
 
 /// The stand-in: answers `--version` as QEMU 10.0; otherwise does what `$FAKE_QEMU` says:
@@ -89,33 +90,18 @@ impl Setup {
     /// `xlat trace --system -o OUT EXTRA -- true` with the stand-in in `mode`, killed
     /// after `deadline` (then the test fails: it hung).
     fn trace(&self, mode: &str, out: &Path, extra: &[&str], deadline: Duration) -> Output {
-        let mut c = Command::new(XLAT)
-            .args(["trace", "--system", "-o", out.to_str().unwrap()])
-            .args(extra)
-            .args(["--", "true"])
-            .env("XLAT_QEMU_SYSTEM", &self.qemu)
-            .env("XLAT_QEMU_SYSTEM_PLUGIN", &self.plugin)
-            .env("XLAT_GUEST_CACHE", &self.cache)
-            .env("XLAT_KERNEL_PACKAGE", PACKAGE)
-            .env("FAKE_QEMU", mode)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let t = Instant::now();
-        while c.try_wait().unwrap().is_none() {
-            if t.elapsed() > deadline {
-                let _ = c.kill();
-                let o = c.wait_with_output().unwrap();
-                panic!(
-                    "xlat trace --system hung past {deadline:?}; stderr: {}",
-                    String::from_utf8_lossy(&o.stderr)
-                );
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        c.wait_with_output().unwrap()
+        common::output_within(
+            Command::new(XLAT)
+                .args(["trace", "--system", "-o", out.to_str().unwrap()])
+                .args(extra)
+                .args(["--", "true"])
+                .env("XLAT_QEMU_SYSTEM", &self.qemu)
+                .env("XLAT_QEMU_SYSTEM_PLUGIN", &self.plugin)
+                .env("XLAT_GUEST_CACHE", &self.cache)
+                .env("XLAT_KERNEL_PACKAGE", PACKAGE)
+                .env("FAKE_QEMU", mode),
+            deadline,
+        )
     }
 }
 

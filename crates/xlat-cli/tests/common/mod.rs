@@ -21,6 +21,31 @@ pub fn run_xlat(args: &[&str]) -> (bool, String, String) {
     )
 }
 
+/// Runs `cmd` (stdin empty, output captured), killed after `deadline`: a run that had
+/// to be killed fails the test (it hung), showing its stderr.
+pub fn output_within(cmd: &mut Command, deadline: std::time::Duration) -> Output {
+    use std::process::Stdio;
+    let mut c = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = std::time::Instant::now();
+    while c.try_wait().unwrap().is_none() {
+        if t.elapsed() > deadline {
+            let _ = c.kill();
+            let o = c.wait_with_output().unwrap();
+            panic!(
+                "{cmd:?} hung past {deadline:?}; stderr: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    c.wait_with_output().unwrap()
+}
+
 /// Fails (never skips) when a tool the tests need is missing.
 pub fn require(tool: &str) {
     let ok = Command::new(tool)

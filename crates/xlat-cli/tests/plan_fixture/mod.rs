@@ -3,35 +3,18 @@
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
-pub const XLAT: &str = env!("CARGO_BIN_EXE_xlat");
+pub use crate::common::XLAT;
 
 /// Runs `xlat args` in `cwd`, killed after `secs`: (success, stdout, stderr). A run
 /// that had to be killed, or that panicked, fails the test.
 pub fn xlat_in(cwd: &Path, args: &[&str], secs: u64) -> (bool, String, String) {
-    let mut child = Command::new(XLAT)
-        .args(args)
-        .current_dir(cwd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let t = Instant::now();
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            break;
-        }
-        if t.elapsed() > Duration::from_secs(secs) {
-            child.kill().unwrap();
-            let _ = child.wait();
-            panic!("xlat {args:?} still ran after {secs} s");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let o = child.wait_with_output().unwrap();
+    let o = crate::common::output_within(
+        Command::new(XLAT).args(args).current_dir(cwd),
+        Duration::from_secs(secs),
+    );
     let err = String::from_utf8_lossy(&o.stderr).into_owned();
     assert!(
         !err.contains("panicked") && o.status.code().is_some_and(|c| c == 0 || c == 1),
