@@ -143,6 +143,29 @@ fn tasks_of(uid: u32) -> u64 {
     n
 }
 
+/// `xlat` and its plugin copied where user nobody can run them (the build directory may
+/// sit under a private 0700 directory, as a clean clone in `mktemp -d` does).
+fn xlat_for_nobody() -> (tempfile::TempDir, std::path::PathBuf) {
+    use std::os::unix::fs::PermissionsExt;
+    let d = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let src = std::path::Path::new(XLAT);
+    let exe = d.path().join("xlat");
+    std::fs::copy(src, &exe).unwrap();
+    let plugin = [
+        src.with_file_name("libxlat_qemu.so"),
+        src.with_file_name("deps").join("libxlat_qemu.so"),
+    ]
+    .into_iter()
+    .find(|p| p.is_file())
+    .expect("the plugin next to xlat");
+    std::fs::copy(plugin, d.path().join("libxlat_qemu.so")).unwrap();
+    for f in ["xlat", "libxlat_qemu.so"] {
+        std::fs::set_permissions(d.path().join(f), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    (d, exe)
+}
+
 /// Runs `c` under `ulimit -u limit` (RLIMIT_NPROC), as user nobody when `root` (whom the
 /// kernel never limits).
 fn limit_processes(c: &mut Command, root: bool, limit: u64) {
@@ -182,10 +205,11 @@ fn under_a_process_limit_the_capture_traces_or_fails_cleanly() {
     } else {
         unsafe { libc::geteuid() }
     };
+    let (_copy, xlat) = xlat_for_nobody();
     let mut traced = false;
     for extra in 1..=12u64 {
         let limit = tasks_of(uid) + extra;
-        let mut c = Command::new(XLAT);
+        let mut c = Command::new(&xlat);
         c.args(["trace", "-o", "/dev/null", "--", "/bin/true"])
             .current_dir("/")
             .env_remove("XLAT_QEMU")
@@ -300,10 +324,11 @@ fn under_a_process_limit_a_sweep_runs_or_fails_cleanly() {
             .join("\n")
     };
     let table = results(&free.stdout);
+    let (_copy, xlat) = xlat_for_nobody();
     let mut ran = false;
     for extra in 1..=8u64 {
         let limit = tasks_of(uid) + extra;
-        let mut c = Command::new(XLAT);
+        let mut c = Command::new(&xlat);
         c.args(args).current_dir("/");
         limit_processes(&mut c, root, limit);
         let start = std::time::Instant::now();

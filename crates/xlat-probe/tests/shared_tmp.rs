@@ -112,11 +112,12 @@ fn tamper_as_another_user(dir: &Path) -> Vec<(String, bool)> {
 fn the_os_probe_keeps_its_helpers_out_of_other_users_reach() {
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
-    // A shared directory like /tmp (sticky, world-writable), on the build's file system
-    // (executable, unlike some /tmp mounts).
-    let shared = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("shared-tmp-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&shared);
+    // A shared directory like /tmp (sticky, world-writable), inside the system's temporary
+    // directory: the build's may sit under a private 0700 directory (a clone in
+    // `mktemp -d`) that the second user could not even reach.
+    let holder = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(holder.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let shared: PathBuf = holder.path().join("shared-tmp");
     std::fs::create_dir_all(&shared).unwrap();
     std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
     std::env::set_var("TMPDIR", &shared);
