@@ -100,6 +100,8 @@ struct PointOut {
 }
 
 pub fn run(a: CurveArgs) -> Result<()> {
+    crate::export::one_to_stdout(&[&a.json, &a.csv])?;
+    crate::run::check_files(&[("--csv", &a.csv), ("--json", &a.json), ("--plot", &a.plot)])?;
     let cfg = machine_with_sets(&a.machine, &a.sets)?;
     let input = match (&a.workload, &a.trace) {
         (Some(w), None) => Input::Workload(w.clone()),
@@ -195,7 +197,7 @@ pub fn run(a: CurveArgs) -> Result<()> {
         );
     }
     if let Some(path) = &a.csv {
-        crate::export::write_text(path, &csv(&out))?;
+        crate::export::write_csv_bytes(path, csv(&out)?)?;
     }
     if let Some(path) = &a.json {
         let mut s = serde_json::to_string_pretty(&out)?;
@@ -299,25 +301,35 @@ fn table(o: &CurveOut, name: &str, secs: f64, worker: bool) -> String {
     s
 }
 
-fn csv(o: &CurveOut) -> String {
-    let mut s = String::from(
-        "machine,input,structure,kind,sets,entries,ways,misses,mpki,misses_per_kref\n",
-    );
+/// The curve as CSV (the `csv` crate: fields quoted as needed), a row per point; `mpki`
+/// empty without instruction records.
+fn csv(o: &CurveOut) -> Result<csv::Writer<Vec<u8>>> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record([
+        "machine",
+        "input",
+        "structure",
+        "kind",
+        "sets",
+        "entries",
+        "ways",
+        "misses",
+        "mpki",
+        "misses_per_kref",
+    ])?;
     for p in &o.points {
-        let _ = writeln!(
-            s,
-            "{},\"{}\",{},{},{},{},{},{},{},{:.6}",
-            o.machine,
-            o.input.replace('"', "\"\""),
-            o.structure,
-            o.kind,
-            o.sets,
-            p.entries,
-            p.ways,
-            p.misses,
+        w.write_record([
+            o.machine.to_string(),
+            o.input.to_string(),
+            o.structure.to_string(),
+            o.kind.to_string(),
+            o.sets.to_string(),
+            p.entries.to_string(),
+            p.ways.to_string(),
+            p.misses.to_string(),
             p.mpki.map_or(String::new(), |v| format!("{v:.6}")),
-            p.misses_per_kref
-        );
+            format!("{:.6}", p.misses_per_kref),
+        ])?;
     }
-    s
+    Ok(w)
 }

@@ -2,20 +2,23 @@
 //!
 //! # JSON format (schema 1)
 //! `{"schema": 1, "runs": [{"machine": NAME, "input": LABEL, "params": {PATH: VALUE},
-//! "workload": {"name", "params"}?, "seconds": F, "warnings": [..], "report": REPORT}],
+//! "workload": {"name", "params"}?, "seconds": F, "warnings": [..], "summary": {COLUMN: N},
+//! "report": REPORT}],
 //! "failures": [{"machine": NAME, "input": LABEL, "error": TEXT}]}` where REPORT is
 //! `xlat_sim::Report` (see its rustdoc): the fully resolved machine, every counter and the
 //! cycle estimate. `failures` lists the runs of a sweep that failed (empty when none did;
-//! the command then exits non-zero).
+//! the command then exits non-zero). `summary` holds the CSV's counter columns
+//! ([`crate::metrics`]), `null` where unknown. `seconds` is the run's own simulation
+//! time (CPU time in the simulator: see [`crate::run::Outcome`]).
 //!
 //! Files are written through [`OutFile`]: complete, or the command fails and an existing
 //! file is left as it was.
 
-use crate::output::{row, shown};
+use crate::metrics::{columns, Val};
+use crate::output::shown;
 use crate::run::{Failure, Outcome};
 use anyhow::{Context, Result};
 use serde::Serialize;
-use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::Path;
 use xlat_trace::OutFile;
@@ -31,6 +34,8 @@ struct JsonRun<'a> {
     workload: Option<JsonWorkload<'a>>,
     seconds: f64,
     warnings: &'a [String],
+    /// The CSV's counter columns (`null`: unknown, e.g. MPKI without instructions).
+    summary: serde_json::Map<String, serde_json::Value>,
     report: &'a xlat_sim::Report,
 }
 
@@ -86,6 +91,37 @@ pub fn one_to_stdout(outputs: &[&Option<std::path::PathBuf>]) -> Result<bool> {
     Ok(n == 1)
 }
 
+/// Checks that `path` (the value of `flag`) can be written, before any work: standard
+/// output, a device or FIFO, or a file whose directory exists and takes a new file (a
+/// temporary one is made there and removed). The error names the flag and the fix.
+pub fn check_path(flag: &str, path: &Path) -> Result<()> {
+    if is_stdout(path) {
+        return Ok(());
+    }
+    let name = shown(path);
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => {
+            anyhow::bail!("{flag} {name} is a directory: give a file name, e.g. {name}/out")
+        }
+        Ok(m) if !m.is_file() => return Ok(()),
+        _ => {}
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if !dir.is_dir() {
+        anyhow::bail!(
+            "{flag} {name}: directory {} does not exist (create it first: mkdir -p {})",
+            shown(dir),
+            shown(dir)
+        );
+    }
+    OutFile::create(path)
+        .map(drop)
+        .with_context(|| format!("{flag} {name}: cannot write there"))
+}
+
 /// Whether an output path means standard output (`-`).
 pub fn is_stdout(path: &Path) -> bool {
     path.as_os_str() == "-"
@@ -124,6 +160,7 @@ pub fn write_json_with_failures(
                 }),
                 seconds: o.seconds,
                 warnings: &o.warnings,
+                summary: columns(o).into_iter().map(|(k, v)| (k, v.json())).collect(),
                 report: &o.report,
             })
             .collect(),
@@ -140,15 +177,6 @@ pub fn write_json_with_failures(
         serde_json::to_writer_pretty(&mut *f, &out)?;
         f.write_all(b"\n")
     })
-}
-
-/// A CSV field, quoted when it holds a comma, a quote or a line break.
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
 }
 
 /// The columns every run may fill: the machines' changed fields (`--set`, `--sweep`)
@@ -172,58 +200,69 @@ fn param_columns(outcomes: &[Outcome]) -> (Vec<String>, Vec<String>) {
 
 /// One summary row per run: the machine (its name lists its changed fields) and input,
 /// the workload's name, a column per changed machine field and per workload parameter
-/// (`workload.NAME`), then the counters.
+/// (`workload.NAME`), the counters ([`crate::metrics::columns`]: every run's, then
+/// each TLB level and side's, in order of first appearance), then `seconds`. Written
+/// by the `csv` crate (fields quoted as needed); unknown values are empty fields.
 pub fn write_csv(path: &Path, outcomes: &[Outcome]) -> Result<()> {
     let (fields, wparams) = param_columns(outcomes);
-    let mut s = String::from("machine,input,workload");
-    for f in &fields {
-        s.push(',');
-        s.push_str(&csv_field(f));
+    let cols: Vec<Vec<(String, Val)>> = outcomes.iter().map(columns).collect();
+    let mut names: Vec<&str> = Vec::new();
+    for c in &cols {
+        for (n, _) in c {
+            if !names.contains(&n.as_str()) {
+                names.push(n);
+            }
+        }
     }
-    for p in &wparams {
-        s.push_str(&format!(",workload.{}", csv_field(p)));
-    }
-    s.push_str(",refs,l1_misses_per_kref,last_level_misses_per_kref,walks,walk_refs,faults,page_table_bytes_peak,translation_cycles_per_ref,cycles_per_ref,seconds\n");
-    for o in outcomes {
-        let r = row(o);
-        let _ = write!(
-            s,
-            "{},{},{}",
-            csv_field(&r.machine),
-            csv_field(&r.input),
-            o.workload.as_ref().map_or("", |(n, _)| n.as_str())
-        );
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let mut head: Vec<String> = vec!["machine".into(), "input".into(), "workload".into()];
+    head.extend(fields.iter().cloned());
+    head.extend(wparams.iter().map(|p| format!("workload.{p}")));
+    head.extend(names.iter().map(|n| n.to_string()));
+    head.push("seconds".into());
+    w.write_record(&head)?;
+    for (o, c) in outcomes.iter().zip(&cols) {
+        let mut rec: Vec<String> = vec![
+            o.machine.clone(),
+            o.input.clone(),
+            o.workload
+                .as_ref()
+                .map_or(String::new(), |(n, _)| n.clone()),
+        ];
         for f in &fields {
-            let v = o
-                .params
-                .iter()
-                .find(|(k, _)| k == f)
-                .map_or("", |(_, v)| v.as_str());
-            let _ = write!(s, ",{}", csv_field(v));
+            rec.push(
+                o.params
+                    .iter()
+                    .find(|(k, _)| k == f)
+                    .map_or(String::new(), |(_, v)| v.clone()),
+            );
         }
         for p in &wparams {
-            let v = o
-                .workload
-                .iter()
-                .flat_map(|(_, ps)| ps)
-                .find(|(k, _)| k == p)
-                .map_or("", |(_, v)| v.as_str());
-            let _ = write!(s, ",{}", csv_field(v));
+            rec.push(
+                o.workload
+                    .iter()
+                    .flat_map(|(_, ps)| ps)
+                    .find(|(k, _)| k == p)
+                    .map_or(String::new(), |(_, v)| v.clone()),
+            );
         }
-        let _ = writeln!(
-            s,
-            ",{},{:.6},{:.6},{},{},{},{},{:.6},{:.6},{:.6}",
-            r.refs,
-            r.l1_mpkr,
-            r.last_mpkr,
-            r.walks,
-            r.walk_refs,
-            r.faults,
-            r.pt_bytes,
-            r.translation_cycles_per_ref,
-            r.cycles_per_ref,
-            o.seconds
-        );
+        for n in &names {
+            rec.push(
+                c.iter()
+                    .find(|(k, _)| k == n)
+                    .map_or(String::new(), |(_, v)| v.csv()),
+            );
+        }
+        rec.push(format!("{:.6}", o.seconds));
+        w.write_record(&rec)?;
     }
-    write_file(path, |f| f.write_all(s.as_bytes()))
+    write_csv_bytes(path, w)
+}
+
+/// Writes a finished CSV writer's text to `path` (`-`: standard output).
+pub fn write_csv_bytes(path: &Path, w: csv::Writer<Vec<u8>>) -> Result<()> {
+    let bytes = w
+        .into_inner()
+        .map_err(|e| anyhow::anyhow!("CSV: {}", e.error()))?;
+    write_file(path, |f| f.write_all(&bytes))
 }

@@ -2,6 +2,7 @@
 //! the command, the summary table, charts of a swept numeric field (inline SVG), the
 //! failures and warnings, and every machine's resolved configuration.
 
+use crate::metrics::metric;
 use crate::output::{n, rate_str, row, METRICS};
 use crate::run::{Failure, Outcome};
 use anyhow::Result;
@@ -50,7 +51,9 @@ pub fn render(outcomes: &[Outcome], failures: &[Failure], command: &str) -> Resu
         "machine",
         "input",
         "refs",
+        "instructions",
         "L1 MPKI",
+        "LL MPKI",
         "L1 misses/kref",
         "LL misses/kref",
         "walks",
@@ -59,6 +62,7 @@ pub fn render(outcomes: &[Outcome], failures: &[Failure], command: &str) -> Resu
         "PT peak bytes",
         "translation cycles/ref",
         "all cycles/ref",
+        "cycles (estimate)",
     ] {
         let _ = write!(h, "<th>{c}</th>");
     }
@@ -77,7 +81,12 @@ pub fn render(outcomes: &[Outcome], failures: &[Failure], command: &str) -> Resu
             esc(&r.input),
             [
                 n(r.refs),
+                match o.report.refs.instructions {
+                    0 => "-".into(),
+                    i => n(i),
+                },
                 r.l1_mpki.clone(),
+                r.last_mpki.clone(),
                 rate_str(r.l1_mpkr),
                 rate_str(r.last_mpkr),
                 n(r.walks),
@@ -86,6 +95,7 @@ pub fn render(outcomes: &[Outcome], failures: &[Failure], command: &str) -> Resu
                 n(r.pt_bytes),
                 rate_str(r.translation_cycles_per_ref),
                 rate_str(r.cycles_per_ref),
+                n(o.report.cycles.total),
             ]
             .iter()
             .map(|v| format!("<td class=\"n\">{v}</td>"))
@@ -96,17 +106,23 @@ pub fn render(outcomes: &[Outcome], failures: &[Failure], command: &str) -> Resu
         "</table>\n<p class=\"note\">MPKI: first-level TLB misses per 1000 instructions; \
          misses/kref: per 1000 references (loads, stores and fetch records, a basic block \
          once); translation cycles: TLB hits past the first level, walks and reload traps; \
-         all cycles add page faults (zeroing included) and OS work. Cycle figures are \
-         latency sums without overlap: approximate.</p>\n",
+         all cycles add page faults (zeroing included) and OS work; cycles (estimate): their \
+         total. Cycle figures are latency sums without overlap: an estimate, not a \
+         measured time. - : unknown (MPKI without instruction records).</p>\n",
     );
     if crate::plots::plottable(outcomes) {
         h.push_str("<h2>Charts</h2>\n");
-        for m in [
-            "l1_misses_per_kref",
-            "last_level_misses_per_kref",
-            "translation_cycles_per_ref",
-            "cycles_per_ref",
-        ] {
+        // MPKI where every run has instructions, else misses per 1000 references.
+        let mpki = outcomes.iter().all(|o| metric(o, "l1_mpki").is_some());
+        let per = if mpki {
+            ["l1_mpki", "last_level_mpki"]
+        } else {
+            ["l1_misses_per_kref", "last_level_misses_per_kref"]
+        };
+        for m in per
+            .into_iter()
+            .chain(["walks", "translation_cycles_per_ref", "cycles_per_ref"])
+        {
             debug_assert!(METRICS.contains(&m));
             let chart = crate::plots::sweep_chart(outcomes, m)?;
             let svg = xlat_plot::svg(&chart)?;

@@ -9,7 +9,6 @@ use crate::run::{drive_progress, Outcome};
 use anyhow::{bail, Result};
 use std::ffi::OsString;
 use std::path::PathBuf;
-use std::time::Instant;
 use xlat_capture::Capture;
 use xlat_sim::presets;
 use xlat_types::EventSource;
@@ -56,6 +55,8 @@ pub struct RunArgs {
 
 /// `xlat run`: simulate while the program runs. Returns the program's exit code.
 pub fn run(a: RunArgs) -> Result<i32> {
+    crate::export::one_to_stdout(&[&a.json, &a.csv])?;
+    crate::run::check_files(&[("--json", &a.json), ("--csv", &a.csv)])?;
     let mut machines = Vec::new();
     // Counted before any is made, as `xlat sim` does (every machine replays the one
     // capture at once).
@@ -74,7 +75,6 @@ pub fn run(a: RunArgs) -> Result<i32> {
     }
     let (cfg, params) = machines.pop().expect("a machine");
     let mut sim = a.opts().sim(&cfg)?;
-    let t = Instant::now();
     // Signals the program sends xlat are caught from here on (`xlat_capture::signals`).
     let mut cap = Capture::start(&a.program[0], &a.program[1..], &a.capture.options())?;
     let bits = cfg.va_bits();
@@ -104,7 +104,7 @@ pub fn run(a: RunArgs) -> Result<i32> {
         machine: cfg.name.clone(),
         input: label(&a.program),
         report,
-        seconds: t.elapsed().as_secs_f64(),
+        seconds: sim.busy().as_secs_f64(),
         warnings: cap
             .stats()
             .warnings
@@ -281,7 +281,6 @@ fn capture_once(a: &RunArgs, machines: &Machines) -> Result<Captured> {
         .iter()
         .map(|(c, _)| a.opts().sim(c))
         .collect::<Result<_>>()?;
-    let t = Instant::now();
     let cap = Capture::start(&a.program[0], &a.program[1..], &a.capture.options())?;
     let pb = crate::progress::bar(format!("events simulated on {} machines", sims.len()));
     let pbc = pb.clone();
@@ -322,7 +321,6 @@ fn capture_once(a: &RunArgs, machines: &Machines) -> Result<Captured> {
     let mut buf = Vec::new();
     while cap.fill(&mut buf, BATCH).unwrap_or(false) {}
     let code = exit_code(cap.exit_status(), cap.stats().processes)?;
-    let seconds = t.elapsed().as_secs_f64();
     let mut outcomes = Vec::new();
     let mut failed = Vec::new();
     let warnings = warnings.into_inner().expect("not poisoned");
@@ -340,7 +338,7 @@ fn capture_once(a: &RunArgs, machines: &Machines) -> Result<Captured> {
             machine: sim.config().name.clone(),
             input: label(&a.program),
             report,
-            seconds,
+            seconds: sim.busy().as_secs_f64(),
             warnings: (cap.stats().warnings.iter().cloned())
                 .chain(w)
                 .chain(notes.iter().cloned())

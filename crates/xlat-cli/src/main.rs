@@ -15,6 +15,7 @@ mod html;
 mod layout;
 mod live;
 mod memory;
+mod metrics;
 mod output;
 mod plan;
 mod plots;
@@ -22,6 +23,7 @@ mod probe_plots;
 mod progress;
 mod run;
 mod scenario;
+mod short;
 mod slurm;
 mod syscalls;
 mod system;
@@ -63,7 +65,8 @@ pub struct OutputArgs {
     /// per machine and input, to an `.svg` or `.png` file.
     #[arg(long)]
     pub plot: Option<PathBuf>,
-    /// The metric `--plot` draws: a counter column of the CSV.
+    /// The metric `--plot` draws: a counter column of the CSV (`l1_mpki`, `walks`,
+    /// `STLB_unified_misses`, ...).
     #[arg(long, default_value = "l1_misses_per_kref", requires = "plot")]
     pub plot_metric: String,
 }
@@ -231,6 +234,8 @@ pub struct SimArgs {
     traces: Vec<PathBuf>,
     #[command(flatten)]
     out: OutputArgs,
+    #[command(flatten)]
+    tlb: short::TlbFlags,
     /// Treat a trace whose end was cut off as an error instead of a warning.
     #[arg(long)]
     strict: bool,
@@ -341,8 +346,9 @@ fn main() {
             eprintln!("xlat: {i}");
             std::process::exit(130);
         }
-        // Messages quote input files and names: no raw control bytes to the terminal.
-        eprintln!("xlat: error: {}", xlat_trace::escape(&format!("{e:#}")));
+        // Messages quote input files and names: no raw control bytes to the terminal
+        // (line breaks of a message of several lines kept).
+        eprintln!("xlat: error: {}", output::escape_lines(&format!("{e:#}")));
         std::process::exit(1);
     }
 }

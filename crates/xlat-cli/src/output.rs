@@ -1,6 +1,7 @@
 //! Human tables (the files are [`crate::export`]'s). Text for the terminal passes names
 //! through [`shown`]/[`escape`] (no raw control bytes from input files).
 
+pub use crate::metrics::{metric, METRICS};
 use crate::run::Outcome;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -12,17 +13,10 @@ pub fn shown(p: &Path) -> String {
     escape(&p.display().to_string()).into_owned()
 }
 
-/// `1234567` → `1,234,567`.
+/// `1234567` → `1,234,567`: every count in a human table (files have plain numbers).
 pub fn n(v: u64) -> String {
-    let s = v.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    use num_format::{Locale, ToFormattedString};
+    v.to_formatted_string(&Locale::en)
 }
 
 fn bytes(b: u64) -> String {
@@ -39,6 +33,12 @@ fn bytes(b: u64) -> String {
 
 fn rate(refs: u64, secs: f64) -> f64 {
     refs as f64 / secs.max(1e-9) / 1e6
+}
+
+/// `s` with control characters other than line breaks escaped, line by line (a
+/// message of several lines keeps its line breaks).
+pub fn escape_lines(s: &str) -> String {
+    terminal_safe(s.to_string())
 }
 
 /// `s` with control characters other than line breaks escaped: names in reports come
@@ -66,7 +66,7 @@ fn detailed_raw(o: &Outcome) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "machine {} · input {} · {} refs in {:.2} s ({:.1} M refs/s)\n",
+        "machine {} · input {} · {} refs simulated in {:.2} s of CPU ({:.1} M refs/s)\n",
         o.machine,
         o.input,
         n(r.refs.total),
@@ -97,21 +97,34 @@ fn detailed_raw(o: &Outcome) -> String {
             n(r.refs.blocks)
         );
     }
+    if r.refs.instructions == 0 {
+        let _ = writeln!(
+            s,
+            "instructions  unknown (no fetch records in the input: MPKI is not defined)"
+        );
+    } else if r.refs.blocks == 0 {
+        let _ = writeln!(
+            s,
+            "instructions  {} (one per fetch record)",
+            n(r.refs.instructions)
+        );
+    }
     let _ = writeln!(
         s,
-        "\nTLB level      side     {:>14} {:>14} {:>14} {:>12}",
-        "lookups", "hits", "misses", "misses/kref"
+        "\nTLB level      side     {:>14} {:>14} {:>14} {:>12} {:>10}",
+        "lookups", "hits", "misses", "misses/kref", "MPKI"
     );
     for l in &r.tlb_levels {
         let _ = writeln!(
             s,
-            "  {:<12} {:<8} {:>14} {:>14} {:>14} {:>12.3}",
+            "  {:<12} {:<8} {:>14} {:>14} {:>14} {:>12.3} {:>10}",
             l.name,
             l.side,
             n(l.lookups),
             n(l.hits),
             n(l.misses),
-            l.misses_per_kref
+            l.misses_per_kref,
+            mpki_str(l.misses, r.refs.instructions)
         );
     }
     let _ = writeln!(
@@ -396,34 +409,8 @@ pub(crate) struct Row {
     /// First-level misses per 1000 instructions, as the tables show it (`-` without
     /// instruction records).
     pub(crate) l1_mpki: String,
-}
-
-/// The metrics `xlat sim --plot-metric` knows (the CSV's counter columns).
-pub const METRICS: &[&str] = &[
-    "l1_misses_per_kref",
-    "last_level_misses_per_kref",
-    "walks",
-    "walk_refs",
-    "faults",
-    "page_table_bytes_peak",
-    "translation_cycles_per_ref",
-    "cycles_per_ref",
-];
-
-/// Metric `name` (one of [`METRICS`]) of a run.
-pub fn metric(o: &Outcome, name: &str) -> Option<f64> {
-    let r = row(o);
-    Some(match name {
-        "l1_misses_per_kref" => r.l1_mpkr,
-        "last_level_misses_per_kref" => r.last_mpkr,
-        "walks" => r.walks as f64,
-        "walk_refs" => r.walk_refs as f64,
-        "faults" => r.faults as f64,
-        "page_table_bytes_peak" => r.pt_bytes as f64,
-        "cycles_per_ref" => r.cycles_per_ref,
-        "translation_cycles_per_ref" => r.translation_cycles_per_ref,
-        _ => return None,
-    })
+    /// The last level's, the same way.
+    pub(crate) last_mpki: String,
 }
 
 pub(crate) fn row(o: &Outcome) -> Row {
@@ -470,10 +457,16 @@ pub(crate) fn row(o: &Outcome) -> Row {
         pt_bytes: r.page_tables.bytes_peak,
         cycles_per_ref: r.cycles.per_ref,
         translation_cycles_per_ref: r.cycles.translation_per_ref,
-        l1_mpki: match r.refs.instructions {
-            0 => "-".to_string(),
-            i => rate_str(l1 as f64 * 1000.0 / i as f64),
-        },
+        l1_mpki: mpki_str(l1, r.refs.instructions),
+        last_mpki: mpki_str(ll, r.refs.instructions),
+    }
+}
+
+/// Misses per 1000 instructions as a table shows it: `-` without instruction records.
+pub fn mpki_str(misses: u64, instructions: u64) -> String {
+    match instructions {
+        0 => "-".to_string(),
+        i => rate_str(misses as f64 * 1000.0 / i as f64),
     }
 }
 
@@ -504,13 +497,14 @@ pub(crate) fn fit(s: &str, w: usize) -> String {
 
 fn summary_table_raw(outcomes: &[Outcome]) -> String {
     let mut s = String::new();
-    // Columns as wide as their longest entry, within limits.
+    // Columns as wide as their longest entry: machine names in full (their changed
+    // fields tell runs apart), inputs within a limit (cut at the start of a path).
     let mw = outcomes
         .iter()
         .map(|o| o.machine.chars().count())
         .max()
         .unwrap_or(0)
-        .clamp(7, 48);
+        .max(7);
     let iw = outcomes
         .iter()
         .map(|o| o.input.chars().count())
@@ -519,11 +513,12 @@ fn summary_table_raw(outcomes: &[Outcome]) -> String {
         .clamp(5, 40);
     let _ = writeln!(
         s,
-        "{:<mw$} {:<iw$} {:>12} {:>9} {:>9} {:>9} {:>12} {:>9} {:>10} {:>11} {:>9} {:>9}",
+        "{:<mw$} {:<iw$} {:>12} {:>9} {:>9} {:>9} {:>9} {:>12} {:>9} {:>10} {:>11} {:>9} {:>9}",
         "machine",
         "input",
         "refs",
         "L1 MPKI",
+        "LL MPKI",
         "L1 m/kr",
         "LL m/kr",
         "walks",
@@ -540,11 +535,12 @@ fn summary_table_raw(outcomes: &[Outcome]) -> String {
         (lo, hi) = (lo.min(speed), hi.max(speed));
         let _ = writeln!(
             s,
-            "{:<mw$} {:<iw$} {:>12} {:>9} {:>9} {:>9} {:>12} {:>9.2} {:>10} {:>11} {:>9} {:>9}",
-            fit(&r.machine, mw),
+            "{:<mw$} {:<iw$} {:>12} {:>9} {:>9} {:>9} {:>9} {:>12} {:>9.2} {:>10} {:>11} {:>9} {:>9}",
+            r.machine,
             fit(&r.input, iw),
             n(r.refs),
             r.l1_mpki,
+            r.last_mpki,
             rate_str(r.l1_mpkr),
             rate_str(r.last_mpkr),
             n(r.walks),
@@ -559,11 +555,11 @@ fn summary_table_raw(outcomes: &[Outcome]) -> String {
             rate_str(r.cycles_per_ref),
         );
     }
-    let _ = writeln!(s, "\nL1 MPKI: first TLB level misses per 1000 instructions (- without instruction records); L1/LL m/kr: first/last level misses per 1000 references (`refs`: loads, stores and fetch records, a basic block counting once); xlat c/r: translation cycles per reference (TLB hits past L1, walks, traps); all c/r: with page faults (zeroing included) and OS work; latency sums, approximate.");
+    let _ = writeln!(s, "\nL1/LL MPKI: first/last TLB level misses per 1000 instructions (- without instruction records); L1/LL m/kr: first/last level misses per 1000 references (`refs`: loads, stores and fetch records, a basic block counting once); xlat c/r: translation cycles per reference (TLB hits past L1, walks, traps); all c/r: with page faults (zeroing included) and OS work; latency sums, approximate.");
     let _ = writeln!(
         s,
         "simulator speed (not a model result): {lo:.1}–{hi:.1} M refs/s per run \
-         (a sweep's machines share the cores and one decode)"
+         (each run's own simulation CPU time; a shared decode is in none)"
     );
     s
 }

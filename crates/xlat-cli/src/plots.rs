@@ -1,11 +1,11 @@
 //! `xlat sim --plot`: a metric of a sweep as a chart ([`xlat_plot`]).
 
-use crate::output::{metric, METRICS};
+use crate::output::metric;
 use crate::run::Outcome;
 use anyhow::{bail, Result};
 use std::path::Path;
 
-/// Plots `name` (one of [`METRICS`]) of every run against the first swept field that
+/// Plots `name` (a [`crate::metrics`] column) of every run against the first swept field that
 /// is a number (`--sweep`): one line per machine and input, the other changed fields
 /// named in its legend.
 pub fn sweep(outcomes: &[Outcome], name: &str, path: &Path) -> Result<()> {
@@ -15,9 +15,8 @@ pub fn sweep(outcomes: &[Outcome], name: &str, path: &Path) -> Result<()> {
 
 /// The chart of [`sweep`]; an error without a numeric `--sweep` field.
 pub fn sweep_chart(outcomes: &[Outcome], name: &str) -> Result<xlat_plot::Chart> {
-    if !METRICS.contains(&name) {
-        bail!("--plot-metric {name}: one of {}", METRICS.join(", "));
-    }
+    let cfgs: Vec<&xlat_sim::MachineConfig> = outcomes.iter().map(|o| &o.report.machine).collect();
+    crate::metrics::check_metric(name, &cfgs)?;
     let numeric = |v: &str| v.parse::<f64>().ok();
     let Some(field) = outcomes.first().and_then(|o| {
         o.params
@@ -56,7 +55,10 @@ pub fn sweep_chart(outcomes: &[Outcome], name: &str) -> Result<xlat_plot::Chart>
             .chain(others)
             .collect::<Vec<_>>()
             .join(" · ");
-        let y = metric(o, name).expect("a known metric");
+        // Unknown for this run (MPKI without instructions): no point.
+        let Some(y) = metric(o, name) else {
+            continue;
+        };
         match series.iter_mut().find(|s| s.name == label) {
             Some(s) => s.points.push((x, y)),
             None => series.push(xlat_plot::Series {
@@ -64,6 +66,13 @@ pub fn sweep_chart(outcomes: &[Outcome], name: &str) -> Result<xlat_plot::Chart>
                 points: vec![(x, y)],
             }),
         }
+    }
+    if series.is_empty() && name.ends_with("mpki") {
+        bail!(
+            "--plot-metric {name}: no run has instruction records (fetches or basic blocks), \
+             so MPKI is not defined; plot {} instead",
+            name.replace("mpki", "misses_per_kref")
+        );
     }
     for s in &mut series {
         s.points.sort_by(|a, b| a.0.total_cmp(&b.0));

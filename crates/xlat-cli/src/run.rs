@@ -2,11 +2,10 @@
 
 use crate::output;
 use crate::plan::Plan;
-use crate::SimArgs;
+use crate::{OutputArgs, SimArgs};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant;
 use xlat_sim::{presets, MachineConfig, Radix, Report, Sim};
 use xlat_types::{Event, EventSource};
 
@@ -34,6 +33,10 @@ pub struct Outcome {
     pub machine: String,
     pub input: String,
     pub report: Report,
+    /// This run's own simulation time: the CPU time its simulator spent in
+    /// [`Sim::run`]. Reading or generating the input is not in it (machines sharing a
+    /// decode each count only their own simulation; a lone workload's generation runs
+    /// between the batches, outside `run`); the run's share of setup and reporting neither.
     pub seconds: f64,
     pub warnings: Vec<String>,
     /// The machine's changed fields (`--set`, `--sweep`), in order: (path, value).
@@ -255,7 +258,6 @@ pub struct InputNames {
 pub fn run_one(cfg: &MachineConfig, input: &Input, opts: RunOpts) -> Result<Outcome> {
     let mut sim = opts.sim(cfg)?;
     let mut warnings = Vec::new();
-    let t = Instant::now();
     let names = match input {
         Input::Workload(spec) => {
             drive_workload(&mut xlat_workloads::parse(spec)?, &mut sim, spec)?;
@@ -267,7 +269,7 @@ pub fn run_one(cfg: &MachineConfig, input: &Input, opts: RunOpts) -> Result<Outc
     Ok(Outcome {
         machine: cfg.name.clone(),
         input: input.label(),
-        seconds: t.elapsed().as_secs_f64(),
+        seconds: sim.busy().as_secs_f64(),
         report,
         warnings,
         params: Vec::new(),
@@ -278,13 +280,12 @@ pub fn run_one(cfg: &MachineConfig, input: &Input, opts: RunOpts) -> Result<Outc
 /// Runs `input` on every machine of `cfgs` from one read of it: a trace is decoded once
 /// (a workload generated once) and every machine, on its own thread, replays the same
 /// batches ([`crate::fanout`]). The same reports as separate [`run_one`] calls, in the
-/// order of `cfgs`; a machine that fails does not stop the others. `seconds` is the
-/// group's wall time.
+/// order of `cfgs`; a machine that fails does not stop the others. Each `seconds` is
+/// that machine's own (see [`Outcome::seconds`]).
 pub fn run_group(cfgs: &[&MachineConfig], input: &Input, opts: RunOpts) -> Vec<Result<Outcome>> {
     if cfgs.len() == 1 {
         return vec![run_one(cfgs[0], input, opts)];
     }
-    let t = Instant::now();
     let mut sims: Vec<Result<Sim<Radix>>> = cfgs.iter().map(|c| opts.sim(c)).collect();
     let mut ok: Vec<(&mut Sim<Radix>, Vec<String>)> = sims
         .iter_mut()
@@ -302,7 +303,6 @@ pub fn run_group(cfgs: &[&MachineConfig], input: &Input, opts: RunOpts) -> Vec<R
         },
     };
     let warnings: Vec<Vec<String>> = ok.into_iter().map(|(_, w)| w).collect();
-    let seconds = t.elapsed().as_secs_f64();
     let mut runs = match runs {
         Ok(r) => r.into_iter(),
         Err(e) => {
@@ -324,7 +324,7 @@ pub fn run_group(cfgs: &[&MachineConfig], input: &Input, opts: RunOpts) -> Vec<R
             Ok(Outcome {
                 machine: sim.config().name.clone(),
                 input: input.label(),
-                seconds,
+                seconds: sim.busy().as_secs_f64(),
                 report,
                 warnings: w,
                 params: Vec::new(),
@@ -411,17 +411,54 @@ pub fn check(input: &Input) -> Result<()> {
     }
 }
 
+/// Checks every output of `out` before anything runs (a bad path fails at once, not
+/// after the simulation): the files' directories take a new file, at most one of them
+/// is standard output, and `--plot` is an `.svg` or `.png` file.
+pub fn check_outputs(out: &OutputArgs) -> Result<()> {
+    crate::export::one_to_stdout(&[&out.json, &out.csv, &out.html])?;
+    check_files(&[
+        ("--json", &out.json),
+        ("--csv", &out.csv),
+        ("--html", &out.html),
+        ("--plot", &out.plot),
+    ])
+}
+
+/// Checks output files given as (flag, path) before any work: each can be written,
+/// and a `--plot` file is `.svg` or `.png`.
+pub fn check_files(files: &[(&str, &Option<PathBuf>)]) -> Result<()> {
+    for (flag, p) in files {
+        let Some(p) = p else { continue };
+        crate::export::check_path(flag, p)?;
+        let ext = p
+            .extension()
+            .and_then(|e| e.to_str())
+            .map(str::to_lowercase);
+        if *flag == "--plot" && !matches!(ext.as_deref(), Some("svg" | "png")) {
+            bail!(
+                "--plot {}: the file name must end in .svg or .png (the format)",
+                output::shown(p)
+            );
+        }
+    }
+    Ok(())
+}
+
 /// `xlat sim`: every machine × input. Machines and inputs are checked before any run;
 /// one that fails is reported and the rest still run. Every run that succeeded is
 /// printed and written (JSON, CSV); if any failed, each is reported as `machine ×
 /// input: error` and the command fails naming them. With `--plan`/`--slurm` the runs
 /// are written as a plan for shards instead ([`crate::plan`], [`crate::slurm`]).
 pub fn sim(a: SimArgs) -> Result<()> {
+    check_outputs(&a.out)?;
+    // The short flags are `--set`s of their fields, before the explicit ones.
+    let mut sets = a.tlb.sets()?;
+    sets.extend(a.sets.iter().cloned());
     let mut plan = Plan::new(
         &a.machines,
         &a.workloads,
         &a.traces,
-        &a.sets,
+        &sets,
         &a.sweeps,
         a.strict,
     )?;
@@ -435,16 +472,11 @@ pub fn sim(a: SimArgs) -> Result<()> {
     let machines = plan.load_machines();
     let checked = plan.check_inputs();
     catch_interrupt();
-    let mut failures = Vec::new();
-    for (m, r) in plan.machines.iter().zip(&machines) {
-        if let Err(e) = r {
-            failures.push(Failure {
-                machine: m.name.clone(),
-                input: "(every input)".into(),
-                error: anyhow::anyhow!("{e:#}"),
-            });
-        }
+    if out.plot.is_some() {
+        let cfgs: Vec<&MachineConfig> = machines.iter().flatten().collect();
+        crate::metrics::check_metric(&out.plot_metric, &cfgs)?;
     }
+    let mut failures = crate::plan::machine_failures(&plan, &machines);
     for (i, r) in plan.inputs.iter().zip(&checked) {
         if let Err(e) = r {
             failures.push(Failure {

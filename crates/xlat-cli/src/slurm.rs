@@ -24,12 +24,10 @@ pub fn plan_and_submit(plan: &mut Plan, a: &SimArgs, out: &OutputArgs) -> Result
         "--json, --csv, --plot and --html are written by `xlat merge DIR` (or by --slurm with --wait)"
     );
     // Fail here, not in a thousand tasks: every machine loads, every input opens.
-    let mut errors = Vec::new();
-    for (m, r) in plan.machines.iter().zip(plan.load_machines()) {
-        if let Err(e) = r {
-            errors.push(format!("machine {}: {e:#}", m.name));
-        }
-    }
+    let mut errors: Vec<String> = crate::plan::machine_failures(plan, &plan.load_machines())
+        .into_iter()
+        .map(|f| format!("{}: {:#}", f.machine, f.error).replace('\n', "\n    "))
+        .collect();
     for (i, r) in plan.inputs.iter().zip(plan.check_inputs()) {
         if let Err(e) = r {
             errors.push(format!("{}: {e:#}", i.input().label()));

@@ -11,17 +11,9 @@ use crate::report::Report;
 use std::io::Write;
 use std::path::Path;
 
-fn quote(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
-
 /// Render the CSV text.
 pub fn render(r: &Report) -> String {
-    let mut rows: Vec<(String, String, f64, &str, f64, &str)> = Vec::new();
+    let mut rows: Vec<Row> = Vec::new();
     if let Some(t) = &r.tlb {
         for p in &t.curve {
             let x = p.pages as f64;
@@ -89,19 +81,23 @@ pub fn render(r: &Report) -> String {
             }
         }
     }
-    let mut out = String::from("section,series,x,x_unit,value,unit\n");
+    table(rows)
+}
+
+/// One row: section, series, x, x unit, value, unit.
+type Row<'a> = (String, String, f64, &'a str, f64, &'a str);
+
+/// The rows under the header, as CSV text.
+fn table(rows: Vec<Row>) -> String {
+    // The `csv` crate quotes what needs it; writing to memory cannot fail.
+    let mut w = ::csv::Writer::from_writer(Vec::new());
+    let mut put = |rec: [&str; 6]| w.write_record(rec).expect("writing to memory");
+    put(["section", "series", "x", "x_unit", "value", "unit"]);
     for (sec, series, x, xu, v, u) in rows {
-        out.push_str(&format!(
-            "{},{},{},{},{},{}\n",
-            quote(&sec),
-            quote(&series),
-            x,
-            xu,
-            v,
-            u
-        ));
+        put([&sec, &series, &x.to_string(), xu, &v.to_string(), u]);
     }
-    out
+    let bytes = w.into_inner().expect("writing to memory");
+    String::from_utf8(bytes).expect("UTF-8 in, UTF-8 out")
 }
 
 /// Write the CSV to `path` (complete or not at all: `xlat_fs::OutFile`).
@@ -113,12 +109,24 @@ pub fn write(report: &Report, path: &Path) -> std::io::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::quote;
+    use super::table;
 
     #[test]
-    fn quoting() {
-        assert_eq!(quote("a"), "a");
-        assert_eq!(quote("a,b"), "\"a,b\"");
-        assert_eq!(quote("say \"x\""), "\"say \"\"x\"\"\"");
+    fn series_names_with_commas_and_quotes_stay_one_field() {
+        let name = "mmap, \"4 KiB\"".to_string();
+        let text = table(vec![
+            ("os".into(), name.clone(), 0.0, "run", 1.5, "ns"),
+            ("os".into(), name.clone(), 1.0, "run", 2.0, "ns"),
+        ]);
+        let mut rd = ::csv::Reader::from_reader(text.as_bytes());
+        assert_eq!(rd.headers().unwrap().len(), 6);
+        let rows: Vec<::csv::StringRecord> = rd.records().map(Result::unwrap).collect();
+        assert_eq!(rows.len(), 2);
+        for row in &rows {
+            assert_eq!(row.len(), 6, "{text}");
+            assert_eq!(&row[1], name);
+        }
+        assert_eq!(&rows[1][4], "2");
+        assert_eq!(&rows[0][4], "1.5");
     }
 }

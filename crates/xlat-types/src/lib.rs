@@ -7,6 +7,7 @@
 mod addr;
 mod event;
 mod source;
+mod suggest;
 mod units;
 
 pub use addr::{Asid, Cycles, PageSize, Pfn, PhysAddr, VirtAddr, Vpn};
@@ -15,4 +16,5 @@ pub use event::{
     MAX_ACCESS_BYTES,
 };
 pub use source::{EventSource, VecSource};
+pub use suggest::{did_you_mean, nearest};
 pub use units::{format_bytes, parse_bytes, parse_count, UnitError};

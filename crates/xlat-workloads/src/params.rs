@@ -7,9 +7,9 @@ use xlat_types::{parse_bytes, parse_count};
 /// Why a spec was rejected. Messages list the valid names, keys or forms.
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum WorkloadError {
-    #[error("unknown workload `{0}`; built-in workloads: {1}")]
+    #[error("unknown workload `{}`{}; built-in workloads: {}", .0, xlat_types::did_you_mean(.0, .1.split(", ")), .1)]
     UnknownWorkload(String, String),
-    #[error("workload {workload}: unknown parameter `{key}`; parameters: {valid}")]
+    #[error("workload {workload}: unknown parameter `{key}`{}; parameters: {valid}", xlat_types::did_you_mean(key, valid.split(", ")))]
     UnknownParam {
         workload: &'static str,
         key: String,

@@ -10,6 +10,7 @@ use std::path::Path;
 /// `xlat merge DIR`: every shard's runs, in the plan's order, printed and written as the
 /// local run would. Fails naming the shards without a result.
 pub fn merge(dir: &Path, out: &OutputArgs, partial: bool) -> Result<()> {
+    run::check_outputs(out)?;
     let plan = Plan::read(dir)?;
     let ni = plan.inputs.len();
     let mut runs: Vec<Option<shard::ShardRun>> = (0..plan.runs()).map(|_| None).collect();
@@ -167,7 +168,7 @@ pub fn finish(
             "xlat: error: {} × {}: {}",
             escape(&f.machine),
             escape(&f.input),
-            escape(&format!("{:#}", f.error))
+            crate::output::escape_lines(&format!("{:#}", f.error))
         );
     }
     let list: Vec<String> = failures

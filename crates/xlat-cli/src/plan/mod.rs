@@ -13,10 +13,12 @@
 //! plan's directory removes these files of the old plan and no other.
 
 mod check;
+mod errors;
 mod merge;
 pub mod shard;
 pub mod sweep;
 
+pub use errors::machine_failures;
 pub use merge::{finish, merge};
 pub use shard::shard;
 pub use sweep::{combinations, params_of};

@@ -35,8 +35,42 @@ pub enum ConfigError {
     Parse { source_name: String, msg: String },
     #[error("{field}: {msg}")]
     Invalid { field: String, msg: String },
-    #[error("unknown machine `{0}`; presets: {1}")]
+    #[error("unknown machine `{}`{}; presets: {}", .0, xlat_types::did_you_mean(.0, .1.split(", ")), .1)]
     UnknownPreset(String, String),
+    /// A set-associative structure whose entries are not a multiple of its ways.
+    #[error("{field}: {ways} ways do not divide {entries} entries (entries must be a multiple of the ways): {}", geometry_fix(*entries, *ways))]
+    Geometry {
+        field: String,
+        entries: u32,
+        ways: u32,
+    },
+}
+
+/// The nearest valid values around a geometry that does not divide: entries that are
+/// multiples of the ways, and ways that divide the entries.
+pub fn geometry_fix(entries: u32, ways: u32) -> String {
+    let (lo, hi) = nearest_multiples(entries, ways);
+    let below = (1..ways).rev().find(|w| entries.is_multiple_of(*w));
+    let above = (ways + 1..=entries).find(|w| entries.is_multiple_of(*w));
+    let ws: Vec<String> = [below, above]
+        .into_iter()
+        .flatten()
+        .map(|w| w.to_string())
+        .collect();
+    let mut s = match lo {
+        Some(lo) => format!("nearest valid entries {lo} or {hi}"),
+        None => format!("nearest valid entries {hi}"),
+    };
+    if !ws.is_empty() {
+        s += &format!(", or ways {}", ws.join(" or "));
+    }
+    s
+}
+
+/// The multiples of `ways` nearest `entries` below (none if 0) and above.
+pub fn nearest_multiples(entries: u32, ways: u32) -> (Option<u32>, u32) {
+    let lo = entries / ways * ways;
+    ((lo > 0).then_some(lo), lo + ways)
 }
 
 fn invalid(field: impl Into<String>, msg: impl Into<String>) -> ConfigError {

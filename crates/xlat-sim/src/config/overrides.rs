@@ -19,7 +19,11 @@ impl MachineConfig {
         sets: impl IntoIterator<Item = (&'a str, &'a toml::Value)>,
     ) -> Result<MachineConfig, ConfigError> {
         let mut v = toml::Value::try_from(self).map_err(|e| bad("machine", e.to_string()))?;
+        // Paths that added a key the machine did not have: an unknown field is theirs.
+        let mut added: Vec<(&str, String)> = Vec::new();
+        let mut paths: Vec<&str> = Vec::new();
         for (path, value) in sets {
+            paths.push(path);
             let mut cur = &mut v;
             for part in path.split('.') {
                 let (key, index) = match part.split_once('[') {
@@ -36,8 +40,14 @@ impl MachineConfig {
                     .as_table_mut()
                     .ok_or_else(|| bad(path, format!("`{key}` is not inside a table")))?;
                 cur = match (table.contains_key(key), index) {
-                    (false, None) => table.entry(key).or_insert(toml::Value::Boolean(false)),
-                    (false, Some(_)) => return Err(bad(path, format!("no field `{key}`"))),
+                    (false, None) => {
+                        added.push((path, key.to_string()));
+                        table.entry(key).or_insert(toml::Value::Boolean(false))
+                    }
+                    (false, Some(_)) => {
+                        let hint = xlat_types::did_you_mean(key, table.keys().map(String::as_str));
+                        return Err(bad(path, format!("no field `{key}`{hint}")));
+                    }
                     (true, _) => table.get_mut(key).expect("present"),
                 };
                 if let Some(i) = index {
@@ -50,15 +60,48 @@ impl MachineConfig {
             }
             *cur = value.clone();
         }
-        let cfg: MachineConfig = v
-            .try_into()
-            .map_err(|e: toml::de::Error| ConfigError::Parse {
-                source_name: format!("{} with overrides", self.name),
-                msg: e.to_string(),
-            })?;
+        let cfg: MachineConfig = v.try_into().map_err(|e: toml::de::Error| {
+            let msg = e.message().trim().to_string();
+            match unknown(&msg) {
+                Some((what, word, expected)) => {
+                    let path = added
+                        .iter()
+                        .find(|(_, k)| *k == word)
+                        .map(|(p, _)| *p)
+                        .or_else(|| (paths.len() == 1).then(|| paths[0]))
+                        .unwrap_or("--set");
+                    let hint = xlat_types::did_you_mean(&word, expected.iter().map(String::as_str));
+                    bad(
+                        path,
+                        format!("no {what} `{word}`{hint}; valid: {}", expected.join(", ")),
+                    )
+                }
+                None => ConfigError::Parse {
+                    source_name: format!("{} with overrides", self.name),
+                    msg,
+                },
+            }
+        })?;
         cfg.validate()?;
         Ok(cfg)
     }
+}
+
+/// serde's "unknown field `x`, expected one of `a`, `b`" (or variant): (what, x, [a, b]).
+fn unknown(msg: &str) -> Option<(&'static str, String, Vec<String>)> {
+    let (what, rest) = if let Some(r) = msg.strip_prefix("unknown field `") {
+        ("field", r)
+    } else {
+        ("value", msg.strip_prefix("unknown variant `")?)
+    };
+    let (word, rest) = rest.split_once('`')?;
+    let expected: Vec<String> = rest
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_string)
+        .collect();
+    Some((what, word.to_string(), expected))
 }
 
 #[cfg(test)]
@@ -85,5 +128,20 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("[3]"), "{e}");
+        let e = base
+            .with_overrides([("tlb.levels[0].d[0].entrys", &n)])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("tlb.levels[0].d[0].entrys: no field `entrys` (did you mean `entries`?)"),
+            "{e}"
+        );
+        assert!(!e.contains('\n'), "{e}");
+        let s = toml::Value::String("alwayz".into());
+        let e = base
+            .with_overrides([("os.thp", &s)])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("did you mean `always`?"), "{e}");
     }
 }

@@ -74,11 +74,18 @@ pub(super) fn ways_of(
             format!("{w} ways (fully associative when absent): at most {MAX_WAYS}; use sets"),
         ));
     }
-    if w == 0 || !entries.is_multiple_of(w) {
+    if w == 0 || w > entries {
         return Err(invalid(
             format!("{field}.ways"),
             format!("{w} must be between 1 and entries ({entries}) and divide it"),
         ));
+    }
+    if !entries.is_multiple_of(w) {
+        return Err(ConfigError::Geometry {
+            field: format!("{field}.ways"),
+            entries,
+            ways: w,
+        });
     }
     let sets = entries / w;
     Ok((sets as usize, w as usize))

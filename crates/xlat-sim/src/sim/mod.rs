@@ -92,6 +92,8 @@ struct Counters {
 /// A machine simulating one stream of events.
 pub struct Sim<P: PageTable> {
     cfg: MachineConfig,
+    /// CPU time of the threads that ran [`Sim::run`] on this simulator, summed.
+    busy: std::time::Duration,
     base_shift: u32,
     va_bits: u32,
     /// Address bits above the translated range (an access touching them is an error).
@@ -233,6 +235,7 @@ impl<P: PageTable> Sim<P> {
         }
         let kernel = vmas.clone();
         let mut sim = Sim {
+            busy: std::time::Duration::ZERO,
             base_shift,
             va_bits: cfg.va_bits(),
             va_high: if cfg.va_bits() >= 64 {
@@ -301,10 +304,20 @@ impl<P: PageTable> Sim<P> {
 
     /// Replays a batch of events. On error, `events_done()` says how far it got.
     pub fn run(&mut self, events: &[Event]) -> Result<(), SimError> {
-        if self.warmup.left > 0 {
-            return self.run_warming(events);
-        }
-        self.run_batch(events)
+        let t = thread_cpu();
+        let r = if self.warmup.left > 0 {
+            self.run_warming(events)
+        } else {
+            self.run_batch(events)
+        };
+        self.busy += thread_cpu().saturating_sub(t);
+        r
+    }
+
+    /// CPU time spent in [`Sim::run`] so far (this machine's own simulation: not the
+    /// reading or generating of its input, unless done inside `run`).
+    pub fn busy(&self) -> std::time::Duration {
+        self.busy
     }
 
     fn run_batch(&mut self, events: &[Event]) -> Result<(), SimError> {
@@ -755,4 +768,17 @@ fn entry_of(l: &Leaf) -> Entry {
         writable: l.writable(),
         global: l.flags & GLOBAL_PAGE != 0,
     }
+}
+
+/// The calling thread's CPU time (zero if the clock cannot be read).
+fn thread_cpu() -> std::time::Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec for the call to fill.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
+        return std::time::Duration::ZERO;
+    }
+    std::time::Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
