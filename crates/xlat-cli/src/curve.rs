@@ -38,6 +38,8 @@ pub struct CurveArgs {
     /// Change a field of the machine first, e.g. `os.thp=never` (repeatable).
     #[arg(long = "set", value_name = "PATH=VALUE")]
     sets: Vec<String>,
+    #[command(flatten)]
+    short: crate::short::TlbFlags,
     /// Write the curve as CSV.
     #[arg(long)]
     csv: Option<PathBuf>,
@@ -102,7 +104,9 @@ struct PointOut {
 pub fn run(a: CurveArgs) -> Result<()> {
     crate::export::one_to_stdout(&[&a.json, &a.csv])?;
     crate::run::check_files(&[("--csv", &a.csv), ("--json", &a.json), ("--plot", &a.plot)])?;
-    let cfg = machine_with_sets(&a.machine, &a.sets)?;
+    let mut sets = a.short.sets()?;
+    sets.extend(a.sets.iter().cloned());
+    let cfg = machine_with_sets(&a.machine, &sets)?;
     let input = match (&a.workload, &a.trace) {
         (Some(w), None) => Input::Workload(w.clone()),
         (None, Some(t)) => Input::Trace(t.clone()),

@@ -30,6 +30,8 @@ pub struct RunArgs {
     /// Change a field of every machine (as `sim --set`; repeatable).
     #[arg(long = "set", value_name = "PATH=VALUE")]
     sets: Vec<String>,
+    #[command(flatten)]
+    short: crate::short::TlbFlags,
     /// Sweep a field over values (as `sim --sweep`): every machine at each value, all
     /// from the one capture.
     #[arg(long = "sweep", value_name = "PATH=V1,V2,...")]
@@ -57,6 +59,9 @@ pub struct RunArgs {
 pub fn run(a: RunArgs) -> Result<i32> {
     crate::export::one_to_stdout(&[&a.json, &a.csv])?;
     crate::run::check_files(&[("--json", &a.json), ("--csv", &a.csv)])?;
+    // The short flags are `--set`s of their fields, before the explicit ones.
+    let mut given = a.short.sets()?;
+    given.extend(a.sets.iter().cloned());
     let mut machines = Vec::new();
     // Counted before any is made, as `xlat sim` does (every machine replays the one
     // capture at once).
@@ -65,7 +70,7 @@ pub fn run(a: RunArgs) -> Result<i32> {
     for n in &a.machines {
         for c in crate::plan::combinations(&a.sweeps)? {
             // A swept field wins over its `--set`, in the machine and its name.
-            let sets = crate::plan::sweep::effective(&a.sets, &c);
+            let sets = crate::plan::sweep::effective(&given, &c);
             let cfg = crate::run::machine_with_sets(n, &sets)?;
             machines.push((cfg, crate::plan::params_of(&sets)));
         }
