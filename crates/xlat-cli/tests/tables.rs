@@ -205,6 +205,7 @@ fn wait_cpu(pid: u32) -> (i32, f64) {
 }
 
 #[test]
+#[allow(clippy::zombie_processes)] // reaped by `wait_cpu` (wait4, for its CPU time)
 fn each_row_has_its_own_seconds_not_the_sweep_total() {
     let d = tempfile::tempdir().unwrap();
     let csv = d.path().join("t.csv");

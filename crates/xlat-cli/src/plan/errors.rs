@@ -15,11 +15,13 @@ enum Cause {
     Same(String),
 }
 
+/// Machines that failed alike: (base machine, cause, the points' (entries, ways), messages).
+type Group = (String, Cause, Vec<(u32, u32)>, Vec<String>);
+
 /// The failures of the machines that did not load, one per cause and base machine, in
 /// order of first appearance.
 pub fn machine_failures(plan: &Plan, machines: &[Result<MachineConfig>]) -> Vec<Failure> {
-    // (base machine, cause, the points' (entries, ways), messages)
-    let mut groups: Vec<(String, Cause, Vec<(u32, u32)>, Vec<String>)> = Vec::new();
+    let mut groups: Vec<Group> = Vec::new();
     for (m, r) in plan.machines.iter().zip(machines) {
         let Err(e) = r else { continue };
         let geometry = e
