@@ -210,12 +210,13 @@ fn each_row_has_its_own_seconds_not_the_sweep_total() {
     let d = tempfile::tempdir().unwrap();
     let csv = d.path().join("t.csv");
     // Six machines share one decode: with the sweep's wall time on every row, the
-    // rows would add up to six times it, more than the CPU time two cores can give.
+    // rows would be equal and add up to six times it, more CPU time than the process
+    // used on fewer than six cores.
     let child = std::process::Command::new(XLAT)
         .args([
             "sim",
             "-w",
-            "gups:refs=3M,footprint=256MiB",
+            "gups:refs=1M,footprint=64MiB",
             "--sweep",
             "tlb.levels[0].d[0].entries=4,8,16,32,64,128",
             "--csv",
@@ -231,6 +232,8 @@ fn each_row_has_its_own_seconds_not_the_sweep_total() {
     assert_eq!(rows.len(), 6);
     let secs: Vec<f64> = rows.iter().map(|r| r["seconds"].parse().unwrap()).collect();
     assert!(secs.iter().all(|&s| s > 0.0), "{secs:?}");
+    // The sweep's one total repeated would make every row equal (on any core count).
+    assert!(secs.iter().any(|&s| s != secs[0]), "{secs:?}");
     let sum: f64 = secs.iter().sum();
     assert!(
         sum <= cpu + 0.05,
