@@ -599,3 +599,28 @@ pub(super) fn check_pwc_level(
         Some(_) => Ok(()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_geometry_that_does_not_divide_names_the_nearest_valid_values() {
+        let e = ways_of("tlb.levels[1].unified[0]", 512, Some(12)).unwrap_err();
+        assert!(matches!(
+            e,
+            ConfigError::Geometry {
+                entries: 512,
+                ways: 12,
+                ..
+            }
+        ));
+        assert_eq!(
+            e.to_string(),
+            "tlb.levels[1].unified[0].ways: 12 ways do not divide 512 entries (entries must be \
+             a multiple of the ways): nearest valid entries 504 or 516, or ways 8 or 16"
+        );
+        assert_eq!(geometry_fix(10, 12), "nearest valid entries 12, or ways 10");
+        assert_eq!(ways_of("x", 1536, Some(12)).unwrap(), (128, 12));
+    }
+}
