@@ -39,6 +39,12 @@ impl MachineConfig {
                 let table = cur
                     .as_table_mut()
                     .ok_or_else(|| bad(path, format!("`{key}` is not inside a table")))?;
+                // The arrays beside it that have elements (`i` and `d` beside `unified`).
+                let others: Vec<String> = table
+                    .iter()
+                    .filter(|(k, v)| *k != key && v.as_array().is_some_and(|a| !a.is_empty()))
+                    .map(|(k, _)| format!("`{k}`"))
+                    .collect();
                 cur = match (table.contains_key(key), index) {
                     (false, None) => {
                         added.push((path, key.to_string()));
@@ -55,7 +61,14 @@ impl MachineConfig {
                     cur = cur
                         .as_array_mut()
                         .and_then(|a| a.get_mut(i))
-                        .ok_or_else(|| bad(path, format!("`{key}` has {n} elements, no [{i}]")))?;
+                        .ok_or_else(|| {
+                            let beside = if n == 0 && !others.is_empty() {
+                                format!(" (this table has {})", others.join(", "))
+                            } else {
+                                String::new()
+                            };
+                            bad(path, format!("`{key}` has {n} elements, no [{i}]{beside}"))
+                        })?;
                 }
             }
             *cur = value.clone();
@@ -137,6 +150,12 @@ mod tests {
             "{e}"
         );
         assert!(!e.contains('\n'), "{e}");
+        let e = preset("skylake")
+            .unwrap()
+            .with_overrides([("tlb.levels[0].unified[0].entries", &n)])
+            .unwrap_err()
+            .to_string();
+        assert!(e.ends_with("no [0] (this table has `d`, `i`)"), "{e}");
         let s = toml::Value::String("alwayz".into());
         let e = base
             .with_overrides([("os.thp", &s)])
