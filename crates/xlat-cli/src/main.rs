@@ -26,6 +26,8 @@ mod slurm;
 mod syscalls;
 mod system;
 mod tables;
+mod tableout;
+mod trace_view;
 mod traces;
 
 use anyhow::Result;
@@ -132,7 +134,8 @@ enum Cmd {
     Run(live::RunArgs),
     /// Capture a program's references to a `.xlt` trace, or print what a trace holds.
     ///
-    /// `xlat trace -o gzip.xlt -- gzip -9 -c big.tar`; `xlat trace --info gzip.xlt`
+    /// `xlat trace -o gzip.xlt -- gzip -9 -c big.tar`; `xlat trace --info gzip.xlt`;
+    /// `xlat trace --dump gzip.xlt --count 20`
     Trace(capture::TraceArgs),
     /// Measure the real machine: TLB geometry and miss costs, page-size effects, OS latencies.
     Probe(xlat_probe::cli::ProbeArgs),
