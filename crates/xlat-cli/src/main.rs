@@ -165,6 +165,8 @@ enum Cmd {
         /// List the pages of this kind of entry (e.g. `read`; default: the most common).
         #[arg(long)]
         entry: Option<String>,
+        #[command(flatten)]
+        table: tableout::TableArgs,
     },
     /// A TLB structure's exact miss-ratio curve in one pass: misses and MPKI per size.
     ///
@@ -216,6 +218,10 @@ enum ScenarioCmd {
         quick: bool,
         #[command(flatten)]
         sim: SimFlags,
+        /// `--json FILE`: the metrics per variant and the checks; `--csv FILE`: a row per
+        /// metric and variant.
+        #[command(flatten)]
+        table: tableout::TableArgs,
     },
 }
 
@@ -315,20 +321,25 @@ fn main() {
             page,
             top,
             entry,
+            table,
         } => {
             if !page.is_power_of_two() || page < 1024 {
                 Err(anyhow::anyhow!(
                     "--page {page}: a power of two of at least 1 KiB"
                 ))
             } else {
-                syscalls::report(&trace, page, top, entry.as_deref()).map(|s| print!("{s}"))
+                syscalls::run(&trace, page, top, entry.as_deref(), &table)
             }
         }
         Cmd::Scenario { cmd } => match cmd {
             ScenarioCmd::List => scenario::list(),
             ScenarioCmd::Run {
-                name, check, quick, ..
-            } => scenario::run(&name, check, quick),
+                name,
+                check,
+                quick,
+                table,
+                ..
+            } => scenario::run(&name, check, quick, &table),
         },
         Cmd::Probe(a) => probe_plots::run(a),
         Cmd::Layout(a) => layout::run(&a),
