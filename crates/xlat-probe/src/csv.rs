@@ -9,37 +9,39 @@
 
 use crate::report::Report;
 use std::io::Write;
-use std::path::Path;
 
-fn quote(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
+/// One row: `section,series,x,x_unit,value,unit`.
+#[derive(serde::Serialize)]
+struct Row<'a> {
+    section: &'a str,
+    series: String,
+    x: f64,
+    x_unit: &'a str,
+    value: f64,
+    unit: &'a str,
 }
 
 /// Render the CSV text.
 pub fn render(r: &Report) -> String {
-    let mut rows: Vec<(String, String, f64, &str, f64, &str)> = Vec::new();
+    let mut rows: Vec<(&str, String, f64, &str, f64, &str)> = Vec::new();
     if let Some(t) = &r.tlb {
         for p in &t.curve {
             let x = p.pages as f64;
-            rows.push(("tlb".into(), "random".into(), x, "pages", p.random.ns, "ns"));
-            rows.push(("tlb".into(), "linear".into(), x, "pages", p.linear.ns, "ns"));
+            rows.push(("tlb", "random".into(), x, "pages", p.random.ns, "ns"));
+            rows.push(("tlb", "linear".into(), x, "pages", p.linear.ns, "ns"));
             rows.push((
-                "tlb".into(),
+                "tlb",
                 "control".into(),
                 x,
                 "pages",
                 p.control.ns,
                 "ns",
             ));
-            rows.push(("tlb".into(), "excess".into(), x, "pages", p.excess_ns, "ns"));
+            rows.push(("tlb", "excess".into(), x, "pages", p.excess_ns, "ns"));
         }
         for p in &t.refine {
             rows.push((
-                "tlb-refine".into(),
+                "tlb-refine",
                 format!("{} seed {}", p.level, p.seed),
                 p.pages as f64,
                 "pages",
@@ -58,7 +60,7 @@ pub fn render(r: &Report) -> String {
         for d in &h.distributions {
             for b in &d.histogram.buckets {
                 rows.push((
-                    "hist".into(),
+                    "hist",
                     d.kind.name().into(),
                     b.lo,
                     unit,
@@ -71,7 +73,7 @@ pub fn render(r: &Report) -> String {
     if let Some(o) = &r.os {
         for m in &o.ops {
             for (i, v) in m.samples_ns.iter().enumerate() {
-                rows.push(("os".into(), m.name.clone(), i as f64, "run", *v, "ns"));
+                rows.push(("os", m.name.clone(), i as f64, "run", *v, "ns"));
             }
         }
     }
@@ -79,7 +81,7 @@ pub fn render(r: &Report) -> String {
         for k in &c.curves {
             for p in &k.points {
                 rows.push((
-                    "compare".into(),
+                    "compare",
                     k.backing.to_string(),
                     p.bytes as f64,
                     "bytes",
@@ -89,36 +91,26 @@ pub fn render(r: &Report) -> String {
             }
         }
     }
-    let mut out = String::from("section,series,x,x_unit,value,unit\n");
-    for (sec, series, x, xu, v, u) in rows {
-        out.push_str(&format!(
-            "{},{},{},{},{},{}\n",
-            quote(&sec),
-            quote(&series),
+    let mut c = csv::Writer::from_writer(Vec::new());
+    for (section, series, x, x_unit, value, unit) in rows {
+        c.serialize(Row {
+            section,
+            series,
             x,
-            xu,
-            v,
-            u
-        ));
+            x_unit,
+            value,
+            unit,
+        })
+        .expect("CSV to memory");
     }
-    out
+    if c.get_ref().is_empty() {
+        c.write_record(["section", "series", "x", "x_unit", "value", "unit"])
+            .expect("CSV to memory");
+    }
+    String::from_utf8(c.into_inner().expect("CSV to memory")).expect("UTF-8 fields")
 }
 
-/// Write the CSV to `path` (complete or not at all: `xlat_fs::OutFile`).
-pub fn write(report: &Report, path: &Path) -> std::io::Result<()> {
-    let mut f = xlat_fs::OutFile::create(path)?;
-    f.write_all(render(report).as_bytes())?;
-    f.commit()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::quote;
-
-    #[test]
-    fn quoting() {
-        assert_eq!(quote("a"), "a");
-        assert_eq!(quote("a,b"), "\"a,b\"");
-        assert_eq!(quote("say \"x\""), "\"say \"\"x\"\"\"");
-    }
+/// Writes the CSV to `w`.
+pub fn write_to(report: &Report, w: &mut dyn Write) -> std::io::Result<()> {
+    w.write_all(render(report).as_bytes())
 }
