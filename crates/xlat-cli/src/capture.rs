@@ -64,10 +64,10 @@ pub struct TraceArgs {
     )]
     dump: Option<PathBuf>,
     /// With --dump: start at record N (counting every record from 0).
-    #[arg(long, value_name = "N", default_value = "0", value_parser = crate::parse_count, requires = "dump")]
-    skip: u64,
+    #[arg(long, value_name = "N", value_parser = crate::parse_count)]
+    skip: Option<u64>,
     /// With --dump: print at most N records (and read no further).
-    #[arg(long, value_name = "N", value_parser = crate::parse_count, requires = "dump")]
+    #[arg(long, value_name = "N", value_parser = crate::parse_count)]
     count: Option<u64>,
     /// With --info: `--json FILE`, `--csv FILE` (see `xlat trace --info`).
     #[command(flatten)]
@@ -328,9 +328,12 @@ pub fn trace(a: TraceArgs) -> Result<i32> {
     if a.table.json.is_some() || a.table.csv.is_some() {
         bail!("--json and --csv go with --info (a capture writes its trace with -o)");
     }
+    if a.dump.is_none() && (a.skip.is_some() || a.count.is_some()) {
+        bail!("--skip and --count go with --dump");
+    }
     if let Some(p) = &a.dump {
         let w = crate::trace_view::Window {
-            skip: a.skip,
+            skip: a.skip.unwrap_or(0),
             count: a.count,
         };
         crate::trace_view::dump(p, &w)?;
