@@ -233,3 +233,208 @@ fn dump_of_a_capture_agrees_with_info() {
         .filter(|rec| rec[2] == "map-file")
         .all(|rec| rec[6].strip_prefix("file=").unwrap().parse::<usize>().unwrap() < files));
 }
+
+/// A hand-made system trace: two `read` entries (two kernel pages each, a user page
+/// fetched between them) and a page fault (one page).
+#[test]
+fn syscalls_json_and_csv() {
+    let d = tempfile::tempdir().unwrap();
+    let kallsyms = d.path().join("kallsyms");
+    std::fs::write(
+        &kallsyms,
+        "ffffffff81000000 T __x64_sys_read\nffffffff81001000 T ksys_read\n\
+         ffffffff81002000 T asm_exc_page_fault\nffffffff81003000 T _etext\n",
+    )
+    .unwrap();
+    let t = d.path().join("sys.xlt");
+    let h = Header::new("x86_64", PageSize::K4)
+        .with_meta("source", "qemu-system")
+        .with_meta("kallsyms", kallsyms.to_str().unwrap());
+    let mut w = TraceWriter::create(&t, h).unwrap();
+    let block = |addr: u64, insns: u32| {
+        Event::Block(Block {
+            addr: VirtAddr(addr),
+            len: 16,
+            insns,
+            tid: Tid(0),
+        })
+    };
+    let (k, u) = (Event::Privilege(Privilege::Kernel), Event::Privilege(Privilege::User));
+    for e in [
+        k,
+        block(0xffff_ffff_8100_0000, 3),
+        block(0xffff_ffff_8100_1000, 5),
+        u,
+        block(0x40_1000, 2),
+        k,
+        block(0xffff_ffff_8100_0010, 3),
+        block(0xffff_ffff_8100_1010, 7),
+        u,
+        k,
+        block(0xffff_ffff_8100_2000, 9),
+        u,
+    ] {
+        w.write(&e).unwrap();
+    }
+    w.finish().unwrap();
+    let t = t.to_str().unwrap();
+    let text = ok(&["syscalls", t]);
+    let j: Value = serde_json::from_str(&ok(&["syscalls", t, "--json", "-"])).unwrap();
+    assert_eq!(j["page_size"], 4096);
+    let e = j["entries"].as_array().unwrap();
+    assert_eq!(e.len(), 2);
+    assert_eq!(e[0]["entry"], "read");
+    assert_eq!(e[0]["entries"], 2);
+    assert_eq!(e[0]["kernel_pages_mean"], 2.0);
+    assert_eq!(e[0]["kernel_pages_max"], 2);
+    assert_eq!(e[0]["user_pages_mean"], 0.5);
+    assert_eq!(e[0]["pages_distinct"], 2);
+    assert_eq!(e[0]["instructions_per_entry"], 9.0);
+    assert_eq!(e[1]["entry"], "asm_exc_page_fault");
+    assert_eq!(e[1]["entries"], 1);
+    let p = &j["pages"];
+    assert_eq!(p["entry"], "read");
+    let pages = p["pages"].as_array().unwrap();
+    assert_eq!(pages.len(), 2);
+    assert_eq!(pages[0]["page"], 0xffff_ffff_8100_0000u64);
+    assert_eq!(pages[0]["entries"], 2);
+    assert_eq!(pages[0]["functions"][0], "__x64_sys_read");
+    assert!(text.contains("  0xffffffff81000000:        2  __x64_sys_read"), "{text}");
+
+    let (h, rows) = csv_rows(&ok(&["syscalls", t, "--csv", "-", "--top", "1"]));
+    assert_eq!(h[0], "entry");
+    assert_eq!(rows.len(), 2, "every kind, whatever --top");
+    for (r, e) in rows.iter().zip(e) {
+        for (i, col) in h.iter().enumerate() {
+            match &e[col.as_str()] {
+                Value::String(s) => assert_eq!(&r[i], s),
+                v => assert_eq!(r[i].parse::<f64>().unwrap(), v.as_f64().unwrap(), "{col}"),
+            }
+        }
+        let line = format!("  {:<28} {:>9}", r[0].to_string(), &r[1]);
+        assert!(text.contains(&line), "{line}: {text}");
+    }
+}
+
+#[test]
+fn scenario_json_and_csv_match_the_text() {
+    let d = tempfile::tempdir().unwrap();
+    let (jf, cf) = (d.path().join("s.json"), d.path().join("s.csv"));
+    let text = ok(&[
+        "scenario",
+        "run",
+        "lazy-flush",
+        "--quick",
+        "--json",
+        jf.to_str().unwrap(),
+        "--csv",
+        cf.to_str().unwrap(),
+    ]);
+    let j: Value = serde_json::from_str(&std::fs::read_to_string(&jf).unwrap()).unwrap();
+    let (h, rows) = csv_rows(&std::fs::read_to_string(&cf).unwrap());
+    assert_eq!(h, ["metric", "variant", "value"]);
+    let variants: Vec<&str> = j["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(variants, ["eager", "lazy", "lazy+reclaim"]);
+    let metrics = j["metrics"].as_array().unwrap();
+    assert_eq!(rows.len(), metrics.len() * variants.len());
+    for (m, chunk) in metrics.iter().zip(rows.chunks(variants.len())) {
+        let name = m["metric"].as_str().unwrap();
+        // The text's row: the metric, then a value per variant to 4 decimals.
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(name) && !l.contains(':'))
+            .unwrap_or_else(|| panic!("{name}: {text}"));
+        let shown: Vec<&str> = line[44..].split_whitespace().collect();
+        for ((r, v), s) in chunk.iter().zip(&variants).zip(shown) {
+            assert_eq!((&r[0], &r[1]), (name, *v));
+            let x: f64 = r[2].parse().unwrap();
+            assert_eq!(m["values"][*v].as_f64().unwrap(), x);
+            assert_eq!(format!("{x:.4}"), s);
+        }
+    }
+    for c in j["checks"].as_array().unwrap() {
+        let agrees = if c["agrees"].as_bool().unwrap() { "yes" } else { "NO" };
+        let line = format!("{}: ", c["metric"].as_str().unwrap());
+        let l = text.lines().find(|l| l.starts_with(&line)).unwrap();
+        assert!(l.ends_with(&format!("xlat agrees: {agrees}")), "{l}");
+    }
+}
+
+#[test]
+fn layout_json_and_csv_match_the_text() {
+    let d = Dir::new();
+    let exe = d.compile_as("hotpath", "hotpath", &["-O1", "-fno-toplevel-reorder"]);
+    let (o, t) = d.trace("hotpath", &[], &[exe.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let (order, jf, cf) = (d.path("order"), d.path("l.json"), d.path("l.csv"));
+    let o = d.xlat(&[
+        "layout",
+        t.to_str().unwrap(),
+        "-o",
+        order.to_str().unwrap(),
+        "-m",
+        "mpc855t",
+        "--json",
+        jf.to_str().unwrap(),
+        "--csv",
+        cf.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    let j: Value = serde_json::from_str(&std::fs::read_to_string(&jf).unwrap()).unwrap();
+    assert_eq!(j["binary"], exe.to_str().unwrap());
+    let functions = format!(
+        "functions     {} ({} ran: {} instructions",
+        j["functions"], j["functions_ran"], j["instructions"]
+    );
+    assert!(text.contains(&functions), "{functions}: {text}");
+    let hot = format!(
+        "hot code      {} pages of 4KiB now, {} in the C3 order",
+        j["hot_pages_now"], j["hot_pages_ordered"]
+    );
+    assert!(text.contains(&hot), "{hot}: {text}");
+    let pages = j["code_pages"].as_array().unwrap();
+    let first = format!(
+        "  {:<#12x}{:>5.1} %",
+        pages[0]["page"].as_u64().unwrap(),
+        pages[0]["percent"].as_f64().unwrap()
+    );
+    assert!(text.contains(&first), "{first}: {text}");
+    let m = &j["prediction"]["machines"][0];
+    let misses: Vec<u64> = m["layouts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["value"].as_f64().unwrap() as u64)
+        .collect();
+    assert_eq!(m["layouts"][0]["layout"], "as traced");
+    let line = text.lines().find(|l| l.contains("virtual relinks")).unwrap();
+    let shown: Vec<u64> = line
+        .split_whitespace()
+        .filter_map(|w| w.trim_end_matches(',').replace(',', "").parse().ok())
+        .collect();
+    assert_eq!(shown, misses, "{line}");
+
+    // CSV: the instructions by page and function add up to each page's and the binary's.
+    let (h, rows) = csv_rows(&std::fs::read_to_string(&cf).unwrap());
+    assert_eq!(h, ["page", "function", "instructions", "percent"]);
+    let n = |r: &csv::StringRecord| r[2].parse::<u64>().unwrap();
+    let sum: u64 = rows.iter().map(n).sum();
+    let total = j["instructions"].as_u64().unwrap()
+        + j["instructions_outside_functions"].as_u64().unwrap();
+    assert_eq!(sum, total);
+    for p in pages {
+        let page = p["page"].as_u64().unwrap().to_string();
+        let on: u64 = rows.iter().filter(|r| r[0] == page).map(n).sum();
+        assert_eq!(on, p["instructions"].as_u64().unwrap());
+    }
+    assert!(rows.iter().any(|r| &r[1] == "h0"), "{rows:?}");
+    let o = d.xlat(&["layout", t.to_str().unwrap(), "-o", order.to_str().unwrap(), "--csv", "-"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(csv_rows(&stdout(&o)).1, rows);
+}
