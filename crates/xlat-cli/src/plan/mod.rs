@@ -56,6 +56,9 @@ pub struct Plan {
     /// Misses attributed to mappings and functions (`--attribute`).
     #[serde(default)]
     pub attribute: bool,
+    /// Its `--sort` and `--lines`.
+    #[serde(default)]
+    pub attribution: crate::attribution::Options,
     pub portable: bool,
     pub max_memory: u64,
     pub shards: usize,
@@ -157,6 +160,7 @@ impl Plan {
             strict,
             warmup: 0,
             attribute: false,
+            attribution: Default::default(),
             portable: run::PORTABLE.load(std::sync::atomic::Ordering::Relaxed),
             max_memory: crate::memory::limit(),
             shards: 1,
@@ -232,6 +236,7 @@ impl Plan {
                 strict: self.strict,
                 warmup: self.warmup,
                 attribute: self.attribute,
+                attribution: self.attribution,
             };
             let out = run::run_group(&cfgs, &input, opts);
             ms.iter()
