@@ -24,9 +24,7 @@ pub const FILE_TABLE: &str = "the trace's file table";
 pub const TOP_FUNCTIONS: usize = 25;
 
 /// The order of the rows (`--sort`).
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum,
-)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum Sort {
     /// Page walks (fetch + data), then first-level misses.
@@ -120,7 +118,11 @@ fn sort(rows: &mut [AttributedRow], by: Sort) {
 
 /// `by`'s table of `rows`: the [`TOP_FUNCTIONS`] with the most of the key (walks for
 /// `name`) in its order, the rest summed in a last row (`[N other WHAT]`).
-fn table(by_key: HashMap<(String, String, String), Misses>, by: Sort, what: &str) -> Vec<AttributedRow> {
+fn table(
+    by_key: HashMap<(String, String, String), Misses>,
+    by: Sort,
+    what: &str,
+) -> Vec<AttributedRow> {
     let mut rows: Vec<AttributedRow> = by_key
         .into_iter()
         .map(|((n, map, line), m)| row(n, map, line, &m))
@@ -200,9 +202,18 @@ impl Named {
 /// Sets each row's share of the table's total misses and walks (every table sums to
 /// the run's).
 fn percentages(rows: &mut [AttributedRow]) {
-    let misses: u64 = rows.iter().map(|r| r.itlb_l1_misses + r.dtlb_l1_misses).sum();
+    let misses: u64 = rows
+        .iter()
+        .map(|r| r.itlb_l1_misses + r.dtlb_l1_misses)
+        .sum();
     let walks: u64 = rows.iter().map(|r| r.fetch_walks + r.data_walks).sum();
-    let pc = |n: u64, of: u64| if of == 0 { 0.0 } else { 100.0 * n as f64 / of as f64 };
+    let pc = |n: u64, of: u64| {
+        if of == 0 {
+            0.0
+        } else {
+            100.0 * n as f64 / of as f64
+        }
+    };
     for r in rows {
         r.l1_misses_percent = pc(r.itlb_l1_misses + r.dtlb_l1_misses, misses);
         r.walks_percent = pc(r.fetch_walks + r.data_walks, walks);
@@ -236,9 +247,10 @@ pub fn report(
                     Some((v, s.at_vaddr(v)?.name.clone()))
                 });
                 if opts.lines {
-                    let v = sym.as_ref().map(|s| s.0).or_else(|| {
-                        named.symbols(id, files)?.vaddr_of_offset(p.offset)
-                    });
+                    let v = sym
+                        .as_ref()
+                        .map(|s| s.0)
+                        .or_else(|| named.symbols(id, files)?.vaddr_of_offset(p.offset));
                     line = v.and_then(|v| named.lines(id, files)?.at_vaddr(v));
                 }
                 sym.map_or_else(

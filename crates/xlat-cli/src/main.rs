@@ -25,8 +25,8 @@ mod scenario;
 mod slurm;
 mod syscalls;
 mod system;
-mod tables;
 mod tableout;
+mod tables;
 mod trace_view;
 mod traces;
 

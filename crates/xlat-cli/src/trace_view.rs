@@ -189,7 +189,10 @@ pub fn dump(path: &Path, w: &Window) -> Result<()> {
     out.flush()?;
     if index < end {
         if index < w.skip {
-            bail!("{name} holds {index} records: --skip {} is past its end", w.skip);
+            bail!(
+                "{name} holds {index} records: --skip {} is past its end",
+                w.skip
+            );
         }
         let cut = match &input {
             crate::traces::TraceInput::Xlt(r) => r.truncation().map(|t| t.to_string()),
@@ -257,11 +260,7 @@ impl State {
         let _ = write!(s, "{:<12}", e.name());
         let _ = match *e {
             Event::Access(a) => write!(s, " addr={:#x} size={}", a.addr.0, a.size),
-            Event::Block(b) => write!(
-                s,
-                " addr={:#x} len={} insns={}",
-                b.addr.0, b.len, b.insns
-            ),
+            Event::Block(b) => write!(s, " addr={:#x} len={} insns={}", b.addr.0, b.len, b.insns),
             Event::Mmap {
                 addr,
                 len,

@@ -217,7 +217,10 @@ fn percentages_sort_lines_and_csv() {
     );
     assert_eq!(anon[0]["data_walks"], 64);
     let heap = lines.iter().find(|r| r["name"] == "touch_heap").unwrap();
-    assert!(heap["line"].as_str().unwrap().ends_with("/attrib.c:7"), "{heap}");
+    assert!(
+        heap["line"].as_str().unwrap().ends_with("/attrib.c:7"),
+        "{heap}"
+    );
     let row = format!(
         "  {:<44} {:>12} {:>12} {:>11} {:>11} {:>8.2} {:>8.2}\n",
         "attrib.c:10 (touch_anon)",
@@ -236,7 +239,11 @@ fn percentages_sort_lines_and_csv() {
     let recs: Vec<csv::StringRecord> = rd.records().map(Result::unwrap).collect();
     let col = |n: &str| h.iter().position(|x| x == n).unwrap();
     let mut n = 0;
-    for (table, key) in [("mapping", "mappings"), ("function", "functions"), ("line", "lines")] {
+    for (table, key) in [
+        ("mapping", "mappings"),
+        ("function", "functions"),
+        ("line", "lines"),
+    ] {
         let want = rows(a, key);
         let got: Vec<&csv::StringRecord> =
             recs.iter().filter(|r| &r[col("table")] == table).collect();
@@ -245,8 +252,17 @@ fn percentages_sort_lines_and_csv() {
             assert_eq!(&g[col("machine")], "skylake");
             assert_eq!(&g[col("name")], w["name"].as_str().unwrap());
             assert_eq!(&g[col("line")], w["line"].as_str().unwrap_or(""));
-            for f in ["itlb_l1_misses", "dtlb_l1_misses", "fetch_walks", "data_walks"] {
-                assert_eq!(g[col(f)].parse::<u64>().unwrap(), w[f].as_u64().unwrap(), "{f}");
+            for f in [
+                "itlb_l1_misses",
+                "dtlb_l1_misses",
+                "fetch_walks",
+                "data_walks",
+            ] {
+                assert_eq!(
+                    g[col(f)].parse::<u64>().unwrap(),
+                    w[f].as_u64().unwrap(),
+                    "{f}"
+                );
             }
             let p: f64 = g[col("walks_percent")].parse().unwrap();
             assert_eq!(p, num(w, "walks_percent"));
@@ -276,7 +292,10 @@ fn percentages_sort_lines_and_csv() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let r = replay_report(&d, &t, &["-m", "skylake", "--attribute", "--lines"]);
     let notes = r["attribution"]["notes"].to_string();
-    assert!(notes.contains("no source lines for") && notes.contains("-g"), "{notes}");
+    assert!(
+        notes.contains("no source lines for") && notes.contains("-g"),
+        "{notes}"
+    );
 }
 
 /// C++ functions are shown demangled.
@@ -309,5 +328,7 @@ fn cpp_names_are_demangled() {
         .unwrap_or_else(|| panic!("{f:#?}"));
     // 64 fresh pages but the first, where malloc wrote its chunk header.
     assert_eq!(touch["data_walks"], 63);
-    assert!(f.iter().all(|r| !r["name"].as_str().unwrap().starts_with("_Z")));
+    assert!(f
+        .iter()
+        .all(|r| !r["name"].as_str().unwrap().starts_with("_Z")));
 }

@@ -72,7 +72,10 @@ fn trace_info_json_and_csv() {
     };
     assert_eq!(j["file_bytes"].to_string(), line("file bytes"));
     assert_eq!(j["raw_bytes"].to_string(), line("raw bytes"));
-    assert_eq!(format!("{:.3}", j["bytes_per_ref"].as_f64().unwrap()), line("bytes/ref"));
+    assert_eq!(
+        format!("{:.3}", j["bytes_per_ref"].as_f64().unwrap()),
+        line("bytes/ref")
+    );
 
     let (h, rows) = csv_rows(&ok(&["trace", "--info", t, "--csv", "-"]));
     assert_eq!(h[..3], ["pid", "exec", "command"]);
@@ -112,12 +115,23 @@ fn dump_prints_hand_known_records_in_a_window() {
     let t = stride(d.path(), 10);
     let t = t.to_str().unwrap();
     let out = ok(&["trace", "--dump", t]);
-    assert!(out.starts_with("# arch x86_64\n# page size 4KiB\n"), "{out}");
+    assert!(
+        out.starts_with("# arch x86_64\n# page size 4KiB\n"),
+        "{out}"
+    );
     let r = records(&out);
     assert_eq!(r.len(), 11, "{out}");
     assert_eq!(
         r[0],
-        ["0", "1", "mmap", "addr=0x40000000", "len=0x4000", "prot=rw-", "flags=anon"]
+        [
+            "0",
+            "1",
+            "mmap",
+            "addr=0x40000000",
+            "len=0x4000",
+            "prot=rw-",
+            "flags=anon"
+        ]
     );
     for (i, rec) in r.iter().enumerate().skip(1) {
         let addr = format!("addr={:#x}", 0x4000_0000 + 0x1000 * ((i as u64 - 1) % 4));
@@ -150,7 +164,10 @@ fn dump_streams_and_stops_at_the_window() {
     assert_eq!(r.len(), 5);
     assert_eq!(r[4][3], "addr=0x40003000");
     let e = fails(&["trace", "--dump", t, "--skip", "2999990"]);
-    assert!(e.contains("crc") || e.contains("corrupt") || e.contains("checksum"), "{e}");
+    assert!(
+        e.contains("crc") || e.contains("corrupt") || e.contains("checksum"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -184,13 +201,32 @@ fn dump_escapes_control_bytes_and_shows_privilege() {
     assert!(out.contains("# meta command = evil \\x1b[31mred"), "{out}");
     let r = records(&out);
     let want: [&[&str]; 5] = [
-        &["0", "1/7", "u", "block", "addr=0x401000", "len=16", "insns=4"],
+        &[
+            "0",
+            "1/7",
+            "u",
+            "block",
+            "addr=0x401000",
+            "len=16",
+            "insns=4",
+        ],
         &["1", "1", "u", "kernel-mode"],
-        &["2", "1/7", "k", "block", "addr=0xffffffff81000000", "len=16", "insns=4"],
+        &[
+            "2",
+            "1/7",
+            "k",
+            "block",
+            "addr=0xffffffff81000000",
+            "len=16",
+            "insns=4",
+        ],
         &["3", "1", "k", "user-mode"],
         &["4", "1", "u", "exit"],
     ];
-    assert_eq!(r, want.map(|w| w.iter().map(|s| s.to_string()).collect::<Vec<_>>()));
+    assert_eq!(
+        r,
+        want.map(|w| w.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+    );
 }
 
 /// A capture's events: every record once, each kind as often as `--info` counts it.
@@ -228,10 +264,12 @@ fn dump_of_a_capture_agrees_with_info() {
         .iter()
         .filter(|kv| kv["key"] == "file")
         .count();
-    assert!(r
-        .iter()
-        .filter(|rec| rec[2] == "map-file")
-        .all(|rec| rec[6].strip_prefix("file=").unwrap().parse::<usize>().unwrap() < files));
+    assert!(r.iter().filter(|rec| rec[2] == "map-file").all(|rec| rec[6]
+        .strip_prefix("file=")
+        .unwrap()
+        .parse::<usize>()
+        .unwrap()
+        < files));
 }
 
 /// A hand-made system trace: two `read` entries (two kernel pages each, a user page
@@ -259,7 +297,10 @@ fn syscalls_json_and_csv() {
             tid: Tid(0),
         })
     };
-    let (k, u) = (Event::Privilege(Privilege::Kernel), Event::Privilege(Privilege::User));
+    let (k, u) = (
+        Event::Privilege(Privilege::Kernel),
+        Event::Privilege(Privilege::User),
+    );
     for e in [
         k,
         block(0xffff_ffff_8100_0000, 3),
@@ -299,7 +340,10 @@ fn syscalls_json_and_csv() {
     assert_eq!(pages[0]["page"], 0xffff_ffff_8100_0000u64);
     assert_eq!(pages[0]["entries"], 2);
     assert_eq!(pages[0]["functions"][0], "__x64_sys_read");
-    assert!(text.contains("  0xffffffff81000000:        2  __x64_sys_read"), "{text}");
+    assert!(
+        text.contains("  0xffffffff81000000:        2  __x64_sys_read"),
+        "{text}"
+    );
 
     let (h, rows) = csv_rows(&ok(&["syscalls", t, "--csv", "-", "--top", "1"]));
     assert_eq!(h[0], "entry");
@@ -358,7 +402,11 @@ fn scenario_json_and_csv_match_the_text() {
         }
     }
     for c in j["checks"].as_array().unwrap() {
-        let agrees = if c["agrees"].as_bool().unwrap() { "yes" } else { "NO" };
+        let agrees = if c["agrees"].as_bool().unwrap() {
+            "yes"
+        } else {
+            "NO"
+        };
         let line = format!("{}: ", c["metric"].as_str().unwrap());
         let l = text.lines().find(|l| l.starts_with(&line)).unwrap();
         assert!(l.ends_with(&format!("xlat agrees: {agrees}")), "{l}");
@@ -413,7 +461,10 @@ fn layout_json_and_csv_match_the_text() {
         .map(|l| l["value"].as_f64().unwrap() as u64)
         .collect();
     assert_eq!(m["layouts"][0]["layout"], "as traced");
-    let line = text.lines().find(|l| l.contains("virtual relinks")).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.contains("virtual relinks"))
+        .unwrap();
     let shown: Vec<u64> = line
         .split_whitespace()
         .filter_map(|w| w.trim_end_matches(',').replace(',', "").parse().ok())
@@ -425,8 +476,8 @@ fn layout_json_and_csv_match_the_text() {
     assert_eq!(h, ["page", "function", "instructions", "percent"]);
     let n = |r: &csv::StringRecord| r[2].parse::<u64>().unwrap();
     let sum: u64 = rows.iter().map(n).sum();
-    let total = j["instructions"].as_u64().unwrap()
-        + j["instructions_outside_functions"].as_u64().unwrap();
+    let total =
+        j["instructions"].as_u64().unwrap() + j["instructions_outside_functions"].as_u64().unwrap();
     assert_eq!(sum, total);
     for p in pages {
         let page = p["page"].as_u64().unwrap().to_string();
@@ -434,7 +485,14 @@ fn layout_json_and_csv_match_the_text() {
         assert_eq!(on, p["instructions"].as_u64().unwrap());
     }
     assert!(rows.iter().any(|r| &r[1] == "h0"), "{rows:?}");
-    let o = d.xlat(&["layout", t.to_str().unwrap(), "-o", order.to_str().unwrap(), "--csv", "-"]);
+    let o = d.xlat(&[
+        "layout",
+        t.to_str().unwrap(),
+        "-o",
+        order.to_str().unwrap(),
+        "--csv",
+        "-",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(csv_rows(&stdout(&o)).1, rows);
 }

@@ -128,7 +128,8 @@ impl Sink {
         if p.as_os_str() == "-" {
             return Ok(Some(Sink::Stdout));
         }
-        let f = xlat_fs::OutFile::create(p).with_context(|| format!("cannot create {}", p.display()))?;
+        let f = xlat_fs::OutFile::create(p)
+            .with_context(|| format!("cannot create {}", p.display()))?;
         Ok(Some(Sink::File(f, p.to_path_buf())))
     }
 

@@ -29,14 +29,7 @@ pub fn render(r: &Report) -> String {
             let x = p.pages as f64;
             rows.push(("tlb", "random".into(), x, "pages", p.random.ns, "ns"));
             rows.push(("tlb", "linear".into(), x, "pages", p.linear.ns, "ns"));
-            rows.push((
-                "tlb",
-                "control".into(),
-                x,
-                "pages",
-                p.control.ns,
-                "ns",
-            ));
+            rows.push(("tlb", "control".into(), x, "pages", p.control.ns, "ns"));
             rows.push(("tlb", "excess".into(), x, "pages", p.excess_ns, "ns"));
         }
         for p in &t.refine {

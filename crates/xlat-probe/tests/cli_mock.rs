@@ -210,7 +210,10 @@ fn json_or_csv_to_standard_output() {
     let t = r.tlb.as_ref().unwrap();
     assert_eq!(rows.len(), 4 * t.curve.len() + t.refine.len());
     let first = &rows[0];
-    assert_eq!((&first[0], &first[1], &first[3]), ("tlb", "random", "pages"));
+    assert_eq!(
+        (&first[0], &first[1], &first[3]),
+        ("tlb", "random", "pages")
+    );
     assert_eq!(first[2].parse::<f64>().unwrap(), t.curve[0].pages as f64);
     assert_eq!(first[4].parse::<f64>().unwrap(), t.curve[0].random.ns);
 
@@ -224,7 +227,10 @@ fn json_or_csv_to_standard_output() {
         &mut std::io::sink(),
     )
     .unwrap_err();
-    assert!(format!("{both:#}").contains("only one of --json and --csv"), "{both:#}");
+    assert!(
+        format!("{both:#}").contains("only one of --json and --csv"),
+        "{both:#}"
+    );
     let mut progress = Vec::new();
     let bad = cli::execute(
         &parse(&["tlb", "--mock", "--json", "/nonexistent-dir/x.json"]),
@@ -232,7 +238,10 @@ fn json_or_csv_to_standard_output() {
         &mut progress,
     )
     .unwrap_err();
-    assert!(format!("{bad:#}").contains("/nonexistent-dir/x.json"), "{bad:#}");
+    assert!(
+        format!("{bad:#}").contains("/nonexistent-dir/x.json"),
+        "{bad:#}"
+    );
     assert!(progress.is_empty(), "measured before failing");
 }
 

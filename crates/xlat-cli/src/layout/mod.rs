@@ -462,7 +462,11 @@ pub fn run(a: &LayoutArgs) -> Result<()> {
         }
         Format::Ld => "GNU ld: a fragment for the .text output section of a linker script",
     };
-    let _ = writeln!(t, "written       {} ({how})", crate::output::shown(&a.output));
+    let _ = writeln!(
+        t,
+        "written       {} ({how})",
+        crate::output::shown(&a.output)
+    );
     if let Some(cg) = &a.call_graph {
         let _ = writeln!(
             t,
