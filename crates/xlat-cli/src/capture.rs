@@ -45,16 +45,33 @@ impl CaptureArgs {
 #[derive(clap::Args)]
 pub struct TraceArgs {
     /// Output `.xlt` file.
-    #[arg(short, long, required_unless_present = "info")]
+    #[arg(short, long, required_unless_present_any = ["info", "dump"])]
     pub(crate) output: Option<PathBuf>,
     /// Print what a trace file holds (header, counts, threads, processes, syscalls).
-    /// Takes no capture flag and no program.
+    /// Takes no capture flag and no program; `--json`/`--csv` write it as files.
+    #[arg(
+        long,
+        value_name = "TRACE",
+        conflicts_with_all = ["output", "null", "level", "system", "timeout", "per_insn", "qemu", "plugin", "allow_untraced", "program", "dump"]
+    )]
+    info: Option<PathBuf>,
+    /// Print a trace's records, one per line (like `perf script`): index, pid/tid,
+    /// privilege (system traces), event and its fields. Streams the file.
     #[arg(
         long,
         value_name = "TRACE",
         conflicts_with_all = ["output", "null", "level", "system", "timeout", "per_insn", "qemu", "plugin", "allow_untraced", "program"]
     )]
-    info: Option<PathBuf>,
+    dump: Option<PathBuf>,
+    /// With --dump: start at record N (counting every record from 0).
+    #[arg(long, value_name = "N", value_parser = crate::parse_count)]
+    skip: Option<u64>,
+    /// With --dump: print at most N records (and read no further).
+    #[arg(long, value_name = "N", value_parser = crate::parse_count)]
+    count: Option<u64>,
+    /// With --info: `--json FILE`, `--csv FILE` (see `xlat trace --info`).
+    #[command(flatten)]
+    pub(crate) table: crate::tableout::TableArgs,
     /// Capture and decode, but write nothing (measures capture overhead alone).
     #[arg(long, hide = true)]
     null: bool,
@@ -79,7 +96,7 @@ pub struct TraceArgs {
     capture: CaptureArgs,
     /// The program and its arguments (found on PATH). A flag before the program is
     /// xlat's (an unknown one is an error); put `--` first to run a program named `-x`.
-    #[arg(trailing_var_arg = true, required_unless_present = "info")]
+    #[arg(trailing_var_arg = true, required_unless_present_any = ["info", "dump"])]
     pub(crate) program: Vec<OsString>,
 }
 
@@ -305,9 +322,21 @@ pub(crate) fn label(program: &[OsString]) -> String {
 /// `xlat trace`: capture to a file, or `--info` on an existing one.
 pub fn trace(a: TraceArgs) -> Result<i32> {
     if let Some(p) = &a.info {
-        let info = xlat_trace::summarize(p).with_context(|| format!("reading {}", p.display()))?;
-        print!("{info}");
-        println!();
+        crate::trace_view::info(p, &a.table)?;
+        return Ok(0);
+    }
+    if a.table.json.is_some() || a.table.csv.is_some() {
+        bail!("--json and --csv go with --info (a capture writes its trace with -o)");
+    }
+    if a.dump.is_none() && (a.skip.is_some() || a.count.is_some()) {
+        bail!("--skip and --count go with --dump");
+    }
+    if let Some(p) = &a.dump {
+        let w = crate::trace_view::Window {
+            skip: a.skip.unwrap_or(0),
+            count: a.count,
+        };
+        crate::trace_view::dump(p, &w)?;
         return Ok(0);
     }
     if a.null {

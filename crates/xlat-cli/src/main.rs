@@ -27,7 +27,9 @@ mod short;
 mod slurm;
 mod syscalls;
 mod system;
+mod tableout;
 mod tables;
+mod trace_view;
 mod traces;
 
 use anyhow::Result;
@@ -135,7 +137,8 @@ enum Cmd {
     Run(live::RunArgs),
     /// Capture a program's references to a `.xlt` trace, or print what a trace holds.
     ///
-    /// `xlat trace -o gzip.xlt -- gzip -9 -c big.tar`; `xlat trace --info gzip.xlt`
+    /// `xlat trace -o gzip.xlt -- gzip -9 -c big.tar`; `xlat trace --info gzip.xlt`;
+    /// `xlat trace --dump gzip.xlt --count 20`
     Trace(capture::TraceArgs),
     /// Measure the real machine: TLB geometry and miss costs, page-size effects, OS latencies.
     Probe(xlat_probe::cli::ProbeArgs),
@@ -165,6 +168,8 @@ enum Cmd {
         /// List the pages of this kind of entry (e.g. `read`; default: the most common).
         #[arg(long)]
         entry: Option<String>,
+        #[command(flatten)]
+        table: tableout::TableArgs,
     },
     /// A TLB structure's exact miss-ratio curve in one pass: misses and MPKI per size.
     ///
@@ -216,6 +221,10 @@ enum ScenarioCmd {
         quick: bool,
         #[command(flatten)]
         sim: SimFlags,
+        /// `--json FILE`: the metrics per variant and the checks; `--csv FILE`: a row per
+        /// metric and variant.
+        #[command(flatten)]
+        table: tableout::TableArgs,
     },
 }
 
@@ -247,6 +256,19 @@ pub struct SimArgs {
     /// stack, anon) and functions (ELF symbols of the files a capture recorded).
     #[arg(long)]
     attribute: bool,
+    /// With --attribute: the order of the rows: `walks` (the default: page walks, then
+    /// first-level misses), `misses` (first-level ITLB + DTLB misses, then walks), `itlb`,
+    /// `dtlb` (that side's first-level misses, then its walks) or `name`.
+    #[arg(long, value_enum)]
+    sort: Option<attribution::Sort>,
+    /// With --attribute: also a table by source line (`file:line` of the block that
+    /// missed, from the files' DWARF: build with `-g`).
+    #[arg(long)]
+    lines: bool,
+    /// With --attribute: write every run's attribution tables as CSV, a row per mapping,
+    /// function and line.
+    #[arg(long, value_name = "FILE")]
+    attribute_csv: Option<PathBuf>,
     /// Change a field of every machine, e.g. `tlb.levels[1].unified[0].entries=2048`
     /// or `os.thp=never` (repeatable; the machine's name then lists the changes). A
     /// field set twice takes the last value; a field also swept takes the sweep's.
@@ -317,20 +339,25 @@ fn main() {
             page,
             top,
             entry,
+            table,
         } => {
             if !page.is_power_of_two() || page < 1024 {
                 Err(anyhow::anyhow!(
                     "--page {page}: a power of two of at least 1 KiB"
                 ))
             } else {
-                syscalls::report(&trace, page, top, entry.as_deref()).map(|s| print!("{s}"))
+                syscalls::run(&trace, page, top, entry.as_deref(), &table)
             }
         }
         Cmd::Scenario { cmd } => match cmd {
             ScenarioCmd::List => scenario::list(),
             ScenarioCmd::Run {
-                name, check, quick, ..
-            } => scenario::run(&name, check, quick),
+                name,
+                check,
+                quick,
+                table,
+                ..
+            } => scenario::run(&name, check, quick, &table),
         },
         Cmd::Probe(a) => probe_plots::run(a),
         Cmd::Layout(a) => layout::run(&a),

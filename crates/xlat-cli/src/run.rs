@@ -205,6 +205,8 @@ pub struct RunOpts {
     pub strict: bool,
     pub warmup: u64,
     pub attribute: bool,
+    /// `--sort`, `--lines` of the attribution.
+    pub attribution: crate::attribution::Options,
 }
 
 impl RunOpts {
@@ -241,7 +243,12 @@ impl RunOpts {
                 Some(syms.as_ref()?.function(src)?.0.to_string())
             };
             let kernel: Option<&dyn Fn(u64) -> Option<String>> = Some(&kernel);
-            report.attribution = Some(crate::attribution::report(a, &names.files, kernel));
+            report.attribution = Some(crate::attribution::report(
+                a,
+                &names.files,
+                kernel,
+                self.attribution,
+            ));
         }
         Ok(report)
     }
@@ -464,10 +471,27 @@ pub fn sim(a: SimArgs) -> Result<()> {
     )?;
     plan.warmup = a.warmup;
     plan.attribute = a.attribute;
+    if !a.attribute && (a.sort.is_some() || a.lines || a.attribute_csv.is_some()) {
+        bail!("--sort, --lines and --attribute-csv go with --attribute");
+    }
+    plan.attribution = crate::attribution::Options {
+        sort: a.sort.unwrap_or_default(),
+        lines: a.lines,
+    };
     let out = &a.out;
     if a.plan.is_some() || a.slurm.is_some() {
+        anyhow::ensure!(
+            a.attribute_csv.is_none(),
+            "--attribute-csv writes a local run's tables: a plan's runs keep theirs in \
+             `xlat merge --json`"
+        );
         return crate::slurm::plan_and_submit(&mut plan, &a, out);
     }
+    let attribute_csv = a
+        .attribute_csv
+        .as_deref()
+        .map(crate::attribution::create_csv)
+        .transpose()?;
     let total = plan.runs();
     let machines = plan.load_machines();
     let checked = plan.check_inputs();
@@ -496,6 +520,9 @@ pub fn sim(a: SimArgs) -> Result<()> {
             Err(e) if e.downcast_ref::<Interrupted>().is_some() => stopped += 1,
             Err(error) => failures.push(plan.failure(&machines, r, error)),
         }
+    }
+    if let Some(f) = attribute_csv {
+        crate::attribution::write_csv(f, &outcomes)?;
     }
     crate::plan::finish(out, total, outcomes, failures, stopped)
 }

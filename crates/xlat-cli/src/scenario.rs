@@ -4,9 +4,11 @@
 //! and the seed's own figure. `run` prints every metric per variant and, per check,
 //! whether xlat agrees with the seed's direction.
 
+use crate::tableout::{Row, TableArgs};
 use anyhow::{bail, Context, Result};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use xlat_sim::{presets, Report};
 
 /// (name, TOML text) of every shipped scenario.
@@ -137,13 +139,58 @@ fn metric(json: &serde_json::Value, m: &str) -> Result<f64> {
     Ok(v)
 }
 
+/// `scenario run --json` (schema 1): the scenario, each metric's value per variant
+/// (`null` where a variant's organization lacks it) and each check.
+#[derive(Serialize)]
+struct RunJson<'a> {
+    schema: u32,
+    scenario: &'a str,
+    title: &'a str,
+    seed: &'a str,
+    workload: &'a str,
+    variants: Vec<&'a str>,
+    metrics: Vec<MetricJson<'a>>,
+    checks: Vec<CheckJson<'a>>,
+}
+
+#[derive(Serialize)]
+struct MetricJson<'a> {
+    metric: &'a str,
+    values: BTreeMap<&'a str, Option<f64>>,
+}
+
+#[derive(Serialize)]
+struct CheckJson<'a> {
+    metric: &'a str,
+    /// `A < B`, `A > B` or `A ~ B`, as the scenario states it.
+    expect: &'a str,
+    a: f64,
+    b: f64,
+    /// What the seed reports.
+    seed: &'a str,
+    agrees: bool,
+}
+
+/// `--csv`: one row per metric and variant (`value` empty where the variant lacks it).
+#[derive(Serialize)]
+struct MetricRow<'a> {
+    metric: &'a str,
+    variant: &'a str,
+    value: Option<f64>,
+}
+
+impl Row for MetricRow<'_> {
+    const HEADER: &'static [&'static str] = &["metric", "variant", "value"];
+}
+
 /// Runs scenario `name` (its `quick` workload with `quick`); with `check`, an error if
-/// xlat disagrees with any direction.
-pub fn run(name: &str, check: bool, quick: bool) -> Result<()> {
+/// xlat disagrees with any direction. The files of `out` are written either way.
+pub fn run(name: &str, check: bool, quick: bool, out: &TableArgs) -> Result<()> {
+    let outputs = out.open()?;
     let s = load(name)?;
     let workload = if quick { &s.quick } else { &s.workload };
-    println!(
-        "scenario {name}: {}\nseed: {}\n{}\nworkload: {workload}\n",
+    let mut text = format!(
+        "scenario {name}: {}\nseed: {}\n{}\nworkload: {workload}\n\n",
         s.title,
         s.seed,
         s.description.trim()
@@ -162,24 +209,39 @@ pub fn run(name: &str, check: bool, quick: bool) -> Result<()> {
         reports.push((v.label.clone(), serde_json::to_value(&r)?));
     }
     let width = reports.iter().map(|r| r.0.len()).max().unwrap_or(8).max(12);
-    print!("{:<44}", "metric");
+    let _ = write!(text, "{:<44}", "metric");
     for (l, _) in &reports {
-        print!(" {l:>width$}");
+        let _ = write!(text, " {l:>width$}");
     }
-    println!();
-    let mut disagree = Vec::new();
+    text.push('\n');
+    let mut metrics = Vec::new();
+    let mut rows = Vec::new();
     for c in &s.checks {
-        print!("{:<44}", c.metric);
-        for (_, j) in &reports {
+        let _ = write!(text, "{:<44}", c.metric);
+        let mut values = BTreeMap::new();
+        for (label, j) in &reports {
             // A metric one organization lacks (the hash table's, on a radix machine).
-            match metric(j, &c.metric) {
-                Ok(v) => print!(" {v:>width$.4}"),
-                Err(_) => print!(" {:>width$}", "-"),
-            }
+            let v = metric(j, &c.metric).ok();
+            match v {
+                Some(v) => write!(text, " {v:>width$.4}"),
+                None => write!(text, " {:>width$}", "-"),
+            }?;
+            values.insert(label.as_str(), v);
+            rows.push(MetricRow {
+                metric: &c.metric,
+                variant: label,
+                value: v,
+            });
         }
-        println!();
+        text.push('\n');
+        metrics.push(MetricJson {
+            metric: &c.metric,
+            values,
+        });
     }
-    println!();
+    text.push('\n');
+    let mut disagree = Vec::new();
+    let mut checks = Vec::new();
     for c in &s.checks {
         let (a, op, b) = parse_expect(&c.expect)?;
         let get = |l: &str| -> Result<f64> {
@@ -199,7 +261,8 @@ pub fn run(name: &str, check: bool, quick: bool) -> Result<()> {
             ">" => x > y,
             _ => (x - y).abs() <= 0.1 * x.abs().max(y.abs()),
         };
-        println!(
+        let _ = writeln!(
+            text,
             "{}: {a} {x:.4} {op} {b} {y:.4}   seed: {}   xlat agrees: {}",
             c.metric,
             c.seed,
@@ -208,7 +271,27 @@ pub fn run(name: &str, check: bool, quick: bool) -> Result<()> {
         if !ok {
             disagree.push(format!("{} ({})", c.metric, c.expect));
         }
+        checks.push(CheckJson {
+            metric: &c.metric,
+            expect: &c.expect,
+            a: x,
+            b: y,
+            seed: &c.seed,
+            agrees: ok,
+        });
     }
+    outputs.print(&text);
+    let json = RunJson {
+        schema: 1,
+        scenario: name,
+        title: &s.title,
+        seed: &s.seed,
+        workload,
+        variants: reports.iter().map(|r| r.0.as_str()).collect(),
+        metrics,
+        checks,
+    };
+    outputs.finish(&json, &rows)?;
     if check && !disagree.is_empty() {
         bail!(
             "scenario {name}: xlat disagrees with the seed on {}",

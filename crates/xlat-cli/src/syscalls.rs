@@ -9,13 +9,72 @@
 //! it fetches (the ITLB entries it needs), and the distinct user code pages fetched since
 //! the previous entry ended (the user code leading up to it). Page size: 4 KiB unless given.
 
+use crate::tableout::{Row, TableArgs};
 use anyhow::{bail, Context, Result};
+use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write;
 use std::path::Path;
 use xlat_system::Symbols;
 use xlat_trace::TraceReader;
 use xlat_types::{Event, EventSource, Privilege};
+
+/// `--json` (schema 1): every kind of entry (the text shows `--top`), and the pages of
+/// the one `--entry` names (the most common by default), each with every function on it.
+#[derive(Serialize)]
+pub struct Syscalls {
+    schema: u32,
+    trace: String,
+    /// Bytes.
+    page_size: u64,
+    entries: Vec<EntryRow>,
+    pages: Option<EntryPages>,
+}
+
+/// One kind of kernel entry: `--csv`'s rows.
+#[derive(Serialize)]
+struct EntryRow {
+    /// The system call (`read`) or the entry's first function.
+    entry: String,
+    entries: u64,
+    /// Distinct code pages an entry fetches, mean and most.
+    kernel_pages_mean: f64,
+    kernel_pages_max: u64,
+    /// Distinct user code pages fetched since the previous entry, mean.
+    user_pages_mean: f64,
+    /// Distinct kernel code pages over every entry of the kind.
+    pages_distinct: u64,
+    instructions_per_entry: f64,
+}
+
+impl Row for EntryRow {
+    const HEADER: &'static [&'static str] = &[
+        "entry",
+        "entries",
+        "kernel_pages_mean",
+        "kernel_pages_max",
+        "user_pages_mean",
+        "pages_distinct",
+        "instructions_per_entry",
+    ];
+}
+
+/// The code pages of one kind touched by at least half its entries.
+#[derive(Serialize)]
+struct EntryPages {
+    entry: String,
+    pages: Vec<PageRow>,
+}
+
+#[derive(Serialize)]
+struct PageRow {
+    /// The page's address.
+    page: u64,
+    /// Entries that fetched from it.
+    entries: u64,
+    /// The functions whose blocks start on it, most entries first.
+    functions: Vec<String>,
+}
 
 /// One kind of kernel entry's totals.
 #[derive(Default)]
@@ -70,9 +129,9 @@ fn rebuild_command(kallsyms: &Path, kernel: Option<&str>) -> Option<String> {
     ))
 }
 
-/// The table for trace `path` with pages of `page` bytes; `top` kinds, most entries first;
+/// The table for trace `path` with pages of `page` bytes: every kind, most entries first;
 /// then the pages of `entry`'s kind (default: the most common).
-pub fn report(path: &Path, page: u64, top: usize, entry: Option<&str>) -> Result<String> {
+fn table(path: &Path, page: u64, entry: Option<&str>) -> Result<Syscalls> {
     let what = path.display().to_string();
     let mut r = TraceReader::open(path).with_context(|| format!("trace {what}"))?;
     let syms = kernel_symbols(&r, &what)?;
@@ -169,9 +228,81 @@ pub fn report(path: &Path, page: u64, top: usize, entry: Option<&str>) -> Result
     }
     let mut v: Vec<_> = kinds.into_iter().collect();
     v.sort_by_key(|(n, k)| (std::cmp::Reverse(k.entries), n.clone()));
+    let entries = v
+        .iter()
+        .map(|(name, k)| {
+            let e = k.entries as f64;
+            EntryRow {
+                entry: name.clone(),
+                entries: k.entries,
+                kernel_pages_mean: k.kernel_pages as f64 / e,
+                kernel_pages_max: k.max_kernel_pages,
+                user_pages_mean: k.user_pages as f64 / e,
+                pages_distinct: k.pages.len() as u64,
+                instructions_per_entry: k.instructions as f64 / e,
+            }
+        })
+        .collect();
+    // One kind's pages (the most common by default), named: what an ITLB must hold for it.
+    let chosen = match entry {
+        Some(e) => Some(
+            v.iter()
+                .find(|(n, _)| n == e)
+                .with_context(|| format!("{what} has no `{e}` kernel entries"))?,
+        ),
+        None => v.first(),
+    };
+    let pages = chosen.map(|(name, k)| {
+        let mut pages: Vec<_> = k.pages.iter().collect();
+        pages.sort_by_key(|(p, n)| (std::cmp::Reverse(**n), **p));
+        let pages = pages
+            .iter()
+            .filter(|(_, &n)| n * 2 >= k.entries)
+            .map(|(&p, &n)| {
+                let mut fs: Vec<(u64, u64)> = k
+                    .funcs
+                    .get(&p)
+                    .map(|m| m.iter().map(|(&f, &c)| (c, f)).collect())
+                    .unwrap_or_default();
+                fs.sort_by_key(|&(c, f)| (std::cmp::Reverse(c), f));
+                PageRow {
+                    page: p << shift,
+                    entries: n,
+                    functions: fs
+                        .iter()
+                        .map(|&(_, f)| syms.function(f).map_or("?".into(), |(n, _)| n.to_string()))
+                        .collect(),
+                }
+            })
+            .collect();
+        EntryPages {
+            entry: name.clone(),
+            pages,
+        }
+    });
+    Ok(Syscalls {
+        schema: 1,
+        trace: what,
+        page_size: page,
+        entries,
+        pages,
+    })
+}
+
+/// `xlat syscalls`: the text table (unless an output is `-`) and `--json`/`--csv`.
+pub fn run(path: &Path, page: u64, top: usize, entry: Option<&str>, out: &TableArgs) -> Result<()> {
+    let outputs = out.open()?;
+    let t = table(path, page, entry)?;
+    outputs.print(&text(&t, top));
+    outputs.finish(&t, &t.entries)
+}
+
+/// The text of `t`: `top` kinds, then the chosen kind's pages.
+fn text(t: &Syscalls, top: usize) -> String {
     let mut s = format!(
-        "kernel entries of {what} by system call (or first function), code pages of {} KiB\n",
-        page >> 10
+        "kernel entries of {} by system call (or first function), code pages of {} KiB\n",
+        t.trace,
+        t.page_size >> 10
     );
     let _ = writeln!(
         s,
@@ -183,60 +314,43 @@ pub fn report(path: &Path, page: u64, top: usize, entry: Option<&str>) -> Result
         "  {:<28} {:>9} {:>13} {:>9} {:>13} {:>13} {:>12}",
         "", "", "(mean)", "", "(mean, before)", "(distinct)", ""
     );
-    for (name, k) in v.iter().take(top) {
-        let e = k.entries as f64;
+    for r in t.entries.iter().take(top) {
         let _ = writeln!(
             s,
             "  {:<28} {:>9} {:>13.2} {:>9} {:>13.2} {:>13} {:>12.0}",
-            name.chars().take(28).collect::<String>(),
-            k.entries,
-            k.kernel_pages as f64 / e,
-            k.max_kernel_pages,
-            k.user_pages as f64 / e,
-            k.pages.len(),
-            k.instructions as f64 / e
+            r.entry.chars().take(28).collect::<String>(),
+            r.entries,
+            r.kernel_pages_mean,
+            r.kernel_pages_max,
+            r.user_pages_mean,
+            r.pages_distinct,
+            r.instructions_per_entry
         );
     }
-    if v.len() > top {
-        let _ = writeln!(s, "  ({} more kinds)", v.len() - top);
+    if t.entries.len() > top {
+        let _ = writeln!(s, "  ({} more kinds)", t.entries.len() - top);
     }
-    // One kind's pages (the most common by default), named: what an ITLB must hold for it.
-    let chosen = match entry {
-        Some(e) => Some(
-            v.iter()
-                .find(|(n, _)| n == e)
-                .with_context(|| format!("{what} has no `{e}` kernel entries"))?,
-        ),
-        None => v.first(),
-    };
-    if let Some((name, k)) = chosen {
-        let mut pages: Vec<_> = k.pages.iter().collect();
-        pages.sort_by_key(|(p, n)| (std::cmp::Reverse(**n), **p));
+    if let Some(p) = &t.pages {
         let _ = writeln!(
             s,
-            "\ncode pages of `{name}` entries touched by at least half of them \
-             (page: entries, the functions whose blocks start on it)"
+            "\ncode pages of `{}` entries touched by at least half of them \
+             (page: entries, the functions whose blocks start on it)",
+            p.entry
         );
-        for (&p, &n) in pages.iter().filter(|(_, &n)| n * 2 >= k.entries) {
-            let mut fs: Vec<(u64, u64)> = k
-                .funcs
-                .get(&p)
-                .map(|m| m.iter().map(|(&f, &c)| (c, f)).collect())
-                .unwrap_or_default();
-            fs.sort_by_key(|&(c, f)| (std::cmp::Reverse(c), f));
-            let shown: Vec<String> = fs
-                .iter()
-                .take(4)
-                .map(|&(_, f)| syms.function(f).map_or("?".into(), |(n, _)| n.to_string()))
-                .collect();
-            let more = fs.len().saturating_sub(4);
-            let more = if more > 0 {
-                format!(" +{more}")
-            } else {
-                String::new()
+        for r in &p.pages {
+            let more = match r.functions.len().saturating_sub(4) {
+                0 => String::new(),
+                m => format!(" +{m}"),
             };
-            let _ = writeln!(s, "  {:#x}: {n:>8}  {}{more}", p << shift, shown.join(" "));
+            let shown: Vec<&str> = r.functions.iter().take(4).map(String::as_str).collect();
+            let _ = writeln!(
+                s,
+                "  {:#x}: {:>8}  {}{more}",
+                r.page,
+                r.entries,
+                shown.join(" ")
+            );
         }
     }
-    Ok(s)
+    s
 }

@@ -113,7 +113,8 @@ pub fn privileges(r: &xlat_sim::Report) -> String {
     s
 }
 
-/// `--attribute`'s tables: misses and walks by mapping, then by function.
+/// `--attribute`'s tables: misses and walks by mapping, then by function (then by line),
+/// each row with its share of all first-level misses and of all walks.
 pub fn attribution(r: &xlat_sim::Report) -> String {
     let mut s = String::new();
     let Some(a) = &r.attribution else {
@@ -124,40 +125,64 @@ pub fn attribution(r: &xlat_sim::Report) -> String {
         let _ = writeln!(s, "{what}");
         let _ = writeln!(
             s,
-            "  {first:<W$} {:>12} {:>12} {:>11} {:>11}",
-            "ITLB misses", "DTLB misses", "i-walks", "d-walks"
+            "  {first:<W$} {:>12} {:>12} {:>11} {:>11} {:>8} {:>8}",
+            "ITLB misses", "DTLB misses", "i-walks", "d-walks", "misses%", "walks%"
         );
     };
     let line = |s: &mut String, name: &str, r: &xlat_sim::stats::AttributedRow| {
         let _ = writeln!(
             s,
-            "  {:<W$} {:>12} {:>12} {:>11} {:>11}",
+            "  {:<W$} {:>12} {:>12} {:>11} {:>11} {:>8.2} {:>8.2}",
             crate::output::fit(name, W),
             n(r.itlb_l1_misses),
             n(r.dtlb_l1_misses),
             n(r.fetch_walks),
-            n(r.data_walks)
+            n(r.data_walks),
+            r.l1_misses_percent,
+            r.walks_percent
         );
+    };
+    let sorted = match a.sort.as_str() {
+        "" | "walks" => String::new(),
+        k => format!(", sorted by {k}"),
     };
     head(
         &mut s,
-        "attribution   first-level TLB misses and walks by mapping of the address that missed",
+        &format!(
+            "attribution   first-level TLB misses and walks by mapping of the address that missed{sorted}"
+        ),
         "mapping",
     );
     for m in &a.mappings {
         line(&mut s, &m.name, m);
     }
+    let file = |m: &str| m.rsplit('/').next().unwrap_or("").to_string();
     head(
         &mut s,
         "              by function running (ITLB: the one fetched; DTLB: the one loading or storing)",
         "function (mapping)",
     );
     for f in &a.functions {
-        let name = match f.mapping.rsplit('/').next() {
-            Some(m) if !m.is_empty() => format!("{} ({m})", f.name),
+        let name = match file(&f.mapping) {
+            m if !m.is_empty() => format!("{} ({m})", f.name),
             _ => f.name.clone(),
         };
         line(&mut s, &name, f);
+    }
+    if !a.lines.is_empty() {
+        head(
+            &mut s,
+            "              by source line of the block running (its first instruction's)",
+            "file:line (function)",
+        );
+        for f in &a.lines {
+            let source = f.line.rsplit('/').next().unwrap_or(&f.line);
+            let name = match source {
+                "" => f.name.clone(),
+                l => format!("{l} ({})", f.name),
+            };
+            line(&mut s, &name, f);
+        }
     }
     for note in &a.notes {
         let _ = writeln!(s, "  note: {note}");

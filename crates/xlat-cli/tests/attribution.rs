@@ -145,3 +145,190 @@ fn a_stripped_program_is_attributed_by_mapping_with_a_note() {
     assert!(f.iter().any(|r| r["name"] == "[no symbol]"
         && r["mapping"].as_str().unwrap().ends_with("/attrib-stripped")));
 }
+
+fn num(r: &Value, f: &str) -> f64 {
+    r[f].as_f64().unwrap_or_else(|| panic!("{f} in {r}"))
+}
+
+/// Percentages of the run's totals, `--sort`, `--lines` (a known line of `attrib.c`)
+/// and `--attribute-csv` holding the JSON's rows.
+#[test]
+fn percentages_sort_lines_and_csv() {
+    let d = Dir::new();
+    let prog = d.compile_as(
+        "attrib",
+        "attrib-g",
+        &["-g", "-O1", "-fno-tree-vectorize", "-pthread"],
+    );
+    let (o, t) = d.trace("attrib-g", &[], &[prog.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let csv_path = d.path("a.csv");
+    let json_path = d.path("a.json");
+    let o = d.xlat(&[
+        "sim",
+        "-m",
+        "skylake",
+        "-t",
+        t.to_str().unwrap(),
+        "--attribute",
+        "--lines",
+        "--sort",
+        "dtlb",
+        "--attribute-csv",
+        csv_path.to_str().unwrap(),
+        "--json",
+        json_path.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    let j: Value = serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap()).unwrap();
+    let r = &j["runs"][0]["report"];
+    check_totals(r);
+    let a = &r["attribution"];
+    assert_eq!(a["sort"], "dtlb");
+    let walks = r["walks"]["walks"].as_u64().unwrap() as f64;
+    for table in ["mappings", "functions", "lines"] {
+        let rs = rows(a, table);
+        let misses = (sum(&rs, "itlb_l1_misses") + sum(&rs, "dtlb_l1_misses")) as f64;
+        for (i, row) in rs.iter().enumerate() {
+            let m = num(row, "itlb_l1_misses") + num(row, "dtlb_l1_misses");
+            let w = num(row, "fetch_walks") + num(row, "data_walks");
+            assert!((num(row, "l1_misses_percent") - 100.0 * m / misses).abs() < 1e-9);
+            assert!((num(row, "walks_percent") - 100.0 * w / walks).abs() < 1e-9);
+            // Sorted by DTLB misses, the summed rest last.
+            let other = row["name"].as_str().unwrap().starts_with('[')
+                && row["name"].as_str().unwrap().contains(" other ");
+            if i + 1 < rs.len() && !rs[i + 1]["name"].as_str().unwrap().contains(" other ") {
+                assert!(num(row, "dtlb_l1_misses") >= num(&rs[i + 1], "dtlb_l1_misses"));
+            }
+            assert!(!other || i + 1 == rs.len(), "{table}: {row}");
+        }
+        let pc: f64 = rs.iter().map(|r| num(r, "walks_percent")).sum();
+        assert!((pc - 100.0).abs() < 1e-6, "{table}: {pc}");
+    }
+    // touch_anon's stores are on line 10 of attrib.c (`a[i * 4096L] = 2;`): all 64
+    // walks, in the function's block that holds the store.
+    let lines = rows(a, "lines");
+    let anon: Vec<&Value> = lines.iter().filter(|r| r["name"] == "touch_anon").collect();
+    assert_eq!(anon.len(), 1, "{anon:?}");
+    assert!(
+        anon[0]["line"].as_str().unwrap().ends_with("/attrib.c:10"),
+        "{anon:?}"
+    );
+    assert_eq!(anon[0]["data_walks"], 64);
+    let heap = lines.iter().find(|r| r["name"] == "touch_heap").unwrap();
+    assert!(
+        heap["line"].as_str().unwrap().ends_with("/attrib.c:7"),
+        "{heap}"
+    );
+    let row = format!(
+        "  {:<44} {:>12} {:>12} {:>11} {:>11} {:>8.2} {:>8.2}\n",
+        "attrib.c:10 (touch_anon)",
+        0,
+        anon[0]["dtlb_l1_misses"].as_u64().unwrap(),
+        0,
+        64,
+        num(anon[0], "l1_misses_percent"),
+        num(anon[0], "walks_percent")
+    );
+    assert!(text.contains(&row), "{row}\n{text}");
+
+    // The CSV: every row of the three tables, as in the JSON.
+    let mut rd = csv::Reader::from_path(&csv_path).unwrap();
+    let h = rd.headers().unwrap().clone();
+    let recs: Vec<csv::StringRecord> = rd.records().map(Result::unwrap).collect();
+    let col = |n: &str| h.iter().position(|x| x == n).unwrap();
+    let mut n = 0;
+    for (table, key) in [
+        ("mapping", "mappings"),
+        ("function", "functions"),
+        ("line", "lines"),
+    ] {
+        let want = rows(a, key);
+        let got: Vec<&csv::StringRecord> =
+            recs.iter().filter(|r| &r[col("table")] == table).collect();
+        assert_eq!(got.len(), want.len(), "{table}");
+        for (g, w) in got.iter().zip(&want) {
+            assert_eq!(&g[col("machine")], "skylake");
+            assert_eq!(&g[col("name")], w["name"].as_str().unwrap());
+            assert_eq!(&g[col("line")], w["line"].as_str().unwrap_or(""));
+            for f in [
+                "itlb_l1_misses",
+                "dtlb_l1_misses",
+                "fetch_walks",
+                "data_walks",
+            ] {
+                assert_eq!(
+                    g[col(f)].parse::<u64>().unwrap(),
+                    w[f].as_u64().unwrap(),
+                    "{f}"
+                );
+            }
+            let p: f64 = g[col("walks_percent")].parse().unwrap();
+            assert_eq!(p, num(w, "walks_percent"));
+        }
+        n += got.len();
+    }
+    assert_eq!(n, recs.len());
+
+    // By name: the kept rows in name order.
+    let r = replay_report(&d, &t, &["-m", "skylake", "--attribute", "--sort", "name"]);
+    let f = rows(&r["attribution"], "functions");
+    let names: Vec<&str> = f[..f.len() - 1]
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(names, sorted);
+    assert!(names.contains(&"touch_anon"));
+
+    let o = d.xlat(&["sim", "-m", "skylake", "-t", t.to_str().unwrap(), "--lines"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("go with --attribute"), "{}", stderr(&o));
+    // Without -g: a note says why there are no lines.
+    let plain = d.compile("attrib");
+    let (o, t) = d.trace("attrib", &[], &[plain.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let r = replay_report(&d, &t, &["-m", "skylake", "--attribute", "--lines"]);
+    let notes = r["attribution"]["notes"].to_string();
+    assert!(
+        notes.contains("no source lines for") && notes.contains("-g"),
+        "{notes}"
+    );
+}
+
+/// C++ functions are shown demangled.
+#[test]
+fn cpp_names_are_demangled() {
+    let d = Dir::new();
+    let src = d.path("touch.cc");
+    std::fs::write(
+        &src,
+        "namespace lab { template <class T> __attribute__((noinline)) void touch(T *p, int n) \
+         { for (int i = 0; i < n; i++) p[i * 4096L] = 1; } }\n\
+         int main() { char *v = new char[64 * 4096]; lab::touch(v, 64); return v[4096] - 1; }\n",
+    )
+    .unwrap();
+    let exe = d.path("touch");
+    let o = std::process::Command::new("g++")
+        .args(["-O1", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .output()
+        .expect("run g++");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (o, t) = d.trace("touch", &[], &[exe.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let r = replay_report(&d, &t, &["-m", "skylake", "--attribute"]);
+    let f = rows(&r["attribution"], "functions");
+    let touch = f
+        .iter()
+        .find(|r| r["name"] == "void lab::touch<char>(char*, int)")
+        .unwrap_or_else(|| panic!("{f:#?}"));
+    // 64 fresh pages but the first, where malloc wrote its chunk header.
+    assert_eq!(touch["data_walks"], 63);
+    assert!(f
+        .iter()
+        .all(|r| !r["name"].as_str().unwrap().starts_with("_Z")));
+}

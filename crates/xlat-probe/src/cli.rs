@@ -30,11 +30,13 @@ pub struct ProbeArgs {
     #[command(subcommand)]
     pub command: Option<ProbeCommand>,
 
-    /// Write the full result, every raw sample included, as JSON.
+    /// Write the full result, every raw sample included, as JSON (`-`: to standard output,
+    /// instead of the text report).
     #[arg(long, value_name = "FILE", global = true)]
     pub json: Option<PathBuf>,
 
-    /// Write plot-ready curves and histograms as CSV.
+    /// Write plot-ready curves and histograms as CSV (`-`: to standard output, instead of
+    /// the text report).
     #[arg(long, value_name = "FILE", global = true)]
     pub csv: Option<PathBuf>,
 
@@ -90,20 +92,61 @@ pub fn execute(
         ),
         None => None,
     };
+    // The files are created before measuring (a bad path fails at once).
+    let json = Sink::open(args.json.as_deref())?;
+    let csv = Sink::open(args.csv.as_deref())?;
+    if matches!((&json, &csv), (Some(Sink::Stdout), Some(Sink::Stdout))) {
+        anyhow::bail!("only one of --json and --csv can be `-` (standard output)");
+    }
     let report = if args.mock {
         measure(&mut MockBackend::default(), args, backings, progress)?
     } else {
         let mut b = RdtscBackend::new().context("creating the timing backend")?;
         measure(&mut b, args, backings, progress)?
     };
-    out.write_all(report::render(&report).as_bytes())?;
-    if let Some(p) = &args.json {
-        crate::json::write(&report, p).with_context(|| format!("writing {}", p.display()))?;
+    if !matches!(json, Some(Sink::Stdout)) && !matches!(csv, Some(Sink::Stdout)) {
+        out.write_all(report::render(&report).as_bytes())?;
     }
-    if let Some(p) = &args.csv {
-        crate::csv::write(&report, p).with_context(|| format!("writing {}", p.display()))?;
+    if let Some(s) = json {
+        s.finish(out, |w| crate::json::write_to(&report, w))?;
+    }
+    if let Some(s) = csv {
+        s.finish(out, |w| crate::csv::write_to(&report, w))?;
     }
     Ok(report)
+}
+
+/// Where `--json`/`--csv` go: a file (complete or not at all) or, for `-`, `out`.
+enum Sink {
+    Stdout,
+    File(xlat_fs::OutFile, PathBuf),
+}
+
+impl Sink {
+    fn open(path: Option<&std::path::Path>) -> anyhow::Result<Option<Sink>> {
+        let Some(p) = path else { return Ok(None) };
+        if p.as_os_str() == "-" {
+            return Ok(Some(Sink::Stdout));
+        }
+        let f = xlat_fs::OutFile::create(p)
+            .with_context(|| format!("cannot create {}", p.display()))?;
+        Ok(Some(Sink::File(f, p.to_path_buf())))
+    }
+
+    fn finish(
+        self,
+        out: &mut dyn Write,
+        body: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+    ) -> anyhow::Result<()> {
+        match self {
+            Sink::Stdout => body(out)
+                .and_then(|()| out.flush())
+                .context("writing to standard output"),
+            Sink::File(mut f, p) => body(&mut f)
+                .and_then(|()| f.commit())
+                .with_context(|| format!("writing {}", p.display())),
+        }
+    }
 }
 
 /// Measure on `b` what `args` asks for (`backings`: the page-size comparison, parsed from

@@ -9,7 +9,6 @@
 
 use crate::report::Report;
 use std::io::Write;
-use std::path::Path;
 
 /// Render the CSV text.
 pub fn render(r: &Report) -> String {
@@ -100,11 +99,9 @@ fn table(rows: Vec<Row>) -> String {
     String::from_utf8(bytes).expect("UTF-8 in, UTF-8 out")
 }
 
-/// Write the CSV to `path` (complete or not at all: `xlat_fs::OutFile`).
-pub fn write(report: &Report, path: &Path) -> std::io::Result<()> {
-    let mut f = xlat_fs::OutFile::create(path)?;
-    f.write_all(render(report).as_bytes())?;
-    f.commit()
+/// Writes the CSV to `w`.
+pub fn write_to(report: &Report, w: &mut dyn Write) -> std::io::Result<()> {
+    w.write_all(render(report).as_bytes())
 }
 
 #[cfg(test)]

@@ -2,13 +2,9 @@
 
 use crate::report::Report;
 use std::io::Write;
-use std::path::Path;
 
-/// Write `report` as pretty-printed JSON to `path` (complete or not at all:
-/// `xlat_fs::OutFile`).
-pub fn write(report: &Report, path: &Path) -> std::io::Result<()> {
-    let mut f = xlat_fs::OutFile::create(path)?;
-    serde_json::to_writer_pretty(&mut f, report)?;
-    f.write_all(b"\n")?;
-    f.commit()
+/// Writes `report` as pretty-printed JSON and a newline to `w`.
+pub fn write_to(report: &Report, w: &mut dyn Write) -> std::io::Result<()> {
+    serde_json::to_writer_pretty(&mut *w, report)?;
+    w.write_all(b"\n")
 }

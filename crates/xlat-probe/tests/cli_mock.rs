@@ -195,6 +195,56 @@ fn parsing_and_bad_input() {
     assert!(format!("{err:#}").contains("8k"), "{err:#}");
 }
 
+/// `-` writes the file to the report's stream instead of the text; a bad path fails
+/// before anything is measured.
+#[test]
+fn json_or_csv_to_standard_output() {
+    let (r, out) = run(&parse(&["tlb", "--mock", "--csv", "-"]));
+    assert!(!out.contains("## TLB"), "{out}");
+    let mut rd = csv::Reader::from_reader(out.as_bytes());
+    assert_eq!(
+        rd.headers().unwrap(),
+        vec!["section", "series", "x", "x_unit", "value", "unit"]
+    );
+    let rows: Vec<csv::StringRecord> = rd.records().map(Result::unwrap).collect();
+    let t = r.tlb.as_ref().unwrap();
+    assert_eq!(rows.len(), 4 * t.curve.len() + t.refine.len());
+    let first = &rows[0];
+    assert_eq!(
+        (&first[0], &first[1], &first[3]),
+        ("tlb", "random", "pages")
+    );
+    assert_eq!(first[2].parse::<f64>().unwrap(), t.curve[0].pages as f64);
+    assert_eq!(first[4].parse::<f64>().unwrap(), t.curve[0].random.ns);
+
+    let (r, out) = run(&parse(&["os", "--mock", "--json", "-"]));
+    let back: Report = serde_json::from_str(&out).unwrap();
+    assert_eq!(back, r);
+
+    let both = cli::execute(
+        &parse(&["os", "--mock", "--json", "-", "--csv", "-"]),
+        &mut Vec::new(),
+        &mut std::io::sink(),
+    )
+    .unwrap_err();
+    assert!(
+        format!("{both:#}").contains("only one of --json and --csv"),
+        "{both:#}"
+    );
+    let mut progress = Vec::new();
+    let bad = cli::execute(
+        &parse(&["tlb", "--mock", "--json", "/nonexistent-dir/x.json"]),
+        &mut Vec::new(),
+        &mut progress,
+    )
+    .unwrap_err();
+    assert!(
+        format!("{bad:#}").contains("/nonexistent-dir/x.json"),
+        "{bad:#}"
+    );
+    assert!(progress.is_empty(), "measured before failing");
+}
+
 #[test]
 fn mock_runs_are_deterministic() {
     let (a, ta) = run(&parse(&["tlb", "--mock"]));

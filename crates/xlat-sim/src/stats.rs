@@ -245,28 +245,44 @@ pub struct Report {
 /// Misses and walks by mapping (of the address that missed) and by function (the code
 /// running: the fetched function for instruction fetches, the one that issued a load or
 /// store); the rows of each table add up to the run's first-level misses and walks.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct AttributionReport {
     pub mappings: Vec<AttributedRow>,
-    /// The functions with the most walks (then misses); the last row sums the rest.
+    /// The functions with the most of the sort key (walks by default); the last row sums
+    /// the rest.
     pub functions: Vec<AttributedRow>,
+    /// By source line of the running code's block (`--lines`), the same way.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lines: Vec<AttributedRow>,
+    /// What the rows are ordered by: `walks`, `misses`, `itlb`, `dtlb` or `name`.
+    #[serde(default)]
+    pub sort: String,
     /// What could not be named, and why (a stripped or missing file).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
 }
 
 /// One row of an [`AttributionReport`].
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct AttributedRow {
-    /// A mapping (a file's path, `[heap]`, `[anon]`, ...) or a function.
+    /// A mapping (a file's path, `[heap]`, `[anon]`, ...) or a function (demangled).
     pub name: String,
     /// A function's mapping (empty in the mappings table).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub mapping: String,
+    /// `file:line` (the lines table only).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub line: String,
     pub itlb_l1_misses: u64,
     pub dtlb_l1_misses: u64,
     pub fetch_walks: u64,
     pub data_walks: u64,
+    /// This row's share of the run's first-level misses (ITLB + DTLB), in percent.
+    #[serde(default)]
+    pub l1_misses_percent: f64,
+    /// This row's share of the run's walks, in percent.
+    #[serde(default)]
+    pub walks_percent: f64,
 }
 
 /// First-level instruction-fetch misses on one page.

@@ -15,7 +15,10 @@
 //! Kept: defined symbols (in a section) with a non-zero size, of type `FUNC`/`GNU_IFUNC`
 //! ([`SymKind::Function`]) or `OBJECT` ([`SymKind::Object`]). TLS, section, file, absolute
 //! and undefined symbols are skipped. Names lose any `@VERSION`/`@@VERSION` suffix; Rust
-//! names are demangled, C++ names stay mangled.
+//! names are demangled, C++ names stay mangled (what a linker's ordering file needs):
+//! [`demangle`] turns them into what people read.
+//!
+//! [`Lines`]: source lines (`file:line`) of addresses, from the file's DWARF.
 //!
 //! Duplicates (same address, size and kind, e.g. `malloc`/`__libc_malloc`): one is kept,
 //! preferring binding `GLOBAL` (or `GNU_UNIQUE`) over `WEAK` over `LOCAL`, then the shorter
@@ -23,6 +26,9 @@
 //!
 //! Overlapping symbols: an address resolves to a containing function before a containing
 //! object, then to the smallest one, then to the one starting last (innermost).
+
+mod lines;
+pub use lines::{demangle, Lines, SourceLine};
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -457,7 +463,7 @@ fn table_symbols<'data, Elf: FileHeader<Endian = Endianness>>(
                     .clone()
             });
             Symbol {
-                name: demangle(r.name),
+                name: demangle_rust(r.name),
                 addr: r.addr,
                 size: r.size,
                 kind: r.kind,
@@ -477,7 +483,7 @@ fn unversioned(name: &[u8]) -> &[u8] {
 }
 
 /// Demangles a Rust name (legacy or v0, without the hash); other names are returned as is.
-fn demangle(raw: &[u8]) -> String {
+fn demangle_rust(raw: &[u8]) -> String {
     let name = String::from_utf8_lossy(raw);
     match rustc_demangle::try_demangle(&name) {
         Ok(d) => format!("{d:#}"),

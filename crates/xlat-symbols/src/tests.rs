@@ -123,13 +123,13 @@ fn versions_are_dropped() {
 #[test]
 fn demangles_rust_only() {
     assert_eq!(
-        demangle(b"_ZN4core3fmt5write17h0123456789abcdefE"),
+        demangle_rust(b"_ZN4core3fmt5write17h0123456789abcdefE"),
         "core::fmt::write"
     );
-    assert_eq!(demangle(b"_RNvCs1234_7mycrate3foo"), "mycrate::foo");
-    assert_eq!(demangle(b"main"), "main");
-    assert_eq!(demangle(b"_Z3fooi"), "_Z3fooi");
-    assert_eq!(demangle(b"\xff\xfe"), "\u{fffd}\u{fffd}");
+    assert_eq!(demangle_rust(b"_RNvCs1234_7mycrate3foo"), "mycrate::foo");
+    assert_eq!(demangle_rust(b"main"), "main");
+    assert_eq!(demangle_rust(b"_Z3fooi"), "_Z3fooi");
+    assert_eq!(demangle_rust(b"\xff\xfe"), "\u{fffd}\u{fffd}");
 }
 
 #[test]
@@ -150,4 +150,70 @@ fn bad_input_errors() {
         Symbols::parse(&header),
         Err(Error::Malformed { .. })
     ));
+}
+
+#[test]
+fn demangles_cpp_and_rust_names_and_leaves_c_names() {
+    assert_eq!(demangle("_ZN2ns5touchEPc"), "ns::touch(char*)");
+    assert_eq!(
+        demangle("_ZNSt6vectorIiSaIiEE9push_backERKi"),
+        "std::vector<int, std::allocator<int> >::push_back(int const&)"
+    );
+    assert_eq!(
+        demangle("_ZN4core3fmt5write17h0123456789abcdefE"),
+        "core::fmt::write"
+    );
+    assert_eq!(demangle("_RNvCs1234_7mycrate4main"), "mycrate::main");
+    assert_eq!(demangle("touch_anon"), "touch_anon");
+    assert_eq!(demangle("_Znot a name"), "_Znot a name");
+}
+
+/// A C function's first instruction is on the line of its opening brace at -O0.
+#[test]
+fn source_lines_from_dwarf() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("f.c");
+    std::fs::write(
+        &src,
+        "int g;\n\nint f(int x)\n{\n    g = x;\n    return x + 1;\n}\nint main(void) { return f(2); }\n",
+    )
+    .unwrap();
+    let exe = dir.path().join("f");
+    let ok = std::process::Command::new("gcc")
+        .args(["-g", "-O0", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .status()
+        .expect("run gcc");
+    assert!(ok.success());
+    let syms = Symbols::open_with_debug_dirs(&exe, &[]).unwrap();
+    let f = syms.functions().find(|s| s.name == "f").unwrap().clone();
+    let lines = Lines::open(&exe, "the test", Path::new("/nonexistent"))
+        .unwrap()
+        .expect("built with -g");
+    let at = lines.at_vaddr(f.addr).unwrap();
+    assert!(at.file.ends_with("f.c"), "{at}");
+    assert_eq!(at.line, 4);
+    // Further in: `g = x;` and `return x + 1;`.
+    let body: Vec<u32> = (f.addr..f.end())
+        .filter_map(|a| lines.at_vaddr(a))
+        .map(|l| l.line)
+        .collect();
+    assert!(body.contains(&5) && body.contains(&6), "{body:?}");
+    assert!(body.iter().all(|l| (4..=7).contains(l)), "{body:?}");
+
+    // Without -g: no lines, no error.
+    let bare = dir.path().join("bare");
+    let ok = std::process::Command::new("gcc")
+        .args(["-O0", "-o"])
+        .arg(&bare)
+        .arg(&src)
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    assert!(Lines::open(&bare, "the test", Path::new("/nonexistent"))
+        .unwrap()
+        .is_none());
+    let e = Lines::parse(b"\x7fELF garbage", Path::new("x"));
+    assert!(e.is_err());
 }

@@ -8,6 +8,7 @@ mod calls;
 mod order;
 mod predict;
 mod relink;
+mod report;
 
 use order::{as_linked, read_order};
 use predict::{predict, Binary};
@@ -15,6 +16,7 @@ use predict::{predict, Binary};
 use anyhow::{bail, Context, Result};
 use rustc_hash::FxHashMap;
 use std::collections::HashMap;
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use xlat_layout::{CallGraph, Function, Params};
 use xlat_sim::vma::{FileLabel, Ranges};
@@ -106,6 +108,10 @@ pub struct LayoutArgs {
     /// (functions it does not list follow in address order, as a linker leaves them).
     #[arg(long, value_name = "FILE")]
     pub order: Option<PathBuf>,
+    /// `--json FILE`: the summary, the code pages and the predictions; `--csv FILE`: the
+    /// binary's instructions by code page and function.
+    #[command(flatten)]
+    pub table: crate::tableout::TableArgs,
 }
 
 /// A place in a file: (file number, byte offset).
@@ -305,6 +311,8 @@ fn choose(p: &Profile, files: &HashMap<u32, String>, want: Option<&str>) -> Resu
 
 /// `xlat layout`.
 pub fn run(a: &LayoutArgs) -> Result<()> {
+    let outputs = a.table.open()?;
+    let mut t = String::new();
     let page = match (a.page, a.machines.first()) {
         (Some(p), _) => p,
         (None, Some(m)) => xlat_sim::presets::load(m)?.page_table.base_page().bytes(),
@@ -410,15 +418,19 @@ pub fn run(a: &LayoutArgs) -> Result<()> {
     let order = as_linked(&funcs, &order);
     let after = xlat_layout::pages_touched(&order, &g, &hot, page, 16);
     let total: u64 = heat.iter().sum();
-    match id {
-        KERNEL => println!(
+    let page_name =
+        xlat_types::PageSize::from_bytes(page).map_or(page.to_string(), |p| p.to_string());
+    let _ = match id {
+        KERNEL => writeln!(
+            t,
             "binary        the kernel: functions from its kallsyms, each up to the next \
              symbol (kallsyms has no sizes; at most {} KiB)",
             xlat_system::MAX_INFERRED_SIZE >> 10
         ),
-        _ => println!("binary        {path}"),
-    }
-    println!(
+        _ => writeln!(t, "binary        {path}"),
+    };
+    let _ = writeln!(
+        t,
         "functions     {} ({} ran: {} instructions{})",
         funcs.len(),
         hot.len(),
@@ -429,19 +441,20 @@ pub fn run(a: &LayoutArgs) -> Result<()> {
         }
     );
     if shared > 0 {
-        println!(
+        let _ = writeln!(
+            t,
             "names         {shared} functions share a name with another (static functions): \
              an ordering file moves them together, and so do the predictions below"
         );
     }
-    println!("calls         {} edges between functions", g.edges.len());
-    println!(
-        "hot code      {now} pages of {} now, {after} in the {} order (functions packed \
+    let _ = writeln!(t, "calls         {} edges between functions", g.edges.len());
+    let _ = writeln!(
+        t,
+        "hot code      {now} pages of {page_name} now, {after} in the {} order (functions packed \
          from a page boundary, 16-byte aligned; a prediction, not a relink)",
-        xlat_types::PageSize::from_bytes(page).map_or(page.to_string(), |p| p.to_string()),
         a.algorithm.name()
     );
-    print_page_heat(&p, id, &syms, page);
+    let (pages, rows) = report::page_heat(&mut t, &p, id, &syms, page);
     let how = match a.format {
         Format::Lld => "lld: -Wl,--symbol-ordering-file=FILE",
         Format::Gold => {
@@ -449,13 +462,19 @@ pub fn run(a: &LayoutArgs) -> Result<()> {
         }
         Format::Ld => "GNU ld: a fragment for the .text output section of a linker script",
     };
-    println!("written       {} ({how})", crate::output::shown(&a.output));
+    let _ = writeln!(
+        t,
+        "written       {} ({how})",
+        crate::output::shown(&a.output)
+    );
     if let Some(cg) = &a.call_graph {
-        println!(
+        let _ = writeln!(
+            t,
             "written       {} (lld: -Wl,--call-graph-ordering-file=FILE, ordered by lld's C3)",
             crate::output::shown(cg)
         );
     }
+    let mut prediction = None;
     if !a.machines.is_empty() || target.is_some() {
         let file = Binary {
             id,
@@ -469,57 +488,39 @@ pub fn run(a: &LayoutArgs) -> Result<()> {
                 })
                 .map(|(&i, _)| i),
         };
-        predict(a, page, &file, &g, &order, given, target.copied())?;
+        prediction = Some(predict(
+            &mut t,
+            a,
+            page,
+            &file,
+            &g,
+            &order,
+            given,
+            target.copied(),
+        )?);
     }
-    Ok(())
-}
-
-/// The binary's code pages by instructions fetched (each block's at the page it starts in),
-/// the hottest five with the functions that ran in them.
-fn print_page_heat(p: &Profile, id: u32, syms: &Symbols, page: u64) {
-    let mut pages: FxHashMap<u64, (u64, Vec<&str>)> = FxHashMap::default();
-    let mut total = 0;
-    for (&(f, off), &n) in &p.insns {
-        let Some(v) = syms.vaddr_of_offset(off).filter(|_| f == id) else {
-            continue;
-        };
-        total += n;
-        let e = pages.entry(v / page).or_default();
-        e.0 += n;
-        if let Some(s) = syms.at_vaddr(v) {
-            if !e.1.contains(&s.name.as_str()) {
-                e.1.push(&s.name);
-            }
-        }
-    }
-    let mut by_heat: Vec<(u64, u64, Vec<&str>)> =
-        pages.into_iter().map(|(pg, (n, f))| (n, pg, f)).collect();
-    by_heat.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-    println!(
-        "code pages    {} of the binary ran code (instructions by the page a block starts in); \
-         the hottest:",
-        by_heat.len()
-    );
-    for (n, pg, mut names) in by_heat.into_iter().take(5) {
-        names.sort_unstable();
-        let more = names.len().saturating_sub(4);
-        names.truncate(4);
-        println!(
-            "  {:<#12x}{:>5.1} %  {}{}",
-            pg * page,
-            100.0 * n as f64 / total.max(1) as f64,
-            if names.is_empty() {
-                "[no symbol]".to_string()
-            } else {
-                names.join(" ")
-            },
-            if more > 0 {
-                format!(" and {more} more")
-            } else {
-                String::new()
-            }
-        );
-    }
+    outputs.print(&t);
+    let json = report::LayoutJson {
+        schema: 1,
+        trace: a.trace.display().to_string(),
+        binary: match id {
+            KERNEL => KERNEL_NAME.to_string(),
+            _ => path.clone(),
+        },
+        algorithm: a.algorithm.name(),
+        page_size: page,
+        functions: funcs.len() as u64,
+        functions_ran: hot.len() as u64,
+        instructions: total,
+        instructions_outside_functions: unknown,
+        functions_sharing_a_name: shared as u64,
+        call_edges: g.edges.len() as u64,
+        hot_pages_now: now,
+        hot_pages_ordered: after,
+        code_pages: pages,
+        prediction,
+    };
+    outputs.finish(&json, &rows)
 }
 
 /// Pages the `hot` functions occupy where they are linked now.

@@ -4,6 +4,8 @@
 use super::{calls, order::as_linked, relink, LayoutArgs};
 use anyhow::Result;
 use rustc_hash::FxHashMap;
+use serde::Serialize;
+use std::fmt::Write as _;
 use xlat_layout::CallGraph;
 use xlat_symbols::Symbols;
 
@@ -16,10 +18,62 @@ pub struct Binary<'a> {
     pub loader: Option<u32>,
 }
 
+/// What `-m` and `--function` predict (`--json`'s `prediction`). Each list of layouts
+/// starts with `as traced`.
+#[derive(Serialize)]
+pub struct Prediction {
+    pub per_call: Option<PerCall>,
+    /// `null` when the trace is shorter than one window.
+    pub per_million_instructions: Option<PerWindow>,
+    pub machines: Vec<MachineMisses>,
+}
+
+/// Code pages touched per call of `--function`.
+#[derive(Serialize)]
+pub struct PerCall {
+    pub function: String,
+    pub calls: u64,
+    pub unmatched: u64,
+    pub unfollowed: u64,
+    pub layouts: Vec<PagesPerCall>,
+}
+
+#[derive(Serialize)]
+pub struct PagesPerCall {
+    pub layout: String,
+    pub mean: f64,
+    pub least: u64,
+    pub most: u64,
+}
+
+/// Code pages touched per million instructions.
+#[derive(Serialize)]
+pub struct PerWindow {
+    pub windows: u64,
+    pub layouts: Vec<LayoutValue>,
+}
+
+#[derive(Serialize)]
+pub struct LayoutValue {
+    pub layout: String,
+    pub value: f64,
+}
+
+/// First-level ITLB misses of one `-m` machine per layout.
+#[derive(Serialize)]
+pub struct MachineMisses {
+    pub machine: String,
+    pub itlb_entries: u64,
+    pub layouts: Vec<LayoutValue>,
+}
+
+const AS_TRACED: &str = "as traced";
+
 /// `-m` and `--function`: the trace as traced and with the code where each algorithm's
 /// order puts it (`order`, the chosen one's, first).
 #[allow(clippy::too_many_arguments)]
 pub fn predict(
+    t: &mut String,
     a: &LayoutArgs,
     page: u64,
     b: &Binary,
@@ -27,7 +81,7 @@ pub fn predict(
     order: &[usize],
     given: Option<(String, Vec<usize>)>,
     target: Option<&xlat_symbols::Symbol>,
-) -> Result<()> {
+) -> Result<Prediction> {
     let other = a.algorithm.other();
     let mut placements = vec![
         (
@@ -54,6 +108,14 @@ pub fn predict(
         page,
         &moves,
     )?;
+    let names: Vec<&str> = std::iter::once(AS_TRACED)
+        .chain(placements.iter().map(|(l, _)| l.as_str()))
+        .collect();
+    let mut out = Prediction {
+        per_call: None,
+        per_million_instructions: None,
+        machines: Vec::new(),
+    };
     if let Some(f) = target {
         let name = &f.name;
         let mut line = format!(
@@ -85,10 +147,27 @@ pub fn predict(
                 crate::output::n(pc.unfollowed)
             );
         }
-        println!("{line}");
+        let _ = writeln!(t, "{line}");
+        out.per_call = Some(PerCall {
+            function: name.clone(),
+            calls: pc.calls,
+            unmatched: pc.unmatched,
+            unfollowed: pc.unfollowed,
+            layouts: names
+                .iter()
+                .enumerate()
+                .map(|(k, l)| PagesPerCall {
+                    layout: l.to_string(),
+                    mean: pc.mean(k),
+                    least: pc.pages[k].1,
+                    most: pc.pages[k].2,
+                })
+                .collect(),
+        });
     }
     if pw.windows == 0 {
-        println!(
+        let _ = writeln!(
+            t,
             "per 10^6 ins  the trace runs fewer than {} instructions: no window to count",
             crate::output::n(calls::WINDOW)
         );
@@ -102,15 +181,27 @@ pub fn predict(
         for (k, (layout, _)) in placements.iter().enumerate() {
             line += &format!(", {:.1} in {layout}", pw.mean(k + 1));
         }
-        println!("{line}");
+        let _ = writeln!(t, "{line}");
+        out.per_million_instructions = Some(PerWindow {
+            windows: pw.windows,
+            layouts: names
+                .iter()
+                .enumerate()
+                .map(|(k, l)| LayoutValue {
+                    layout: l.to_string(),
+                    value: pw.mean(k),
+                })
+                .collect(),
+        });
     }
     for m in &a.machines {
         let cfg = xlat_sim::presets::load(m)?;
         let before = relink::itlb_misses(&cfg, &a.trace, None)?;
-        println!(
-            "ITLB reach    {}: {} first-level entries of {} (pages of hot code it maps at once)",
+        let entries = itlb_entries(&cfg);
+        let _ = writeln!(
+            t,
+            "ITLB reach    {}: {entries} first-level entries of {} (pages of hot code it maps at once)",
             cfg.name,
-            itlb_entries(&cfg),
             cfg.page_table.base_page()
         );
         let mut line = format!(
@@ -118,14 +209,27 @@ pub fn predict(
             cfg.name,
             crate::output::n(before)
         );
+        let mut layouts = vec![LayoutValue {
+            layout: AS_TRACED.into(),
+            value: before as f64,
+        }];
         for (i, (layout, new)) in placements.iter().enumerate() {
             let after = relink::itlb_misses(&cfg, &a.trace, Some((b.id, b.syms, new)))?;
             let sep = if i == 0 { "" } else { "," };
             line += &format!("{sep} {} in {layout}", crate::output::n(after));
+            layouts.push(LayoutValue {
+                layout: layout.clone(),
+                value: after as f64,
+            });
         }
-        println!("{line}");
+        let _ = writeln!(t, "{line}");
+        out.machines.push(MachineMisses {
+            machine: cfg.name.clone(),
+            itlb_entries: entries,
+            layouts,
+        });
     }
-    Ok(())
+    Ok(out)
 }
 
 /// The entries of `cfg`'s first-level instruction TLB (its unified one if it has none)

@@ -58,6 +58,9 @@ pub struct Plan {
     /// Misses attributed to mappings and functions (`--attribute`).
     #[serde(default)]
     pub attribute: bool,
+    /// Its `--sort` and `--lines`.
+    #[serde(default)]
+    pub attribution: crate::attribution::Options,
     pub portable: bool,
     pub max_memory: u64,
     pub shards: usize,
@@ -159,6 +162,7 @@ impl Plan {
             strict,
             warmup: 0,
             attribute: false,
+            attribution: Default::default(),
             portable: run::PORTABLE.load(std::sync::atomic::Ordering::Relaxed),
             max_memory: crate::memory::limit(),
             shards: 1,
@@ -234,6 +238,7 @@ impl Plan {
                 strict: self.strict,
                 warmup: self.warmup,
                 attribute: self.attribute,
+                attribution: self.attribution,
             };
             let out = run::run_group(&cfgs, &input, opts);
             ms.iter()
