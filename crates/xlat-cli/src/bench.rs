@@ -65,12 +65,30 @@ fn machine_case(
     Ok(())
 }
 
+/// The Cargo profile that built this binary (its target directory's name, `debug` for dev).
+const BUILD_PROFILE: &str = env!("XLAT_BUILD_PROFILE");
+
+/// What the header says about the build: only the `optimized` profile's numbers compare
+/// with README's.
+fn profile_note(profile: &str) -> String {
+    match profile {
+        "optimized" => "`optimized` profile (fat LTO: README's numbers)".to_string(),
+        "release" => "`release` profile (no LTO: slower than README's numbers, \
+             which `cargo run --profile optimized -- bench` gives)"
+            .to_string(),
+        "debug" => "debug build (not comparable: `cargo run --profile optimized -- bench`)"
+            .to_string(),
+        other => format!("`{other}` profile (README's numbers: `--profile optimized`)"),
+    }
+}
+
 pub fn run(filter: Option<&str>) -> Result<()> {
     let want = |n: &str| filter.is_none_or(|f| n.contains(f));
     let hot = crate::run::new_sim(&presets::preset(presets::DEFAULT)?)?.hot_path();
     println!(
-        "xlat bench: machine {}, one core, {hot} hot path, release build expected (numbers are wall-clock)",
-        presets::DEFAULT
+        "xlat bench: machine {}, one core, {hot} hot path, {} (numbers are wall-clock)",
+        presets::DEFAULT,
+        profile_note(BUILD_PROFILE)
     );
     if want("l1-resident") {
         // 32 pages < 64-entry L1 DTLB: 32 cold misses, everything else hits.
