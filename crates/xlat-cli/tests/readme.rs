@@ -39,11 +39,6 @@ const NOT_RUN: &[(&str, &str, &str)] = &[
         "measures this machine, which must be quiet",
         "crates/xlat-cli/tests/cli.rs (calibrate_writes_a_machine_that_matches_the_measured_l2_ramp, on the probe's mock)",
     ),
-    (
-        "xlat bench",
-        "10^8-reference cases: minutes in a debug build",
-        "crates/xlat-cli/tests/limits.rs (its flags); its counts are asserted whenever it runs",
-    ),
 ];
 
 /// Programs other than xlat that README's ```sh blocks may show (set-up, builds, linkers):
@@ -285,4 +280,27 @@ fn every_readme_example_runs_as_written() {
         assert!(used, "NOT_RUN[{i}] {:?} matches no README command", NOT_RUN[i]);
     }
     assert!(failures.is_empty(), "README examples that fail:\n{}", failures.join("\n"));
+}
+
+/// `xlat bench` names the profile that built it (its numbers compare only with the
+/// optimized profile's): here the test's own profile, the directory holding `xlat`.
+#[test]
+fn bench_names_the_profile_that_built_it() {
+    let profile = Path::new(common::XLAT)
+        .parent()
+        .and_then(|d| d.file_name())
+        .and_then(|n| n.to_str())
+        .unwrap();
+    let (ok, out, err) = common::run_xlat(&["bench", "no-such-case"]);
+    assert!(ok, "{err}");
+    let header = out.lines().next().unwrap_or_default();
+    let want = if profile == "debug" {
+        "debug build".to_string()
+    } else {
+        format!("`{profile}` profile")
+    };
+    assert!(header.contains(&want), "{header}");
+    if profile != "optimized" {
+        assert!(header.contains("--profile optimized"), "{header}");
+    }
 }
