@@ -76,8 +76,9 @@ fn profile_note(profile: &str) -> String {
         "release" => "`release` profile (no LTO: slower than README's numbers, \
              which `cargo run --profile optimized -- bench` gives)"
             .to_string(),
-        "debug" => "debug build (not comparable: `cargo run --profile optimized -- bench`)"
-            .to_string(),
+        "debug" => {
+            "debug build (not comparable: `cargo run --profile optimized -- bench`)".to_string()
+        }
         other => format!("`{other}` profile (README's numbers: `--profile optimized`)"),
     }
 }

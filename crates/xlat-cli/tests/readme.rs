@@ -16,6 +16,7 @@ use std::time::Instant;
 
 /// README text rewritten before running, to keep the test short: (from, to, why). Every
 /// rewrite must apply to some command (a stale one fails the test).
+#[rustfmt::skip]
 const REWRITES: &[(&str, &str, &str)] = &[
     ("refs=50M", "refs=200K", "a workload's length"),
     ("chase:footprint=1GiB", "chase:footprint=1GiB,refs=200K", "a workload's length"),
@@ -29,6 +30,7 @@ const REWRITES: &[(&str, &str, &str)] = &[
 
 /// Commands not run here, by a substring: (substring, why, the test that covers them).
 /// Every line must match some command (a stale one fails the test).
+#[rustfmt::skip]
 const NOT_RUN: &[(&str, &str, &str)] = &[
     ("--slurm", "needs a Slurm cluster", "crates/xlat-cli/tests/shards.rs"),
     ("--system", "boots a guest (minutes)", "crates/xlat-cli/tests/system.rs"),
@@ -62,12 +64,22 @@ fn fixtures(d: &common::Dir) {
     let dir = d.0.path();
     let xlat = |args: &[&str]| {
         let o = d.xlat(args);
-        assert!(o.status.success(), "fixture: xlat {args:?}: {}", common::stderr(&o));
+        assert!(
+            o.status.success(),
+            "fixture: xlat {args:?}: {}",
+            common::stderr(&o)
+        );
         o
     };
     // Traces: built-in workloads written as .xlt ...
     xlat(&["convert", "-w", "mixed:refs=300K", "-o", "gzip.xlt"]);
-    xlat(&["convert", "-w", "chase:footprint=16MiB,refs=200K", "-o", "run.xlt"]);
+    xlat(&[
+        "convert",
+        "-w",
+        "chase:footprint=16MiB,refs=200K",
+        "-o",
+        "run.xlt",
+    ]);
     // ... and a real program's (mappings, files, symbols) for attribution and layout.
     let flags = [
         "-O1",
@@ -86,7 +98,9 @@ fn fixtures(d: &common::Dir) {
     let lackey = "I  04000000,3\n L 1ffefff000,8\n S 04200010,4\nI  04000003,2\n M 04200010,4\n";
     std::fs::write(dir.join("ls.lackey"), lackey).unwrap();
     // Input for the programs README traces (gzip), and a Makefile for `make`.
-    let text: String = (0..4000).map(|i| format!("line {i} of big.tar\n")).collect();
+    let text: String = (0..4000)
+        .map(|i| format!("line {i} of big.tar\n"))
+        .collect();
     std::fs::write(dir.join("big.tar"), text).unwrap();
     std::fs::write(dir.join("Makefile"), "all:\n\t@echo built\n").unwrap();
 }
@@ -100,7 +114,10 @@ fn sh_lines(readme: &str) -> Vec<String> {
         let t = line.trim();
         if t.starts_with("```") {
             in_sh = !in_sh && t == "```sh";
-            assert!(pending.is_empty(), "README: a `\\` continues past a block: {pending}");
+            assert!(
+                pending.is_empty(),
+                "README: a `\\` continues past a block: {pending}"
+            );
             continue;
         }
         if !in_sh {
@@ -195,10 +212,16 @@ fn extraction_follows_sh_rules() {
     let md = "text\n```sh\nxlat a 'b # c' \\\n   --d \"e f\"   # comment\n# only a comment\n\
               xlat g#h # cut\n```\n```toml\nxlat not = 1\n```\n";
     assert_eq!(sh_lines(md), ["xlat a 'b # c' --d \"e f\"", "xlat g#h"]);
-    assert_eq!(words("xlat a 'b # c' --d \"e f\""), ["xlat", "a", "b # c", "--d", "e f"]);
+    assert_eq!(
+        words("xlat a 'b # c' --d \"e f\""),
+        ["xlat", "a", "b # c", "--d", "e f"]
+    );
     let w = words("xlat sim --json - --csv s.csv --plot p.svg -o x -- prog -o y > out.gz");
     assert_eq!(outputs(&w), ["s.csv", "p.svg", "x", "out.gz"]);
-    assert_eq!(outputs(&words("xlat probe --plot m.svg")), ["m-tlb.svg", "m-hist.svg"]);
+    assert_eq!(
+        outputs(&words("xlat probe --plot m.svg")),
+        ["m-tlb.svg", "m-hist.svg"]
+    );
 }
 
 #[test]
@@ -213,14 +236,21 @@ fn every_readme_example_runs_as_written() {
             "README runs `{l}`: neither an xlat command nor a program OTHER_PROGRAMS lists"
         );
     }
-    assert!(!commands.is_empty(), "no xlat command found in README's ```sh blocks");
+    assert!(
+        !commands.is_empty(),
+        "no xlat command found in README's ```sh blocks"
+    );
 
     let d = common::Dir::new();
     // `xlat` on PATH is the binary under test.
     let bin = d.path("bin");
     std::fs::create_dir(&bin).unwrap();
     std::os::unix::fs::symlink(common::XLAT, bin.join("xlat")).unwrap();
-    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
     let t0 = Instant::now();
     fixtures(&d);
     println!("fixtures: {:.1} s", t0.elapsed().as_secs_f64());
@@ -272,14 +302,29 @@ fn every_readme_example_runs_as_written() {
             }
         }
     }
-    println!("{ran} README commands ran in {:.1} s", t0.elapsed().as_secs_f64());
+    println!(
+        "{ran} README commands ran in {:.1} s",
+        t0.elapsed().as_secs_f64()
+    );
     for (i, used) in used_rewrites.iter().enumerate() {
-        assert!(used, "REWRITES[{i}] {:?} matches no README command", REWRITES[i]);
+        assert!(
+            used,
+            "REWRITES[{i}] {:?} matches no README command",
+            REWRITES[i]
+        );
     }
     for (i, used) in used_not_run.iter().enumerate() {
-        assert!(used, "NOT_RUN[{i}] {:?} matches no README command", NOT_RUN[i]);
+        assert!(
+            used,
+            "NOT_RUN[{i}] {:?} matches no README command",
+            NOT_RUN[i]
+        );
     }
-    assert!(failures.is_empty(), "README examples that fail:\n{}", failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "README examples that fail:\n{}",
+        failures.join("\n")
+    );
 }
 
 /// `xlat bench` names the profile that built it (its numbers compare only with the
