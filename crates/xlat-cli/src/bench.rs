@@ -69,17 +69,14 @@ fn machine_case(
 const BUILD_PROFILE: &str = env!("XLAT_BUILD_PROFILE");
 
 /// What the header says about the build: only the `optimized` profile's numbers compare
-/// with README's.
+/// with docs/measurements.md's.
 fn profile_note(profile: &str) -> String {
+    const HOW: &str = "`cargo run --profile optimized -- bench` for comparable numbers";
     match profile {
-        "optimized" => "`optimized` profile (fat LTO: README's numbers)".to_string(),
-        "release" => "`release` profile (no LTO: slower than README's numbers, \
-             which `cargo run --profile optimized -- bench` gives)"
-            .to_string(),
-        "debug" => {
-            "debug build (not comparable: `cargo run --profile optimized -- bench`)".to_string()
-        }
-        other => format!("`{other}` profile (README's numbers: `--profile optimized`)"),
+        "optimized" => "`optimized` profile (fat LTO, as docs/measurements.md)".to_string(),
+        "release" => format!("`release` profile (no LTO, slower: {HOW})"),
+        "debug" => format!("debug build (not comparable: {HOW})"),
+        other => format!("`{other}` profile ({HOW})"),
     }
 }
 
@@ -87,7 +84,7 @@ pub fn run(filter: Option<&str>) -> Result<()> {
     let want = |n: &str| filter.is_none_or(|f| n.contains(f));
     let hot = crate::run::new_sim(&presets::preset(presets::DEFAULT)?)?.hot_path();
     println!(
-        "xlat bench: machine {}, one core, {hot} hot path, {} (numbers are wall-clock)",
+        "xlat bench: machine {}, one core, {hot} hot path, {}; numbers are wall-clock",
         presets::DEFAULT,
         profile_note(BUILD_PROFILE)
     );
