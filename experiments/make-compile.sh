@@ -2,10 +2,11 @@
 # The seeds' kernel-compile benchmark in small (issue 17): `make -j1` of a C project of
 # N files (default 30) traced whole under qemu-user (make, gcc, cc1, as, collect2, ld),
 # then the trace replayed on every preset.
-#   experiments/make-compile.sh [N] [XLAT]     (XLAT: default target/release/xlat)
+#   experiments/make-compile.sh [N] [XLAT]     (XLAT: default target/optimized/xlat,
+#   the fully optimized build: cargo build --profile optimized)
 set -eu
 n=${1:-30}
-xlat=$(realpath "${2:-target/release/xlat}")
+xlat=$(realpath "${2:-target/optimized/xlat}")
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 mkdir "$dir/proj"

@@ -2,9 +2,10 @@
 # System-mode capture slowdown: the same command in the same guest, timed inside the guest
 # (busybox `time`, guest clock = host time under TCG), without and with the system plugin.
 # Usage: experiments/system-slowdown.sh [XLAT] ['shell command']
+# (XLAT: default target/optimized/xlat, from cargo build --profile optimized)
 # Needs a built guest (any `xlat trace --system` run builds it; $XLAT_GUEST_CACHE honoured).
 set -euo pipefail
-xlat=${1:-target/release/xlat}
+xlat=${1:-target/optimized/xlat}
 cmd=${2:-dd if=/dev/zero of=/tmp/f bs=4k count=4096}
 cache=${XLAT_GUEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/xlat/guest}
 guest=$(dirname "$(ls "$cache"/*/ready | head -1)")

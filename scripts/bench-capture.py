@@ -8,9 +8,10 @@ its ratio to the native CPU time (user + sys), plus the trace's bytes per refere
 
 Inputs are generated deterministically (seeded) in a temporary directory.
 
-    scripts/bench-capture.py [--xlat target/release/xlat] [--only gzip,xz] [--repeat 3]
+    scripts/bench-capture.py [--xlat target/optimized/xlat] [--only gzip,xz] [--repeat 3]
 
-Build first: cargo build --release  (builds xlat and the QEMU plugin).
+Build first: cargo build --profile optimized  (xlat and the QEMU plugin, fully optimized:
+the profile README's numbers use).
 """
 
 import argparse
@@ -73,13 +74,13 @@ def timed(cmd):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    ap.add_argument("--xlat", default=os.path.join(root, "target", "release", "xlat"))
+    ap.add_argument("--xlat", default=os.path.join(root, "target", "optimized", "xlat"))
     ap.add_argument("--only", default="", help="comma-separated subset of: gzip,xz,sort,python")
     ap.add_argument("--repeat", type=int, default=1, help="take the best of N runs of each")
     ap.add_argument("--machine", default=None, help="machine for xlat run (default: xlat's default)")
     a = ap.parse_args()
     if not os.path.exists(a.xlat):
-        sys.exit(f"{a.xlat} not found: run `cargo build --release` first")
+        sys.exit(f"{a.xlat} not found: run `cargo build --profile optimized` first")
     python = shutil.which("python3", path="/usr/bin:/bin") or sys.executable
     tmp = tempfile.mkdtemp(prefix="xlat-bench-")
     try:

@@ -7,11 +7,11 @@ out. Each instruction is charged to the innermost inlined frame whose function n
 contains one of the component keys; `--spills` also counts stack accesses (what
 register pressure costs):
 
-    scripts/marginal-profile.py target/release/xlat --machine skylake \\
+    scripts/marginal-profile.py target/optimized/xlat --machine skylake \\
         --workload 'gups:footprint=8GiB,refs={n}' --counts 8000000 10000000
 
-Needs valgrind, addr2line and objdump; a release build with debug info (the default
-profile has `debug = 1`). Takes a few minutes.
+Needs valgrind, addr2line and objdump; a build with debug info (`cargo build --profile
+optimized`: `debug = 1`; the release profile has none). Takes a few minutes.
 """
 import argparse
 import collections

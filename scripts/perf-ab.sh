@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Interleaved A/B of xlat binaries on one workload with `perf stat` (user-mode cycles and
 # instructions per reference; far steadier than wall clock on this VM):
-#   scripts/perf-ab.sh 4 skylake ./old-xlat ./target/release/xlat
+#   scripts/perf-ab.sh 4 skylake ./old-xlat ./target/optimized/xlat
 # W= the workload (default gups over 8 GiB, 30 M refs), R= its reference count.
 # Needs `perf` with access to hardware counters (perf_event_paranoid <= 2).
 set -euo pipefail

@@ -65,12 +65,28 @@ fn machine_case(
     Ok(())
 }
 
+/// The Cargo profile that built this binary (its target directory's name, `debug` for dev).
+const BUILD_PROFILE: &str = env!("XLAT_BUILD_PROFILE");
+
+/// What the header says about the build: only the `optimized` profile's numbers compare
+/// with docs/measurements.md's.
+fn profile_note(profile: &str) -> String {
+    const HOW: &str = "`cargo run --profile optimized -- bench` for comparable numbers";
+    match profile {
+        "optimized" => "`optimized` profile (fat LTO, as docs/measurements.md)".to_string(),
+        "release" => format!("`release` profile (no LTO, slower: {HOW})"),
+        "debug" => format!("debug build (not comparable: {HOW})"),
+        other => format!("`{other}` profile ({HOW})"),
+    }
+}
+
 pub fn run(filter: Option<&str>) -> Result<()> {
     let want = |n: &str| filter.is_none_or(|f| n.contains(f));
     let hot = crate::run::new_sim(&presets::preset(presets::DEFAULT)?)?.hot_path();
     println!(
-        "xlat bench: machine {}, one core, {hot} hot path, release build expected (numbers are wall-clock)",
-        presets::DEFAULT
+        "xlat bench: machine {}, one core, {hot} hot path, {}; numbers are wall-clock",
+        presets::DEFAULT,
+        profile_note(BUILD_PROFILE)
     );
     if want("l1-resident") {
         // 32 pages < 64-entry L1 DTLB: 32 cold misses, everything else hits.

@@ -5,7 +5,7 @@
 //! allocated root first). It serves twice:
 //! - as a reference model: its counts must equal the simulator's (`tests/reference_model.rs`);
 //! - as a speed ceiling: the same work without any generality
-//!   (`cargo run --release -p xlat-sim --example gups_ceiling`).
+//!   (`cargo run --profile optimized -p xlat-sim --example gups_ceiling`).
 //!
 //! Semantics copied from the preset: L1 DTLB 64 × 4-way and STLB 1536 × 12-way (4 KiB
 //! entries, true LRU, filled on a walk: non-inclusive), split page-walk caches (PML4 2,
