@@ -100,6 +100,9 @@ struct PointOut {
 }
 
 pub fn run(a: CurveArgs) -> Result<()> {
+    if let Some(p) = &a.plot {
+        crate::plots::check_path(p)?;
+    }
     let cfg = machine_with_sets(&a.machine, &a.sets)?;
     let input = match (&a.workload, &a.trace) {
         (Some(w), None) => Input::Workload(w.clone()),
@@ -209,7 +212,8 @@ pub fn run(a: CurveArgs) -> Result<()> {
     Ok(())
 }
 
-/// The curve as a chart: per 1000 instructions when the input has them.
+/// The curve as a chart: per 1000 instructions when the input has them, on a log y axis
+/// (its tail reaches 0), the configured size marked.
 fn plot(o: &CurveOut) -> xlat_plot::Chart {
     let mpki = o.instructions > 0;
     let ways = o.kind == "ways";
@@ -220,7 +224,10 @@ fn plot(o: &CurveOut) -> xlat_plot::Chart {
     };
     let x = |p: &PointOut| if ways { p.ways } else { p.entries } as f64;
     xlat_plot::Chart {
-        title: format!("{} of {} · {}", o.structure, o.machine, o.input),
+        title: format!(
+            "miss-ratio curve of the {} · {} · {}",
+            o.structure, o.machine, o.input
+        ),
         x_label,
         y_label: if mpki {
             "misses per 1000 instructions".into()
@@ -236,8 +243,26 @@ fn plot(o: &CurveOut) -> xlat_plot::Chart {
                 .map(|p| (x(p), p.mpki.unwrap_or(p.misses_per_kref)))
                 .collect(),
         }],
-        marks: Vec::new(),
-        steps: false,
+        y_log: true,
+        marks: vec![xlat_plot::Mark {
+            x: if ways {
+                o.configured_entries as f64 / o.sets.max(1) as f64
+            } else {
+                o.configured_entries as f64
+            },
+            label: if ways {
+                format!(
+                    "configured: {} ways",
+                    o.configured_entries / o.sets.max(1) as u64
+                )
+            } else {
+                format!(
+                    "configured: {} entries",
+                    crate::output::n(o.configured_entries)
+                )
+            },
+        }],
+        ..Default::default()
     }
 }
 

@@ -271,6 +271,7 @@ impl RunArgs {
             strict: false,
             warmup: self.warmup,
             attribute: self.attribute,
+            ..Default::default()
         }
     }
 }

@@ -146,7 +146,7 @@ pub fn machine_with_sets(name: &str, sets: &[String]) -> Result<MachineConfig> {
 /// Feeds `src` to `sim` in batches; bounded memory whatever the stream length.
 pub fn drive<S: EventSource>(src: &mut S, sim: &mut Sim<Radix>) -> Result<()> {
     let mut buf: Vec<Event> = Vec::with_capacity(BATCH);
-    while src.fill(&mut buf, BATCH)? {
+    while !sim.finished() && src.fill(&mut buf, BATCH)? {
         check_interrupt()?;
         sim.run(&buf)?;
     }
@@ -161,7 +161,7 @@ pub fn drive_workload(
 ) -> Result<()> {
     let pb = crate::progress::events_bar(spec.to_string(), w.expected_events());
     let mut buf: Vec<Event> = Vec::with_capacity(BATCH);
-    while w.fill(&mut buf, BATCH)? {
+    while !sim.finished() && w.fill(&mut buf, BATCH)? {
         check_interrupt()?;
         sim.run(&buf).with_context(|| format!("workload {spec}"))?;
         pb.inc(buf.len() as u64);
@@ -179,7 +179,7 @@ pub fn drive_progress<S: EventSource>(
 ) -> Result<()> {
     let pb = crate::progress::bar(msg);
     let mut buf: Vec<Event> = Vec::with_capacity(batch);
-    while src.fill(&mut buf, batch)? {
+    while !sim.finished() && src.fill(&mut buf, batch)? {
         sim.run(&buf)?;
         pb.inc(buf.len() as u64);
     }
@@ -189,6 +189,9 @@ pub fn drive_progress<S: EventSource>(
 
 /// The error of a run whose input ended before its warm-up did.
 pub fn check_warm(sim: &Sim<Radix>, warmup: u64) -> Result<()> {
+    if sim.skipping() {
+        bail!("--skip: the input has fewer references, so nothing would be counted");
+    }
     if sim.warming() {
         bail!("--warmup {warmup}: the input has fewer references, so nothing would be counted");
     }
@@ -196,19 +199,27 @@ pub fn check_warm(sim: &Sim<Radix>, warmup: u64) -> Result<()> {
 }
 
 /// How runs go: `strict` about cut traces, the first `warmup` references not counted,
-/// misses attributed to mappings and functions (`attribute`).
+/// misses attributed to mappings and functions (`attribute`), and the window: `skip`
+/// references dropped first (OS events applied), `simulate` counted ones at most (0: all),
+/// the main counters per `interval` references (0: none).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RunOpts {
     pub strict: bool,
     pub warmup: u64,
     pub attribute: bool,
+    pub skip: u64,
+    pub simulate: u64,
+    pub interval: u64,
 }
 
 impl RunOpts {
     /// A simulator for `cfg` set up for these runs.
     pub fn sim(&self, cfg: &MachineConfig) -> Result<Sim<Radix>> {
         let mut sim = new_sim(cfg)?;
+        sim.set_skip(self.skip);
         sim.set_warmup(self.warmup);
+        sim.set_simulate(self.simulate);
+        sim.set_interval(self.interval);
         if self.attribute {
             sim.attribute_misses();
         }
@@ -357,7 +368,11 @@ fn drive_group(
         .collect();
     let r = crate::fanout::run_jobs(
         &mut jobs,
-        |(sim, tap)| match tap.as_mut().and_then(|t| t.next_batch()) {
+        |(sim, tap)| match tap
+            .as_mut()
+            .filter(|_| !sim.finished())
+            .and_then(|t| t.next_batch())
+        {
             Some(b) => {
                 sim.run(&b?).with_context(|| format!("workload {spec}"))?;
                 Ok(true)
@@ -427,11 +442,22 @@ pub fn sim(a: SimArgs) -> Result<()> {
     )?;
     plan.warmup = a.warmup;
     plan.attribute = a.attribute;
+    plan.skip = a.skip;
+    plan.simulate = a.simulate;
+    plan.interval = a.interval;
     let out = &a.out;
     if a.plan.is_some() || a.slurm.is_some() {
         return crate::slurm::plan_and_submit(&mut plan, &a, out);
     }
     let total = plan.runs();
+    crate::plots::check(
+        out,
+        Some(&crate::plots::Planned {
+            sweeps: &a.sweeps,
+            interval: a.interval,
+            runs: total,
+        }),
+    )?;
     let machines = plan.load_machines();
     let checked = plan.check_inputs();
     catch_interrupt();

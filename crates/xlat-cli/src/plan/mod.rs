@@ -56,6 +56,14 @@ pub struct Plan {
     /// Misses attributed to mappings and functions (`--attribute`).
     #[serde(default)]
     pub attribute: bool,
+    /// References dropped first (`--skip`), counted ones at most (`--simulate`, 0: all),
+    /// references per interval (`--interval`, 0: none).
+    #[serde(default)]
+    pub skip: u64,
+    #[serde(default)]
+    pub simulate: u64,
+    #[serde(default)]
+    pub interval: u64,
     pub portable: bool,
     pub max_memory: u64,
     pub shards: usize,
@@ -157,6 +165,9 @@ impl Plan {
             strict,
             warmup: 0,
             attribute: false,
+            skip: 0,
+            simulate: 0,
+            interval: 0,
             portable: run::PORTABLE.load(std::sync::atomic::Ordering::Relaxed),
             max_memory: crate::memory::limit(),
             shards: 1,
@@ -232,6 +243,9 @@ impl Plan {
                 strict: self.strict,
                 warmup: self.warmup,
                 attribute: self.attribute,
+                skip: self.skip,
+                simulate: self.simulate,
+                interval: self.interval,
             };
             let out = run::run_group(&cfgs, &input, opts);
             ms.iter()
