@@ -22,16 +22,22 @@ pub struct Request {
 }
 
 /// The `--plot` arguments parsed: `METRIC=FILE` when the text before the first `=` is a
-/// metric (or `intervals`), else the whole argument is the file.
+/// word (`[a-z0-9_]`: a metric, checked by [`check`]), else the whole argument is the
+/// file (`./a=b.svg`).
 pub fn requests(out: &OutputArgs) -> Vec<Request> {
     out.plot
         .iter()
         .map(|p| {
-            let named = p
+            let word = |m: &str| {
+                !m.is_empty()
+                    && m.bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+            };
+            match p
                 .to_str()
                 .and_then(|s| s.split_once('='))
-                .filter(|(m, _)| METRICS.contains(m) || *m == INTERVALS);
-            match named {
+                .filter(|(m, _)| word(m))
+            {
                 Some((m, f)) => Request {
                     metric: Some(m.to_string()),
                     path: PathBuf::from(f),
@@ -64,6 +70,15 @@ pub fn check(out: &OutputArgs, planned: Option<&Planned>) -> Result<()> {
     }
     for r in requests(out) {
         let shown = crate::output::shown(&r.path);
+        if let Some(m) = r.metric.as_deref().filter(|m| *m != INTERVALS) {
+            if !METRICS.contains(&m) {
+                bail!(
+                    "--plot {m}={shown}: {m} is not a metric: one of {}, or {INTERVALS} \
+                     (a file whose name has `=`: write ./{m}={shown})",
+                    METRICS.join(", ")
+                );
+            }
+        }
         check_path(&r.path)?;
         let Some(p) = planned else { continue };
         let series = r.metric.as_deref() == Some(INTERVALS);

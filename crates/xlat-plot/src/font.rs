@@ -6,7 +6,7 @@ use crate::PlotError;
 use plotters::style::FontStyle;
 
 /// DejaVu Sans 2.37.
-pub(crate) const BUNDLED: &[u8] = include_bytes!("../fonts/DejaVuSans.ttf");
+pub(crate) static BUNDLED: &[u8] = include_bytes!("../fonts/DejaVuSans.ttf");
 
 /// The font's bytes: `$XLAT_FONT`'s file if set, else the bundled one.
 pub(crate) fn bytes(env: Option<std::ffi::OsString>) -> Result<&'static [u8], String> {
