@@ -206,7 +206,7 @@ pub fn run(a: CurveArgs) -> Result<()> {
         crate::export::write_text(path, &s)?;
     }
     if let Some(path) = &a.plot {
-        xlat_plot::write(&plot(&out), path)?;
+        xlat_plot::write(&plot(&out, &cfg), path)?;
     }
     let _ = std::io::stdout().flush();
     Ok(())
@@ -214,7 +214,7 @@ pub fn run(a: CurveArgs) -> Result<()> {
 
 /// The curve as a chart: per 1000 instructions when the input has them, on a log y axis
 /// (its tail reaches 0), the configured size marked.
-fn plot(o: &CurveOut) -> xlat_plot::Chart {
+fn plot(o: &CurveOut, cfg: &xlat_sim::MachineConfig) -> xlat_plot::Chart {
     let mpki = o.instructions > 0;
     let ways = o.kind == "ways";
     let x_label = if ways {
@@ -226,7 +226,9 @@ fn plot(o: &CurveOut) -> xlat_plot::Chart {
     xlat_plot::Chart {
         title: format!(
             "miss-ratio curve of the {} · {} · {}",
-            o.structure, o.machine, o.input
+            crate::plots::structure_words(cfg, o.structure),
+            o.machine,
+            o.input
         ),
         x_label,
         y_label: if mpki {

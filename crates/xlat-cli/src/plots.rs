@@ -173,20 +173,36 @@ fn value(o: &Outcome, k: &str) -> Option<f64> {
 
 /// A TLB structure's field path (`tlb.levels[1].unified[0].entries`): level, side list,
 /// index, field.
-fn tlb_field(path: &str) -> Option<(usize, &str, usize, &str)> {
+fn tlb_field(path: &str) -> Option<(usize, &'static str, usize, &'static str)> {
+    let key = crate::plan::sweep::field_key(path);
+    let (structure, field) = key.rsplit_once('.')?;
+    let (level, side, index) = tlb_structure(structure)?;
+    let field = ["entries", "ways"].into_iter().find(|f| *f == field)?;
+    Some((level, side, index, field))
+}
+
+/// A TLB structure's path (`tlb.levels[1].unified[0]`): level, side list, index.
+fn tlb_structure(path: &str) -> Option<(usize, &'static str, usize)> {
     let rest = crate::plan::sweep::field_key(path);
     let rest = rest.strip_prefix("tlb.levels[")?.to_string();
     let (level, rest) = rest.split_once("].")?;
     let (side, rest) = rest.split_once('[')?;
-    let (index, field) = rest.split_once("].")?;
+    let index = rest.strip_suffix(']')?;
     let side = match side {
         "i" => "i",
         "d" => "d",
         "unified" => "unified",
         _ => return None,
     };
-    let field = ["entries", "ways"].into_iter().find(|f| *f == field)?;
-    Some((level.parse().ok()?, side, index.parse().ok()?, field))
+    Some((level.parse().ok()?, side, index.parse().ok()?))
+}
+
+/// A TLB structure's path in words (`tlb.levels[0].d[0]` → `L1 DTLB`), else the path.
+pub fn structure_words(cfg: &xlat_sim::MachineConfig, path: &str) -> String {
+    match tlb_structure(path) {
+        Some((l, side, k)) => structure_name(cfg, l, side, k),
+        None => path.to_string(),
+    }
 }
 
 /// A structure in words: `L1 DTLB`, `STLB (unified TLB)`, `L1 DTLB[1] (2MiB)`.
