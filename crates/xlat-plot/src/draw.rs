@@ -1,7 +1,8 @@
 //! Drawing a [`Chart`] on a plotters backend.
 
-use crate::ticks::{range, Labels};
+use crate::ticks::{log_ticks, range, Labels};
 use crate::{Chart, SIZE};
+use plotters::coord::combinators::BindKeyPoints;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
@@ -17,7 +18,12 @@ fn log_range(ys: impl Iterator<Item = f64> + Clone, zeros: bool) -> Option<(f64,
     if !lo.is_finite() {
         return None;
     }
-    Some((if zeros { lo / 4.0 } else { lo / 1.5 }, hi * 1.5))
+    // At least a decade and a half: a flat series still gets labelled ticks.
+    let top = hi * 1.5;
+    Some((
+        (if zeros { lo / 10.0 } else { lo / 1.5 }).min(top / 30.0),
+        top,
+    ))
 }
 
 pub(crate) fn draw_on<DB: DrawingBackend>(
@@ -54,7 +60,7 @@ where
     let (y0, y1) = y_log.unwrap_or_else(|| range(ys));
     match (chart.y_log, y_log) {
         (true, Some(_)) if zeros > 0 => notes.push(format!(
-            "{zeros} value{} of 0 drawn as hollow dots on the bottom edge (a log axis has no 0)",
+            "{zeros} value{} of 0 drawn as hollow dots on the bottom edge, labelled 0 (a log axis has no 0)",
             if zeros == 1 { "" } else { "s" }
         )),
         (true, None) => notes.push("every value is 0: drawn on a linear axis".into()),
@@ -86,6 +92,22 @@ where
     let colors = |i: usize| Palette99::pick(i).to_rgba();
     let xl = Labels::new(x0, x1, chart.x_log2);
     let yl = Labels::new(y0, y1, y_log.is_some());
+    // A log axis with zeros: its bottom edge is a tick labelled 0, no other tick near it.
+    let edge_zero = y_log.is_some() && zeros > 0;
+    let y_ticks: Vec<f64> = if edge_zero {
+        std::iter::once(y0).chain(log_ticks(y0 * 1.5, y1)).collect()
+    } else if y_log.is_some() {
+        log_ticks(y0, y1)
+    } else {
+        Vec::new()
+    };
+    let y_text = |y: f64| {
+        if edge_zero && y <= y0 * (1.0 + 1e-9) {
+            "0".to_string()
+        } else {
+            yl.label(y)
+        }
+    };
     // On a log y axis a 0 is drawn on the bottom edge.
     let at = |(x, y): (f64, f64)| {
         if y_log.is_some() && y <= 0.0 {
@@ -99,7 +121,7 @@ where
             let mut ctx = $ctx;
             ctx.configure_mesh()
                 .x_label_formatter(&|x: &f64| xl.label(*x))
-                .y_label_formatter(&|y: &f64| yl.label(*y))
+                .y_label_formatter(&|y: &f64| y_text(*y))
                 .x_desc(&chart.x_label)
                 .y_desc(&chart.y_label)
                 .label_style(("sans-serif", 14))
@@ -171,13 +193,19 @@ where
     }
     match (chart.x_log2, y_log.is_some()) {
         (true, true) => body!(builder
-            .build_cartesian_2d((x0..x1).log_scale().base(2.0), (y0..y1).log_scale())
+            .build_cartesian_2d(
+                (x0..x1).log_scale().base(2.0),
+                (y0..y1).log_scale().with_key_points(y_ticks.clone())
+            )
             .map_err(e)?),
         (true, false) => body!(builder
             .build_cartesian_2d((x0..x1).log_scale().base(2.0), y0..y1)
             .map_err(e)?),
         (false, true) => body!(builder
-            .build_cartesian_2d(x0..x1, (y0..y1).log_scale())
+            .build_cartesian_2d(
+                x0..x1,
+                (y0..y1).log_scale().with_key_points(y_ticks.clone())
+            )
             .map_err(e)?),
         (false, false) => body!(builder.build_cartesian_2d(x0..x1, y0..y1).map_err(e)?),
     }

@@ -251,6 +251,8 @@ mod tests {
             "{:?}",
             texts(&s)
         );
+        // The bottom edge reads 0, and no other tick does.
+        assert_eq!(texts(&s).iter().filter(|t| *t == "0").count(), 1);
         // Seven filled dots and two hollow ones.
         assert_eq!(s.matches("<circle").count(), 9);
         assert_eq!(
