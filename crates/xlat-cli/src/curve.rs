@@ -103,7 +103,10 @@ struct PointOut {
 
 pub fn run(a: CurveArgs) -> Result<()> {
     crate::export::one_to_stdout(&[&a.json, &a.csv])?;
-    crate::run::check_files(&[("--csv", &a.csv), ("--json", &a.json), ("--plot", &a.plot)])?;
+    crate::run::check_files(&[("--csv", &a.csv), ("--json", &a.json)])?;
+    if let Some(p) = &a.plot {
+        crate::plots::check_path(p)?;
+    }
     let mut sets = a.short.sets()?;
     sets.extend(a.sets.iter().cloned());
     let cfg = machine_with_sets(&a.machine, &sets)?;
@@ -209,14 +212,15 @@ pub fn run(a: CurveArgs) -> Result<()> {
         crate::export::write_text(path, &s)?;
     }
     if let Some(path) = &a.plot {
-        xlat_plot::write(&plot(&out), path)?;
+        xlat_plot::write(&plot(&out, &cfg), path)?;
     }
     let _ = std::io::stdout().flush();
     Ok(())
 }
 
-/// The curve as a chart: per 1000 instructions when the input has them.
-fn plot(o: &CurveOut) -> xlat_plot::Chart {
+/// The curve as a chart: per 1000 instructions when the input has them, on a log y axis
+/// (its tail reaches 0), the configured size marked.
+fn plot(o: &CurveOut, cfg: &xlat_sim::MachineConfig) -> xlat_plot::Chart {
     let mpki = o.instructions > 0;
     let ways = o.kind == "ways";
     let x_label = if ways {
@@ -226,7 +230,12 @@ fn plot(o: &CurveOut) -> xlat_plot::Chart {
     };
     let x = |p: &PointOut| if ways { p.ways } else { p.entries } as f64;
     xlat_plot::Chart {
-        title: format!("{} of {} · {}", o.structure, o.machine, o.input),
+        title: format!(
+            "miss-ratio curve of the {} · {} · {}",
+            crate::plots::structure_words(cfg, o.structure),
+            o.machine,
+            o.input
+        ),
         x_label,
         y_label: if mpki {
             "misses per 1000 instructions".into()
@@ -242,8 +251,26 @@ fn plot(o: &CurveOut) -> xlat_plot::Chart {
                 .map(|p| (x(p), p.mpki.unwrap_or(p.misses_per_kref)))
                 .collect(),
         }],
-        marks: Vec::new(),
-        steps: false,
+        y_log: true,
+        marks: vec![xlat_plot::Mark {
+            x: if ways {
+                o.configured_entries as f64 / o.sets.max(1) as f64
+            } else {
+                o.configured_entries as f64
+            },
+            label: if ways {
+                format!(
+                    "configured: {} ways",
+                    o.configured_entries / o.sets.max(1) as u64
+                )
+            } else {
+                format!(
+                    "configured: {} entries",
+                    crate::output::n(o.configured_entries)
+                )
+            },
+        }],
+        ..Default::default()
     }
 }
 

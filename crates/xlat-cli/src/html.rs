@@ -124,7 +124,7 @@ pub fn render(outcomes: &[Outcome], failures: &[Failure], command: &str) -> Resu
             .chain(["walks", "translation_cycles_per_ref", "cycles_per_ref"])
         {
             debug_assert!(METRICS.contains(&m));
-            let chart = crate::plots::sweep_chart(outcomes, m)?;
+            let chart = crate::plots::sweep_chart(outcomes, Some(m))?;
             let svg = xlat_plot::svg(&chart)?;
             // The SVG's own XML declaration is not allowed inside HTML.
             let body = svg.find("<svg").map_or(svg.as_str(), |i| &svg[i..]);

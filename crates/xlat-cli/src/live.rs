@@ -276,7 +276,7 @@ impl RunArgs {
             strict: false,
             warmup: self.warmup,
             attribute: self.attribute,
-            attribution: Default::default(),
+            ..Default::default()
         }
     }
 }

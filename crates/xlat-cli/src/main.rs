@@ -12,6 +12,7 @@ mod export;
 mod fanout;
 mod fold;
 mod html;
+mod interval_plot;
 mod layout;
 mod live;
 mod memory;
@@ -63,14 +64,17 @@ pub struct OutputArgs {
     /// `--sweep` field (inline SVG), failures, warnings and each machine in full.
     #[arg(long)]
     pub html: Option<PathBuf>,
-    /// Plot a metric of the sweep against its first numeric `--sweep` field, one line
-    /// per machine and input, to an `.svg` or `.png` file.
-    #[arg(long)]
-    pub plot: Option<PathBuf>,
-    /// The metric `--plot` draws: a counter column of the CSV (`l1_mpki`, `walks`,
-    /// `STLB_unified_misses`, ...).
-    #[arg(long, default_value = "l1_misses_per_kref", requires = "plot")]
-    pub plot_metric: String,
+    /// Plot to an `.svg` or `.png` file (repeatable). `FILE`: a metric of the sweep
+    /// against its swept numeric field, one line per machine and input (`--plot-metric`,
+    /// by default the misses per 1000 references of the swept structure's TLB level);
+    /// or, for one run with `--interval`, its misses per interval. `METRIC=FILE`: that
+    /// metric; `intervals=FILE`: the misses per interval (of every run).
+    #[arg(long, value_name = "[METRIC=]FILE")]
+    pub plot: Vec<PathBuf>,
+    /// The metric of the `--plot` files that name none: a column of the CSV (`l1_mpki`,
+    /// `walks`, `STLB_unified_misses`, ...).
+    #[arg(long, requires = "plot")]
+    pub plot_metric: Option<String>,
 }
 
 /// How the simulator runs: the flags of the commands that simulate.
@@ -252,6 +256,18 @@ pub struct SimArgs {
     /// covers the rest, on a warmed machine.
     #[arg(long, value_name = "N", default_value = "0", value_parser = parse_count)]
     warmup: u64,
+    /// Drop the first N references (e.g. `1G`) before the warm-up: not simulated at all
+    /// (fast-forward); OS events (mmap, fork, exit, exec, switch, ...) are still applied.
+    #[arg(long, value_name = "N", default_value = "0", value_parser = parse_count)]
+    skip: u64,
+    /// Stop after N counted references (after `--skip` and `--warmup`); 0: to the end.
+    #[arg(long, value_name = "N", default_value = "0", value_parser = parse_count)]
+    simulate: u64,
+    /// Count references, instructions, misses per TLB level and walks per interval of N
+    /// counted references (e.g. `1M`): a section `intervals` of each run's JSON report,
+    /// and `--plot`'s time series.
+    #[arg(long, value_name = "N", default_value = "0", value_parser = parse_count)]
+    interval: u64,
     /// Attribute first-level TLB misses and walks to mappings (binary, libraries, heap,
     /// stack, anon) and functions (ELF symbols of the files a capture recorded).
     #[arg(long)]

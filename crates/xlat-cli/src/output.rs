@@ -80,6 +80,21 @@ fn detailed_raw(o: &Outcome) -> String {
             n(r.warmup)
         );
     }
+    if r.skipped > 0 {
+        let _ = writeln!(
+            s,
+            "skip          the first {} references were dropped (OS events applied)\n",
+            n(r.skipped)
+        );
+    }
+    if let Some(iv) = &r.intervals {
+        let _ = writeln!(
+            s,
+            "intervals     {} of {} references (in --json; drawn by --plot)\n",
+            iv.rows.len(),
+            n(iv.every)
+        );
+    }
     let _ = writeln!(
         s,
         "references    fetch {}  load {}  store {}  translations {}  page-crossing {}",

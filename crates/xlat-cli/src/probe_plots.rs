@@ -85,7 +85,7 @@ pub fn latency(r: &Report) -> Option<Chart> {
                 ),
             })
             .collect(),
-        steps: false,
+        ..Default::default()
     })
 }
 
@@ -142,5 +142,6 @@ pub fn histogram(r: &Report) -> Option<Chart> {
         series,
         marks,
         steps: true,
+        ..Default::default()
     })
 }

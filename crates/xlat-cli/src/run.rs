@@ -149,7 +149,7 @@ pub fn machine_with_sets(name: &str, sets: &[String]) -> Result<MachineConfig> {
 /// Feeds `src` to `sim` in batches; bounded memory whatever the stream length.
 pub fn drive<S: EventSource>(src: &mut S, sim: &mut Sim<Radix>) -> Result<()> {
     let mut buf: Vec<Event> = Vec::with_capacity(BATCH);
-    while src.fill(&mut buf, BATCH)? {
+    while !sim.finished() && src.fill(&mut buf, BATCH)? {
         check_interrupt()?;
         sim.run(&buf)?;
     }
@@ -164,7 +164,7 @@ pub fn drive_workload(
 ) -> Result<()> {
     let pb = crate::progress::events_bar(spec.to_string(), w.expected_events());
     let mut buf: Vec<Event> = Vec::with_capacity(BATCH);
-    while w.fill(&mut buf, BATCH)? {
+    while !sim.finished() && w.fill(&mut buf, BATCH)? {
         check_interrupt()?;
         sim.run(&buf).with_context(|| format!("workload {spec}"))?;
         pb.inc(buf.len() as u64);
@@ -182,7 +182,7 @@ pub fn drive_progress<S: EventSource>(
 ) -> Result<()> {
     let pb = crate::progress::bar(msg);
     let mut buf: Vec<Event> = Vec::with_capacity(batch);
-    while src.fill(&mut buf, batch)? {
+    while !sim.finished() && src.fill(&mut buf, batch)? {
         sim.run(&buf)?;
         pb.inc(buf.len() as u64);
     }
@@ -192,6 +192,9 @@ pub fn drive_progress<S: EventSource>(
 
 /// The error of a run whose input ended before its warm-up did.
 pub fn check_warm(sim: &Sim<Radix>, warmup: u64) -> Result<()> {
+    if sim.skipping() {
+        bail!("--skip: the input has fewer references, so nothing would be counted");
+    }
     if sim.warming() {
         bail!("--warmup {warmup}: the input has fewer references, so nothing would be counted");
     }
@@ -199,7 +202,9 @@ pub fn check_warm(sim: &Sim<Radix>, warmup: u64) -> Result<()> {
 }
 
 /// How runs go: `strict` about cut traces, the first `warmup` references not counted,
-/// misses attributed to mappings and functions (`attribute`).
+/// misses attributed to mappings and functions (`attribute`), and the window: `skip`
+/// references dropped first (OS events applied), `simulate` counted ones at most (0: all),
+/// the main counters per `interval` references (0: none).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RunOpts {
     pub strict: bool,
@@ -207,13 +212,19 @@ pub struct RunOpts {
     pub attribute: bool,
     /// `--sort`, `--lines` of the attribution.
     pub attribution: crate::attribution::Options,
+    pub skip: u64,
+    pub simulate: u64,
+    pub interval: u64,
 }
 
 impl RunOpts {
     /// A simulator for `cfg` set up for these runs.
     pub fn sim(&self, cfg: &MachineConfig) -> Result<Sim<Radix>> {
         let mut sim = new_sim(cfg)?;
+        sim.set_skip(self.skip);
         sim.set_warmup(self.warmup);
+        sim.set_simulate(self.simulate);
+        sim.set_interval(self.interval);
         if self.attribute {
             sim.attribute_misses();
         }
@@ -364,7 +375,11 @@ fn drive_group(
         .collect();
     let r = crate::fanout::run_jobs(
         &mut jobs,
-        |(sim, tap)| match tap.as_mut().and_then(|t| t.next_batch()) {
+        |(sim, tap)| match tap
+            .as_mut()
+            .filter(|_| !sim.finished())
+            .and_then(|t| t.next_batch())
+        {
             Some(b) => {
                 sim.run(&b?).with_context(|| format!("workload {spec}"))?;
                 Ok(true)
@@ -420,14 +435,13 @@ pub fn check(input: &Input) -> Result<()> {
 
 /// Checks every output of `out` before anything runs (a bad path fails at once, not
 /// after the simulation): the files' directories take a new file, at most one of them
-/// is standard output, and `--plot` is an `.svg` or `.png` file.
+/// is standard output; `--plot`'s files and metrics are [`crate::plots::check`]'s.
 pub fn check_outputs(out: &OutputArgs) -> Result<()> {
     crate::export::one_to_stdout(&[&out.json, &out.csv, &out.html])?;
     check_files(&[
         ("--json", &out.json),
         ("--csv", &out.csv),
         ("--html", &out.html),
-        ("--plot", &out.plot),
     ])
 }
 
@@ -478,6 +492,9 @@ pub fn sim(a: SimArgs) -> Result<()> {
         sort: a.sort.unwrap_or_default(),
         lines: a.lines,
     };
+    plan.skip = a.skip;
+    plan.simulate = a.simulate;
+    plan.interval = a.interval;
     let out = &a.out;
     if a.plan.is_some() || a.slurm.is_some() {
         anyhow::ensure!(
@@ -493,12 +510,20 @@ pub fn sim(a: SimArgs) -> Result<()> {
         .map(crate::attribution::create_csv)
         .transpose()?;
     let total = plan.runs();
+    crate::plots::check(
+        out,
+        Some(&crate::plots::Planned {
+            sweeps: &a.sweeps,
+            interval: a.interval,
+            runs: total,
+        }),
+    )?;
     let machines = plan.load_machines();
     let checked = plan.check_inputs();
     catch_interrupt();
-    if out.plot.is_some() {
-        let cfgs: Vec<&MachineConfig> = machines.iter().flatten().collect();
-        crate::metrics::check_metric(&out.plot_metric, &cfgs)?;
+    let cfgs: Vec<&MachineConfig> = machines.iter().flatten().collect();
+    for m in crate::plots::metrics_named(out) {
+        crate::metrics::check_metric(&m, &cfgs)?;
     }
     let mut failures = crate::plan::machine_failures(&plan, &machines);
     for (i, r) in plan.inputs.iter().zip(&checked) {

@@ -18,7 +18,7 @@ pub fn plan_and_submit(plan: &mut Plan, a: &SimArgs, out: &OutputArgs) -> Result
         _ => bail!("give --plan DIR or --slurm DIR, not both"),
     };
     let outputs =
-        out.json.is_some() || out.csv.is_some() || out.plot.is_some() || out.html.is_some();
+        out.json.is_some() || out.csv.is_some() || !out.plot.is_empty() || out.html.is_some();
     ensure!(
         !outputs || (submit && a.wait),
         "--json, --csv, --plot and --html are written by `xlat merge DIR` (or by --slurm with --wait)"

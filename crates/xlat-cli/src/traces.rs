@@ -305,6 +305,9 @@ impl Feed {
     pub fn step(&mut self, sim: &mut Sim<Radix>) -> Result<bool> {
         // A tap hands out a whole batch when asked for this many events.
         const ALL: usize = PIPELINE_BATCH;
+        if sim.finished() {
+            return Ok(false);
+        }
         match self {
             Feed::Plain(tap) => match tap.next_batch() {
                 Some(b) => sim.run(&b?)?,

@@ -196,7 +196,10 @@ fn plots_are_written_as_svg_and_png() {
     ]);
     assert!(ok, "{err}");
     let text = std::fs::read_to_string(&svg).unwrap();
-    assert!(text.starts_with("<svg") && text.contains("walks by tlb.levels[0].d[0].entries"));
+    assert!(
+        text.starts_with("<svg") && text.contains("page walks by L1 DTLB[0] (4KiB pages) entries"),
+        "{text}"
+    );
     assert!(
         text.contains("skylake · gups") && text.contains("i386 · gups"),
         "legend"

@@ -1,14 +1,15 @@
-//! Line charts of xlat's results (miss-ratio curves, sweeps), written as SVG or PNG
-//! files a user opens directly; no Python needed.
+//! Line charts of xlat's results (miss-ratio curves, sweeps, time series), written as SVG
+//! or PNG files a user opens directly; no Python needed.
 //!
-//! Text is drawn with a TrueType font read at run time (`plotters`' `ab_glyph`
-//! backend: no system font library): `$XLAT_FONT`, else DejaVu Sans from Debian's
-//! `fonts-dejavu-core`. Without one, [`write`] fails saying which package to install.
-//! A file is drawn in memory and written through `xlat_fs::OutFile`: complete, or not at
-//! all, with no predictable temporary name.
+//! Text is drawn with DejaVu Sans, bundled (`font.rs`; `$XLAT_FONT` names another), so a
+//! machine without fonts renders them too. A file is drawn in memory and written through
+//! `xlat_fs::OutFile`: complete, or not at all, with no predictable temporary name.
+
+mod draw;
+mod font;
+mod ticks;
 
 use plotters::prelude::*;
-use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::path::{Path, PathBuf};
 
 /// One line of a chart.
@@ -27,11 +28,16 @@ pub struct Chart {
     pub y_label: String,
     /// A log2 x axis (sizes in powers of two); every x must then be > 0.
     pub x_log2: bool,
+    /// A log10 y axis (miss ratios). Values of 0 are drawn on its bottom edge as hollow
+    /// dots, and a note under the title says how many; negative values are refused.
+    pub y_log: bool,
     pub series: Vec<Series>,
-    /// Vertical lines at given x values, labelled (knees, medians).
+    /// Vertical lines at given x values, labelled (knees, medians, the configured size).
     pub marks: Vec<Mark>,
     /// Histograms: the points are step corners, drawn without dots.
     pub steps: bool,
+    /// Lines of small text under the title (what is held constant, what is clipped).
+    pub notes: Vec<String>,
 }
 
 /// A labelled vertical line.
@@ -41,14 +47,11 @@ pub struct Mark {
     pub label: String,
 }
 
-/// Series with more points than this are drawn as lines only (histograms).
-const MAX_DOTS: usize = 64;
-
 #[derive(Debug, thiserror::Error)]
 pub enum PlotError {
     #[error("{0}: a plot is written as .svg or .png")]
     Format(PathBuf),
-    #[error("no font to draw text with: install Debian's fonts-dejavu-core, or set XLAT_FONT to a .ttf file ({0})")]
+    #[error("no font to draw text with: {0} (unset XLAT_FONT to use the bundled DejaVu Sans)")]
     Font(String),
     #[error("nothing to plot: {0}")]
     Empty(String),
@@ -61,36 +64,6 @@ pub enum PlotError {
     },
 }
 
-/// Fonts tried in order when `XLAT_FONT` is not set.
-const FONTS: &[&str] = &[
-    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
-    "/usr/share/fonts/TTF/DejaVuSans.ttf",
-    "/usr/share/fonts/dejavu/DejaVuSans.ttf",
-];
-
-/// Registers a TrueType font as plotters' `sans-serif` (once per process).
-fn font() -> Result<(), PlotError> {
-    static DONE: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
-    DONE.get_or_init(|| {
-        let paths: Vec<String> = match std::env::var("XLAT_FONT") {
-            Ok(p) => vec![p],
-            Err(_) => FONTS.iter().map(|s| s.to_string()).collect(),
-        };
-        for p in &paths {
-            if let Ok(bytes) = std::fs::read(p) {
-                // plotters keeps the font for the process's life.
-                let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
-                if plotters::style::register_font("sans-serif", FontStyle::Normal, bytes).is_ok() {
-                    return Ok(());
-                }
-            }
-        }
-        Err(format!("tried {}", paths.join(", ")))
-    })
-    .clone()
-    .map_err(PlotError::Font)
-}
-
 /// Chart size in pixels (SVG user units).
 const SIZE: (u32, u32) = (960, 600);
 
@@ -98,11 +71,26 @@ const SIZE: (u32, u32) = (960, 600);
 /// finite below it. A larger value is a bug upstream, refused with an error.
 pub const MAX_VALUE: f64 = 1e300;
 
+/// Whether `path` names a format [`write`] draws (`.svg`, `.png`): `Some(true)` for SVG.
+pub fn format_of(path: &Path) -> Result<bool, PlotError> {
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_lowercase);
+    match ext.as_deref() {
+        Some("svg") => Ok(true),
+        Some("png") => Ok(false),
+        _ => Err(PlotError::Format(path.to_path_buf())),
+    }
+}
+
 /// The chart has something to draw, every point drawable; the font is there.
 fn check(chart: &Chart) -> Result<(), PlotError> {
     let points = chart.series.iter().flat_map(|s| &s.points);
     let finite = |v: f64| v.is_finite() && v.abs() <= MAX_VALUE;
-    let ok = |&&(x, y): &&(f64, f64)| finite(x) && finite(y) && (!chart.x_log2 || x > 0.0);
+    let ok = |&&(x, y): &&(f64, f64)| {
+        finite(x) && finite(y) && (!chart.x_log2 || x > 0.0) && (!chart.y_log || y >= 0.0)
+    };
     let marks_ok = chart
         .marks
         .iter()
@@ -113,11 +101,11 @@ fn check(chart: &Chart) -> Result<(), PlotError> {
     {
         return Err(PlotError::Empty(format!(
             "{}: no points, or a value that is not a finite number of magnitude at most \
-             {MAX_VALUE:e} (or x ≤ 0 on a log axis)",
+             {MAX_VALUE:e} (or x ≤ 0 on a log x axis, y < 0 on a log y axis)",
             chart.title
         )));
     }
-    font()
+    font::register()
 }
 
 /// `chart` as an SVG document in a string (to inline in an HTML report).
@@ -126,7 +114,7 @@ pub fn svg(chart: &Chart) -> Result<String, PlotError> {
     let mut out = String::new();
     {
         let root = SVGBackend::with_string(&mut out, SIZE).into_drawing_area();
-        draw_on(chart, root).map_err(|msg| PlotError::Draw {
+        draw::draw_on(chart, root).map_err(|msg| PlotError::Draw {
             path: PathBuf::from("(inline SVG)"),
             msg,
         })?;
@@ -136,15 +124,7 @@ pub fn svg(chart: &Chart) -> Result<String, PlotError> {
 
 /// Writes `chart` to `path` (`.svg` or `.png`, by extension).
 pub fn write(chart: &Chart, path: &Path) -> Result<(), PlotError> {
-    let ext = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .map(str::to_lowercase);
-    let svg = match ext.as_deref() {
-        Some("svg") => true,
-        Some("png") => false,
-        _ => return Err(PlotError::Format(path.to_path_buf())),
-    };
+    let svg = format_of(path)?;
     check(chart)?;
     let draw = |e: String| PlotError::Draw {
         path: path.to_path_buf(),
@@ -158,16 +138,11 @@ pub fn write(chart: &Chart, path: &Path) -> Result<(), PlotError> {
         let mut out = String::new();
         {
             let root = SVGBackend::with_string(&mut out, SIZE).into_drawing_area();
-            draw_on(chart, root).map_err(draw)?;
+            draw::draw_on(chart, root).map_err(draw)?;
         }
         out.into_bytes()
     } else {
-        let mut rgb = vec![0u8; SIZE.0 as usize * SIZE.1 as usize * 3];
-        {
-            let root = BitMapBackend::with_buffer(&mut rgb, SIZE).into_drawing_area();
-            draw_on(chart, root).map_err(draw)?;
-        }
-        png(&rgb).map_err(draw)?
+        png(&render(chart).map_err(draw)?).map_err(draw)?
     };
     let io = |source| PlotError::Io {
         path: path.to_path_buf(),
@@ -176,6 +151,16 @@ pub fn write(chart: &Chart, path: &Path) -> Result<(), PlotError> {
     let mut f = xlat_fs::OutFile::create(path).map_err(io)?;
     std::io::Write::write_all(&mut f, &bytes).map_err(io)?;
     f.commit().map_err(io)
+}
+
+/// `chart` as RGB pixels of [`SIZE`].
+fn render(chart: &Chart) -> Result<Vec<u8>, String> {
+    let mut rgb = vec![0u8; SIZE.0 as usize * SIZE.1 as usize * 3];
+    {
+        let root = BitMapBackend::with_buffer(&mut rgb, SIZE).into_drawing_area();
+        draw::draw_on(chart, root)?;
+    }
+    Ok(rgb)
 }
 
 /// An RGB image of [`SIZE`] encoded as PNG.
@@ -188,130 +173,6 @@ fn png(rgb: &[u8]) -> Result<Vec<u8>, String> {
     w.write_image_data(rgb).map_err(|e| e.to_string())?;
     w.finish().map_err(|e| e.to_string())?;
     Ok(out)
-}
-
-/// The axis range of `v` with a margin (a single value gets a range around it).
-fn range(v: impl Iterator<Item = f64> + Clone, log: bool) -> (f64, f64) {
-    let lo = v.clone().fold(f64::INFINITY, f64::min);
-    let hi = v.fold(f64::NEG_INFINITY, f64::max);
-    if log {
-        return (lo / 1.2, hi * 1.2);
-    }
-    let lo = lo.min(0.0);
-    if hi <= lo {
-        // A flat series: a range around it (relative, so that it is not lost to rounding).
-        return (lo, lo + lo.abs().max(1.0));
-    }
-    (lo, hi + (hi - lo) * 0.05)
-}
-
-fn draw_on<DB: DrawingBackend>(
-    chart: &Chart,
-    root: DrawingArea<DB, plotters::coord::Shift>,
-) -> Result<(), String>
-where
-    DB::ErrorType: 'static,
-{
-    let e = |x: DrawingAreaErrorKind<DB::ErrorType>| x.to_string();
-    root.fill(&WHITE).map_err(e)?;
-    let xs = chart
-        .series
-        .iter()
-        .flat_map(|s| s.points.iter().map(|p| p.0))
-        .chain(chart.marks.iter().map(|m| m.x));
-    let ys = chart
-        .series
-        .iter()
-        .flat_map(|s| s.points.iter().map(|p| p.1));
-    let (x0, x1) = range(xs, chart.x_log2);
-    let (y0, y1) = range(ys, false);
-    let mut builder = ChartBuilder::on(&root);
-    builder
-        .caption(&chart.title, ("sans-serif", 22))
-        .margin(16)
-        .x_label_area_size(48)
-        .y_label_area_size(80);
-    let colors = |i: usize| Palette99::pick(i).to_rgba();
-    macro_rules! body {
-        ($ctx:expr) => {{
-            let mut ctx = $ctx;
-            ctx.configure_mesh()
-                .x_label_formatter(&|x: &f64| number(*x))
-                .y_label_formatter(&|y: &f64| number(*y))
-                .x_desc(&chart.x_label)
-                .y_desc(&chart.y_label)
-                .label_style(("sans-serif", 14))
-                .draw()
-                .map_err(e)?;
-            for (i, s) in chart.series.iter().enumerate() {
-                let c = colors(i);
-                ctx.draw_series(LineSeries::new(s.points.iter().copied(), c.stroke_width(2)))
-                    .map_err(e)?
-                    .label(s.name.clone())
-                    .legend(move |(x, y)| {
-                        PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
-                    });
-                if !chart.steps && s.points.len() <= MAX_DOTS {
-                    ctx.draw_series(s.points.iter().map(|&p| Circle::new(p, 3, c.filled())))
-                        .map_err(e)?;
-                }
-            }
-            for (i, m) in chart.marks.iter().enumerate() {
-                let grey = BLACK.mix(0.45);
-                ctx.draw_series(std::iter::once(PathElement::new(
-                    vec![(m.x, y0), (m.x, y1)],
-                    grey.stroke_width(1),
-                )))
-                .map_err(e)?;
-                // Labels alternate in height so that close marks stay readable, and
-                // sit left of their line in the chart's right half.
-                let y = y1 - (y1 - y0) * (0.04 + 0.05 * (i % 3) as f64);
-                let right = if chart.x_log2 {
-                    (m.x / x0).ln() > (x1 / x0).ln() * 0.55
-                } else {
-                    m.x - x0 > (x1 - x0) * 0.55
-                };
-                let (text, h) = if right {
-                    (format!("{} ", m.label), HPos::Right)
-                } else {
-                    (format!(" {}", m.label), HPos::Left)
-                };
-                let style = ("sans-serif", 13)
-                    .into_font()
-                    .color(&grey)
-                    .pos(Pos::new(h, VPos::Top));
-                ctx.draw_series(std::iter::once(Text::new(text, (m.x, y), style)))
-                    .map_err(e)?;
-            }
-            if chart.series.len() > 1 || !chart.series[0].name.is_empty() {
-                ctx.configure_series_labels()
-                    .background_style(WHITE.mix(0.85))
-                    .border_style(BLACK)
-                    .label_font(("sans-serif", 14))
-                    .draw()
-                    .map_err(e)?;
-            }
-        }};
-    }
-    if chart.x_log2 {
-        body!(builder
-            .build_cartesian_2d((x0..x1).log_scale().base(2.0), y0..y1)
-            .map_err(e)?);
-    } else {
-        body!(builder.build_cartesian_2d(x0..x1, y0..y1).map_err(e)?);
-    }
-    root.present().map_err(e)?;
-    Ok(())
-}
-
-/// An axis label: whole numbers without decimals, others with up to 3.
-fn number(v: f64) -> String {
-    if v == v.round() && v.abs() < 1e15 {
-        format!("{}", v as i64)
-    } else {
-        let s = format!("{v:.3}");
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    }
 }
 
 #[cfg(test)]
@@ -338,7 +199,99 @@ mod tests {
                 x: 64.0,
                 label: "L1 knee".into(),
             }],
-            steps: false,
+            ..Default::default()
+        }
+    }
+
+    /// The texts of an SVG document's `<text>` elements.
+    fn texts(svg: &str) -> Vec<String> {
+        svg.split("<text")
+            .skip(1)
+            .filter_map(|t| t.split_once('>').and_then(|(_, r)| r.split_once("</text>")))
+            .map(|(t, _)| t.trim().to_string())
+            .collect()
+    }
+
+    /// The bundled font draws text without any font installed or named.
+    #[test]
+    fn text_is_drawn_with_the_bundled_font() {
+        let b = font::bytes(None).unwrap();
+        assert!(std::ptr::eq(b, font::BUNDLED));
+        assert_eq!(&b[..4], &[0, 1, 0, 0], "a TrueType file");
+        let msg = font::bytes(Some("/nonexistent/x.ttf".into())).unwrap_err();
+        assert!(msg.contains("XLAT_FONT=/nonexistent/x.ttf"), "{msg}");
+        // The title's band has dark pixels (text), and none without a title.
+        check(&chart()).unwrap();
+        let dark = |c: &Chart| {
+            let rgb = render(c).unwrap();
+            (0..36 * SIZE.0 as usize)
+                .filter(|&p| rgb[p * 3] < 100)
+                .count()
+        };
+        let titled = dark(&chart());
+        assert!(titled > 200, "{titled} dark pixels in the title");
+        let mut untitled = chart();
+        untitled.title.clear();
+        assert_eq!(dark(&untitled), 0);
+    }
+
+    /// A log y axis: zeros on the bottom edge as hollow dots, with a note; negative
+    /// values refused.
+    #[test]
+    fn log_y_draws_zeros_on_the_edge_and_says_so() {
+        let mut c = chart();
+        c.y_log = true;
+        c.series[0].points.push((8192.0, 0.0));
+        c.series[1].points.push((8192.0, 0.0));
+        let s = svg(&c).unwrap();
+        assert!(
+            texts(&s)
+                .iter()
+                .any(|t| t.starts_with("2 values of 0 drawn as hollow dots")),
+            "{:?}",
+            texts(&s)
+        );
+        // The bottom edge reads 0, and no other tick does.
+        assert_eq!(texts(&s).iter().filter(|t| *t == "0").count(), 1);
+        // Seven filled dots and two hollow ones.
+        assert_eq!(s.matches("<circle").count(), 9);
+        assert_eq!(
+            s.split("<circle")
+                .skip(1)
+                .filter(|c| c.split("/>").next().unwrap().contains("fill=\"none\""))
+                .count(),
+            2
+        );
+        c.series[0].points.push((16384.0, -1.0));
+        assert!(matches!(svg(&c), Err(PlotError::Empty(_))));
+        // Only zeros: a linear axis, said.
+        let mut c = chart();
+        c.y_log = true;
+        for s in &mut c.series {
+            for p in &mut s.points {
+                p.1 = 0.0;
+            }
+        }
+        let s = svg(&c).unwrap();
+        assert!(texts(&s).contains(&"every value is 0: drawn on a linear axis".to_string()));
+    }
+
+    /// A flat series of small values: no two tick labels alike.
+    #[test]
+    fn flat_series_get_distinct_tick_labels() {
+        for y in [1e-4, 0.64, 3e9, 1e-300] {
+            let mut c = chart();
+            c.marks.clear();
+            c.series.truncate(1);
+            c.series[0].name.clear();
+            for p in &mut c.series[0].points {
+                p.1 = y;
+            }
+            let t = texts(&svg(&c).unwrap());
+            let mut u = t.clone();
+            u.sort();
+            u.dedup();
+            assert_eq!(u.len(), t.len(), "{y}: {t:?}");
         }
     }
 

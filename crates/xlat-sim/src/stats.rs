@@ -208,6 +208,12 @@ pub struct Report {
     /// References simulated first and not counted (`--warmup`; 0: every one counted).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub warmup: u64,
+    /// References dropped before the warm-up (`--skip`; OS events were applied).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub skipped: u64,
+    /// The main counters per interval of references (`--interval`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intervals: Option<Intervals>,
     pub machine: crate::config::MachineConfig,
     pub refs: Refs,
     pub tlb_levels: Vec<LevelStats>,
@@ -240,6 +246,28 @@ pub struct Report {
     /// (`xlat sim --attribute`: named by the CLI from `Sim::attribution`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attribution: Option<AttributionReport>,
+}
+
+/// The main counters' growth per interval of counted references: the rows add up to the
+/// report's totals.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Intervals {
+    /// References per interval (the last one may have fewer).
+    pub every: u64,
+    /// What `misses` counts, element by element: the TLB levels of `tlb_levels`, as
+    /// `NAME SIDE` (`L1 i`, `L1 d`, `STLB unified`).
+    pub levels: Vec<String>,
+    pub rows: Vec<Interval>,
+}
+
+/// One interval's counts (or, inside the simulator, the counts from the first event).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Interval {
+    pub refs: u64,
+    pub instructions: u64,
+    /// Misses per TLB level and side (`Intervals::levels`).
+    pub misses: Vec<u64>,
+    pub walks: u64,
 }
 
 /// Misses and walks by mapping (of the address that missed) and by function (the code

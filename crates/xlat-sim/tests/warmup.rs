@@ -1,21 +1,10 @@
 //! Warm-up (`Sim::set_warmup`): the first N references are simulated and not counted.
 
+use common::{differences, events, is_ref, without_peaks};
 use xlat_sim::{presets, MachineConfig, Radix, Report, Sim};
-use xlat_types::{Event, EventSource};
+use xlat_types::Event;
 
-fn events(spec: &str) -> Vec<Event> {
-    let mut w = xlat_workloads::parse(spec).unwrap();
-    let mut all = Vec::new();
-    let mut buf = Vec::new();
-    while w.fill(&mut buf, 4096).unwrap() {
-        all.extend_from_slice(&buf);
-    }
-    all
-}
-
-fn is_ref(e: &Event) -> bool {
-    matches!(e, Event::Access(_) | Event::Block(_))
-}
+mod common;
 
 /// `events` in batches of `batch` with a warm-up of `warmup` references.
 fn warm(cfg: &MachineConfig, ev: &[Event], warmup: u64, batch: usize) -> Report {
@@ -117,50 +106,6 @@ fn a_warm_up_is_the_difference_of_two_reports() {
             assert_eq!(r.refs.total, refs - w, "{name} × {spec}");
         }
     }
-}
-
-/// The report without its peaks (a plain run's peaks include the warm-up's).
-fn without_peaks(mut v: serde_json::Value) -> serde_json::Value {
-    v["page_tables"]["bytes_peak"] = 0.into();
-    if v["hash"].is_object() {
-        v["hash"]["peak_live"] = 0.into();
-        v["hash"]["peak_zombies"] = 0.into();
-    }
-    v
-}
-
-/// Paths where `a` and `b` differ, with both values.
-fn differences(a: &serde_json::Value, b: &serde_json::Value, path: &str) -> Vec<String> {
-    use serde_json::Value;
-    match (a, b) {
-        (Value::Object(x), Value::Object(y)) => {
-            let mut keys: Vec<&String> = x.keys().chain(y.keys()).collect();
-            keys.dedup();
-            keys.iter()
-                .flat_map(|k| {
-                    let n = Value::Null;
-                    differences(
-                        x.get(*k).unwrap_or(&n),
-                        y.get(*k).unwrap_or(&n),
-                        &format!("{path}.{k}"),
-                    )
-                })
-                .collect()
-        }
-        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => x
-            .iter()
-            .zip(y)
-            .enumerate()
-            .flat_map(|(i, (p, q))| differences(p, q, &format!("{path}[{i}]")))
-            .collect(),
-        _ if a == b => Vec::new(),
-        _ => vec![format!("{path}: {} vs {}", short(a), short(b))],
-    }
-}
-
-fn short(v: &serde_json::Value) -> String {
-    let s = v.to_string();
-    s.chars().take(120).collect()
 }
 
 #[test]

@@ -11,6 +11,7 @@ use std::path::Path;
 /// local run would. Fails naming the shards without a result.
 pub fn merge(dir: &Path, out: &OutputArgs, partial: bool) -> Result<()> {
     run::check_outputs(out)?;
+    crate::plots::check(out, None)?;
     let plan = Plan::read(dir)?;
     let ni = plan.inputs.len();
     let mut runs: Vec<Option<shard::ShardRun>> = (0..plan.runs()).map(|_| None).collect();
@@ -145,9 +146,7 @@ pub fn finish(
         if let Some(p) = &out.csv {
             crate::export::write_csv(p, &outcomes)?;
         }
-        if let Some(p) = &out.plot {
-            crate::plots::sweep(&outcomes, &out.plot_metric, p)?;
-        }
+        crate::plots::write_all(&outcomes, out)?;
         if let Some(p) = &out.html {
             crate::html::write(p, &outcomes, &failures)?;
         }

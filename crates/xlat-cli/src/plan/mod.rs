@@ -61,6 +61,14 @@ pub struct Plan {
     /// Its `--sort` and `--lines`.
     #[serde(default)]
     pub attribution: crate::attribution::Options,
+    /// References dropped first (`--skip`), counted ones at most (`--simulate`, 0: all),
+    /// references per interval (`--interval`, 0: none).
+    #[serde(default)]
+    pub skip: u64,
+    #[serde(default)]
+    pub simulate: u64,
+    #[serde(default)]
+    pub interval: u64,
     pub portable: bool,
     pub max_memory: u64,
     pub shards: usize,
@@ -163,6 +171,9 @@ impl Plan {
             warmup: 0,
             attribute: false,
             attribution: Default::default(),
+            skip: 0,
+            simulate: 0,
+            interval: 0,
             portable: run::PORTABLE.load(std::sync::atomic::Ordering::Relaxed),
             max_memory: crate::memory::limit(),
             shards: 1,
@@ -239,6 +250,9 @@ impl Plan {
                 warmup: self.warmup,
                 attribute: self.attribute,
                 attribution: self.attribution,
+                skip: self.skip,
+                simulate: self.simulate,
+                interval: self.interval,
             };
             let out = run::run_group(&cfgs, &input, opts);
             ms.iter()

@@ -36,6 +36,7 @@ mod programs;
 mod report;
 mod walk;
 mod warmup;
+mod window;
 
 use crate::cache::Caches;
 use crate::config::ContextFlush;
@@ -142,6 +143,8 @@ pub struct Sim<P: PageTable> {
     precleared: Vec<u64>,
     /// References not counted at the start (`warmup.rs`).
     warmup: warmup::Warmup,
+    /// Skip, simulate and interval windows, or a warm-up (`window.rs`).
+    window: Option<Box<window::Window>>,
     /// The structure a curve profiles (`profile.rs`).
     profiled: Option<usize>,
     /// First-level misses when the batch started (`profile.rs`).
@@ -287,6 +290,7 @@ impl<P: PageTable> Sim<P> {
             attrib: None,
             tracking: false,
             warmup: Default::default(),
+            window: None,
             profiled: None,
             misses_at_batch: 0,
             stack_in_place: false,
@@ -305,8 +309,8 @@ impl<P: PageTable> Sim<P> {
     /// Replays a batch of events. On error, `events_done()` says how far it got.
     pub fn run(&mut self, events: &[Event]) -> Result<(), SimError> {
         let t = thread_cpu();
-        let r = if self.warmup.left > 0 {
-            self.run_warming(events)
+        let r = if self.window.is_some() {
+            self.run_windowed(events)
         } else {
             self.run_batch(events)
         };

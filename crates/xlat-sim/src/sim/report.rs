@@ -6,7 +6,9 @@ use super::*;
 impl<P: PageTable> Sim<P> {
     /// The report as of now (after a warm-up: since it ended).
     pub fn report(&self) -> Report {
-        self.since_warm(self.report_all())
+        let mut r = self.since_warm(self.report_all());
+        self.window_report(&mut r);
+        r
     }
 
     /// Every count from the first event.
@@ -71,6 +73,8 @@ impl<P: PageTable> Sim<P> {
         Report {
             schema: 1,
             warmup: 0,
+            skipped: 0,
+            intervals: None,
             machine: self.cfg.clone(),
             refs,
             tlb_levels,

@@ -25,6 +25,8 @@ const KEPT: &[&str] = &[
     "schema",
     "machine",
     "warmup",
+    "skipped",
+    "intervals",
     "fetch_miss_pages",
     "attribution",
     "tlb_levels[].hit_cycles",
@@ -60,6 +62,15 @@ impl<P: PageTable> Sim<P> {
             refs,
             ..Default::default()
         };
+        if refs > 0 {
+            // Its end is a boundary `window.rs` splits a batch at.
+            self.window.get_or_insert_with(Default::default);
+        }
+    }
+
+    /// References of the warm-up asked for.
+    pub(super) fn warmup_refs(&self) -> u64 {
+        self.warmup.refs
     }
 
     /// Whether a warm-up was asked for and is not over: the input was shorter than it.
@@ -67,31 +78,8 @@ impl<P: PageTable> Sim<P> {
         self.warmup.left > 0
     }
 
-    /// A batch while warming: up to the warm-up's last reference, the mark, then the rest.
-    #[cold]
-    pub(super) fn run_warming(&mut self, events: &[Event]) -> Result<(), SimError> {
-        let mut split = events.len();
-        let mut n = 0;
-        for (i, e) in events.iter().enumerate() {
-            if matches!(e, Event::Access(_) | Event::Block(_)) {
-                n += 1;
-                if n == self.warmup.left {
-                    split = i + 1;
-                    break;
-                }
-            }
-        }
-        self.run_batch(&events[..split])?;
-        self.warmup.left -= n;
-        if self.warmup.left > 0 {
-            return Ok(());
-        }
-        self.mark_warm();
-        self.run_batch(&events[split..])
-    }
-
     /// The warm-up ends here: the counters' values now are the report's zero.
-    fn mark_warm(&mut self) {
+    pub(super) fn mark_warm(&mut self) {
         self.warmup.base = Some(Box::new(self.report()));
         self.warmup.stack_base = self
             .tlb

@@ -1,4 +1,5 @@
-//! Event and run helpers shared by the exactness tests (`exact.rs`, `nested.rs`).
+//! Event and run helpers shared by the exactness tests (`exact.rs`, `nested.rs`), and
+//! report comparisons of the warm-up and window tests.
 #![allow(dead_code)]
 
 use xlat_sim::{MachineConfig, Radix, Report, Sim};
@@ -54,4 +55,64 @@ unified = [ {tlb} ]
 "#
     );
     MachineConfig::from_toml(&text, "test").unwrap()
+}
+
+/// Every event of built-in workload `spec`.
+pub fn events(spec: &str) -> Vec<Event> {
+    use xlat_types::EventSource;
+    let mut w = xlat_workloads::parse(spec).unwrap();
+    let mut all = Vec::new();
+    let mut buf = Vec::new();
+    while w.fill(&mut buf, 4096).unwrap() {
+        all.extend_from_slice(&buf);
+    }
+    all
+}
+
+pub fn is_ref(e: &Event) -> bool {
+    matches!(e, Event::Access(_) | Event::Block(_))
+}
+
+/// The report without its peaks (a plain run's peaks include the warm-up's).
+pub fn without_peaks(mut v: serde_json::Value) -> serde_json::Value {
+    v["page_tables"]["bytes_peak"] = 0.into();
+    if v["hash"].is_object() {
+        v["hash"]["peak_live"] = 0.into();
+        v["hash"]["peak_zombies"] = 0.into();
+    }
+    v
+}
+
+/// Paths where `a` and `b` differ, with both values.
+pub fn differences(a: &serde_json::Value, b: &serde_json::Value, path: &str) -> Vec<String> {
+    use serde_json::Value;
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let mut keys: Vec<&String> = x.keys().chain(y.keys()).collect();
+            keys.dedup();
+            keys.iter()
+                .flat_map(|k| {
+                    let n = Value::Null;
+                    differences(
+                        x.get(*k).unwrap_or(&n),
+                        y.get(*k).unwrap_or(&n),
+                        &format!("{path}.{k}"),
+                    )
+                })
+                .collect()
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => x
+            .iter()
+            .zip(y)
+            .enumerate()
+            .flat_map(|(i, (p, q))| differences(p, q, &format!("{path}[{i}]")))
+            .collect(),
+        _ if a == b => Vec::new(),
+        _ => vec![format!("{path}: {} vs {}", short(a), short(b))],
+    }
+}
+
+pub fn short(v: &serde_json::Value) -> String {
+    let s = v.to_string();
+    s.chars().take(120).collect()
 }
