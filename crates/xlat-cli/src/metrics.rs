@@ -172,9 +172,8 @@ pub fn metric(o: &Outcome, name: &str) -> Option<f64> {
         .and_then(|(_, v)| v.as_f64())
 }
 
-/// Checks `name` names a metric of the machines `cfgs` (before any run), suggesting
-/// the nearest one if not.
-pub fn check_metric(name: &str, cfgs: &[&MachineConfig]) -> Result<()> {
+/// Every metric of the machines `cfgs`: [`METRICS`], then their level columns.
+pub fn all_metrics(cfgs: &[&MachineConfig]) -> Vec<String> {
     let mut all: Vec<String> = METRICS.iter().map(|m| m.to_string()).collect();
     for c in cfgs {
         for m in level_columns(c) {
@@ -183,6 +182,13 @@ pub fn check_metric(name: &str, cfgs: &[&MachineConfig]) -> Result<()> {
             }
         }
     }
+    all
+}
+
+/// Checks `name` names a metric of the machines `cfgs` (before any run), suggesting
+/// the nearest one if not.
+pub fn check_metric(name: &str, cfgs: &[&MachineConfig]) -> Result<()> {
+    let all = all_metrics(cfgs);
     if all.iter().any(|m| m == name) {
         return Ok(());
     }

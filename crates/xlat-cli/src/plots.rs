@@ -58,23 +58,14 @@ pub struct Planned<'a> {
     pub runs: usize,
 }
 
-/// Checks the `--plot` files and metrics before any run: each file `.svg` or `.png` in
-/// an existing directory, `--plot-metric` known, and (with `planned`, for `xlat sim`)
+/// Checks the `--plot` files before any run: each file `.svg` or `.png` in an existing
+/// directory (metrics: [`check_metrics`], once the machines are loaded), and (with
+/// `planned`, for `xlat sim`)
 /// something to draw: a numeric `--sweep` of two values or more for a metric, `--interval`
 /// for a time series.
 pub fn check(out: &OutputArgs, planned: Option<&Planned>) -> Result<()> {
-    if let Some(m) = &out.plot_metric {
-        check_name("--plot-metric", m)?;
-    }
     for r in requests(out) {
         let shown = crate::output::shown(&r.path);
-        if let Some(m) = r.metric.as_deref().filter(|m| *m != INTERVALS) {
-            check_name(&format!("--plot {m}={shown}:"), m).map_err(|e| {
-                anyhow::anyhow!(
-                    "{e:#}\n(or {INTERVALS}; a file whose name has `=`: write ./{m}={shown})"
-                )
-            })?;
-        }
         check_path(&r.path)?;
         let Some(p) = planned else { continue };
         let series = r.metric.as_deref() == Some(INTERVALS);
@@ -96,7 +87,7 @@ pub fn check(out: &OutputArgs, planned: Option<&Planned>) -> Result<()> {
 
 /// A `--plot` file's name before any run: `.svg` or `.png`, in an existing directory.
 pub fn check_path(path: &Path) -> Result<()> {
-    xlat_plot::format_of(path)?;
+    xlat_plot::format_of(path).map_err(|e| anyhow::anyhow!("--plot {e}"))?;
     crate::export::check_path("--plot", path)?;
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
@@ -112,30 +103,29 @@ pub fn check_path(path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// A metric name before the machines are loaded: one of [`crate::metrics::METRICS`] or
-/// shaped like a per-level column (`L1_d_mpki`, checked against the machines by
-/// [`metrics_named`]'s caller); anything else is refused with the nearest name.
-fn check_name(flag: &str, m: &str) -> Result<()> {
-    let level_shaped = crate::metrics::LEVEL_SUFFIXES
-        .iter()
-        .any(|suf| m.strip_suffix(suf).is_some_and(|p| p.len() > 1 && p.ends_with('_')));
-    if crate::metrics::METRICS.contains(&m) || level_shaped {
-        return Ok(());
+/// Checks every metric the `--plot` files name (`--plot-metric`, `METRIC=FILE`) against
+/// the machines `cfgs` (their level columns: `L1_d_mpki`, ...), before any run; the
+/// nearest name if unknown.
+pub fn check_metrics(out: &OutputArgs, cfgs: &[&xlat_sim::MachineConfig]) -> Result<()> {
+    if let Some(m) = &out.plot_metric {
+        crate::metrics::check_metric(m, cfgs)?;
     }
-    crate::metrics::check_metric(m, &[]).map_err(|e| anyhow::anyhow!("{flag} {e:#}"))
-}
-
-/// Every metric the `--plot` files name (`--plot-metric` and `METRIC=FILE`), for the
-/// check against the loaded machines' level columns.
-pub fn metrics_named(out: &OutputArgs) -> Vec<String> {
-    let mut v: Vec<String> = out.plot_metric.iter().cloned().collect();
-    v.extend(
-        requests(out)
-            .into_iter()
-            .filter_map(|r| r.metric)
-            .filter(|m| m != INTERVALS),
-    );
-    v
+    for r in requests(out) {
+        let Some(m) = r.metric.filter(|m| m != INTERVALS) else {
+            continue;
+        };
+        let all = crate::metrics::all_metrics(cfgs);
+        if !all.contains(&m) {
+            let shown = crate::output::shown(&r.path);
+            let hint = xlat_types::did_you_mean(&m, all.iter().map(String::as_str));
+            bail!(
+                "--plot {m}={shown}: {m} is not a metric{hint} (one of {}, or {INTERVALS}; \
+                 a file whose name has `=`: write ./{m}={shown})",
+                all.join(", ")
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Whether some `--sweep PATH=V1,V2,...` has two numeric values or more.

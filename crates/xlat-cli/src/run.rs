@@ -522,9 +522,7 @@ pub fn sim(a: SimArgs) -> Result<()> {
     let checked = plan.check_inputs();
     catch_interrupt();
     let cfgs: Vec<&MachineConfig> = machines.iter().flatten().collect();
-    for m in crate::plots::metrics_named(out) {
-        crate::metrics::check_metric(&m, &cfgs)?;
-    }
+    crate::plots::check_metrics(out, &cfgs)?;
     let mut failures = crate::plan::machine_failures(&plan, &machines);
     for (i, r) in plan.inputs.iter().zip(&checked) {
         if let Err(e) = r {

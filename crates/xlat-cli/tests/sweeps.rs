@@ -509,7 +509,7 @@ fn html_report_of_a_sweep_is_self_contained() {
     // L1 and last level misses (per 1000 references: stride has no instructions),
     // walks, translation and all cycles per reference.
     assert_eq!(h.matches("<svg").count(), 5, "a chart per metric");
-    assert!(h.contains("translation_cycles_per_ref by tlb.levels[0].d[0].entries"));
+    assert!(h.contains("translation cycles per reference by L1 DTLB[0] (4KiB pages) entries"));
     assert_eq!(h.matches("<details>").count(), 4, "each machine in full");
     assert!(h.contains("base_page = "), "the machines' TOML");
     for external in ["<script", "src=\"http", "href=\"http", "<?xml"] {
