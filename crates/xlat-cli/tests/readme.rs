@@ -193,6 +193,14 @@ fn outputs(w: &[String]) -> Vec<String> {
                 let (stem, ext) = f.rsplit_once('.').unwrap();
                 out.push(format!("{stem}-tlb.{ext}"));
                 out.push(format!("{stem}-hist.{ext}"));
+            } else if a == "--plot" {
+                // `--plot METRIC=FILE` writes FILE (a word before `=` is a metric).
+                match f.split_once('=') {
+                    Some((m, file)) if m.bytes().all(|b| b.is_ascii_lowercase() || b == b'_') => {
+                        out.push(file.to_string())
+                    }
+                    _ => out.push(f.clone()),
+                }
             } else {
                 out.push(f.clone());
             }
@@ -221,6 +229,12 @@ fn extraction_follows_sh_rules() {
     assert_eq!(
         outputs(&words("xlat probe --plot m.svg")),
         ["m-tlb.svg", "m-hist.svg"]
+    );
+    assert_eq!(
+        outputs(&words(
+            "xlat sim --plot a.svg --plot walks=w.png --plot ./x=y.svg"
+        )),
+        ["a.svg", "w.png", "./x=y.svg"]
     );
 }
 
