@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Writes one JSON report per (machine variant x workload) into DIR, for diffing the
-# simulator's counts before and after a performance change:
+# simulator's counts before and after a performance change (the test
+# `crates/xlat-sim/tests/snapshot.rs` checks a summary of such runs on every `cargo test`):
 #   scripts/exactness-snapshot.sh /tmp/before; (change); scripts/exactness-snapshot.sh /tmp/after
 #   diff -r /tmp/before /tmp/after && echo identical
 set -euo pipefail
@@ -20,7 +21,8 @@ for p in tree-plru fifo random; do
   sed -e "s/entries = 1536, ways = 12/entries = 1024, ways = 16/" \
     -e "s/ways = \([0-9]*\), sizes/ways = \1, replacement = \"$p\", sizes/" "$sk" >"$out/machines/sk-$p.toml"
 done
-machines=(skylake zen4 icelake-la57 i386 arm926ejs mpc855t "$out"/machines/*.toml)
+# Every preset (hashed and nested included), then the variants.
+machines=("$mdir"/*.toml "$out"/machines/*.toml)
 workloads=(
   "stride:footprint=2MiB,refs=200K"
   "chase:footprint=64MiB,refs=300K"
