@@ -154,6 +154,7 @@ extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, _ctx: *mut libc:
     // Async-signal-safe only: atomics, getpid, sigaction, raise, write.
     // SAFETY: the kernel passes a valid siginfo to an SA_SIGINFO handler.
     let (code, sender) = unsafe { ((*info).si_code, (*info).si_pid()) };
+    // SAFETY: getpid is async-signal-safe and touches no memory.
     let me = unsafe { libc::getpid() };
     // SI_USER, SI_QUEUE, SI_TKILL… (<= 0) carry the sender; above 0 the kernel sent it.
     let sender = if code <= 0 { sender } else { 0 };
@@ -223,9 +224,10 @@ fn install() -> Result<(), String> {
     let inherited = INHERITED.get().expect("recorded");
     let mut previous = Vec::with_capacity(NSIG);
     for sig in 0..NSIG as c_int {
-        // SAFETY: a query.
+        // SAFETY: sigaction is plain data: all-zero is a valid value.
         let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
         if sig > 0 {
+            // SAFETY: a query: `old` is valid for writes, no new action is installed.
             unsafe { libc::sigaction(sig, std::ptr::null(), &mut old) };
         }
         previous.push(old);

@@ -18,6 +18,7 @@ pub struct Counting;
 // only arithmetic.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        // SAFETY: the caller's contract for `alloc` is `System`'s.
         let p = unsafe { System.alloc(l) };
         if !p.is_null() {
             IN_USE.fetch_add(l.size() as u64, Ordering::Relaxed);
@@ -25,6 +26,7 @@ unsafe impl GlobalAlloc for Counting {
         p
     }
     unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
+        // SAFETY: the caller's contract for `alloc_zeroed` is `System`'s.
         let p = unsafe { System.alloc_zeroed(l) };
         if !p.is_null() {
             IN_USE.fetch_add(l.size() as u64, Ordering::Relaxed);
@@ -32,10 +34,12 @@ unsafe impl GlobalAlloc for Counting {
         p
     }
     unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        // SAFETY: `p` was allocated by `System` with `l` (every allocation here forwards to it).
         unsafe { System.dealloc(p, l) };
         IN_USE.fetch_sub(l.size() as u64, Ordering::Relaxed);
     }
     unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
+        // SAFETY: `p` was allocated by `System` with `l`, and the caller's contract is `System`'s.
         let q = unsafe { System.realloc(p, l, new) };
         if !q.is_null() {
             IN_USE.fetch_add(new as u64, Ordering::Relaxed);

@@ -199,12 +199,8 @@ fn limit_processes(c: &mut Command, root: bool, limit: u64) {
 #[test]
 fn under_a_process_limit_the_capture_traces_or_fails_cleanly() {
     prerequisites();
-    let root = unsafe { libc::geteuid() } == 0;
-    let uid = if root {
-        65534
-    } else {
-        unsafe { libc::geteuid() }
-    };
+    let root = euid() == 0;
+    let uid = if root { 65534 } else { euid() };
     let (_copy, xlat) = xlat_for_nobody();
     let mut traced = false;
     for extra in 1..=12u64 {
@@ -299,12 +295,8 @@ fn lackey_traces_fold_onto_32_bit_machines_like_xlt_traces() {
 /// runs, with the same table, or fails with a clear error: never a panic, never a hang.
 #[test]
 fn under_a_process_limit_a_sweep_runs_or_fails_cleanly() {
-    let root = unsafe { libc::geteuid() } == 0;
-    let uid = if root {
-        65534
-    } else {
-        unsafe { libc::geteuid() }
-    };
+    let root = euid() == 0;
+    let uid = if root { 65534 } else { euid() };
     let args = [
         "sim",
         "-m",
@@ -351,4 +343,10 @@ fn under_a_process_limit_a_sweep_runs_or_fails_cleanly() {
         ran,
         "no limit up to +8 was enough for a sweep of three machines"
     );
+}
+
+/// This process's effective uid.
+fn euid() -> u32 {
+    // SAFETY: geteuid cannot fail and touches no memory.
+    unsafe { libc::geteuid() }
 }

@@ -57,6 +57,7 @@ fn tamper_as_another_user(dir: &Path) -> Vec<(String, bool)> {
     let pid = unsafe { libc::fork() };
     if pid == 0 {
         let mut bits = 0;
+        // SAFETY: in the forked child, only system calls on paths prepared before the fork, then _exit.
         unsafe {
             if libc::setgid(NOBODY) != 0 || libc::setuid(NOBODY) != 0 {
                 libc::_exit(255);

@@ -11,6 +11,7 @@ const HIGH_FD: c_int = 512;
 /// Opens a connection to the collector and sends the hello message (`continues`: this
 /// process's records continue from a connection that ended with HANDOVER).
 pub(crate) fn connect(name: &[u8], continues: bool) -> Result<c_int, String> {
+    // SAFETY: socket/connect/send get valid arguments that outlive each call; the descriptor is closed on every error path.
     unsafe {
         let fd = libc::socket(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0);
         if fd < 0 {
@@ -106,6 +107,7 @@ pub(crate) fn collector_gone() {
         return;
     }
     say("the xlat collector is gone: stopping the program");
+    // SAFETY: kill of our own pid touches no memory.
     unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
 }
 

@@ -335,8 +335,9 @@ pub(crate) fn remember_paths(addr: *const c_void) {
             let _ = QEMU_EXE.set(c);
         }
     }
-    // SAFETY: dladdr fills `info` for an address inside a loaded object.
+    // SAFETY: Dl_info is pointers and integers: all-zero (null) is a valid value.
     let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: `addr` is an address in this loaded object and `info` is valid for writes.
     if unsafe { libc::dladdr(addr, &mut info) } != 0 && !info.dli_fname.is_null() {
         // SAFETY: dladdr's file name is a NUL-terminated string.
         let name = unsafe { CStr::from_ptr(info.dli_fname) };

@@ -197,6 +197,7 @@ impl Buf {
         if fd >= 0 {
             let bytes = self.len * 8;
             // MSG_NOSIGNAL: a vanished collector must not raise SIGPIPE in the program.
+            // SAFETY: `self.words` holds at least `self.len` words: `bytes` are valid for reads for the call.
             let n = unsafe {
                 libc::send(
                     fd,
@@ -626,12 +627,13 @@ fn in_child(vcpu: c_uint) {
     }
     let old = FD.swap(-1, Relaxed);
     PARENT.store(MY_PID.load(Relaxed), Relaxed);
-    MY_PID.store(unsafe { libc::getpid() } as u32, Relaxed);
+    MY_PID.store(std::process::id(), Relaxed);
     CONNECTIONS.store(0, Relaxed);
     SEND_LOCK.store(false, Release);
     HANDOVER_VCPU.store(u32::MAX, Release);
     HANDING_OVER.store(false, Release);
     if old >= 0 {
+        // SAFETY: `old` was this process's connection, swapped out of FD so nothing else uses or closes it.
         unsafe { libc::close(old) };
         if let Some(name) = SOCK.get() {
             match connect(name, false) {
@@ -674,6 +676,7 @@ fn check_meminfo() -> bool {
     for shift in 0..4u32 {
         for rw in [1u32, 2] {
             let info = shift << 4 | rw << 16;
+            // SAFETY: QEMU's accessors are pure functions of the meminfo word.
             let (s, st) = unsafe {
                 (
                     qemu_plugin_mem_size_shift(info),

@@ -86,7 +86,7 @@ pub fn eq_mask(xs: &[u64], x: u64) -> u64 {
     debug_assert!(xs.len() <= 64);
     #[cfg(target_arch = "x86_64")]
     if xs.len() >= 8 && std::is_x86_feature_detected!("avx2") {
-        // SAFETY (all arms): AVX2 is available (checked just above); each fixed-width
+        // SAFETY: (all arms) AVX2 is available (checked just above); each fixed-width
         // kernel gets exactly its width.
         return unsafe {
             match xs.len() {
@@ -111,7 +111,7 @@ pub fn argmin(xs: &[u64]) -> usize {
     debug_assert!(!xs.is_empty());
     #[cfg(target_arch = "x86_64")]
     if (8..=64).contains(&xs.len()) && std::is_x86_feature_detected!("avx2") {
-        // SAFETY (all arms): AVX2 is available (checked just above); each fixed-width
+        // SAFETY: (all arms) AVX2 is available (checked just above); each fixed-width
         // kernel gets exactly its width.
         return unsafe {
             match xs.len() {

@@ -7,8 +7,8 @@
 
 use expect_test::expect_file;
 use std::fmt::Write;
-use xlat_types::EventSource;
 use xlat_sim::{presets, MachineConfig, Radix, Report, Sim};
+use xlat_types::EventSource;
 
 const WORKLOADS: &[&str] = &[
     "stride:footprint=2MiB,refs=100K",
@@ -27,8 +27,20 @@ const VARIANTS: &[(&str, &[&str])] = &[
     ("prefetch-buffer", &["tlb.prefetch_buffer=8"]),
     ("data-refs", &["cache.data_refs=true"]),
     ("thp", &["os.thp=\"always\""]),
-    ("fifo", &["tlb.levels[0].d[0].replacement=\"fifo\"", "tlb.levels[1].unified[0].replacement=\"fifo\""]),
-    ("random", &["tlb.levels[0].d[0].replacement=\"random\"", "tlb.levels[1].unified[0].replacement=\"random\""]),
+    (
+        "fifo",
+        &[
+            "tlb.levels[0].d[0].replacement=\"fifo\"",
+            "tlb.levels[1].unified[0].replacement=\"fifo\"",
+        ],
+    ),
+    (
+        "random",
+        &[
+            "tlb.levels[0].d[0].replacement=\"random\"",
+            "tlb.levels[1].unified[0].replacement=\"random\"",
+        ],
+    ),
     // Tree-PLRU needs power-of-two ways: a 1024×16 STLB here.
     (
         "tree-plru",
@@ -96,7 +108,8 @@ fn every_preset_and_variant_counts_as_recorded() {
             let mut w = xlat_workloads::parse(spec).unwrap();
             let mut buf = Vec::new();
             while w.fill(&mut buf, 1 << 14).unwrap() {
-                sim.run(&buf).unwrap_or_else(|e| panic!("{name} × {spec}: {e}"));
+                sim.run(&buf)
+                    .unwrap_or_else(|e| panic!("{name} × {spec}: {e}"));
             }
             let r = sim.report();
             writeln!(actual, "{name} × {spec}\n  {}", line(&r)).unwrap();

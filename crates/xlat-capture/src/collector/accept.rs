@@ -5,6 +5,7 @@ use super::*;
 
 /// Whether process `pid` exists and is not a zombie.
 pub(super) fn alive(pid: u32) -> bool {
+    // SAFETY: signal 0 only checks that the process exists; no memory is involved.
     if pid == 0 || unsafe { libc::kill(pid as libc::pid_t, 0) } != 0 {
         return false;
     }
@@ -48,8 +49,10 @@ pub(super) fn descends_from(pid: u32, root: u32) -> bool {
 /// The peer's (pid, uid) as the kernel recorded them at `connect` (`SO_PEERCRED`,
 /// `unix(7)`); also used by the system capture (`xlat-system`).
 pub fn peer_cred(fd: c_int) -> Option<(u32, u32)> {
+    // SAFETY: ucred is plain integers: all-zero is a valid value.
     let mut cred: libc::ucred = unsafe { std::mem::zeroed() };
     let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: `cred` and `len` are valid for writes and `len` is `cred`'s size, as SO_PEERCRED needs.
     let r = unsafe {
         libc::getsockopt(
             fd,
@@ -63,6 +66,7 @@ pub fn peer_cred(fd: c_int) -> Option<(u32, u32)> {
 }
 
 pub(super) fn sockaddr(name: &str) -> (libc::sockaddr_un, libc::socklen_t) {
+    // SAFETY: sockaddr_un is plain integers and bytes: all-zero is a valid value.
     let mut sa: libc::sockaddr_un = unsafe { std::mem::zeroed() };
     sa.sun_family = libc::AF_UNIX as libc::sa_family_t;
     for (i, &b) in name.as_bytes().iter().enumerate() {
@@ -75,6 +79,7 @@ pub(super) fn sockaddr(name: &str) -> (libc::sockaddr_un, libc::socklen_t) {
 pub(super) fn listen(name: &str) -> Result<OwnedFd, CaptureError> {
     let err =
         |what: &str| CaptureError::Socket(format!("{what}: {}", std::io::Error::last_os_error()));
+    // SAFETY: socket/bind/listen get valid arguments (`sa` lives across the call, `len` within it); the descriptor is owned by `owned` as soon as it exists.
     unsafe {
         let fd = libc::socket(
             libc::AF_UNIX,
@@ -123,6 +128,7 @@ pub(super) fn with_timeout<T>(fd: c_int, t: Duration, f: impl FnOnce() -> T) -> 
 /// Receives one message into `buf`; `Ok(0)` at end of stream.
 pub(super) fn recv(fd: c_int, buf: &mut [u64]) -> std::io::Result<usize> {
     loop {
+        // SAFETY: `buf` is valid for writes of `buf.len() * 8` bytes for the call.
         let n = unsafe {
             libc::recv(
                 fd,
@@ -169,6 +175,7 @@ pub(super) fn accept_loop(
         // made before the request.
         let asked = acceptor.quiet_request.load(SeqCst);
         // Non-blocking listener: EAGAIN means the queue is empty.
+        // SAFETY: accept4 on our listening descriptor with null address pointers.
         let fd = unsafe {
             libc::accept4(
                 lfd,
@@ -201,6 +208,7 @@ pub(super) fn accept_loop(
                 events: libc::POLLIN,
                 revents: 0,
             };
+            // SAFETY: `p` is one valid pollfd for the call.
             unsafe { libc::poll(&mut p, 1, ACCEPT_POLL_MS) };
             continue;
         }

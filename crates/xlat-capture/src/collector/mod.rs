@@ -278,6 +278,7 @@ impl Capture {
         let acceptor = Arc::new(Acceptor {
             listen: listener,
             root: root_pid,
+            // SAFETY: geteuid cannot fail and touches no memory.
             uid: unsafe { libc::geteuid() },
             checking: AtomicUsize::new(0),
             stop: AtomicBool::new(false),
@@ -633,6 +634,7 @@ impl Drop for Capture {
         // The accept thread sees the flag within ACCEPT_POLL_MS and drops its reference;
         // the last one closes the listener.
         self.acceptor.stop.store(true, SeqCst);
+        // SAFETY: shutdown of a descriptor the acceptor owns and keeps open until it is dropped.
         unsafe { libc::shutdown(self.acceptor.listen.as_raw_fd(), libc::SHUT_RDWR) };
     }
 }
