@@ -35,6 +35,8 @@ pub struct PhysMem {
     extra_refs: FxHashMap<u64, u32>,
     next_table: u64,
     free_tables: FxHashMap<u64, Vec<u64>>,
+    /// Freed [`PhysMem::alloc_object`] blocks by size (their alignment is not a table's).
+    free_objects: FxHashMap<u64, Vec<u64>>,
     pub counters: MemCounters,
 }
 
@@ -48,6 +50,7 @@ impl PhysMem {
             extra_refs: FxHashMap::default(),
             next_table: TABLE_BASE,
             free_tables: FxHashMap::default(),
+            free_objects: FxHashMap::default(),
             counters: MemCounters::default(),
         }
     }
@@ -122,6 +125,31 @@ impl PhysMem {
         let p = (self.next_table + bytes - 1) & !(bytes - 1);
         self.next_table = p + bytes;
         p
+    }
+
+    /// Allocates `bytes` of page-table memory (any size) aligned to `align` (a power of
+    /// two): a clustered table's nodes. Counted as a table.
+    pub fn alloc_object(&mut self, bytes: u64, align: u64) -> u64 {
+        debug_assert!(align.is_power_of_two());
+        self.counters.tables_allocated += 1;
+        self.counters.table_bytes_live += bytes;
+        self.counters.table_bytes_peak = self
+            .counters
+            .table_bytes_peak
+            .max(self.counters.table_bytes_live);
+        if let Some(p) = self.free_objects.get_mut(&bytes).and_then(|v| v.pop()) {
+            return p;
+        }
+        let p = (self.next_table + align - 1) & !(align - 1);
+        self.next_table = p + bytes;
+        p
+    }
+
+    /// Frees an [`PhysMem::alloc_object`] block.
+    pub fn free_object(&mut self, pa: u64, bytes: u64) {
+        self.counters.tables_freed += 1;
+        self.counters.table_bytes_live -= bytes;
+        self.free_objects.entry(bytes).or_default().push(pa);
     }
 
     pub fn free_table(&mut self, pa: u64, bytes: u64) {

@@ -1,8 +1,10 @@
 //! Page-table organizations. Tables live in simulated physical memory ([`PhysMem`]):
 //! every walk reference has a real physical address and table bytes are exact.
 
+mod clustered;
 mod radix;
 
+pub use clustered::Clustered;
 pub use radix::Radix;
 
 use crate::physmem::PhysMem;
