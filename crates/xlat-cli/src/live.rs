@@ -283,7 +283,7 @@ impl RunArgs {
 
 /// Runs the program once under QEMU, every machine simulating the one capture.
 fn capture_once(a: &RunArgs, machines: &Machines) -> Result<Captured> {
-    let mut sims: Vec<xlat_sim::Sim<xlat_sim::Radix>> = machines
+    let mut sims: Vec<xlat_sim::Machine> = machines
         .iter()
         .map(|(c, _)| a.opts().sim(c))
         .collect::<Result<_>>()?;
@@ -294,7 +294,7 @@ fn capture_once(a: &RunArgs, machines: &Machines) -> Result<Captured> {
         crate::fanout::fan_out(cap, sims.len(), BATCH, move |k| pbc.inc(k as u64))?;
     type Job<'a> = (
         usize,
-        &'a mut xlat_sim::Sim<xlat_sim::Radix>,
+        &'a mut xlat_sim::Machine,
         Option<crate::traces::Feed>,
     );
     let mut jobs: Vec<Job> = sims

@@ -6,7 +6,7 @@ use crate::{OutputArgs, SimArgs};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use xlat_sim::{presets, MachineConfig, Radix, Report, Sim};
+use xlat_sim::{presets, Machine, MachineConfig, Report};
 use xlat_types::{Event, EventSource};
 
 /// Events per batch handed from a source to the simulator.
@@ -112,9 +112,9 @@ pub static PORTABLE: AtomicBool = AtomicBool::new(false);
 
 /// A simulator for `cfg`, honouring `--portable` and `--max-memory` (the heap in use,
 /// counted by [`crate::memory`], checked before each batch).
-pub fn new_sim(cfg: &MachineConfig) -> Result<Sim<Radix>> {
-    let mut sim: Sim<Radix> =
-        Sim::with_memory_limit(cfg, crate::memory::limit(), Some(crate::memory::in_use))?;
+pub fn new_sim(cfg: &MachineConfig) -> Result<Machine> {
+    let mut sim: Machine =
+        Machine::with_memory_limit(cfg, crate::memory::limit(), Some(crate::memory::in_use))?;
     sim.set_portable(PORTABLE.load(Ordering::Relaxed));
     Ok(sim)
 }
@@ -147,7 +147,7 @@ pub fn machine_with_sets(name: &str, sets: &[String]) -> Result<MachineConfig> {
 }
 
 /// Feeds `src` to `sim` in batches; bounded memory whatever the stream length.
-pub fn drive<S: EventSource>(src: &mut S, sim: &mut Sim<Radix>) -> Result<()> {
+pub fn drive<S: EventSource>(src: &mut S, sim: &mut Machine) -> Result<()> {
     let mut buf: Vec<Event> = Vec::with_capacity(BATCH);
     while !sim.finished() && src.fill(&mut buf, BATCH)? {
         check_interrupt()?;
@@ -159,7 +159,7 @@ pub fn drive<S: EventSource>(src: &mut S, sim: &mut Sim<Radix>) -> Result<()> {
 /// Generates workload `spec` into `sim`, with a progress bar and the time left.
 pub fn drive_workload(
     w: &mut xlat_workloads::Workload,
-    sim: &mut Sim<Radix>,
+    sim: &mut Machine,
     spec: &str,
 ) -> Result<()> {
     let pb = crate::progress::events_bar(spec.to_string(), w.expected_events());
@@ -176,7 +176,7 @@ pub fn drive_workload(
 /// [`drive`] in batches of `batch` with a progress line (`msg` after the count).
 pub fn drive_progress<S: EventSource>(
     src: &mut S,
-    sim: &mut Sim<Radix>,
+    sim: &mut Machine,
     msg: String,
     batch: usize,
 ) -> Result<()> {
@@ -191,7 +191,7 @@ pub fn drive_progress<S: EventSource>(
 }
 
 /// The error of a run whose input ended before its warm-up did.
-pub fn check_warm(sim: &Sim<Radix>, warmup: u64) -> Result<()> {
+pub fn check_warm(sim: &Machine, warmup: u64) -> Result<()> {
     if sim.skipping() {
         bail!("--skip: the input has fewer references, so nothing would be counted");
     }
@@ -219,7 +219,7 @@ pub struct RunOpts {
 
 impl RunOpts {
     /// A simulator for `cfg` set up for these runs.
-    pub fn sim(&self, cfg: &MachineConfig) -> Result<Sim<Radix>> {
+    pub fn sim(&self, cfg: &MachineConfig) -> Result<Machine> {
         let mut sim = new_sim(cfg)?;
         sim.set_skip(self.skip);
         sim.set_warmup(self.warmup);
@@ -236,7 +236,7 @@ impl RunOpts {
     /// file, if it is one.
     pub fn report(
         &self,
-        sim: &Sim<Radix>,
+        sim: &Machine,
         trace: Option<&Path>,
         names: &InputNames,
     ) -> Result<Report> {
@@ -304,8 +304,8 @@ pub fn run_group(cfgs: &[&MachineConfig], input: &Input, opts: RunOpts) -> Vec<R
     if cfgs.len() == 1 {
         return vec![run_one(cfgs[0], input, opts)];
     }
-    let mut sims: Vec<Result<Sim<Radix>>> = cfgs.iter().map(|c| opts.sim(c)).collect();
-    let mut ok: Vec<(&mut Sim<Radix>, Vec<String>)> = sims
+    let mut sims: Vec<Result<Machine>> = cfgs.iter().map(|c| opts.sim(c)).collect();
+    let mut ok: Vec<(&mut Machine, Vec<String>)> = sims
         .iter_mut()
         .filter_map(|s| s.as_mut().ok())
         .map(|s| (s, Vec::new()))
@@ -355,7 +355,7 @@ pub fn run_group(cfgs: &[&MachineConfig], input: &Input, opts: RunOpts) -> Vec<R
 /// Generates workload `spec` once and replays it on every simulator of `sims`.
 fn drive_group(
     w: xlat_workloads::Workload,
-    sims: &mut [(&mut Sim<Radix>, Vec<String>)],
+    sims: &mut [(&mut Machine, Vec<String>)],
     spec: &str,
 ) -> Vec<Result<()>> {
     let pb = crate::progress::events_bar(
@@ -368,7 +368,7 @@ fn drive_group(
             Ok(f) => f,
             Err(e) => return sims.iter().map(|_| Err(anyhow::anyhow!("{e:#}"))).collect(),
         };
-    let mut jobs: Vec<(&mut Sim<Radix>, Option<crate::fanout::Tap>)> = sims
+    let mut jobs: Vec<(&mut Machine, Option<crate::fanout::Tap>)> = sims
         .iter_mut()
         .zip(taps)
         .map(|((sim, _), tap)| (&mut **sim, Some(tap)))

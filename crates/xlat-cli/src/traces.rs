@@ -13,7 +13,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
-use xlat_sim::{presets, Radix, Sim};
+use xlat_sim::{presets, Machine};
 use xlat_trace::{Format, Header, LackeyReader, Rewound, TraceReader, TraceWriter};
 use xlat_types::{Event, EventSource, PageSize};
 
@@ -83,7 +83,7 @@ fn open_counted(path: &Path, strict: bool) -> Result<(TraceInput, Arc<AtomicU64>
 pub fn replay(
     path: &Path,
     strict: bool,
-    sim: &mut Sim<Radix>,
+    sim: &mut Machine,
     warnings: &mut Vec<String>,
 ) -> Result<crate::run::InputNames> {
     let mut one = [(sim, Vec::new())];
@@ -110,7 +110,7 @@ enum View {
 }
 
 /// The view of a trace (a system trace if `system`) that machine `sim` replays.
-fn view(sim: &Sim<Radix>, system: bool, what: &str) -> Result<View> {
+fn view(sim: &Machine, system: bool, what: &str) -> Result<View> {
     let bits = sim.config().va_bits();
     if system {
         ensure!(
@@ -137,12 +137,7 @@ fn view(sim: &Sim<Radix>, system: bool, what: &str) -> Result<View> {
 
 /// Replays `src`, a trace's events (a system trace's if `system`; named `what`), into
 /// `sim` as that machine sees them: narrowed or folded as [`replay_many`] does.
-pub fn drive_seen<S: EventSource>(
-    src: S,
-    system: bool,
-    what: &str,
-    sim: &mut Sim<Radix>,
-) -> Result<()>
+pub fn drive_seen<S: EventSource>(src: S, system: bool, what: &str, sim: &mut Machine) -> Result<()>
 where
     S::Error: std::error::Error + Send + Sync + 'static,
 {
@@ -172,7 +167,7 @@ where
 pub fn replay_many(
     path: &Path,
     strict: bool,
-    sims: &mut [(&mut Sim<Radix>, Vec<String>)],
+    sims: &mut [(&mut Machine, Vec<String>)],
 ) -> Result<(Vec<Result<()>>, crate::run::InputNames)> {
     let what = shown(path);
     let (input, read) = open_counted(path, strict)?;
@@ -302,7 +297,7 @@ impl Feed {
     }
 
     /// Replays the next shared batch into `sim`; `false` at the end of the stream.
-    pub fn step(&mut self, sim: &mut Sim<Radix>) -> Result<bool> {
+    pub fn step(&mut self, sim: &mut Machine) -> Result<bool> {
         // A tap hands out a whole batch when asked for this many events.
         const ALL: usize = PIPELINE_BATCH;
         if sim.finished() {
@@ -357,7 +352,7 @@ impl Feed {
 
 /// One machine of a replay: its simulator, warnings and feed (gone once it ended).
 struct Job<'a, 'b> {
-    sim: &'a mut &'b mut Sim<Radix>,
+    sim: &'a mut &'b mut Machine,
     warnings: &'a mut Vec<String>,
     feed: Option<Feed>,
 }

@@ -19,6 +19,7 @@ pub mod curve;
 mod error;
 pub mod hashed;
 mod hugepage;
+mod machine;
 pub mod nested;
 pub mod pagetable;
 pub mod physmem;
@@ -35,6 +36,7 @@ mod zeroed;
 
 pub use config::{ConfigError, MachineConfig};
 pub use error::SimError;
-pub use pagetable::{PageTable, Radix};
+pub use machine::Machine;
+pub use pagetable::{Clustered, PageTable, Radix};
 pub use sim::{Attribution, MemoryProbe, Misses, Place, Region, Sim, DEFAULT_MEMORY_LIMIT};
 pub use stats::Report;

@@ -17,6 +17,7 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("ppc603", include_str!("../machines/ppc603.toml")),
     ("ppc604", include_str!("../machines/ppc604.toml")),
     ("power4", include_str!("../machines/power4.toml")),
+    ("clustered", include_str!("../machines/clustered.toml")),
 ];
 
 /// The machine `sim` uses when none is named.

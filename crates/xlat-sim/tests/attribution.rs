@@ -4,7 +4,7 @@
 mod common;
 
 use common::{load, mmap, store};
-use xlat_sim::{presets, Misses, Place, Radix, Region, Sim};
+use xlat_sim::{presets, Machine, Misses, Place, Region};
 use xlat_types::{Block, Event, EventSource, MapFlags, Prot, Tid, VirtAddr};
 
 fn block(a: u64) -> Event {
@@ -57,7 +57,7 @@ fn counts_by_mapping_and_by_code_are_the_hand_computed_ones() {
         block(code + 0x40),
     ];
     let cfg = presets::preset("skylake").unwrap();
-    let mut sim: Sim<Radix> = Sim::new(&cfg).unwrap();
+    let mut sim = Machine::new(&cfg).unwrap();
     sim.attribute_misses();
     sim.run(&events).unwrap();
     let a = sim.attribution().unwrap();
@@ -90,7 +90,7 @@ fn counts_by_mapping_and_by_code_are_the_hand_computed_ones() {
 #[test]
 fn labels_follow_fork_munmap_mremap_and_exec() {
     let cfg = presets::preset("skylake").unwrap();
-    let mut sim: Sim<Radix> = Sim::new(&cfg).unwrap();
+    let mut sim = Machine::new(&cfg).unwrap();
     sim.attribute_misses();
     let lib = 0x7f00_0000_0000u64;
     sim.run(&[
@@ -148,7 +148,7 @@ fn totals_equal_the_report() {
         ] {
             for warm in [0u64, 5000] {
                 let cfg = presets::preset(preset).unwrap();
-                let mut sim: Sim<Radix> = Sim::new(&cfg).unwrap();
+                let mut sim = Machine::new(&cfg).unwrap();
                 sim.attribute_misses();
                 if warm > 0 {
                     sim.set_warmup(warm);

@@ -3,7 +3,7 @@
 //! equals its own machine, report for report.
 
 use xlat_sim::curve::{prepare, CurveKind, CurveSpec, Prepared};
-use xlat_sim::{presets, MachineConfig, Radix, Report, Sim};
+use xlat_sim::{presets, Machine, MachineConfig, Report};
 use xlat_types::{Event, EventSource};
 
 fn events(spec: &str) -> Vec<Event> {
@@ -15,8 +15,8 @@ fn events(spec: &str) -> Vec<Event> {
     all
 }
 
-fn run(cfg: &MachineConfig, ev: &[Event], profile: Option<&Prepared>) -> (Report, Sim<Radix>) {
-    let mut sim: Sim<Radix> = Sim::new(cfg).unwrap();
+fn run(cfg: &MachineConfig, ev: &[Event], profile: Option<&Prepared>) -> (Report, Machine) {
+    let mut sim = Machine::new(cfg).unwrap();
     if let Some(p) = profile {
         sim.profile(p);
     }
@@ -224,7 +224,7 @@ fn curves_after_a_warm_up_equal_warmed_simulations() {
         let ev = events(w);
         let warm = 20_000;
         let run_warm = |cfg: &MachineConfig, profile: bool| {
-            let mut sim: Sim<Radix> = Sim::new(cfg).unwrap();
+            let mut sim = Machine::new(cfg).unwrap();
             if profile {
                 sim.profile(&p);
             }

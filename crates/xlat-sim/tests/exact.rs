@@ -2,7 +2,7 @@
 
 mod common;
 use common::{load, machine, mmap, run, store};
-use xlat_sim::{MachineConfig, Radix, Sim};
+use xlat_sim::{Machine, MachineConfig, Radix, Sim};
 use xlat_types::{Access, AccessKind, Block, Event, MapFlags, Pid, Privilege, Prot, Tid, VirtAddr};
 
 const BASE: u64 = 0x4000_0000;
@@ -163,7 +163,7 @@ fn sparse_two_tib_touched_every_two_mib() {
     let region = 2u64 << 40;
     let step = 2u64 << 20;
     let n = region / step; // 1 Mi touches
-    let mut sim: Sim<Radix> = Sim::new(&cfg).unwrap();
+    let mut sim = Machine::new(&cfg).unwrap();
     sim.run(&[mmap(base, region)]).unwrap();
     let mut buf = Vec::with_capacity(4096);
     let mut i = 0;
@@ -681,7 +681,7 @@ fn both_hot_paths_give_identical_reports() {
                 events.extend_from_slice(&buf);
             }
             let reports = [false, true].map(|portable| {
-                let mut sim: Sim<Radix> = Sim::new(&cfg).unwrap();
+                let mut sim = Machine::new(&cfg).unwrap();
                 sim.set_portable(portable);
                 if portable {
                     assert_eq!(sim.hot_path(), "portable");

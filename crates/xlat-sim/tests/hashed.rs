@@ -6,7 +6,7 @@ mod hashed_common;
 
 use hashed_common::{load, map_with, run};
 use xlat_sim::config::{ContextFlush, Handler, PageTableConfig, WalkerKind};
-use xlat_sim::{presets, MachineConfig, Radix, Sim};
+use xlat_sim::{presets, Machine, MachineConfig};
 use xlat_types::{Access, AccessKind, Event, FlushScope, MapFlags, Pid, VirtAddr};
 
 const A: u64 = 0x1000_0000;
@@ -208,7 +208,7 @@ fn bat_hits_use_no_tlb_entry() {
     assert_eq!(r.walks.walks, 0);
     assert!(r.tlb_levels.iter().all(|l| l.hits + l.misses == 0));
     // Past the 32 MiB block: a kernel segment without a global mapping is an error.
-    let mut s: Sim<Radix> = Sim::new(&cfg).unwrap();
+    let mut s = Machine::new(&cfg).unwrap();
     let e = s.run(&[load(0xc200_0000)]).unwrap_err().to_string();
     assert!(e.contains("kernel segment"), "{e}");
 }

@@ -4,12 +4,12 @@
 mod skylake_gups;
 
 use skylake_gups::{counts_of, SkylakeGups};
-use xlat_sim::{presets, Radix, Sim};
+use xlat_sim::{presets, Machine};
 use xlat_types::EventSource;
 
 fn compare(spec: &str) {
     let cfg = presets::preset("skylake").unwrap();
-    let mut sim: Sim<Radix> = Sim::new(&cfg).unwrap();
+    let mut sim = Machine::new(&cfg).unwrap();
     let mut model = SkylakeGups::default();
     let mut w = xlat_workloads::parse(spec).unwrap();
     let mut buf = Vec::new();

@@ -1,12 +1,12 @@
 //! A report read back from its JSON is the same report: `xlat merge` rebuilds the runs of
 //! a sharded sweep from their JSON files and must print and write what a local run would.
 
-use xlat_sim::{presets, Radix, Report, Sim};
+use xlat_sim::{presets, Machine, Report};
 use xlat_types::EventSource;
 
 fn report(machine: &str, workload: &str) -> Report {
     let cfg = presets::preset(machine).unwrap();
-    let mut sim: Sim<Radix> = Sim::new(&cfg).unwrap();
+    let mut sim = Machine::new(&cfg).unwrap();
     let mut w = xlat_workloads::parse(workload).unwrap();
     let mut buf = Vec::new();
     while w.fill(&mut buf, 4096).unwrap() {

@@ -1,11 +1,11 @@
 //! Regression tests for issue 14: event sequences and configurations that panicked,
 //! hung or exhausted memory. Each names the class it guards.
 
-use xlat_sim::{presets, MachineConfig, Radix, Sim, SimError};
+use xlat_sim::{presets, Machine, MachineConfig, Radix, Sim, SimError};
 use xlat_types::{Access, AccessKind, Event, MapFlags, Pid, Prot, VirtAddr};
 
-fn sim(name: &str) -> Sim<Radix> {
-    Sim::new(&presets::preset(name).unwrap()).unwrap()
+fn sim(name: &str) -> Machine {
+    Machine::new(&presets::preset(name).unwrap()).unwrap()
 }
 
 fn acc(kind: AccessKind, va: u64) -> Event {
@@ -57,7 +57,7 @@ fn a_global_mapping_made_after_a_fork_is_in_every_address_space() {
 fn mremap_to_length_zero_is_an_error() {
     let mut cfg = presets::preset("skylake").unwrap();
     cfg.os.thp = xlat_sim::config::Thp::Always;
-    let mut s: Sim<Radix> = Sim::new(&cfg).unwrap();
+    let mut s = Machine::new(&cfg).unwrap();
     let ev = [
         mmap(A, 4 << 20, Prot::RW, MapFlags::ANON | MapFlags::POPULATE),
         Event::Mremap {
@@ -79,7 +79,7 @@ fn mremap_to_length_zero_is_an_error() {
 fn an_mremap_into_an_area_cannot_map_over_present_pages() {
     let mut cfg = presets::preset("skylake").unwrap();
     cfg.os.thp = xlat_sim::config::Thp::Always;
-    let mut s: Sim<Radix> = Sim::new(&cfg).unwrap();
+    let mut s = Machine::new(&cfg).unwrap();
     let populate = mmap(A, 4 << 20, Prot::RW, MapFlags::ANON | MapFlags::POPULATE);
     s.run(&[populate]).unwrap();
     let zero = Event::Mremap {
@@ -270,7 +270,7 @@ fn a_populate_beyond_the_host_memory_limit_is_refused_at_once() {
 fn simulated_physical_memory_runs_out_with_an_error() {
     let mut cfg = presets::preset("skylake").unwrap();
     cfg.os.thp = xlat_sim::config::Thp::Always;
-    let mut s: Sim<Radix> = Sim::new(&cfg).unwrap();
+    let mut s = Machine::new(&cfg).unwrap();
     let e = s
         .run(&[mmap(
             0x1000_0000_0000,

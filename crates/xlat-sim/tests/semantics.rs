@@ -16,7 +16,7 @@
 
 use proptest::prelude::*;
 use xlat_sim::config::{LevelConfig, PageTableConfig, Thp};
-use xlat_sim::{presets, MachineConfig, Radix, Report, Sim};
+use xlat_sim::{presets, Machine, MachineConfig, Report};
 use xlat_types::{
     Access, AccessKind, Advice, Block, Event, FlushScope, MapFlags, Pid, Privilege, Prot, Tid,
     VirtAddr,
@@ -179,10 +179,18 @@ fn events(ops: &[Op], page: u64) -> Vec<Event> {
     ev
 }
 
-/// `cfg` with a folded level below the root: the same translations, another tree.
+/// `cfg` with a folded level below the root: the same translations, another tree. A
+/// clustered table gets one bucket and 4 pages per node instead: every block in one chain.
 fn folded(cfg: &MachineConfig) -> MachineConfig {
     let mut c = cfg.clone();
-    let levels = c.page_table.levels_mut();
+    if let PageTableConfig::Clustered {
+        subblock, buckets, ..
+    } = &mut c.page_table
+    {
+        (*subblock, *buckets) = (4, 1);
+        return c;
+    }
+    let levels = c.page_table.levels_mut().unwrap();
     levels.insert(
         1,
         LevelConfig {
@@ -269,13 +277,13 @@ fn check_counts(r: &Report, names: &[String], clean: bool) -> Result<(), TestCas
 
 fn run_preset(name: &str, ops: &[Op], thp: bool) -> Result<(), TestCaseError> {
     let mut cfg = presets::preset(name).unwrap();
-    if thp && cfg.page_table.hash().is_none() {
+    if thp && cfg.page_table.is_radix() {
         cfg.os.thp = Thp::Always;
     }
     let page = cfg.page_table.base_page().bytes();
     let levels: Vec<String> = cfg.tlb.levels.iter().map(|l| l.name.clone()).collect();
-    let mut a: Sim<Radix> = Sim::new(&cfg).unwrap();
-    let mut b: Sim<Radix> = Sim::new(&folded(&cfg)).unwrap();
+    let mut a = Machine::new(&cfg).unwrap();
+    let mut b = Machine::new(&folded(&cfg)).unwrap();
     let ev = events(ops, page);
     let probe: Vec<u64> = (0..PAGES + 8)
         .map(|p| A + p * page)
@@ -346,6 +354,7 @@ preset_test!(arm926ejs, "arm926ejs");
 preset_test!(ppc603, "ppc603");
 preset_test!(ppc604, "ppc604");
 preset_test!(power4, "power4");
+preset_test!(clustered, "clustered");
 
 #[test]
 fn every_preset_is_covered() {
@@ -360,6 +369,7 @@ fn every_preset_is_covered() {
         "ppc603",
         "ppc604",
         "power4",
+        "clustered",
     ];
     for (name, _) in presets::PRESETS {
         assert!(
@@ -403,7 +413,7 @@ fn hashed_variants() -> Vec<(String, MachineConfig)> {
     // 64-bit: SLB, scrambled VSIDs, 16-byte PTEs; a 2-entry SLB (one bolted) that misses on every change of segment.
     for (name, slb) in [("ppc64", 64), ("ppc64-slb2", 2)] {
         out.push(edit(name, &|c| {
-            *c.page_table.levels_mut() = presets::preset("power4")
+            *c.page_table.levels_mut().unwrap() = presets::preset("power4")
                 .unwrap()
                 .page_table
                 .levels()
@@ -456,8 +466,8 @@ proptest! {
     #[test]
     fn hashed_organizations_agree(ops in ops()) {
         let variants = hashed_variants();
-        let mut sims: Vec<Sim<Radix>> =
-            variants.iter().map(|(_, c)| Sim::new(c).unwrap()).collect();
+        let mut sims: Vec<Machine> =
+            variants.iter().map(|(_, c)| Machine::new(c).unwrap()).collect();
         let ev = events(&ops, 4096);
         let probe: Vec<u64> = (0..PAGES + 8)
             .map(|p| A + p * 4096)

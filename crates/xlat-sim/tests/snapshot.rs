@@ -7,7 +7,7 @@
 
 use expect_test::expect_file;
 use std::fmt::Write;
-use xlat_sim::{presets, MachineConfig, Radix, Report, Sim};
+use xlat_sim::{presets, Machine, MachineConfig, Report};
 use xlat_types::EventSource;
 
 const WORKLOADS: &[&str] = &[
@@ -104,7 +104,7 @@ fn every_preset_and_variant_counts_as_recorded() {
     let mut actual = String::new();
     for (name, cfg) in machines() {
         for spec in WORKLOADS {
-            let mut sim: Sim<Radix> = Sim::new(&cfg).unwrap();
+            let mut sim = Machine::new(&cfg).unwrap();
             let mut w = xlat_workloads::parse(spec).unwrap();
             let mut buf = Vec::new();
             while w.fill(&mut buf, 1 << 14).unwrap() {

@@ -1,14 +1,14 @@
 //! Warm-up (`Sim::set_warmup`): the first N references are simulated and not counted.
 
 use common::{differences, events, is_ref, without_peaks};
-use xlat_sim::{presets, MachineConfig, Radix, Report, Sim};
+use xlat_sim::{presets, Machine, MachineConfig, Report};
 use xlat_types::Event;
 
 mod common;
 
 /// `events` in batches of `batch` with a warm-up of `warmup` references.
 fn warm(cfg: &MachineConfig, ev: &[Event], warmup: u64, batch: usize) -> Report {
-    let mut sim: Sim<Radix> = Sim::new(cfg).unwrap();
+    let mut sim = Machine::new(cfg).unwrap();
     sim.set_warmup(warmup);
     for b in ev.chunks(batch) {
         sim.run(b).unwrap();
@@ -78,7 +78,7 @@ fn a_warm_up_is_the_difference_of_two_reports() {
                 })
                 .unwrap()
                 + 1;
-            let mut sim: Sim<Radix> = Sim::new(&cfg).unwrap();
+            let mut sim = Machine::new(&cfg).unwrap();
             sim.run(&ev[..at]).unwrap();
             let base = sim.report();
             sim.run(&ev[at..]).unwrap();
@@ -111,7 +111,7 @@ fn a_warm_up_is_the_difference_of_two_reports() {
 #[test]
 fn a_warm_up_longer_than_the_input_is_still_warming() {
     let cfg = presets::preset("skylake").unwrap();
-    let mut sim: Sim<Radix> = Sim::new(&cfg).unwrap();
+    let mut sim = Machine::new(&cfg).unwrap();
     sim.set_warmup(1000);
     sim.run(&events("stride:refs=999")).unwrap();
     assert!(sim.warming());

@@ -2,7 +2,7 @@
 //! closed forms on a stride, and the same counts as a run read at the window's edges.
 
 use common::{differences, events, is_ref, without_peaks};
-use xlat_sim::{presets, MachineConfig, Radix, Report, Sim};
+use xlat_sim::{presets, Machine, MachineConfig, Report};
 use xlat_types::Event;
 
 mod common;
@@ -18,7 +18,7 @@ struct Win {
 
 /// `ev` in batches of `batch` through `cfg` with window `w`.
 fn run(cfg: &MachineConfig, ev: &[Event], w: Win, batch: usize) -> Report {
-    let mut sim: Sim<Radix> = Sim::new(cfg).unwrap();
+    let mut sim = Machine::new(cfg).unwrap();
     sim.set_skip(w.skip);
     sim.set_warmup(w.warmup);
     sim.set_simulate(w.simulate);
@@ -171,7 +171,7 @@ fn a_window_is_the_input_cut_at_its_edges() {
                     to = cut.len();
                 }
             }
-            let mut sim: Sim<Radix> = Sim::new(&cfg).unwrap();
+            let mut sim = Machine::new(&cfg).unwrap();
             sim.run(&cut[..from]).unwrap();
             let base = sim.report();
             sim.run(&cut[from..to]).unwrap();
@@ -222,7 +222,7 @@ fn a_window_is_the_input_cut_at_its_edges() {
 fn simulate_finishes_and_ignores_the_rest() {
     let cfg = presets::preset("skylake").unwrap();
     let ev = events("stride:footprint=16MiB,refs=5000");
-    let mut sim: Sim<Radix> = Sim::new(&cfg).unwrap();
+    let mut sim = Machine::new(&cfg).unwrap();
     sim.set_simulate(1000);
     sim.run(&ev[..1500]).unwrap();
     assert!(sim.finished());
@@ -235,7 +235,7 @@ fn simulate_finishes_and_ignores_the_rest() {
 #[test]
 fn a_skip_longer_than_the_input_is_still_skipping() {
     let cfg = presets::preset("skylake").unwrap();
-    let mut sim: Sim<Radix> = Sim::new(&cfg).unwrap();
+    let mut sim = Machine::new(&cfg).unwrap();
     sim.set_skip(1000);
     sim.run(&events("stride:refs=999")).unwrap();
     assert!(sim.skipping() && !sim.finished());

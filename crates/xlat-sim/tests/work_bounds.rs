@@ -5,7 +5,7 @@
 //! idle reclaim scanning the whole HTAB with nothing to reclaim).
 
 use proptest::prelude::*;
-use xlat_sim::{presets, MachineConfig, Radix, Report, Sim};
+use xlat_sim::{presets, Machine, MachineConfig, Report};
 use xlat_types::{Access, AccessKind, Event, FlushScope, MapFlags, Pid, Prot, VirtAddr};
 
 const A: u64 = 0x4000_0000;
@@ -39,7 +39,7 @@ fn page_bytes(cfg: &MachineConfig) -> u64 {
 }
 
 fn run(cfg: &MachineConfig, ev: &[Event]) -> Report {
-    let mut s: Sim<Radix> = Sim::new(cfg).unwrap();
+    let mut s = Machine::new(cfg).unwrap();
     s.run(ev).unwrap();
     s.check_invariants(ev.iter().filter_map(|e| match e {
         Event::Access(a) => Some(a.addr.0),
@@ -198,7 +198,7 @@ proptest! {
     ) {
         let mut cfg = presets::preset(presets::PRESETS[machine].0).unwrap();
         cfg.os.flush_ceiling = 1 << 24;
-        if cfg.page_table.hash().is_none() {
+        if cfg.page_table.is_radix() {
             cfg.os.thp = xlat_sim::config::Thp::Always;
         }
         let page = page_bytes(&cfg);
@@ -365,7 +365,7 @@ proptest! {
         let cfg = huge_machine(machine);
         let page = page_bytes(&cfg);
         let ev = huge_events(&ops, page, cfg.va_bits());
-        let mut s: Sim<Radix> = Sim::new(&cfg).unwrap();
+        let mut s = Machine::new(&cfg).unwrap();
         let probe: Vec<u64> = (0..64).map(|p| A + p * page).collect();
         for e in &ev {
             let _ = s.run(std::slice::from_ref(e));

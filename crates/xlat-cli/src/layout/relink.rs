@@ -8,7 +8,7 @@ use super::Spaces;
 use anyhow::{Context, Result};
 use rustc_hash::FxHashMap as HashMap;
 use std::path::Path;
-use xlat_sim::{MachineConfig, Radix, Sim};
+use xlat_sim::{Machine, MachineConfig};
 use xlat_symbols::Symbols;
 use xlat_trace::TraceReader;
 use xlat_types::{Event, EventSource};
@@ -109,7 +109,7 @@ pub fn itlb_misses(
     let what = crate::output::shown(trace);
     let r = TraceReader::open(trace).with_context(|| format!("trace {what}"))?;
     let system = crate::traces::is_system(r.header());
-    let mut sim: Sim<Radix> = crate::run::new_sim(cfg)?;
+    let mut sim: Machine = crate::run::new_sim(cfg)?;
     match moved {
         Some((file, syms, new)) => {
             let src = Relinked {

@@ -4,6 +4,7 @@
 //! the valid keys; enums list their valid values. [`MachineConfig::validate`] checks
 //! the cross-field rules and names the offending field and the allowed values.
 
+mod clustered;
 mod hashed;
 mod nested;
 mod overlap;
@@ -145,6 +146,18 @@ pub enum PageTableConfig {
         levels: Vec<LevelConfig>,
         hash: HashConfig,
     },
+    /// A clustered page table (Talluri, Hill & Khalidi, SOSP 1995): a hash table per
+    /// address space whose nodes each map `subblock` consecutive base pages
+    /// (`pagetable/clustered.rs`). Base pages only.
+    Clustered {
+        base_page: PageSize,
+        /// Virtual-address bits translated.
+        va_bits: u8,
+        /// Pages per node, a power of two (16 in the paper).
+        subblock: u32,
+        /// Hash buckets per address space, a power of two.
+        buckets: u32,
+    },
 }
 
 impl PageTableConfig {
@@ -152,37 +165,74 @@ impl PageTableConfig {
     pub fn base_page(&self) -> PageSize {
         match self {
             PageTableConfig::Radix { base_page, .. }
-            | PageTableConfig::Hashed { base_page, .. } => *base_page,
+            | PageTableConfig::Hashed { base_page, .. }
+            | PageTableConfig::Clustered { base_page, .. } => *base_page,
         }
     }
-    /// Bytes per entry of the (OS's) tree.
+    /// Bytes per entry of the (OS's) tree; a clustered table's mapping words are 8.
     pub fn entry_bytes(&self) -> u32 {
         match self {
             PageTableConfig::Radix { entry_bytes, .. }
             | PageTableConfig::Hashed { entry_bytes, .. } => *entry_bytes,
+            PageTableConfig::Clustered { .. } => 8,
         }
     }
-    /// The tree's levels, root first.
+    /// The tree's levels, root first (none for a clustered table).
     pub fn levels(&self) -> &[LevelConfig] {
         match self {
             PageTableConfig::Radix { levels, .. } | PageTableConfig::Hashed { levels, .. } => {
                 levels
             }
+            PageTableConfig::Clustered { .. } => &[],
         }
     }
-    /// The tree's levels, root first (to edit a configuration).
-    pub fn levels_mut(&mut self) -> &mut Vec<LevelConfig> {
+    /// The tree's levels, root first (to edit a configuration; `None` without a tree).
+    pub fn levels_mut(&mut self) -> Option<&mut Vec<LevelConfig>> {
         match self {
             PageTableConfig::Radix { levels, .. } | PageTableConfig::Hashed { levels, .. } => {
-                levels
+                Some(levels)
             }
+            PageTableConfig::Clustered { .. } => None,
         }
     }
     /// The hash table's configuration, on a hashed machine.
     pub fn hash(&self) -> Option<&HashConfig> {
         match self {
             PageTableConfig::Hashed { hash, .. } => Some(hash),
-            PageTableConfig::Radix { .. } => None,
+            _ => None,
+        }
+    }
+    /// A plain radix tree (no HTAB, not clustered): the only organization with large pages.
+    pub fn is_radix(&self) -> bool {
+        matches!(self, PageTableConfig::Radix { .. })
+    }
+    /// log2 of a clustered table's subblock factor and of its buckets.
+    pub fn clustered(&self) -> Option<(u32, u32)> {
+        match self {
+            PageTableConfig::Clustered {
+                subblock, buckets, ..
+            } => Some((subblock.trailing_zeros(), buckets.trailing_zeros())),
+            _ => None,
+        }
+    }
+    /// Names of a walk's reference positions, as the report lists them: the tree's
+    /// hardware levels, or a clustered walk's bucket and the references after it (the
+    /// last row also counts every reference past it: chains longer than the rows).
+    pub fn walk_positions(&self) -> Vec<String> {
+        match self {
+            PageTableConfig::Clustered { .. } => std::iter::once("bucket".to_string())
+                .chain((2..crate::pagetable::MAX_LEVELS).map(|i| format!("ref {i}")))
+                .chain(std::iter::once(format!(
+                    "ref {}+",
+                    crate::pagetable::MAX_LEVELS
+                )))
+                .collect(),
+            _ => self
+                .levels()
+                .iter()
+                .filter(|l| !l.folded)
+                .map(|l| l.name.clone())
+                .collect(),
         }
     }
 }

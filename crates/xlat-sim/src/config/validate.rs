@@ -129,44 +129,48 @@ impl MachineConfig {
                 format!("{entry_bytes}: allowed values are 4, 8"),
             ));
         }
-        if levels.is_empty() || levels.len() > crate::pagetable::MAX_LEVELS {
-            return Err(invalid(
-                "page_table.levels",
-                format!("needs 1 to {} levels", crate::pagetable::MAX_LEVELS),
-            ));
-        }
-        let mut va_bits = base_page.shift();
-        for (i, l) in levels.iter().enumerate() {
-            let f = format!("page_table.levels[{i}]");
-            if l.folded {
-                if l.bits != 0 || l.leaf {
-                    return Err(invalid(f, "a folded level has bits = 0 and leaf = false"));
-                }
-            } else if !(1..=16).contains(&l.bits) {
+        if self.page_table.clustered().is_some() {
+            self.validate_clustered()?;
+        } else {
+            if levels.is_empty() || levels.len() > crate::pagetable::MAX_LEVELS {
                 return Err(invalid(
-                    format!("{f}.bits"),
-                    format!("{}: allowed 1..=16 (0 only if folded)", l.bits),
+                    "page_table.levels",
+                    format!("needs 1 to {} levels", crate::pagetable::MAX_LEVELS),
                 ));
             }
-            va_bits += l.bits as u32;
-        }
-        if levels.last().is_some_and(|l| l.folded) {
-            return Err(invalid(
-                "page_table.levels",
-                "the last (leaf) level cannot be folded",
-            ));
-        }
-        if levels.iter().filter(|l| !l.folded).count() == 0 {
-            return Err(invalid(
-                "page_table.levels",
-                "needs at least one level that is not folded",
-            ));
-        }
-        if va_bits > 64 {
-            return Err(invalid(
-                "page_table.levels",
-                format!("covers {va_bits} address bits; at most 64"),
-            ));
+            let mut va_bits = base_page.shift();
+            for (i, l) in levels.iter().enumerate() {
+                let f = format!("page_table.levels[{i}]");
+                if l.folded {
+                    if l.bits != 0 || l.leaf {
+                        return Err(invalid(f, "a folded level has bits = 0 and leaf = false"));
+                    }
+                } else if !(1..=16).contains(&l.bits) {
+                    return Err(invalid(
+                        format!("{f}.bits"),
+                        format!("{}: allowed 1..=16 (0 only if folded)", l.bits),
+                    ));
+                }
+                va_bits += l.bits as u32;
+            }
+            if levels.last().is_some_and(|l| l.folded) {
+                return Err(invalid(
+                    "page_table.levels",
+                    "the last (leaf) level cannot be folded",
+                ));
+            }
+            if levels.iter().filter(|l| !l.folded).count() == 0 {
+                return Err(invalid(
+                    "page_table.levels",
+                    "needs at least one level that is not folded",
+                ));
+            }
+            if va_bits > 64 {
+                return Err(invalid(
+                    "page_table.levels",
+                    format!("covers {va_bits} address bits; at most 64"),
+                ));
+            }
         }
         let names: Vec<&str> = levels.iter().map(|l| l.name.as_str()).collect();
         unique("page_table.levels", names.iter().copied())?;
@@ -358,14 +362,13 @@ impl MachineConfig {
         ] {
             at_most(f, v, MAX_LATENCY)?;
         }
-        if w.walk_cycles > 0
-            && (w.kind != WalkerKind::Hardware
-                || !matches!(self.page_table, PageTableConfig::Radix { .. }))
+        if w.walk_cycles > 0 && (w.kind != WalkerKind::Hardware || self.page_table.hash().is_some())
         {
             return Err(invalid(
                 "walker.walk_cycles",
-                "applies to a radix hardware walker only (a software reload costs trap_cycles + \
-                 handler_cycles; a hashed search its slot reads and hash_miss_cycles)",
+                "applies to a radix or clustered hardware walker only (a software reload costs \
+                 trap_cycles + handler_cycles; a hashed search its slot reads and \
+                 hash_miss_cycles)",
             ));
         }
         for (f, v) in [
@@ -402,7 +405,7 @@ impl MachineConfig {
             return Ok(());
         };
         n.validate()?;
-        let why = if self.page_table.hash().is_some() {
+        let why = if !matches!(self.page_table, PageTableConfig::Radix { .. }) {
             Some(("page_table.kind", "a guest's tables must be radix"))
         } else if self.walker.kind != WalkerKind::Hardware {
             Some(("walker.kind", "a guest's walks are hardware walks"))
@@ -574,6 +577,9 @@ impl MachineConfig {
 
     /// Number of virtual-address bits the page table translates.
     pub fn va_bits(&self) -> u32 {
+        if let PageTableConfig::Clustered { va_bits, .. } = self.page_table {
+            return va_bits as u32;
+        }
         self.page_table.base_page().shift()
             + self
                 .page_table

@@ -33,10 +33,6 @@ const HEADER_BYTES: u64 = 16;
 const WORD_BYTES: u64 = 8;
 /// Nodes are aligned to their header's size.
 const NODE_ALIGN: u64 = 16;
-/// The paper's subblock factor, 16 pages per node (§4).
-pub const PAPER_SUBBLOCK_BITS: u32 = 4;
-/// Buckets per address space where none are configured: 2^12 (a 32 KiB hash table).
-pub const DEFAULT_BUCKET_BITS: u32 = 12;
 /// No node (an empty bucket or the end of a chain).
 const NIL: u32 = u32::MAX;
 
@@ -223,6 +219,17 @@ impl PageTable for Clustered {
         out.n = n.min(MAX_LEVELS);
     }
 
+    fn walk_past_levels(&self, va: VirtAddr, f: &mut dyn FnMut(u64)) -> u64 {
+        let mut n = 0;
+        self.walk_refs(va, &mut |pa| {
+            if n >= MAX_LEVELS {
+                f(pa);
+            }
+            n += 1;
+        });
+        n.saturating_sub(MAX_LEVELS) as u64
+    }
+
     fn lookup(&self, va: VirtAddr) -> Option<(Leaf, VirtAddr)> {
         let (vpbn, off) = self.split(va.0);
         let leaf = self.nodes[self.node_of(vpbn)? as usize].words[off]?;
@@ -360,11 +367,16 @@ impl PageTable for Clustered {
         sw
     }
 
-    /// The paper's subblock factor (16) and [`DEFAULT_BUCKET_BITS`]: the machine
-    /// configuration has no clustered section yet (issue 37 wires it).
+    fn serves(cfg: &crate::config::PageTableConfig) -> bool {
+        cfg.clustered().is_some()
+    }
+
     fn empty(cfg: &crate::config::MachineConfig, mem: &mut PhysMem) -> Self {
-        let base_shift = cfg.page_table.base_page().shift();
-        Clustered::new(base_shift, PAPER_SUBBLOCK_BITS, DEFAULT_BUCKET_BITS, mem)
+        let (k, bucket_bits) = cfg
+            .page_table
+            .clustered()
+            .expect("Sim::new checks `serves`");
+        Clustered::new(cfg.page_table.base_page().shift(), k, bucket_bits, mem)
     }
 
     fn slot_free(&self, va: VirtAddr, shift: u8) -> bool {

@@ -69,6 +69,12 @@ pub trait PageTable: Sized {
         self.walk_into(va, &mut w);
         w
     }
+    /// A walk's references past the [`MAX_LEVELS`] that [`Walk::refs`] holds (a clustered
+    /// table's long chains), to `f` in order; how many. Called after a walk that filled
+    /// every slot of [`Walk::refs`].
+    fn walk_past_levels(&self, _va: VirtAddr, _f: &mut dyn FnMut(u64)) -> u64 {
+        0
+    }
     /// The present leaf covering `va` and the virtual base of its page.
     fn lookup(&self, va: VirtAddr) -> Option<(Leaf, VirtAddr)>;
     /// Installs `leaf` at `va` (aligned to the leaf's size, which must be a size this
@@ -113,6 +119,9 @@ pub trait PageTable: Sized {
         mem: &mut PhysMem,
         on_leaf: &mut dyn FnMut(u64, Leaf, &mut PhysMem),
     ) -> SoftWalk;
+    /// Whether this type implements the configured organization (`Sim::new` refuses a
+    /// machine whose table is another type's: [`crate::Machine`] picks the type).
+    fn serves(cfg: &crate::config::PageTableConfig) -> bool;
     /// An empty table (root only) for a new address space.
     fn empty(cfg: &crate::config::MachineConfig, mem: &mut PhysMem) -> Self;
     /// Whether a leaf of size `2^shift` could be installed at `va` without displacing

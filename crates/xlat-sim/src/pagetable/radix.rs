@@ -510,6 +510,10 @@ impl PageTable for Radix {
         sw
     }
 
+    fn serves(cfg: &crate::config::PageTableConfig) -> bool {
+        cfg.clustered().is_none()
+    }
+
     fn empty(cfg: &crate::config::MachineConfig, mem: &mut PhysMem) -> Self {
         let t = &cfg.page_table;
         Radix::new(t.base_page(), t.entry_bytes(), t.levels(), mem)

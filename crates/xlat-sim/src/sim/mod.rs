@@ -84,6 +84,9 @@ struct Counters {
     /// Walks by the (first, past-the-last) hardware levels they referenced: the report
     /// derives the per-level and total walk references (one increment per walk).
     walk_spans: [[u64; MAX_LEVELS + 1]; MAX_LEVELS],
+    /// Walk references past [`MAX_LEVELS`] (a clustered table's long chains): the
+    /// report adds them to the last position's row.
+    walk_refs_past_levels: u64,
     faults: Faults,
     os: Os,
     flushes: Flushes,
@@ -129,6 +132,8 @@ pub struct Sim<P: PageTable> {
     c: Counters,
     event: u64,
     scratch: Vec<(u64, Leaf)>,
+    /// The references of a walk past [`MAX_LEVELS`] (`walk.rs`), kept for reuse.
+    past_levels: Vec<u64>,
     walks_at_batch: u64,
     /// Never run the x86-64-v3 code ([`Sim::set_portable`]).
     portable: bool,
@@ -191,6 +196,15 @@ impl<P: PageTable> Sim<P> {
         probe: Option<MemoryProbe>,
     ) -> Result<Self, ConfigError> {
         cfg.validate()?;
+        if !P::serves(&cfg.page_table) {
+            return Err(ConfigError::Invalid {
+                field: "page_table.kind".into(),
+                msg: format!(
+                    "this simulator is compiled for {} tables: use xlat_sim::Machine, which picks the type",
+                    std::any::type_name::<P>()
+                ),
+            });
+        }
         let (need, field) = cfg.host_bytes();
         if need > limit {
             return Err(ConfigError::Invalid {
@@ -273,6 +287,7 @@ impl<P: PageTable> Sim<P> {
             c: Counters::default(),
             event: 0,
             scratch: Vec::new(),
+            past_levels: Vec::new(),
             walks_at_batch: 0,
             portable: false,
             mem_limit: limit,

@@ -47,15 +47,7 @@ impl<P: PageTable> Sim<P> {
                 usage[i].1 += t;
             }
         }
-        let names: Vec<String> = {
-            self.cfg
-                .page_table
-                .levels()
-                .iter()
-                .filter(|l| !l.folded)
-                .map(|l| l.name.clone())
-                .collect()
-        };
+        let names = self.cfg.page_table.walk_positions();
         let mut per_level = vec![0u64; names.len()];
         for (start, spans) in c.walk_spans.iter().enumerate() {
             for (end, &walks) in spans.iter().enumerate() {
@@ -63,6 +55,9 @@ impl<P: PageTable> Sim<P> {
                     *r += walks;
                 }
             }
+        }
+        if let Some(last) = per_level.last_mut() {
+            *last += c.walk_refs_past_levels;
         }
         let m = &self.mem.counters;
         let mut cyc = c.cyc.clone();

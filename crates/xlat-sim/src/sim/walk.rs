@@ -97,6 +97,22 @@ impl<P: PageTable> Sim<P> {
             self.c.cyc.walk += self.caches.access_walk(&w.refs[start..w.n]);
         }
         self.c.walk_spans[start][w.n] += 1;
+        if w.n == MAX_LEVELS {
+            self.walk_past_levels(cur, va);
+        }
         Ok(())
+    }
+
+    /// A walk longer than [`Walk::refs`] holds (a clustered table's long chain): its
+    /// remaining references through the cache model, counted apart.
+    #[cold]
+    #[inline(never)]
+    fn walk_past_levels(&mut self, cur: usize, va: u64) {
+        let mut refs = std::mem::take(&mut self.past_levels);
+        refs.clear();
+        let pt = &self.slots[cur].as_ref().expect("current process").pt;
+        self.c.walk_refs_past_levels += pt.walk_past_levels(VirtAddr(va), &mut |pa| refs.push(pa));
+        self.c.cyc.walk += self.caches.access_walk(&refs);
+        self.past_levels = refs;
     }
 }

@@ -2,7 +2,7 @@
 //! report comparisons of the warm-up and window tests.
 #![allow(dead_code)]
 
-use xlat_sim::{MachineConfig, Radix, Report, Sim};
+use xlat_sim::{Machine, MachineConfig, Report};
 use xlat_types::{Access, AccessKind, Event, MapFlags, Prot, VirtAddr};
 
 pub fn load(a: u64) -> Event {
@@ -25,7 +25,7 @@ pub fn mmap(a: u64, len: u64) -> Event {
 
 /// The report after `events` on a fresh radix machine.
 pub fn run(cfg: &MachineConfig, events: &[Event]) -> Report {
-    let mut sim: Sim<Radix> = Sim::new(cfg).unwrap();
+    let mut sim = Machine::new(cfg).unwrap();
     sim.run(events).unwrap();
     sim.report()
 }

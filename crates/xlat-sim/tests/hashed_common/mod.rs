@@ -1,7 +1,7 @@
 //! Helpers shared by the hashed-MMU tests (`hashed.rs`, `hashed64.rs`).
 
 use xlat_sim::hashed::HashStats;
-use xlat_sim::{MachineConfig, Radix, Report, Sim};
+use xlat_sim::{Machine, MachineConfig, Report};
 use xlat_types::{Access, AccessKind, Event, MapFlags, Prot, VirtAddr};
 
 pub fn load(va: u64) -> Event {
@@ -20,7 +20,7 @@ pub fn map_with(addr: u64, len: u64, flags: u8) -> Event {
 
 /// Runs `ev` on `cfg`: the report and its hash section.
 pub fn run(cfg: &MachineConfig, ev: &[Event]) -> (Report, HashStats) {
-    let mut s: Sim<Radix> = Sim::new(cfg).unwrap();
+    let mut s = Machine::new(cfg).unwrap();
     s.run(ev).unwrap();
     let r = s.report();
     let h = r.hash.clone().unwrap();
