@@ -26,6 +26,16 @@
 //!   (SIGKILL); xlat then finishes and exits with 128 + its number ([`stop_request`]).
 //!   A sender gone before it could be looked at counts as from elsewhere for SIGTERM and
 //!   SIGHUP, and is dropped with a note otherwise.
+//!
+//! `signal-hook` is not used here (issue 36): its safe API refuses SIGSEGV, SIGILL and SIGFPE
+//! (`consts::FORBIDDEN`), which another process can send with `kill` and which the handler
+//! must tell from a real fault (`si_code > 0`, handed to the replaced disposition before the
+//! handler returns); its registry calls the previous handler first on every delivery, so a
+//! SIGSEGV the program sent would reach Rust's stack-overflow handler, which then restores
+//! the default; and `SignalsInfo<WithOrigin>` keeps at most 5 origins per signal, dropping
+//! later ones until its thread catches up, so a traced program sending one signal fast could
+//! hide a user's stop request (the pipe here holds one record per delivery, 8192 of them).
+//! The child's restore before `execve` has no counterpart there and would stay by hand.
 
 use crate::collector::{descends, Signaller};
 use crate::CaptureError;

@@ -20,16 +20,10 @@ pub struct CacheDesc {
     pub line: u32,
 }
 
-/// `32K`, `512K`, `32768K`, `1M`, or plain bytes.
+/// A sysfs cache size (`32K`, `512K`, `32768K`, `1M`, or plain bytes; the trailing newline
+/// allowed): [`xlat_types::parse_bytes`], `None` when it is not a size.
 pub fn parse_size(s: &str) -> Option<u64> {
-    let s = s.trim();
-    let (num, mul) = match s.as_bytes().last()? {
-        b'K' => (&s[..s.len() - 1], 1 << 10),
-        b'M' => (&s[..s.len() - 1], 1 << 20),
-        b'G' => (&s[..s.len() - 1], 1 << 30),
-        _ => (s, 1),
-    };
-    num.parse::<u64>().ok()?.checked_mul(mul)
+    xlat_types::parse_bytes(s).ok()
 }
 
 /// The data and unified caches of CPU 0, innermost first (empty where sysfs has none).

@@ -1,12 +1,20 @@
 //! CPUID: vendor, hypervisor and the TLB geometry the CPU advertises.
 //!
-//! Decoders are pure functions of register values so they are unit-tested with known
-//! register dumps; [`read`] is the only place that executes `cpuid`.
+//! The leaves are read and mostly decoded by `raw-cpuid`, from a [`CpuIdReader`]: the `cpuid`
+//! instruction in [`read`] (the only place that executes it), register dumps in the unit
+//! tests ([`decode`] takes either). Leaf 0x18's sub-leaf count is capped at 64: it is
+//! CPUID's own, which a hypervisor may set to anything.
 //!
-//! * AMD: leaves `0x8000_0005` (L1 TLBs), `0x8000_0006` (L2 TLBs) and `0x8000_0019`
-//!   (1 GiB TLBs). The L2 fields use AMD's associativity code table.
-//! * Intel: leaf `0x18` (deterministic address translation parameters) when present, else
-//!   the leaf 2 one-byte descriptors (TLB descriptors only).
+//! * AMD: leaves `0x8000_0005` (L1 TLBs, `raw-cpuid`), `0x8000_0006` (L2 TLBs) and
+//!   `0x8000_0019` (1 GiB TLBs). The last two are decoded here with AMD's L2/L3
+//!   associativity code table ([`amd_l2_assoc`]; AMD64 APM vol. 3, appendix E, "L2/L3 Cache
+//!   and TLB Associativity Field Encoding"): `raw-cpuid` 11 reads code 3h (3 ways) as
+//!   unknown, and truncates `0x8000_0019`'s 12-bit entry counts to 8 bits.
+//! * Intel: leaf `0x18` (deterministic address translation parameters, `raw-cpuid`) when
+//!   present, else the leaf 2 one-byte descriptors (TLB descriptors only), decoded here:
+//!   `raw-cpuid`'s leaf 2 iterator gives text, not entries and ways, ignores the registers'
+//!   bit 31 ("no descriptors here") and stops at the first descriptor its table lacks
+//!   (e.g. the TLB descriptors 0xC3, 0xC4).
 //! * Hypervisor: CPUID.1:ECX bit 31 and the vendor signature in leaf `0x4000_0000`.
 //!
 //! CPUID is x86-only. On other architectures [`read`] says so ("not available on this
@@ -15,7 +23,9 @@
 //! user space at all. On aarch64 the vendor and core are taken from `MIDR_EL1` as the
 //! kernel exposes it (sysfs or `/proc/cpuinfo`), see [`decode_midr`].
 
+use raw_cpuid::{Associativity, CpuId, CpuIdReader, CpuIdResult, DatType, Hypervisor};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// One TLB as described by CPUID.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -148,7 +158,65 @@ fn read_midr() -> Option<u64> {
     )
 }
 
-/// Hypervisor vendor ids as 12-byte signatures.
+/// The most leaf-0x18 sub-leaves read: their count is CPUID's own (sub-leaf 0's EAX), which
+/// a hypervisor may set to anything.
+const MAX_SUBLEAF: u32 = 64;
+
+/// A CPUID source for `raw-cpuid` that caps leaf 0x18's sub-leaf count at [`MAX_SUBLEAF`].
+#[derive(Clone)]
+struct Capped<R>(R);
+
+impl<R: CpuIdReader> CpuIdReader for Capped<R> {
+    fn cpuid2(&self, leaf: u32, sub: u32) -> CpuIdResult {
+        let mut r = self.0.cpuid2(leaf, sub);
+        if leaf == 0x18 && sub == 0 {
+            r.eax = r.eax.min(MAX_SUBLEAF);
+        }
+        r
+    }
+}
+
+/// Register dumps as a CPUID source: `(leaf, sub-leaf) -> [eax, ebx, ecx, edx]`; a leaf not
+/// in the dump reads as zeros.
+#[derive(Clone, Debug, Default)]
+struct Dump(BTreeMap<(u32, u32), [u32; 4]>);
+
+impl Dump {
+    /// Leaf 0 (`max_std`, the 12-byte `vendor`) and leaf 0x8000_0000 (`max_ext`).
+    fn new(vendor: &str, max_std: u32, max_ext: u32) -> Dump {
+        let mut v = [0u8; 12];
+        v.iter_mut().zip(vendor.bytes()).for_each(|(d, s)| *d = s);
+        let word = |i: usize| u32::from_le_bytes([v[i], v[i + 1], v[i + 2], v[i + 3]]);
+        // The vendor string is EBX, EDX, ECX.
+        Dump::default()
+            .leaf(0, 0, [max_std, word(0), word(8), word(4)])
+            .leaf(0x8000_0000, 0, [max_ext, 0, 0, 0])
+    }
+
+    fn leaf(mut self, leaf: u32, sub: u32, regs: [u32; 4]) -> Dump {
+        self.0.insert((leaf, sub), regs);
+        self
+    }
+}
+
+impl CpuIdReader for Dump {
+    fn cpuid2(&self, leaf: u32, sub: u32) -> CpuIdResult {
+        let [eax, ebx, ecx, edx] = self.0.get(&(leaf, sub)).copied().unwrap_or_default();
+        CpuIdResult { eax, ebx, ecx, edx }
+    }
+}
+
+/// A leaf's registers, or zeros when CPUID's maximum (standard or extended) is below it.
+fn regs<R: CpuIdReader>(read: &R, leaf: u32) -> [u32; 4] {
+    if read.cpuid1(leaf & 0x8000_0000).eax < leaf {
+        return [0; 4];
+    }
+    let r = read.cpuid1(leaf);
+    [r.eax, r.ebx, r.ecx, r.edx]
+}
+
+/// Hypervisor names from 12-byte vendor signatures ([`read`] gets here for those `raw-cpuid`
+/// does not name, e.g. Parallels).
 pub fn hypervisor_name(sig: &str) -> String {
     match sig {
         "KVMKVMKVM\0\0\0" | "KVMKVMKVM" => "KVM".into(),
@@ -193,30 +261,65 @@ pub fn amd_l2_assoc(code: u32) -> Option<Option<u32>> {
     })
 }
 
+/// Ways as `raw-cpuid` decodes them: `Some(None)` is fully associative, `None` disabled or
+/// unknown.
+fn ways(a: Associativity) -> Option<Option<u32>> {
+    match a {
+        Associativity::DirectMapped => Some(Some(1)),
+        Associativity::NWay(n) => Some(Some(n.into())),
+        Associativity::FullyAssociative => Some(None),
+        Associativity::Disabled | Associativity::Unknown => None,
+    }
+}
+
 /// Decode AMD leaves 0x8000_0005 (eax, ebx), 0x8000_0006 (eax, ebx), and 0x8000_0019
 /// (eax, ebx) into TLB descriptions. Pass zeros for leaves that are not supported.
 pub fn decode_amd_tlbs(l5: [u32; 2], l6: [u32; 2], l19: [u32; 2]) -> Vec<TlbDesc> {
+    let r = |[a, b]: [u32; 2]| [a, b, 0, 0];
+    let dump = Dump::new("AuthenticAMD", 1, 0x8000_0019)
+        .leaf(0x8000_0005, 0, r(l5))
+        .leaf(0x8000_0006, 0, r(l6))
+        .leaf(0x8000_0019, 0, r(l19));
+    amd_tlbs(&CpuId::with_cpuid_reader(dump.clone()), &dump)
+}
+
+/// AMD's TLBs: the L1 leaf 0x8000_0005 through `raw-cpuid`; leaves 0x8000_0006 (TLB fields)
+/// and 0x8000_0019 by hand (see the module docs).
+fn amd_tlbs<R: CpuIdReader>(cpuid: &CpuId<R>, read: &R) -> Vec<TlbDesc> {
     let mut out = Vec::new();
-    let mut l1 = |reg: u32, sizes: &str| {
-        // [31:24] D assoc, [23:16] D entries, [15:8] I assoc, [7:0] I entries.
-        // L1 assoc is the literal way count; 0xFF = fully associative.
-        for (kind, assoc, entries) in [
-            ("data", reg >> 24, (reg >> 16) & 0xFF),
-            ("instruction", (reg >> 8) & 0xFF, reg & 0xFF),
+    if let Some(l1) = cpuid.get_l1_cache_and_tlb_info() {
+        for (kind, sizes, entries, assoc) in [
+            ("data", "4K", l1.dtlb_4k_size(), l1.dtlb_4k_associativity()),
+            (
+                "instruction",
+                "4K",
+                l1.itlb_4k_size(),
+                l1.itlb_4k_associativity(),
+            ),
+            (
+                "data",
+                "2M/4M",
+                l1.dtlb_2m_4m_size(),
+                l1.dtlb_2m_4m_associativity(),
+            ),
+            (
+                "instruction",
+                "2M/4M",
+                l1.itlb_2m_4m_size(),
+                l1.itlb_2m_4m_associativity(),
+            ),
         ] {
-            if entries != 0 && assoc != 0 {
+            if let (true, Some(ways)) = (entries != 0, ways(assoc)) {
                 out.push(TlbDesc {
                     level: "L1".into(),
                     kind: kind.into(),
                     page_sizes: sizes.into(),
-                    entries,
-                    ways: if assoc == 0xFF { None } else { Some(assoc) },
+                    entries: entries.into(),
+                    ways,
                 });
             }
         }
-    };
-    l1(l5[1], "4K");
-    l1(l5[0], "2M/4M");
+    }
     // Leaf 0x8000_0019 uses the L2 layout (4-bit associativity code, 12-bit entries) for
     // both its L1 (eax) and L2 (ebx) registers.
     let mut l2 = |reg: u32, level: &str, sizes: &str| {
@@ -225,10 +328,7 @@ pub fn decode_amd_tlbs(l5: [u32; 2], l6: [u32; 2], l19: [u32; 2]) -> Vec<TlbDesc
             ("data", reg >> 28, (reg >> 16) & 0xFFF),
             ("instruction", (reg >> 12) & 0xF, reg & 0xFFF),
         ] {
-            if entries == 0 {
-                continue;
-            }
-            if let Some(ways) = amd_l2_assoc(code) {
+            if let (true, Some(ways)) = (entries != 0, amd_l2_assoc(code)) {
                 out.push(TlbDesc {
                     level: level.into(),
                     kind: kind.into(),
@@ -239,6 +339,7 @@ pub fn decode_amd_tlbs(l5: [u32; 2], l6: [u32; 2], l19: [u32; 2]) -> Vec<TlbDesc
             }
         }
     };
+    let (l6, l19) = (regs(read, 0x8000_0006), regs(read, 0x8000_0019));
     l2(l19[0], "L1", "1G");
     l2(l6[1], "L2", "4K");
     l2(l6[0], "L2", "2M/4M");
@@ -246,46 +347,52 @@ pub fn decode_amd_tlbs(l5: [u32; 2], l6: [u32; 2], l19: [u32; 2]) -> Vec<TlbDesc
     out
 }
 
-/// Decode Intel leaf 0x18 sub-leaves (each `[eax, ebx, ecx, edx]`, sub-leaf 0 first) into
-/// TLB descriptions. Sub-leaves with type 0 (invalid) are skipped.
+/// Decode Intel leaf 0x18 sub-leaves (each `[eax, ebx, ecx, edx]`, sub-leaf 0 first; its EAX
+/// is the last sub-leaf, at most 64 are read) into TLB descriptions. Sub-leaves with type 0
+/// (invalid) are skipped.
 pub fn decode_intel_leaf18(subleaves: &[[u32; 4]]) -> Vec<TlbDesc> {
-    let mut out = Vec::new();
-    for (i, r) in subleaves.iter().enumerate() {
-        if i == 0 {
-            // Sub-leaf 0 carries the max sub-leaf in eax; its ebx/ecx/edx may describe a TLB.
-        }
-        let (ebx, ecx, edx) = (r[1], r[2], r[3]);
-        let kind = match edx & 0x1F {
-            1 => "data",
-            2 => "instruction",
-            3 => "unified",
-            4 => "load",
-            5 => "store",
-            _ => continue,
-        };
-        let level = (edx >> 5) & 0x7;
-        let fully = (edx >> 8) & 1 == 1;
-        let mut sizes = Vec::new();
-        for (bit, name) in [(0, "4K"), (1, "2M"), (2, "4M"), (3, "1G")] {
-            if (ebx >> bit) & 1 == 1 {
-                sizes.push(name);
-            }
-        }
-        let ways = ebx >> 16;
-        let sets = ecx;
-        out.push(TlbDesc {
-            level: if level == 1 {
-                "L1".into()
-            } else {
-                format!("L{level}")
-            },
-            kind: kind.into(),
-            page_sizes: sizes.join("/"),
-            entries: ways * sets,
-            ways: if fully { None } else { Some(ways) },
+    let dump = (0..)
+        .zip(subleaves)
+        .fold(Dump::new("GenuineIntel", 0x18, 0x8000_0000), |d, (i, r)| {
+            d.leaf(0x18, i, *r)
         });
-    }
-    out
+    intel_leaf18(&CpuId::with_cpuid_reader(Capped(dump))).unwrap_or_default()
+}
+
+/// Intel's leaf 0x18 through `raw-cpuid`, `None` when CPUID has no leaf 0x18.
+fn intel_leaf18<R: CpuIdReader>(cpuid: &CpuId<R>) -> Option<Vec<TlbDesc>> {
+    let subleaves = cpuid.get_deterministic_address_translation_info()?;
+    Some(
+        subleaves
+            .filter_map(|d| {
+                let kind = match d.cache_type() {
+                    DatType::DataTLB => "data",
+                    DatType::InstructionTLB => "instruction",
+                    DatType::UnifiedTLB => "unified",
+                    DatType::LoadOnly => "load",
+                    DatType::StoreOnly => "store",
+                    DatType::Null | DatType::Unknown => return None,
+                };
+                let sizes: Vec<&str> = [
+                    (d.has_4k_entries(), "4K"),
+                    (d.has_2mb_entries(), "2M"),
+                    (d.has_4mb_entries(), "4M"),
+                    (d.has_1gb_entries(), "1G"),
+                ]
+                .into_iter()
+                .filter_map(|(has, name)| has.then_some(name))
+                .collect();
+                let ways = u32::from(d.ways());
+                Some(TlbDesc {
+                    level: format!("L{}", d.cache_level()),
+                    kind: kind.into(),
+                    page_sizes: sizes.join("/"),
+                    entries: ways.saturating_mul(d.sets()),
+                    ways: (!d.is_fully_associative()).then_some(ways),
+                })
+            })
+            .collect(),
+    )
 }
 
 /// Decode the TLB descriptors among Intel leaf 2's one-byte descriptors. Unknown or
@@ -381,69 +488,52 @@ pub fn decode_signature(eax: u32) -> (u32, u32, u32) {
     (family, model, stepping)
 }
 
-#[cfg(target_arch = "x86_64")]
-fn cpuid(leaf: u32, sub: u32) -> [u32; 4] {
-    let r = core::arch::x86_64::__cpuid_count(leaf, sub);
-    [r.eax, r.ebx, r.ecx, r.edx]
+/// The hypervisor's name from leaf 0x4000_0000 (`raw-cpuid` names the common ones).
+fn hypervisor_of<R: CpuIdReader>(cpuid: &CpuId<R>) -> String {
+    let Some(info) = cpuid.get_hypervisor_info() else {
+        // The hypervisor bit is set but leaf 0x4000_0000 reports no leaves.
+        return "unidentified".into();
+    };
+    match info.identify() {
+        Hypervisor::KVM => "KVM".into(),
+        Hypervisor::HyperV => "Hyper-V".into(),
+        Hypervisor::VMware => "VMware".into(),
+        Hypervisor::Xen => "Xen".into(),
+        Hypervisor::QEMU => "QEMU TCG".into(),
+        Hypervisor::Bhyve => "bhyve".into(),
+        Hypervisor::ACRN => "ACRN".into(),
+        Hypervisor::QNX => "QNX".into(),
+        Hypervisor::Unknown(ebx, ecx, edx) => hypervisor_name(&regs_to_string(&[ebx, ecx, edx])),
+    }
 }
 
-/// Whether the CPU advertises an invariant TSC (CPUID 0x8000_0007 EDX bit 8).
-#[cfg(target_arch = "x86_64")]
-pub fn invariant_tsc() -> bool {
-    cpuid(0x8000_0000, 0)[0] >= 0x8000_0007 && (cpuid(0x8000_0007, 0)[3] >> 8) & 1 == 1
-}
-
-/// Whether the CPU advertises an invariant TSC (never on non-x86 builds).
-#[cfg(not(target_arch = "x86_64"))]
-pub fn invariant_tsc() -> bool {
-    false
-}
-
-/// Read vendor, hypervisor and TLB geometry from this CPU.
-#[cfg(target_arch = "x86_64")]
-pub fn read() -> CpuidInfo {
-    let l0 = cpuid(0, 0);
-    let vendor = regs_to_string(&[l0[1], l0[3], l0[2]]);
-    let max_std = l0[0];
-    let l1 = cpuid(1, 0);
-    let (family, model, stepping) = decode_signature(l1[0]);
-    let hypervisor = if (l1[2] >> 31) & 1 == 1 {
-        let h = cpuid(0x4000_0000, 0);
-        Some(hypervisor_name(&regs_to_string(&[h[1], h[2], h[3]])))
-    } else {
-        None
-    };
-    let max_ext = cpuid(0x8000_0000, 0)[0];
-    let brand = if max_ext >= 0x8000_0004 {
-        let regs: Vec<u32> = (0x8000_0002..=0x8000_0004u32)
-            .flat_map(|l| cpuid(l, 0))
-            .collect();
-        regs_to_string(&regs).trim().to_string()
-    } else {
-        String::new()
-    };
-    let ext = |leaf: u32| {
-        if max_ext >= leaf {
-            cpuid(leaf, 0)
-        } else {
-            [0; 4]
-        }
-    };
+/// Everything [`read`] reports, from any CPUID source: the `cpuid` instruction in [`read`],
+/// register dumps in the tests.
+pub fn decode<R: CpuIdReader>(source: R) -> CpuidInfo {
+    let read = Capped(source);
+    let cpuid = CpuId::with_cpuid_reader(read.clone());
+    let vendor = cpuid
+        .get_vendor_info()
+        .map(|v| v.as_str().trim_end_matches('\0').to_string())
+        .unwrap_or_default();
+    let features = cpuid.get_feature_info();
+    let (family, model, stepping) = decode_signature(regs(&read, 1)[0]);
+    let hypervisor = features
+        .is_some_and(|f| f.has_hypervisor())
+        .then(|| hypervisor_of(&cpuid));
+    let brand = cpuid
+        .get_processor_brand_string()
+        .map(|b| b.as_str().to_string())
+        .unwrap_or_default();
     let (tlbs, tlb_source) = if vendor == "AuthenticAMD" || vendor == "HygonGenuine" {
-        let (l5, l6, l19) = (ext(0x8000_0005), ext(0x8000_0006), ext(0x8000_0019));
         (
-            decode_amd_tlbs([l5[0], l5[1]], [l6[0], l6[1]], [l19[0], l19[1]]),
+            amd_tlbs(&cpuid, &read),
             "AMD CPUID 0x80000005/0x80000006/0x80000019".to_string(),
         )
-    } else if max_std >= 0x18 {
-        let first = cpuid(0x18, 0);
-        let subs: Vec<[u32; 4]> = (0..=first[0].min(64)).map(|s| cpuid(0x18, s)).collect();
-        (
-            decode_intel_leaf18(&subs),
-            "Intel CPUID leaf 0x18".to_string(),
-        )
-    } else if max_std >= 2 {
-        let (t, ff) = decode_intel_leaf2(cpuid(2, 0));
+    } else if let Some(t) = intel_leaf18(&cpuid) {
+        (t, "Intel CPUID leaf 0x18".to_string())
+    } else if cpuid.get_cache_info().is_some() {
+        let (t, ff) = decode_intel_leaf2(regs(&read, 2));
         let note = if ff {
             " (descriptor 0xFF: geometry only in leaf 0x18, absent)"
         } else {
@@ -464,6 +554,32 @@ pub fn read() -> CpuidInfo {
         tlbs,
         tlb_source,
     }
+}
+
+/// Whether CPUID advertises an invariant TSC (leaf 0x8000_0007 EDX bit 8).
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+fn has_invariant_tsc<R: CpuIdReader>(source: R) -> bool {
+    CpuId::with_cpuid_reader(source)
+        .get_advanced_power_mgmt_info()
+        .is_some_and(|a| a.has_invariant_tsc())
+}
+
+/// Whether the CPU advertises an invariant TSC (CPUID 0x8000_0007 EDX bit 8).
+#[cfg(target_arch = "x86_64")]
+pub fn invariant_tsc() -> bool {
+    has_invariant_tsc(raw_cpuid::CpuIdReaderNative)
+}
+
+/// Whether the CPU advertises an invariant TSC (never on non-x86 builds).
+#[cfg(not(target_arch = "x86_64"))]
+pub fn invariant_tsc() -> bool {
+    false
+}
+
+/// Read vendor, hypervisor and TLB geometry from this CPU.
+#[cfg(target_arch = "x86_64")]
+pub fn read() -> CpuidInfo {
+    decode(raw_cpuid::CpuIdReaderNative)
 }
 
 /// CPUID is x86-only: other architectures report no advertised TLBs and an *unknown*
@@ -524,6 +640,148 @@ mod tests {
         assert!(!t
             .iter()
             .any(|d| d.level == "L2" && d.kind == "instruction" && d.page_sizes == "1G"));
+    }
+
+    /// ASCII text as `n` registers, in order, padded with NULs.
+    fn words(s: &str, n: usize) -> Vec<u32> {
+        let b: Vec<u8> = s.bytes().chain(std::iter::repeat(0)).take(4 * n).collect();
+        b.chunks(4)
+            .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+            .collect()
+    }
+
+    /// The reference machine's leaves through [`decode`], as [`read`] sees CPUID.
+    #[test]
+    fn decodes_a_whole_amd_dump() {
+        let k = words("KVMKVMKVM", 3);
+        let mut d = Dump::new("AuthenticAMD", 0x10, 0x8000_0021)
+            .leaf(1, 0, [0x00b0_0f21, 0, 1 << 31, 0])
+            .leaf(0x4000_0000, 0, [0x4000_0001, k[0], k[1], k[2]])
+            .leaf(0x8000_0005, 0, [0xff60_ff40, 0xff60_ff40, 0, 0])
+            .leaf(0x8000_0006, 0, [0x4080_2040, 0x6080_4040, 0, 0])
+            .leaf(0x8000_0007, 0, [0, 0, 0, 1 << 8])
+            .leaf(0x8000_0019, 0, [0xf060_f040, 0x4020_0000, 0, 0]);
+        let brand = "AMD EPYC 9B45 128-Core Processor";
+        for (i, r) in (0..3).zip(words(brand, 12).chunks(4)) {
+            d = d.leaf(0x8000_0002 + i, 0, [r[0], r[1], r[2], r[3]]);
+        }
+        let c = decode(d.clone());
+        assert_eq!(
+            (c.vendor.as_str(), c.brand.as_str(), c.hypervisor.as_deref()),
+            ("AuthenticAMD", brand, Some("KVM"))
+        );
+        assert_eq!((c.family, c.model, c.stepping), (0x1A, 2, 1));
+        assert_eq!(c.tlb_source, "AMD CPUID 0x80000005/0x80000006/0x80000019");
+        assert_eq!(c.tlbs.len(), 11);
+        assert_eq!(
+            c.tlbs,
+            decode_amd_tlbs(
+                [0xff60_ff40, 0xff60_ff40],
+                [0x4080_2040, 0x6080_4040],
+                [0xf060_f040, 0x4020_0000]
+            )
+        );
+        assert!(has_invariant_tsc(d.clone()));
+        // Leaf 0x8000_0007 beyond the maximum extended leaf: not read.
+        assert!(!has_invariant_tsc(d.clone().leaf(
+            0x8000_0000,
+            0,
+            [0x8000_0006, 0, 0, 0]
+        )));
+        // Without the hypervisor bit: none, whatever leaf 0x4000_0000 holds.
+        assert_eq!(
+            decode(d.leaf(1, 0, [0x00b0_0f21, 0, 0, 0])).hypervisor,
+            None
+        );
+    }
+
+    /// AMD's L2/L3 code table (APM vol. 3, appendix E): 3h is 3 ways and 5h 6 ways, 9h ("see
+    /// leaf 0x8000_001D") and 7h (reserved) list no TLB; leaf 0x8000_0019's entry counts
+    /// take 12 bits; an L1 associativity of 1 is direct mapped.
+    #[test]
+    fn decodes_amd_codes_and_wide_counts() {
+        let t = decode_amd_tlbs(
+            [0, 0x01ff_0000],
+            [0x3040_5020, 0x9200_7100],
+            [0, 0x6400_0000],
+        );
+        let got: Vec<_> = t
+            .iter()
+            .map(|d| {
+                (
+                    d.level.as_str(),
+                    d.kind.as_str(),
+                    d.page_sizes.as_str(),
+                    d.entries,
+                    d.ways,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("L1", "data", "4K", 255, Some(1)),
+                ("L2", "data", "2M/4M", 64, Some(3)),
+                ("L2", "instruction", "2M/4M", 32, Some(6)),
+                ("L2", "data", "1G", 1024, Some(8)),
+            ]
+        );
+    }
+
+    /// Intel through [`decode`]: a leaf 0x18 whose sub-leaf count a hypervisor set to
+    /// `u32::MAX` (at most 64 are read), leaf 2 without leaf 0x18, hypervisors `raw-cpuid`
+    /// does not name, and an empty dump.
+    #[test]
+    fn decodes_intel_dumps_within_bounds() {
+        let p = words(" lrpepyh  vr", 3);
+        let d = Dump::new("GenuineIntel", 0x18, 0x8000_0000)
+            .leaf(1, 0, [0x0009_06EA, 0, 1 << 31, 0])
+            .leaf(0x4000_0000, 0, [0x4000_0001, p[0], p[1], p[2]])
+            .leaf(0x18, 0, [u32::MAX, 0, 0, 0])
+            .leaf(0x18, 5, [0, (4 << 16) | 1, 16, (1 << 5) | 1]);
+        let reads = std::rc::Rc::new(std::cell::Cell::new(0u32));
+        let counted = {
+            let (d, reads) = (d.clone(), reads.clone());
+            move |leaf: u32, sub: u32| {
+                reads.set(reads.get() + u32::from(leaf == 0x18));
+                d.cpuid2(leaf, sub)
+            }
+        };
+        let c = decode(counted);
+        assert!(reads.get() <= MAX_SUBLEAF + 2, "{} reads", reads.get());
+        assert_eq!(c.tlb_source, "Intel CPUID leaf 0x18");
+        let t: Vec<_> = c
+            .tlbs
+            .iter()
+            .map(|t| (t.level.as_str(), t.entries, t.ways))
+            .collect();
+        assert_eq!(t, [("L1", 64, Some(4))]);
+        assert_eq!(
+            (c.family, c.model, c.hypervisor.as_deref()),
+            (6, 0x9E, Some("Parallels"))
+        );
+
+        let d = Dump::new("GenuineIntel", 2, 0x8000_0000)
+            .leaf(1, 0, [0x0000_0633, 0, 1 << 31, 0])
+            .leaf(2, 0, [0x0302_0101, 0x0000_00ff, 0, 0]);
+        let c = decode(d);
+        assert_eq!(
+            c.tlb_source,
+            "Intel CPUID leaf 2 descriptors (descriptor 0xFF: geometry only in leaf 0x18, absent)"
+        );
+        assert_eq!(c.tlbs.len(), 3);
+        // The hypervisor bit with an empty leaf 0x4000_0000.
+        assert_eq!(c.hypervisor.as_deref(), Some("unidentified"));
+
+        let c = decode(Dump::default());
+        assert_eq!(
+            (c.vendor.as_str(), c.brand.as_str(), c.hypervisor),
+            ("", "", None)
+        );
+        assert_eq!(
+            (c.tlbs.len(), c.tlb_source.as_str()),
+            (0, "no TLB leaf available")
+        );
     }
 
     #[test]

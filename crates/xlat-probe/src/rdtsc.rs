@@ -38,7 +38,7 @@ impl RdtscBackend {
         })
     }
 
-    fn counters(&mut self) -> &(TlbCounters, PerfStatus) {
+    fn counters(&mut self) -> &mut (TlbCounters, PerfStatus) {
         self.counters.get_or_insert_with(TlbCounters::open)
     }
 
@@ -228,8 +228,8 @@ impl Backend for RdtscBackend {
         let (start, _) = self
             .chain(Pattern::Random, Backing::Small, pages, SMALL_PAGE, seed)
             .ok()?;
-        let counters = self.amd_tlb.as_ref()?.as_ref()?;
-        let counter = &counters[level.min(1)];
+        let counters = self.amd_tlb.as_mut()?.as_mut()?;
+        let counter = &mut counters[level.min(1)];
         // SAFETY: `start` heads a chain in a live region.
         let p = unsafe { chase::run(start, pages * 2) };
         counter.start();
