@@ -1,3 +1,5 @@
+//! [`SimError`]: why a simulation stopped, naming the offending event by its index.
+
 use thiserror::Error;
 
 /// Why the simulator stopped. `event` is the 0-based index of the offending event.

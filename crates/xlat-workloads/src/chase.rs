@@ -1,3 +1,5 @@
+//! `chase`: a random pointer chase over a footprint's pages in a seeded cyclic order, O(1) memory.
+
 use crate::params::{Params, WorkloadError};
 use crate::{Budget, Prologue};
 use rand_core::{RngCore, SeedableRng};

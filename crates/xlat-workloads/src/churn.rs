@@ -1,3 +1,5 @@
+//! `churn`: process churn (fork, a child that maps, touches, unmaps and exits; idle time).
+
 use crate::params::{Params, WorkloadError};
 use crate::Prologue;
 use rand_core::{RngCore, SeedableRng};

@@ -1,3 +1,5 @@
+//! `code`: instruction fetches of a hot loop spread over code pages (its cursor `mixed` shares).
+
 use crate::params::{Params, WorkloadError};
 use crate::{Budget, Prologue};
 use xlat_types::{Access, AccessKind, Event};

@@ -1,3 +1,5 @@
+//! `forkexit`: lmbench's `lat_proc fork`: a process with a footprint forks and the child exits.
+
 use crate::params::{Params, WorkloadError};
 use crate::Prologue;
 use xlat_types::{Access, AccessKind, Event, Pid};

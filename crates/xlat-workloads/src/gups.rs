@@ -1,3 +1,5 @@
+//! `gups`: random 8-byte read-modify-write updates (one store each) over a table.
+
 use crate::params::{Params, WorkloadError};
 use crate::{Budget, Prologue};
 use rand_core::{RngCore, SeedableRng};

@@ -1,3 +1,5 @@
+//! `mixed`: the `code` hot loop with every `every`-th reference a random data load or store.
+
 use crate::code::CodeWalk;
 use crate::params::{Params, WorkloadError};
 use crate::{Budget, Prologue};

@@ -1,3 +1,5 @@
+//! `sparse`: one load every `step` over a large mapping (page-table memory).
+
 use crate::params::{Params, WorkloadError};
 use crate::{Budget, Prologue};
 use xlat_types::{Access, AccessKind, Event};

@@ -1,3 +1,5 @@
+//! `stride`: one 8-byte access every `stride` bytes over a footprint, cyclically.
+
 use crate::params::{Params, WorkloadError};
 use crate::{Budget, Prologue};
 use xlat_types::{Access, AccessKind, Event};

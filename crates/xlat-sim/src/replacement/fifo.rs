@@ -1,3 +1,5 @@
+//! FIFO replacement: the victim is the way filled longest ago; hits change nothing.
+
 use super::Replacement;
 
 /// FIFO: the victim is the way filled longest ago; hits change nothing.

@@ -1,3 +1,5 @@
+//! True LRU with one 64-bit stamp per way (the victim is the smallest stamp).
+
 use super::Replacement;
 use crate::sets::Sets;
 

@@ -1,3 +1,5 @@
+//! True LRU for wide sets (up to 255 ways): a sentinel-linked recency list per set.
+
 use super::Replacement;
 
 /// True LRU for wide sets (up to 255 ways): per set a circular doubly linked list of

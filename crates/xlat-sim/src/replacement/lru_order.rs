@@ -1,3 +1,5 @@
+//! True LRU for sets of up to 16 ways: one nibble recency-order word per set (`order.rs`).
+
 use super::{order, Replacement};
 use crate::sets::Sets;
 

@@ -1,3 +1,5 @@
+//! Tree pseudo-LRU: `ways - 1` bits per set, each pointing away from the half used last.
+
 use super::Replacement;
 
 /// Tree pseudo-LRU: `ways - 1` bits per set form a binary tree; each bit points to

@@ -1,3 +1,5 @@
+//! Random replacement from a seeded xorshift64* generator (reproducible per seed).
+
 use super::Replacement;
 
 /// Random replacement from a seeded xorshift64* generator (reproducible per seed).
