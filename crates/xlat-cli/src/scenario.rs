@@ -33,6 +33,7 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../scenarios/arm926-lockdown.toml"),
     ),
     ("idle-clear", include_str!("../scenarios/idle-clear.toml")),
+    ("clustered", include_str!("../scenarios/clustered.toml")),
 ];
 
 #[derive(Deserialize)]

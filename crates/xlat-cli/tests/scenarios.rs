@@ -25,6 +25,7 @@ fn every_scenario_agrees_with_its_seed() {
         "pinned-kernel",
         "arm926-lockdown",
         "idle-clear",
+        "clustered",
     ] {
         assert!(names.contains(&want), "{list}");
     }
