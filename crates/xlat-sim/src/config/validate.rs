@@ -566,6 +566,10 @@ impl MachineConfig {
             );
             parts.push((bytes, "page_table.hash.htab".into()));
         }
+        if let Some((_, bucket_bits)) = self.page_table.clustered() {
+            // The first process's bucket heads (4 host bytes each; every process has its own).
+            parts.push((4 << bucket_bits, "page_table.buckets".into()));
+        }
         let total = parts.iter().map(|p| p.0).sum();
         let field = parts
             .into_iter()
