@@ -205,9 +205,7 @@ type Metric = fn(&Outcome) -> f64;
 /// (max − min) relative to the median.
 fn spread(outcomes: &[Outcome], repeats: u32) -> String {
     use std::fmt::Write as _;
-    let mut s = format!(
-        "\nspread over {repeats} runs of the program (min / median / max, (max−min)/median):\n"
-    );
+    let mut s = format!("\nspread over {repeats} runs of the program:\n");
     let mut machines: Vec<&str> = Vec::new();
     for o in outcomes {
         if !machines.contains(&o.machine.as_str()) {
@@ -224,6 +222,16 @@ fn spread(outcomes: &[Outcome], repeats: u32) -> String {
     ];
     for m in machines {
         let _ = writeln!(s, "  {m}");
+        let mut g = crate::grid::Grid::new(
+            4,
+            &[
+                crate::grid::left(""),
+                crate::grid::right("min"),
+                crate::grid::right("median"),
+                crate::grid::right("max"),
+                crate::grid::right("(max−min)/median"),
+            ],
+        );
         for (name, f) in &metrics {
             let mut v: Vec<f64> = outcomes.iter().filter(|o| o.machine == m).map(f).collect();
             v.sort_by(f64::total_cmp);
@@ -245,14 +253,15 @@ fn spread(outcomes: &[Outcome], repeats: u32) -> String {
                     output::rate_str(x)
                 }
             };
-            let _ = writeln!(
-                s,
-                "    {name:<24} {} / {} / {}   {rel:.2} %",
+            g.row([
+                name.to_string(),
                 f(lo),
                 f(med),
-                f(hi)
-            );
+                f(hi),
+                format!("{rel:.2} %"),
+            ]);
         }
+        s.push_str(&g.render());
     }
     s
 }

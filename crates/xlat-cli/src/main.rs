@@ -11,6 +11,7 @@ mod curve;
 mod export;
 mod fanout;
 mod fold;
+mod grid;
 mod html;
 mod interval_plot;
 mod layout;

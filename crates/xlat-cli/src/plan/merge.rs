@@ -49,7 +49,7 @@ pub fn merge(dir: &Path, out: &OutputArgs, partial: bool) -> Result<()> {
                 r.machine == *want && toml == *want_toml,
                 "{name}: run {} has a machine {:?} other than the plan's {:?}",
                 r.index,
-                crate::output::fit(&r.machine, 80),
+                crate::output::clip(&r.machine, 80),
                 want
             );
             let i = r.index;
