@@ -484,31 +484,21 @@ pub fn sim(a: SimArgs) -> Result<()> {
         a.strict,
     )?;
     plan.warmup = a.warmup;
-    plan.attribute = a.attribute;
-    if !a.attribute && (a.sort.is_some() || a.lines || a.attribute_csv.is_some()) {
-        bail!("--sort, --lines and --attribute-csv go with --attribute");
-    }
-    plan.attribution = crate::attribution::Options {
-        sort: a.sort.unwrap_or_default(),
-        lines: a.lines,
-    };
+    plan.attribute = a.attribution.attribute;
+    plan.attribution = a.attribution.options()?;
     plan.skip = a.skip;
     plan.simulate = a.simulate;
     plan.interval = a.interval;
     let out = &a.out;
     if a.plan.is_some() || a.slurm.is_some() {
         anyhow::ensure!(
-            a.attribute_csv.is_none(),
+            a.attribution.attribute_csv.is_none(),
             "--attribute-csv writes a local run's tables: a plan's runs keep theirs in \
              `xlat merge --json`"
         );
         return crate::slurm::plan_and_submit(&mut plan, &a, out);
     }
-    let attribute_csv = a
-        .attribute_csv
-        .as_deref()
-        .map(crate::attribution::create_csv)
-        .transpose()?;
+    let attribute_csv = a.attribution.create_csv()?;
     let total = plan.runs();
     crate::plots::check(
         out,
