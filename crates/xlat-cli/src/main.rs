@@ -61,6 +61,11 @@ pub struct OutputArgs {
     /// Write one summary row per run as CSV.
     #[arg(long)]
     pub csv: Option<PathBuf>,
+    /// Write `--interval`'s time series as CSV: a row per run and interval (`machine`,
+    /// `input`, changed fields, `interval`, `first_ref`, `refs`, `instructions`, the
+    /// misses of each TLB level and side, `walks`).
+    #[arg(long, value_name = "FILE")]
+    pub interval_csv: Option<PathBuf>,
     /// Write a self-contained HTML report of the runs: the table, charts of a numeric
     /// `--sweep` field (inline SVG), failures, warnings and each machine in full.
     #[arg(long)]

@@ -437,12 +437,24 @@ pub fn check(input: &Input) -> Result<()> {
 /// after the simulation): the files' directories take a new file, at most one of them
 /// is standard output; `--plot`'s files and metrics are [`crate::plots::check`]'s.
 pub fn check_outputs(out: &OutputArgs) -> Result<()> {
-    crate::export::one_to_stdout(&[&out.json, &out.csv, &out.html])?;
+    crate::export::one_to_stdout(&[&out.json, &out.csv, &out.interval_csv, &out.html])?;
     check_files(&[
         ("--json", &out.json),
         ("--csv", &out.csv),
+        ("--interval-csv", &out.interval_csv),
         ("--html", &out.html),
     ])
+}
+
+/// `--interval-csv` needs runs with intervals.
+pub fn check_interval_csv(out: &OutputArgs, interval: u64) -> Result<()> {
+    if let Some(p) = out.interval_csv.as_deref().filter(|_| interval == 0) {
+        bail!(
+            "--interval-csv {}: a time series needs --interval N (e.g. 1M)",
+            output::shown(p)
+        );
+    }
+    Ok(())
 }
 
 /// Checks output files given as (flag, path) before any work: each can be written,
@@ -490,6 +502,7 @@ pub fn sim(a: SimArgs) -> Result<()> {
     plan.simulate = a.simulate;
     plan.interval = a.interval;
     let out = &a.out;
+    check_interval_csv(out, a.interval)?;
     if a.plan.is_some() || a.slurm.is_some() {
         anyhow::ensure!(
             a.attribution.attribute_csv.is_none(),
