@@ -64,6 +64,47 @@ impl Sort {
     }
 }
 
+/// `--attribute` and its options: one set of flags, flattened into `sim` and `run`.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct AttributeArgs {
+    /// Attribute first-level TLB misses and walks to mappings (binary, libraries, heap,
+    /// stack, anon) and functions (ELF symbols of the files a capture recorded).
+    #[arg(long)]
+    pub attribute: bool,
+    /// With --attribute: the order of the rows: `walks` (the default: page walks, then
+    /// first-level misses), `misses` (first-level ITLB + DTLB misses, then walks), `itlb`,
+    /// `dtlb` (that side's first-level misses, then its walks) or `name`.
+    #[arg(long, value_enum)]
+    pub sort: Option<Sort>,
+    /// With --attribute: also a table by source line (`file:line` of the block that
+    /// missed, from the files' DWARF: build with `-g`).
+    #[arg(long)]
+    pub lines: bool,
+    /// With --attribute: write every run's attribution tables as CSV, a row per mapping,
+    /// function and line.
+    #[arg(long, value_name = "FILE")]
+    pub attribute_csv: Option<std::path::PathBuf>,
+}
+
+impl AttributeArgs {
+    /// `--sort` and `--lines`, checked: they and `--attribute-csv` need `--attribute`.
+    pub fn options(&self) -> Result<Options> {
+        anyhow::ensure!(
+            self.attribute || (self.sort.is_none() && !self.lines && self.attribute_csv.is_none()),
+            "--sort, --lines and --attribute-csv go with --attribute"
+        );
+        Ok(Options {
+            sort: self.sort.unwrap_or_default(),
+            lines: self.lines,
+        })
+    }
+
+    /// Creates `--attribute-csv`'s file, if given, before the runs.
+    pub fn create_csv(&self) -> Result<Option<xlat_fs::OutFile>> {
+        self.attribute_csv.as_deref().map(create_csv).transpose()
+    }
+}
+
 /// `--sort` and `--lines`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Options {

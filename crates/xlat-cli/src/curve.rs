@@ -306,23 +306,21 @@ fn table(o: &CurveOut, name: &str, secs: f64, worker: bool) -> String {
             "in place (no core free for a worker thread)"
         }
     );
-    let _ = writeln!(
-        s,
-        "\n{:>9} {:>6} {:>14} {:>12} {:>12}",
-        "entries", "ways", "misses", "MPKI", "misses/kref"
+    let mut g = crate::grid::Grid::new(
+        0,
+        &["entries", "ways", "misses", "MPKI", "misses/kref"].map(crate::grid::right),
     );
     for p in &o.points {
-        let mpki = p.mpki.map_or("-".to_string(), |v| format!("{v:.4}"));
-        let _ = writeln!(
-            s,
-            "{:>9} {:>6} {:>14} {:>12} {:>12.4}",
-            p.entries,
-            p.ways,
+        g.row([
+            p.entries.to_string(),
+            p.ways.to_string(),
             n(p.misses),
-            mpki,
-            p.misses_per_kref
-        );
+            p.mpki.map_or("-".to_string(), |v| format!("{v:.4}")),
+            format!("{:.4}", p.misses_per_kref),
+        ]);
     }
+    s.push('\n');
+    s.push_str(&g.render());
     let _ = writeln!(
         s,
         "\nmisses = the structure's fills at that size (cold misses included); the rest of the \

@@ -86,7 +86,7 @@ pub fn one_to_stdout(outputs: &[&Option<std::path::PathBuf>]) -> Result<bool> {
         .count();
     anyhow::ensure!(
         n <= 1,
-        "only one of --json, --csv and --html can be `-` (standard output)"
+        "only one of --json, --csv, --interval-csv and --html can be `-` (standard output)"
     );
     Ok(n == 1)
 }
@@ -255,6 +255,93 @@ pub fn write_csv(path: &Path, outcomes: &[Outcome]) -> Result<()> {
         }
         rec.push(format!("{:.6}", o.seconds));
         w.write_record(&rec)?;
+    }
+    write_csv_bytes(path, w)
+}
+
+/// `--interval-csv`: `--interval`'s time series, tidy: a row per run and interval, with
+/// the summary CSV's identifying columns (`machine,input,workload`, changed fields,
+/// workload parameters), then `interval` (0, 1, ...), `first_ref` (the counted
+/// references before it: after `--skip` and `--warmup`), `refs`, `instructions`, a
+/// `LEVEL_SIDE_misses` column per TLB level and side (every run's, in order of first
+/// appearance; empty where a run's machine has no such level) and `walks`. Runs without
+/// intervals have no rows.
+pub fn write_interval_csv(path: &Path, outcomes: &[Outcome]) -> Result<()> {
+    let (fields, wparams) = param_columns(outcomes);
+    let key = |level: &str| -> String {
+        let (name, side) = level.rsplit_once(' ').unwrap_or((level, ""));
+        format!("{}_misses", crate::metrics::level_key(name, side))
+    };
+    let mut levels: Vec<String> = Vec::new();
+    for iv in outcomes.iter().filter_map(|o| o.report.intervals.as_ref()) {
+        for l in &iv.levels {
+            if !levels.contains(&key(l)) {
+                levels.push(key(l));
+            }
+        }
+    }
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let mut head: Vec<String> = vec!["machine".into(), "input".into(), "workload".into()];
+    head.extend(fields.iter().cloned());
+    head.extend(wparams.iter().map(|p| format!("workload.{p}")));
+    head.extend(
+        ["interval", "first_ref", "refs", "instructions"]
+            .iter()
+            .map(|c| c.to_string()),
+    );
+    head.extend(levels.iter().cloned());
+    head.push("walks".into());
+    w.write_record(&head)?;
+    for o in outcomes {
+        let Some(iv) = &o.report.intervals else {
+            continue;
+        };
+        let mut id: Vec<String> = vec![
+            o.machine.clone(),
+            o.input.clone(),
+            o.workload
+                .as_ref()
+                .map_or(String::new(), |(n, _)| n.clone()),
+        ];
+        for f in &fields {
+            id.push(
+                o.params
+                    .iter()
+                    .find(|(k, _)| k == f)
+                    .map_or(String::new(), |(_, v)| v.clone()),
+            );
+        }
+        for p in &wparams {
+            id.push(
+                o.workload
+                    .iter()
+                    .flat_map(|(_, ps)| ps)
+                    .find(|(k, _)| k == p)
+                    .map_or(String::new(), |(_, v)| v.clone()),
+            );
+        }
+        let cols: Vec<String> = iv.levels.iter().map(|l| key(l)).collect();
+        let mut first = 0u64;
+        for (i, r) in iv.rows.iter().enumerate() {
+            let mut rec = id.clone();
+            rec.extend([
+                i.to_string(),
+                first.to_string(),
+                r.refs.to_string(),
+                r.instructions.to_string(),
+            ]);
+            for l in &levels {
+                rec.push(
+                    cols.iter()
+                        .position(|c| c == l)
+                        .and_then(|k| r.misses.get(k))
+                        .map_or(String::new(), u64::to_string),
+                );
+            }
+            rec.push(r.walks.to_string());
+            w.write_record(&rec)?;
+            first = first.saturating_add(r.refs);
+        }
     }
     write_csv_bytes(path, w)
 }

@@ -43,10 +43,8 @@ pub struct RunArgs {
     /// Simulate the first N references without counting them (as `sim --warmup`).
     #[arg(long, value_name = "N", default_value = "0", value_parser = crate::parse_count)]
     warmup: u64,
-    /// Attribute first-level TLB misses and walks to mappings and functions (as `sim
-    /// --attribute`).
-    #[arg(long)]
-    attribute: bool,
+    #[command(flatten)]
+    attribution: crate::attribution::AttributeArgs,
     #[command(flatten)]
     capture: CaptureArgs,
     /// The program and its arguments (found on PATH). A flag before the program is
@@ -59,6 +57,7 @@ pub struct RunArgs {
 pub fn run(a: RunArgs) -> Result<i32> {
     crate::export::one_to_stdout(&[&a.json, &a.csv])?;
     crate::run::check_files(&[("--json", &a.json), ("--csv", &a.csv)])?;
+    a.attribution.options()?;
     // The short flags are `--set`s of their fields, before the explicit ones.
     let mut given = a.short.sets()?;
     given.extend(a.sets.iter().cloned());
@@ -75,8 +74,9 @@ pub fn run(a: RunArgs) -> Result<i32> {
             machines.push((cfg, crate::plan::params_of(&sets)));
         }
     }
+    let attribute_csv = a.attribution.create_csv()?;
     if machines.len() > 1 || a.repeat > 1 {
-        return run_many(a, machines);
+        return run_many(a, machines, attribute_csv);
     }
     let (cfg, params) = machines.pop().expect("a machine");
     let mut sim = a.opts().sim(&cfg)?;
@@ -128,6 +128,9 @@ pub fn run(a: RunArgs) -> Result<i32> {
     if let Some(p) = &a.csv {
         crate::export::write_csv(p, std::slice::from_ref(&o))?;
     }
+    if let Some(f) = attribute_csv {
+        crate::attribution::write_csv(f, std::slice::from_ref(&o))?;
+    }
     for w in &o.warnings {
         say(format_args!("xlat: warning: {w}"));
     }
@@ -152,7 +155,11 @@ struct Captured {
 /// `xlat run` with several machines or repeats: each repeat is one capture, its batches
 /// fed to every machine ([`crate::fanout`]); a summary table on stderr (with the spread
 /// over repeats), the reports in the files.
-fn run_many(a: RunArgs, machines: Machines) -> Result<i32> {
+fn run_many(
+    a: RunArgs,
+    machines: Machines,
+    attribute_csv: Option<xlat_fs::OutFile>,
+) -> Result<i32> {
     let mut outcomes = Vec::new();
     let mut code = 0;
     for i in 0..a.repeat {
@@ -186,6 +193,9 @@ fn run_many(a: RunArgs, machines: Machines) -> Result<i32> {
     if let Some(p) = &a.csv {
         crate::export::write_csv(p, &outcomes)?;
     }
+    if let Some(f) = attribute_csv {
+        crate::attribution::write_csv(f, &outcomes)?;
+    }
     say_all(&output::summary_table(&outcomes));
     if a.repeat > 1 {
         say_all(&spread(&outcomes, a.repeat));
@@ -205,9 +215,7 @@ type Metric = fn(&Outcome) -> f64;
 /// (max − min) relative to the median.
 fn spread(outcomes: &[Outcome], repeats: u32) -> String {
     use std::fmt::Write as _;
-    let mut s = format!(
-        "\nspread over {repeats} runs of the program (min / median / max, (max−min)/median):\n"
-    );
+    let mut s = format!("\nspread over {repeats} runs of the program:\n");
     let mut machines: Vec<&str> = Vec::new();
     for o in outcomes {
         if !machines.contains(&o.machine.as_str()) {
@@ -224,6 +232,16 @@ fn spread(outcomes: &[Outcome], repeats: u32) -> String {
     ];
     for m in machines {
         let _ = writeln!(s, "  {m}");
+        let mut g = crate::grid::Grid::new(
+            4,
+            &[
+                crate::grid::left(""),
+                crate::grid::right("min"),
+                crate::grid::right("median"),
+                crate::grid::right("max"),
+                crate::grid::right("(max−min)/median"),
+            ],
+        );
         for (name, f) in &metrics {
             let mut v: Vec<f64> = outcomes.iter().filter(|o| o.machine == m).map(f).collect();
             v.sort_by(f64::total_cmp);
@@ -245,14 +263,15 @@ fn spread(outcomes: &[Outcome], repeats: u32) -> String {
                     output::rate_str(x)
                 }
             };
-            let _ = writeln!(
-                s,
-                "    {name:<24} {} / {} / {}   {rel:.2} %",
+            g.row([
+                name.to_string(),
                 f(lo),
                 f(med),
-                f(hi)
-            );
+                f(hi),
+                format!("{rel:.2} %"),
+            ]);
         }
+        s.push_str(&g.render());
     }
     s
 }
@@ -275,7 +294,9 @@ impl RunArgs {
         crate::run::RunOpts {
             strict: false,
             warmup: self.warmup,
-            attribute: self.attribute,
+            attribute: self.attribution.attribute,
+            // Checked by `run` first.
+            attribution: self.attribution.options().unwrap_or_default(),
             ..Default::default()
         }
     }

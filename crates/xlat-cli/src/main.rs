@@ -11,6 +11,7 @@ mod curve;
 mod export;
 mod fanout;
 mod fold;
+mod grid;
 mod html;
 mod interval_plot;
 mod layout;
@@ -60,6 +61,11 @@ pub struct OutputArgs {
     /// Write one summary row per run as CSV.
     #[arg(long)]
     pub csv: Option<PathBuf>,
+    /// Write `--interval`'s time series as CSV: a row per run and interval (`machine`,
+    /// `input`, changed fields, `interval`, `first_ref`, `refs`, `instructions`, the
+    /// misses of each TLB level and side, `walks`).
+    #[arg(long, value_name = "FILE")]
+    pub interval_csv: Option<PathBuf>,
     /// Write a self-contained HTML report of the runs: the table, charts of a numeric
     /// `--sweep` field (inline SVG), failures, warnings and each machine in full.
     #[arg(long)]
@@ -268,23 +274,8 @@ pub struct SimArgs {
     /// and `--plot`'s time series.
     #[arg(long, value_name = "N", default_value = "0", value_parser = parse_count)]
     interval: u64,
-    /// Attribute first-level TLB misses and walks to mappings (binary, libraries, heap,
-    /// stack, anon) and functions (ELF symbols of the files a capture recorded).
-    #[arg(long)]
-    attribute: bool,
-    /// With --attribute: the order of the rows: `walks` (the default: page walks, then
-    /// first-level misses), `misses` (first-level ITLB + DTLB misses, then walks), `itlb`,
-    /// `dtlb` (that side's first-level misses, then its walks) or `name`.
-    #[arg(long, value_enum)]
-    sort: Option<attribution::Sort>,
-    /// With --attribute: also a table by source line (`file:line` of the block that
-    /// missed, from the files' DWARF: build with `-g`).
-    #[arg(long)]
-    lines: bool,
-    /// With --attribute: write every run's attribution tables as CSV, a row per mapping,
-    /// function and line.
-    #[arg(long, value_name = "FILE")]
-    attribute_csv: Option<PathBuf>,
+    #[command(flatten)]
+    attribution: attribution::AttributeArgs,
     /// Change a field of every machine, e.g. `tlb.levels[1].unified[0].entries=2048`
     /// or `os.thp=never` (repeatable; the machine's name then lists the changes). A
     /// field set twice takes the last value; a field also swept takes the sweep's.

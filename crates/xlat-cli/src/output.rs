@@ -124,51 +124,8 @@ fn detailed_raw(o: &Outcome) -> String {
             n(r.refs.instructions)
         );
     }
-    let _ = writeln!(
-        s,
-        "\nTLB level      side     {:>14} {:>14} {:>14} {:>12} {:>10}",
-        "lookups", "hits", "misses", "misses/kref", "MPKI"
-    );
-    for l in &r.tlb_levels {
-        let _ = writeln!(
-            s,
-            "  {:<12} {:<8} {:>14} {:>14} {:>14} {:>12.3} {:>10}",
-            l.name,
-            l.side,
-            n(l.lookups),
-            n(l.hits),
-            n(l.misses),
-            l.misses_per_kref,
-            mpki_str(l.misses, r.refs.instructions)
-        );
-    }
-    let _ = writeln!(
-        s,
-        "\nTLB structure                       geometry          {:>14} {:>12} {:>12} {:>10}",
-        "hits", "fills", "evictions", "invalid."
-    );
-    for t in &r.tlb_structures {
-        let lock = if t.lockdown > 0 {
-            format!("+{}L", t.lockdown)
-        } else {
-            String::new()
-        };
-        let index = match &*t.index {
-            "modulo" => String::new(),
-            other => format!(" {other}"),
-        };
-        let geo = format!("{}x{}{lock} {}{index}", t.entries, t.ways, t.replacement);
-        let _ = writeln!(
-            s,
-            "  {:<33} {:<17} {:>14} {:>12} {:>12} {:>10}",
-            t.name,
-            geo,
-            n(t.hits),
-            n(t.fills),
-            n(t.evictions),
-            n(t.invalidations)
-        );
-    }
+    s.push('\n');
+    s.push_str(&crate::tables::tlb(r));
     if r.prefetch.fills > 0 {
         let _ = writeln!(
             s,
@@ -500,74 +457,106 @@ pub fn rate_str(v: f64) -> String {
     format!("{v:.d$}")
 }
 
-/// `s` cut to `w` characters, its start replaced by `…` (the end of a path or of a
-/// machine's changes is what tells runs apart).
-pub(crate) fn fit(s: &str, w: usize) -> String {
+/// `s` for a message: at most `w` characters, the rest replaced by `… (N characters in
+/// all)` (a name from a foreign file may be of any length).
+pub(crate) fn clip(s: &str, w: usize) -> String {
     let chars = s.chars().count();
     if chars <= w {
         return s.to_string();
     }
-    format!("…{}", s.chars().skip(chars - (w - 1)).collect::<String>())
+    format!(
+        "{}… ({chars} characters in all)",
+        s.chars().take(w).collect::<String>()
+    )
+}
+
+/// Inputs longer than this are shown by their end in the summary table.
+const INPUT_SHOWN: usize = 60;
+
+/// A trace path as the summary table shows it: in full up to [`INPUT_SHOWN`] characters,
+/// else `…/` and its last directories and file name that fit (a file name alone that
+/// does not fit stays whole); `None` when it is shown in full.
+fn short_path(p: &str) -> Option<String> {
+    if p.chars().count() <= INPUT_SHOWN {
+        return None;
+    }
+    let mut keep = 0;
+    for (i, _) in p.match_indices('/') {
+        // `…` and the rest fit.
+        if p[i..].chars().count() < INPUT_SHOWN {
+            keep = i;
+            break;
+        }
+    }
+    if keep == 0 {
+        // The file name alone is too long: the last `/` starts it.
+        keep = p.rfind('/').filter(|&i| i > 0)?;
+    }
+    Some(format!("…{}", &p[keep..]))
 }
 
 fn summary_table_raw(outcomes: &[Outcome]) -> String {
-    let mut s = String::new();
-    // Columns as wide as their longest entry: machine names in full (their changed
-    // fields tell runs apart), inputs within a limit (cut at the start of a path).
-    let mw = outcomes
-        .iter()
-        .map(|o| o.machine.chars().count())
-        .max()
-        .unwrap_or(0)
-        .max(7);
-    let iw = outcomes
-        .iter()
-        .map(|o| o.input.chars().count())
-        .max()
-        .unwrap_or(0)
-        .clamp(5, 40);
-    let _ = writeln!(
-        s,
-        "{:<mw$} {:<iw$} {:>12} {:>9} {:>9} {:>9} {:>9} {:>12} {:>9} {:>10} {:>11} {:>9} {:>9}",
-        "machine",
-        "input",
-        "refs",
-        "L1 MPKI",
-        "LL MPKI",
-        "L1 m/kr",
-        "LL m/kr",
-        "walks",
-        "refs/walk",
-        "faults",
-        "PT peak",
-        "xlat c/r",
-        "all c/r",
+    use crate::grid::{left, right, Grid};
+    // Machine names in full (their changed fields tell runs apart); a trace's path
+    // shortened to its end when very long, and then said.
+    let mut g = Grid::new(
+        0,
+        &[
+            left("machine"),
+            left("input"),
+            right("refs"),
+            right("L1 MPKI"),
+            right("LL MPKI"),
+            right("L1 m/kr"),
+            right("LL m/kr"),
+            right("walks"),
+            right("refs/walk"),
+            right("faults"),
+            right("PT peak"),
+            right("xlat c/r"),
+            right("all c/r"),
+        ],
     );
     let (mut lo, mut hi) = (f64::INFINITY, 0f64);
+    let mut shortened = false;
     for o in outcomes {
         let r = row(o);
         let speed = rate(r.refs, o.seconds);
         (lo, hi) = (lo.min(speed), hi.max(speed));
-        let _ = writeln!(
-            s,
-            "{:<mw$} {:<iw$} {:>12} {:>9} {:>9} {:>9} {:>9} {:>12} {:>9.2} {:>10} {:>11} {:>9} {:>9}",
-            r.machine,
-            fit(&r.input, iw),
+        let input = match short_path(&r.input).filter(|_| o.workload.is_none()) {
+            Some(p) => {
+                shortened = true;
+                p
+            }
+            None => r.input.clone(),
+        };
+        let per_walk = if r.walks > 0 {
+            r.walk_refs as f64 / r.walks as f64
+        } else {
+            0.0
+        };
+        g.row([
+            r.machine.clone(),
+            input,
             n(r.refs),
-            r.l1_mpki,
-            r.last_mpki,
+            r.l1_mpki.clone(),
+            r.last_mpki.clone(),
             rate_str(r.l1_mpkr),
             rate_str(r.last_mpkr),
             n(r.walks),
-            if r.walks > 0 {
-                r.walk_refs as f64 / r.walks as f64
-            } else {
-                0.0
-            },
+            format!("{per_walk:.2}"),
             n(r.faults),
             bytes(r.pt_bytes),
             rate_str(r.translation_cycles_per_ref),
             rate_str(r.cycles_per_ref),
+        ]);
+    }
+    let mut s = g.render();
+    if shortened {
+        let _ = writeln!(
+            s,
+            "\ninputs longer than {INPUT_SHOWN} characters are shown by their end (`…/`); \
+             --csv and --json have them in full."
         );
     }
     let _ = writeln!(s, "\nL1/LL MPKI: first/last TLB level misses per 1000 instructions (- without instruction records); L1/LL m/kr: first/last level misses per 1000 references (`refs`: loads, stores and fetch records, a basic block counting once); xlat c/r: translation cycles per reference (TLB hits past L1, walks, traps); all c/r: with page faults (zeroing included) and OS work; latency sums, approximate.");
@@ -577,4 +566,28 @@ fn summary_table_raw(outcomes: &[Outcome]) -> String {
          (each run's own simulation CPU time; a shared decode is in none)"
     );
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_paths_keep_their_end_from_a_directory() {
+        assert_eq!(short_path("/tmp/gzip.xlt"), None);
+        let p = format!("/home/me/{}/runs/gzip.xlt", "d".repeat(80));
+        assert_eq!(short_path(&p).unwrap(), "…/runs/gzip.xlt");
+        let name = format!("/a/{}.xlt", "n".repeat(80));
+        assert_eq!(
+            short_path(&name).unwrap(),
+            format!("…/{}.xlt", "n".repeat(80))
+        );
+        assert_eq!(short_path(&"n".repeat(80)), None, "no directory: in full");
+    }
+
+    #[test]
+    fn clip_says_how_long_the_text_was() {
+        assert_eq!(clip("abc", 5), "abc");
+        assert_eq!(clip("abcdef", 3), "abc… (6 characters in all)");
+    }
 }

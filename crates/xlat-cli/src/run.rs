@@ -437,12 +437,24 @@ pub fn check(input: &Input) -> Result<()> {
 /// after the simulation): the files' directories take a new file, at most one of them
 /// is standard output; `--plot`'s files and metrics are [`crate::plots::check`]'s.
 pub fn check_outputs(out: &OutputArgs) -> Result<()> {
-    crate::export::one_to_stdout(&[&out.json, &out.csv, &out.html])?;
+    crate::export::one_to_stdout(&[&out.json, &out.csv, &out.interval_csv, &out.html])?;
     check_files(&[
         ("--json", &out.json),
         ("--csv", &out.csv),
+        ("--interval-csv", &out.interval_csv),
         ("--html", &out.html),
     ])
+}
+
+/// `--interval-csv` needs runs with intervals.
+pub fn check_interval_csv(out: &OutputArgs, interval: u64) -> Result<()> {
+    if let Some(p) = out.interval_csv.as_deref().filter(|_| interval == 0) {
+        bail!(
+            "--interval-csv {}: a time series needs --interval N (e.g. 1M)",
+            output::shown(p)
+        );
+    }
+    Ok(())
 }
 
 /// Checks output files given as (flag, path) before any work: each can be written,
@@ -484,31 +496,22 @@ pub fn sim(a: SimArgs) -> Result<()> {
         a.strict,
     )?;
     plan.warmup = a.warmup;
-    plan.attribute = a.attribute;
-    if !a.attribute && (a.sort.is_some() || a.lines || a.attribute_csv.is_some()) {
-        bail!("--sort, --lines and --attribute-csv go with --attribute");
-    }
-    plan.attribution = crate::attribution::Options {
-        sort: a.sort.unwrap_or_default(),
-        lines: a.lines,
-    };
+    plan.attribute = a.attribution.attribute;
+    plan.attribution = a.attribution.options()?;
     plan.skip = a.skip;
     plan.simulate = a.simulate;
     plan.interval = a.interval;
     let out = &a.out;
+    check_interval_csv(out, a.interval)?;
     if a.plan.is_some() || a.slurm.is_some() {
         anyhow::ensure!(
-            a.attribute_csv.is_none(),
+            a.attribution.attribute_csv.is_none(),
             "--attribute-csv writes a local run's tables: a plan's runs keep theirs in \
              `xlat merge --json`"
         );
         return crate::slurm::plan_and_submit(&mut plan, &a, out);
     }
-    let attribute_csv = a
-        .attribute_csv
-        .as_deref()
-        .map(crate::attribution::create_csv)
-        .transpose()?;
+    let attribute_csv = a.attribution.create_csv()?;
     let total = plan.runs();
     crate::plots::check(
         out,

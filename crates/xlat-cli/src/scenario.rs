@@ -209,24 +209,18 @@ pub fn run(name: &str, check: bool, quick: bool, out: &TableArgs) -> Result<()> 
         let r: Report = sim.report();
         reports.push((v.label.clone(), serde_json::to_value(&r)?));
     }
-    let width = reports.iter().map(|r| r.0.len()).max().unwrap_or(8).max(12);
-    let _ = write!(text, "{:<44}", "metric");
-    for (l, _) in &reports {
-        let _ = write!(text, " {l:>width$}");
-    }
-    text.push('\n');
+    let mut head = vec![crate::grid::left("metric")];
+    head.extend(reports.iter().map(|(l, _)| crate::grid::right(l)));
+    let mut g = crate::grid::Grid::new(0, &head);
     let mut metrics = Vec::new();
     let mut rows = Vec::new();
     for c in &s.checks {
-        let _ = write!(text, "{:<44}", c.metric);
+        let mut cells = vec![c.metric.clone()];
         let mut values = BTreeMap::new();
         for (label, j) in &reports {
             // A metric one organization lacks (the hash table's, on a radix machine).
             let v = metric(j, &c.metric).ok();
-            match v {
-                Some(v) => write!(text, " {v:>width$.4}"),
-                None => write!(text, " {:>width$}", "-"),
-            }?;
+            cells.push(v.map_or("-".to_string(), |v| format!("{v:.4}")));
             values.insert(label.as_str(), v);
             rows.push(MetricRow {
                 metric: &c.metric,
@@ -234,12 +228,13 @@ pub fn run(name: &str, check: bool, quick: bool, out: &TableArgs) -> Result<()> 
                 value: v,
             });
         }
-        text.push('\n');
+        g.row(cells);
         metrics.push(MetricJson {
             metric: &c.metric,
             values,
         });
     }
+    text.push_str(&g.render());
     text.push('\n');
     let mut disagree = Vec::new();
     let mut checks = Vec::new();

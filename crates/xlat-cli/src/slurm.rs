@@ -17,11 +17,15 @@ pub fn plan_and_submit(plan: &mut Plan, a: &SimArgs, out: &OutputArgs) -> Result
         (None, Some(d)) => (d, true),
         _ => bail!("give --plan DIR or --slurm DIR, not both"),
     };
-    let outputs =
-        out.json.is_some() || out.csv.is_some() || !out.plot.is_empty() || out.html.is_some();
+    let outputs = out.json.is_some()
+        || out.csv.is_some()
+        || out.interval_csv.is_some()
+        || !out.plot.is_empty()
+        || out.html.is_some();
     ensure!(
         !outputs || (submit && a.wait),
-        "--json, --csv, --plot and --html are written by `xlat merge DIR` (or by --slurm with --wait)"
+        "--json, --csv, --interval-csv, --plot and --html are written by `xlat merge DIR` (or \
+         by --slurm with --wait)"
     );
     // Fail here, not in a thousand tasks: every machine loads, every input opens.
     let mut errors: Vec<String> = crate::plan::machine_failures(plan, &plan.load_machines())

@@ -9,6 +9,7 @@
 //! it fetches (the ITLB entries it needs), and the distinct user code pages fetched since
 //! the previous entry ended (the user code leading up to it). Page size: 4 KiB unless given.
 
+use crate::grid::{left, right, Grid};
 use crate::tableout::{Row, TableArgs};
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
@@ -304,29 +305,31 @@ fn text(t: &Syscalls, top: usize) -> String {
         t.trace,
         t.page_size >> 10
     );
-    let _ = writeln!(
-        s,
-        "  {:<28} {:>9} {:>13} {:>9} {:>13} {:>13} {:>12}",
-        "entry", "entries", "kernel pages", "max", "user pages", "pages in all", "insns/entry"
-    );
-    let _ = writeln!(
-        s,
-        "  {:<28} {:>9} {:>13} {:>9} {:>13} {:>13} {:>12}",
-        "", "", "(mean)", "", "(mean, before)", "(distinct)", ""
+    // Two header lines: the second says what the number is.
+    let mut g = Grid::new(
+        2,
+        &[
+            left("entry"),
+            right("entries"),
+            right("kernel pages\n(mean)"),
+            right("max"),
+            right("user pages\n(mean, before)"),
+            right("pages in all\n(distinct)"),
+            right("insns/entry"),
+        ],
     );
     for r in t.entries.iter().take(top) {
-        let _ = writeln!(
-            s,
-            "  {:<28} {:>9} {:>13.2} {:>9} {:>13.2} {:>13} {:>12.0}",
-            r.entry.chars().take(28).collect::<String>(),
-            r.entries,
-            r.kernel_pages_mean,
-            r.kernel_pages_max,
-            r.user_pages_mean,
-            r.pages_distinct,
-            r.instructions_per_entry
-        );
+        g.row([
+            r.entry.clone(),
+            r.entries.to_string(),
+            format!("{:.2}", r.kernel_pages_mean),
+            r.kernel_pages_max.to_string(),
+            format!("{:.2}", r.user_pages_mean),
+            r.pages_distinct.to_string(),
+            format!("{:.0}", r.instructions_per_entry),
+        ]);
     }
+    s.push_str(&g.render());
     if t.entries.len() > top {
         let _ = writeln!(s, "  ({} more kinds)", t.entries.len() - top);
     }
@@ -337,20 +340,20 @@ fn text(t: &Syscalls, top: usize) -> String {
              (page: entries, the functions whose blocks start on it)",
             p.entry
         );
+        let mut g = Grid::new(2, &[left(""), right(""), left("")]);
         for r in &p.pages {
             let more = match r.functions.len().saturating_sub(4) {
                 0 => String::new(),
                 m => format!(" +{m}"),
             };
             let shown: Vec<&str> = r.functions.iter().take(4).map(String::as_str).collect();
-            let _ = writeln!(
-                s,
-                "  {:#x}: {:>8}  {}{more}",
-                r.page,
-                r.entries,
-                shown.join(" ")
-            );
+            g.row([
+                format!("{:#x}:", r.page),
+                r.entries.to_string(),
+                format!("{}{more}", shown.join(" ")),
+            ]);
         }
+        s.push_str(&g.render());
     }
     s
 }

@@ -1,7 +1,75 @@
-//! The report's split tables: per program and per privilege (kernel / user).
+//! The detailed report's tables: TLB levels and structures, per program, per privilege
+//! (kernel / user), `--attribute`'s, code pages by ITLB misses.
 
+use crate::grid::{left, right, Grid};
 use crate::output::n;
 use std::fmt::Write;
+use xlat_sim::stats::AttributedRow;
+
+/// The detailed report's TLB tables: per level and side, then per structure.
+pub fn tlb(r: &xlat_sim::Report) -> String {
+    // The first column's header is the section's title, its rows indented under it.
+    let mut g = Grid::new(
+        0,
+        &[
+            left("TLB level"),
+            left("side"),
+            right("lookups"),
+            right("hits"),
+            right("misses"),
+            right("misses/kref"),
+            right("MPKI"),
+        ],
+    );
+    for l in &r.tlb_levels {
+        g.row([
+            format!("  {}", l.name),
+            l.side.to_string(),
+            n(l.lookups),
+            n(l.hits),
+            n(l.misses),
+            format!("{:.3}", l.misses_per_kref),
+            crate::output::mpki_str(l.misses, r.refs.instructions),
+        ]);
+    }
+    let mut s = g.render();
+    let mut g = Grid::new(
+        0,
+        &[
+            left("TLB structure"),
+            left("geometry"),
+            right("hits"),
+            right("fills"),
+            right("evictions"),
+            right("invalid."),
+        ],
+    );
+    for t in &r.tlb_structures {
+        let lock = if t.lockdown > 0 {
+            format!("+{}L", t.lockdown)
+        } else {
+            String::new()
+        };
+        let index = match &*t.index {
+            "modulo" => String::new(),
+            other => format!(" {other}"),
+        };
+        g.row([
+            format!("  {}", t.name),
+            format!("{}x{}{lock} {}{index}", t.entries, t.ways, t.replacement),
+            n(t.hits),
+            n(t.fills),
+            n(t.evictions),
+            n(t.invalidations),
+        ]);
+    }
+    s.push('\n');
+    s.push_str(&g.render());
+    s
+}
+
+/// A program's command line shown at most this long (then cut at its end, marked `…`).
+const COMMAND_SHOWN: usize = 100;
 
 /// The programs with the most references (a process from its start or fork, and anew
 /// from each traced exec), at most `SHOWN`, and the rest summed.
@@ -14,45 +82,52 @@ pub fn programs(r: &xlat_sim::Report) -> String {
         "programs      {} (pid, traced execs before it; by references)\n",
         r.programs.len()
     );
-    let _ = writeln!(
-        s,
-        "  {:>8} {:>5} {:>14} {:>7} {:>12} {:>10}  command",
-        "pid", "exec", "refs", "share", "L1 misses", "walks"
+    let mut g = Grid::new(
+        2,
+        &[
+            right("pid"),
+            right("exec"),
+            right("refs"),
+            right("share"),
+            right("L1 misses"),
+            right("walks"),
+            left("command"),
+        ],
     );
+    let share = |refs: u64| format!("{:.1}%", refs as f64 * 100.0 / total);
     for p in v.iter().take(SHOWN) {
-        let cmd: String = p
-            .command
-            .as_deref()
-            .unwrap_or("-")
-            .chars()
-            .take(48)
-            .collect();
-        let _ = writeln!(
-            s,
-            "  {:>8} {:>5} {:>14} {:>6.1}% {:>12} {:>10}  {cmd}",
-            p.pid,
-            p.exec,
+        let cmd = p.command.as_deref().unwrap_or("-");
+        let cmd = if cmd.chars().count() > COMMAND_SHOWN {
+            format!("{}…", cmd.chars().take(COMMAND_SHOWN).collect::<String>())
+        } else {
+            cmd.to_string()
+        };
+        g.row([
+            p.pid.to_string(),
+            p.exec.to_string(),
             n(p.refs),
-            p.refs as f64 * 100.0 / total,
+            share(p.refs),
             n(p.l1_misses),
-            n(p.walks)
-        );
+            n(p.walks),
+            cmd,
+        ]);
     }
     if v.len() > SHOWN {
         let rest = &v[SHOWN..];
         let sum = |f: fn(&&xlat_sim::stats::ProgramStats) -> u64| {
             rest.iter().map(f).fold(0u64, u64::saturating_add)
         };
-        let _ = writeln!(
-            s,
-            "  {:>14} {:>14} {:>6.1}% {:>12} {:>10}",
-            format!("{} more", rest.len()),
+        g.row([
+            String::new(),
+            String::new(),
             n(sum(|p| p.refs)),
-            sum(|p| p.refs) as f64 * 100.0 / total,
+            share(sum(|p| p.refs)),
             n(sum(|p| p.l1_misses)),
-            n(sum(|p| p.walks))
-        );
+            n(sum(|p| p.walks)),
+            format!("[{} more programs]", rest.len()),
+        ]);
     }
+    s.push_str(&g.render());
     s
 }
 
@@ -66,18 +141,19 @@ pub fn privileges(r: &xlat_sim::Report) -> String {
         s,
         "privilege     (the guest kernel's accesses to user memory count as kernel)"
     );
-    let _ = writeln!(
-        s,
-        "  {:>7} {:>14} {:>14} {:>7} {:>12} {:>12} {:>10} {:>8} {:>14}",
-        "",
-        "refs",
-        "instructions",
-        "share",
-        "ITLB L1 miss",
-        "DTLB L1 miss",
-        "walks",
-        "walks/kref",
-        "walk cycles"
+    let mut g = Grid::new(
+        2,
+        &[
+            right(""),
+            right("refs"),
+            right("instructions"),
+            right("share"),
+            right("ITLB L1 miss"),
+            right("DTLB L1 miss"),
+            right("walks"),
+            right("walks/kref"),
+            right("walk cycles"),
+        ],
     );
     let total = r
         .privileges
@@ -86,20 +162,19 @@ pub fn privileges(r: &xlat_sim::Report) -> String {
         .fold(0u64, u64::saturating_add)
         .max(1) as f64;
     for p in &r.privileges {
-        let _ = writeln!(
-            s,
-            "  {:>7} {:>14} {:>14} {:>6.1}% {:>12} {:>12} {:>10} {:>8.3} {:>14}",
-            p.privilege,
+        g.row([
+            p.privilege.to_string(),
             n(p.refs),
             n(p.instructions),
-            p.refs as f64 * 100.0 / total,
+            format!("{:.1}%", p.refs as f64 * 100.0 / total),
             n(p.itlb_l1_misses),
             n(p.dtlb_l1_misses),
             n(p.walks),
-            p.walks as f64 * 1000.0 / p.refs.max(1) as f64,
-            n(p.walk_cycles)
-        );
+            format!("{:.3}", p.walks as f64 * 1000.0 / p.refs.max(1) as f64),
+            n(p.walk_cycles),
+        ]);
     }
+    s.push_str(&g.render());
     let by = |name: &str| r.privileges.iter().find(|p| p.privilege == name);
     let (Some(u), Some(k)) = (by("user"), by("kernel")) else {
         return s;
@@ -114,75 +189,85 @@ pub fn privileges(r: &xlat_sim::Report) -> String {
 }
 
 /// `--attribute`'s tables: misses and walks by mapping, then by function (then by line),
-/// each row with its share of all first-level misses and of all walks.
+/// each row with its share of all first-level misses and of all walks. Names are shown
+/// in full.
 pub fn attribution(r: &xlat_sim::Report) -> String {
     let mut s = String::new();
     let Some(a) = &r.attribution else {
         return s;
     };
-    const W: usize = 44;
-    let head = |s: &mut String, what: &str, first: &str| {
+    let table = |s: &mut String, what: &str, first: &str, rows: Vec<(String, &AttributedRow)>| {
         let _ = writeln!(s, "{what}");
-        let _ = writeln!(
-            s,
-            "  {first:<W$} {:>12} {:>12} {:>11} {:>11} {:>8} {:>8}",
-            "ITLB misses", "DTLB misses", "i-walks", "d-walks", "misses%", "walks%"
+        let mut g = Grid::new(
+            2,
+            &[
+                left(first),
+                right("ITLB misses"),
+                right("DTLB misses"),
+                right("i-walks"),
+                right("d-walks"),
+                right("misses%"),
+                right("walks%"),
+            ],
         );
-    };
-    let line = |s: &mut String, name: &str, r: &xlat_sim::stats::AttributedRow| {
-        let _ = writeln!(
-            s,
-            "  {:<W$} {:>12} {:>12} {:>11} {:>11} {:>8.2} {:>8.2}",
-            crate::output::fit(name, W),
-            n(r.itlb_l1_misses),
-            n(r.dtlb_l1_misses),
-            n(r.fetch_walks),
-            n(r.data_walks),
-            r.l1_misses_percent,
-            r.walks_percent
-        );
+        for (name, r) in rows {
+            g.row([
+                name,
+                n(r.itlb_l1_misses),
+                n(r.dtlb_l1_misses),
+                n(r.fetch_walks),
+                n(r.data_walks),
+                format!("{:.2}", r.l1_misses_percent),
+                format!("{:.2}", r.walks_percent),
+            ]);
+        }
+        s.push_str(&g.render());
     };
     let sorted = match a.sort.as_str() {
         "" | "walks" => String::new(),
         k => format!(", sorted by {k}"),
     };
-    head(
+    table(
         &mut s,
         &format!(
             "attribution   first-level TLB misses and walks by mapping of the address that missed{sorted}"
         ),
         "mapping",
+        a.mappings.iter().map(|m| (m.name.clone(), m)).collect(),
     );
-    for m in &a.mappings {
-        line(&mut s, &m.name, m);
-    }
     let file = |m: &str| m.rsplit('/').next().unwrap_or("").to_string();
-    head(
+    table(
         &mut s,
         "              by function running (ITLB: the one fetched; DTLB: the one loading or storing)",
         "function (mapping)",
+        a.functions
+            .iter()
+            .map(|f| {
+                let name = match file(&f.mapping) {
+                    m if !m.is_empty() => format!("{} ({m})", f.name),
+                    _ => f.name.clone(),
+                };
+                (name, f)
+            })
+            .collect(),
     );
-    for f in &a.functions {
-        let name = match file(&f.mapping) {
-            m if !m.is_empty() => format!("{} ({m})", f.name),
-            _ => f.name.clone(),
-        };
-        line(&mut s, &name, f);
-    }
     if !a.lines.is_empty() {
-        head(
+        table(
             &mut s,
             "              by source line of the block running (its first instruction's)",
             "file:line (function)",
+            a.lines
+                .iter()
+                .map(|f| {
+                    let source = f.line.rsplit('/').next().unwrap_or(&f.line);
+                    let name = match source {
+                        "" => f.name.clone(),
+                        l => format!("{l} ({})", f.name),
+                    };
+                    (name, f)
+                })
+                .collect(),
         );
-        for f in &a.lines {
-            let source = f.line.rsplit('/').next().unwrap_or(&f.line);
-            let name = match source {
-                "" => f.name.clone(),
-                l => format!("{l} ({})", f.name),
-            };
-            line(&mut s, &name, f);
-        }
     }
     for note in &a.notes {
         let _ = writeln!(s, "  note: {note}");
@@ -209,6 +294,15 @@ pub fn fetch_miss_pages(r: &xlat_sim::Report) -> String {
         "ITLB misses   by code page (first level; {} pages shown of the most missed; kernel functions on each)",
         SHOWN.min(v.len())
     );
+    let mut g = Grid::new(
+        2,
+        &[
+            left("page (source)"),
+            right("misses"),
+            right("share"),
+            left("functions"),
+        ],
+    );
     for p in v.iter().take(SHOWN) {
         let at = match p.source {
             Some(src) => format!("{:#x} ({src:#x})", p.page),
@@ -224,13 +318,14 @@ pub fn fetch_miss_pages(r: &xlat_sim::Report) -> String {
         if p.functions.len() > 4 {
             f += &format!(" +{}", p.functions.len() - 4);
         }
-        let _ = writeln!(
-            s,
-            "  {at:<40} {:>10} {:>5.1}%  {f}",
+        g.row([
+            at,
             n(p.misses),
-            p.misses as f64 * 100.0 / total.max(1) as f64
-        );
+            format!("{:.1}%", p.misses as f64 * 100.0 / total.max(1) as f64),
+            f,
+        ]);
     }
+    s.push_str(&g.render());
     s
 }
 
@@ -292,4 +387,55 @@ pub fn hash_lines(s: &mut String, h: &xlat_sim::hashed::HashStats) {
         n(h.zombies_reclaimed),
         n(h.idle_reclaim_cycles)
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use xlat_sim::stats::AttributionReport;
+
+    fn report() -> xlat_sim::Report {
+        let cfg = xlat_sim::presets::preset("skylake").unwrap();
+        xlat_sim::Sim::<xlat_sim::Radix>::new(&cfg)
+            .unwrap()
+            .report()
+    }
+
+    #[test]
+    fn attribution_names_are_shown_in_full_and_escaped() {
+        let long = "void laboratory::of_translation<lookaside::buffers<char>>::touch(char*, int)";
+        let path = format!("/opt/{}/lib/libtlb.so", "d".repeat(60));
+        let row = |name: &str, mapping: &str| AttributedRow {
+            name: name.to_string(),
+            mapping: mapping.to_string(),
+            itlb_l1_misses: 3,
+            dtlb_l1_misses: 1234,
+            data_walks: 1000,
+            walks_percent: 100.0,
+            ..AttributedRow::default()
+        };
+        let mut r = report();
+        r.attribution = Some(AttributionReport {
+            mappings: vec![row(&path, "")],
+            functions: vec![row(long, &path), row("evil\x1b[2J", "")],
+            ..AttributionReport::default()
+        });
+        let s = attribution(&r);
+        assert!(!s.contains('…'), "{s}");
+        assert!(!s.contains('\x1b'), "{s}");
+        assert!(s.contains(&format!("  {path}  ")), "{s}");
+        let line = s
+            .lines()
+            .find(|l| l.contains("touch(char*"))
+            .unwrap_or_else(|| panic!("{s}"));
+        let name = format!("{long} (libtlb.so)");
+        assert!(line.starts_with(&format!("  {name}  ")), "{s}");
+        assert_eq!(
+            line[2 + name.len()..]
+                .split_whitespace()
+                .collect::<Vec<_>>(),
+            ["3", "1,234", "0", "1,000", "0.00", "100.00"]
+        );
+        assert!(s.contains("  evil\\x1b[2J  "), "{s}");
+    }
 }

@@ -221,17 +221,25 @@ fn percentages_sort_lines_and_csv() {
         heap["line"].as_str().unwrap().ends_with("/attrib.c:7"),
         "{heap}"
     );
-    let row = format!(
-        "  {:<44} {:>12} {:>12} {:>11} {:>11} {:>8.2} {:>8.2}\n",
-        "attrib.c:10 (touch_anon)",
-        0,
-        anon[0]["dtlb_l1_misses"].as_u64().unwrap(),
-        0,
-        64,
-        num(anon[0], "l1_misses_percent"),
-        num(anon[0], "walks_percent")
-    );
-    assert!(text.contains(&row), "{row}\n{text}");
+    // Its row in the text: the name in full, then the counts (thousands separated).
+    let name = "attrib.c:10 (touch_anon)";
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(&format!("  {name}  ")))
+        .unwrap_or_else(|| panic!("{name}\n{text}"));
+    let shown: Vec<String> = line[2 + name.len()..]
+        .split_whitespace()
+        .map(|w| w.replace(',', ""))
+        .collect();
+    let want = [
+        "0".to_string(),
+        anon[0]["dtlb_l1_misses"].as_u64().unwrap().to_string(),
+        "0".to_string(),
+        "64".to_string(),
+        format!("{:.2}", num(anon[0], "l1_misses_percent")),
+        format!("{:.2}", num(anon[0], "walks_percent")),
+    ];
+    assert_eq!(shown, want, "{line}\n{text}");
 
     // The CSV: every row of the three tables, as in the JSON.
     let mut rd = csv::Reader::from_path(&csv_path).unwrap();
@@ -296,6 +304,67 @@ fn percentages_sort_lines_and_csv() {
         notes.contains("no source lines for") && notes.contains("-g"),
         "{notes}"
     );
+}
+
+/// `xlat run` takes `sim`'s attribution flags: `--sort`, `--lines`, `--attribute-csv`.
+#[test]
+fn run_sorts_attributes_by_line_and_writes_the_csv() {
+    let d = Dir::new();
+    let prog = d.compile_as(
+        "attrib",
+        "attrib-g",
+        &["-g", "-O1", "-fno-tree-vectorize", "-pthread"],
+    );
+    let (csv_path, json_path) = (d.path("run.csv"), d.path("run.json"));
+    let o = d.xlat(&[
+        "run",
+        "-m",
+        "skylake",
+        "--attribute",
+        "--sort",
+        "dtlb",
+        "--lines",
+        "--attribute-csv",
+        csv_path.to_str().unwrap(),
+        "--json",
+        json_path.to_str().unwrap(),
+        "--",
+        prog.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("sorted by dtlb"), "{err}");
+    assert!(err.contains("by source line"), "{err}");
+    let j: Value = serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap()).unwrap();
+    let r = &j["runs"][0]["report"];
+    check_totals(r);
+    let a = &r["attribution"];
+    assert_eq!(a["sort"], "dtlb");
+    let fs = rows(a, "functions");
+    let kept: Vec<&Value> = fs
+        .iter()
+        .filter(|r| !r["name"].as_str().unwrap().contains(" other "))
+        .collect();
+    for w in kept.windows(2) {
+        assert!(num(w[0], "dtlb_l1_misses") >= num(w[1], "dtlb_l1_misses"));
+    }
+    let lines = rows(a, "lines");
+    let anon = lines.iter().find(|r| r["name"] == "touch_anon").unwrap();
+    assert!(
+        anon["line"].as_str().unwrap().ends_with("/attrib.c:10"),
+        "{anon}"
+    );
+    let mut rd = csv::Reader::from_path(&csv_path).unwrap();
+    let recs: Vec<csv::StringRecord> = rd.records().map(Result::unwrap).collect();
+    let n = rows(a, "mappings").len() + fs.len() + lines.len();
+    assert_eq!(recs.len(), n);
+    assert!(recs
+        .iter()
+        .any(|r| &r[2] == "line" && &r[3] == "touch_anon"));
+    // The options still need --attribute.
+    let o = d.xlat(&["run", "--lines", "--", prog.to_str().unwrap()]);
+    assert_eq!(code(&o), 1);
+    assert!(stderr(&o).contains("go with --attribute"), "{}", stderr(&o));
 }
 
 /// C++ functions are shown demangled.

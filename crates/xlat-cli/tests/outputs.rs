@@ -340,8 +340,13 @@ fn syscalls_json_and_csv() {
     assert_eq!(pages[0]["page"], 0xffff_ffff_8100_0000u64);
     assert_eq!(pages[0]["entries"], 2);
     assert_eq!(pages[0]["functions"][0], "__x64_sys_read");
-    assert!(
-        text.contains("  0xffffffff81000000:        2  __x64_sys_read"),
+    let page = text
+        .lines()
+        .find(|l| l.starts_with("  0xffffffff81000000:"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert_eq!(
+        page.split_whitespace().collect::<Vec<_>>(),
+        ["0xffffffff81000000:", "2", "__x64_sys_read"],
         "{text}"
     );
 
@@ -355,8 +360,15 @@ fn syscalls_json_and_csv() {
                 v => assert_eq!(r[i].parse::<f64>().unwrap(), v.as_f64().unwrap(), "{col}"),
             }
         }
-        let line = format!("  {:<28} {:>9}", r[0].to_string(), &r[1]);
-        assert!(text.contains(&line), "{line}: {text}");
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("  {}  ", &r[0])))
+            .unwrap_or_else(|| panic!("{}: {text}", &r[0]));
+        assert_eq!(
+            line.split_whitespace().nth(1),
+            Some(&r[1]),
+            "{line}: {text}"
+        );
     }
 }
 
@@ -388,12 +400,14 @@ fn scenario_json_and_csv_match_the_text() {
     assert_eq!(rows.len(), metrics.len() * variants.len());
     for (m, chunk) in metrics.iter().zip(rows.chunks(variants.len())) {
         let name = m["metric"].as_str().unwrap();
-        // The text's row: the metric, then a value per variant to 4 decimals.
+        // The text's row: the metric (it may hold spaces), then a value per variant to
+        // 4 decimals.
         let line = text
             .lines()
-            .find(|l| l.starts_with(name) && !l.contains(':'))
+            .find(|l| l.starts_with(&format!("{name}  ")) && !l.contains(':'))
             .unwrap_or_else(|| panic!("{name}: {text}"));
-        let shown: Vec<&str> = line[44..].split_whitespace().collect();
+        let shown: Vec<&str> = line[name.len()..].split_whitespace().collect();
+        assert_eq!(shown.len(), variants.len(), "{line}");
         for ((r, v), s) in chunk.iter().zip(&variants).zip(shown) {
             assert_eq!((&r[0], &r[1]), (name, *v));
             let x: f64 = r[2].parse().unwrap();
@@ -447,12 +461,21 @@ fn layout_json_and_csv_match_the_text() {
     );
     assert!(text.contains(&hot), "{hot}: {text}");
     let pages = j["code_pages"].as_array().unwrap();
-    let first = format!(
-        "  {:<#12x}{:>5.1} %",
-        pages[0]["page"].as_u64().unwrap(),
-        pages[0]["percent"].as_f64().unwrap()
+    let first = text
+        .lines()
+        .skip_while(|l| !l.starts_with("code pages"))
+        .nth(1)
+        .unwrap_or_else(|| panic!("{text}"));
+    let want = [
+        format!("{:#x}", pages[0]["page"].as_u64().unwrap()),
+        format!("{:.1}", pages[0]["percent"].as_f64().unwrap()),
+        "%".to_string(),
+    ];
+    assert_eq!(
+        first.split_whitespace().take(3).collect::<Vec<_>>(),
+        want,
+        "{text}"
     );
-    assert!(text.contains(&first), "{first}: {text}");
     let m = &j["prediction"]["machines"][0];
     let misses: Vec<u64> = m["layouts"]
         .as_array()

@@ -210,6 +210,101 @@ fn intervals_add_up_and_are_plotted() {
     assert_eq!(svg.matches("<circle").count(), 6, "3 intervals × 2 runs");
 }
 
+/// `--interval-csv`: one tidy table, a row per run and interval, the JSON's intervals in
+/// it, identified by machine and swept field; machines with other TLB levels leave
+/// those columns empty. Without `--interval` it is refused before any run.
+#[test]
+fn interval_csv_holds_every_run_s_intervals() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n).to_str().unwrap().to_string();
+    let field = "tlb.levels[0].d[0].entries";
+    let (ok, _, err) = xlat(&[
+        "sim",
+        "-m",
+        "skylake",
+        "-m",
+        "zen4",
+        "-w",
+        "mixed:refs=2500",
+        "--sweep",
+        &format!("{field}=16,32"),
+        "--interval",
+        "1000",
+        "--json",
+        &p("r.json"),
+        "--interval-csv",
+        &p("i.csv"),
+    ]);
+    assert!(ok, "{err}");
+    let runs = json(std::path::Path::new(&p("r.json")))["runs"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(runs.len(), 4);
+    let mut rd = csv::Reader::from_path(p("i.csv")).unwrap();
+    let head: Vec<String> = rd.headers().unwrap().iter().map(str::to_string).collect();
+    let col = |n: &str| {
+        head.iter()
+            .position(|h| h == n)
+            .unwrap_or_else(|| panic!("{n} in {head:?}"))
+    };
+    assert_eq!(head[..4], ["machine", "input", "workload", field]);
+    assert!(col("interval") < col("first_ref") && col("refs") < col("walks"));
+    let recs: Vec<csv::StringRecord> = rd.records().map(Result::unwrap).collect();
+    let mut seen = 0;
+    let mut empty_cells = 0;
+    for run in &runs {
+        let iv = &run["report"]["intervals"];
+        let mine: Vec<&csv::StringRecord> = recs
+            .iter()
+            .filter(|r| {
+                r[col("machine")] == run["machine"] && r[col(field)] == run["params"][field]
+            })
+            .collect();
+        let rows = iv["rows"].as_array().unwrap();
+        assert_eq!(mine.len(), rows.len(), "{}", run["machine"]);
+        assert_eq!(rows.len(), 3);
+        let levels = iv["levels"].as_array().unwrap();
+        let mut first = 0;
+        for (i, (r, j)) in mine.iter().zip(rows).enumerate() {
+            assert_eq!(&r[col("input")], "mixed:refs=2500");
+            assert_eq!(&r[col("workload")], "mixed");
+            assert_eq!(r[col("interval")], i.to_string());
+            assert_eq!(r[col("first_ref")], first.to_string());
+            for f in ["refs", "instructions", "walks"] {
+                assert_eq!(r[col(f)], j[f].to_string(), "{f}");
+            }
+            for (k, l) in levels.iter().enumerate() {
+                let (name, side) = l.as_str().unwrap().rsplit_once(' ').unwrap();
+                let c = col(&format!("{name}_{side}_misses"));
+                assert_eq!(r[c], j["misses"][k].to_string(), "{l}");
+            }
+            empty_cells += r.iter().filter(|c| c.is_empty()).count();
+            first += j["refs"].as_u64().unwrap();
+        }
+        seen += mine.len();
+    }
+    assert_eq!(seen, recs.len());
+    assert!(
+        empty_cells > 0,
+        "one machine lacks a level of the other: {head:?}"
+    );
+    // No intervals asked: refused first, no file.
+    let (ok, _, err) = xlat(&[
+        "sim",
+        "-w",
+        "mixed:refs=2500",
+        "--interval-csv",
+        &p("n.csv"),
+    ]);
+    assert!(!ok);
+    assert!(
+        err.contains("--interval-csv") && err.contains("--interval N"),
+        "{err}"
+    );
+    assert!(!std::path::Path::new(&p("n.csv")).exists());
+}
+
 /// Skip 100 references, warm up 50, simulate 500 of a stride over 4,096 pages (beyond
 /// every TLB): 500 references counted, each a miss, a walk and a fault.
 #[test]

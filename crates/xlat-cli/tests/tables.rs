@@ -296,6 +296,56 @@ fn tables_show_machine_names_in_full_and_mpki_per_level() {
     assert!(out.contains("instructions  unknown"), "{out}");
 }
 
+/// A trace path too long for the table is shown by its end, from a directory, and a
+/// line says so; names are never cut.
+#[test]
+fn a_very_long_input_path_is_shortened_and_said() {
+    let d = tempfile::tempdir().unwrap();
+    let deep = d
+        .path()
+        .join("a-directory-with-a-long-name".repeat(3))
+        .join("runs");
+    std::fs::create_dir_all(&deep).unwrap();
+    let t = deep.join("stride.xlt");
+    let ts = t.to_str().unwrap();
+    assert!(ts.chars().count() > 60);
+    let (ok, _, err) = xlat(&["convert", "-w", "stride:refs=500", "-o", ts]);
+    assert!(ok, "{err}");
+    let (ok, out, err) = xlat(&["sim", "-m", "skylake", "-m", "zen4", "-t", ts]);
+    assert!(ok, "{err}");
+    let rows: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("skylake ") || l.starts_with("zen4 "))
+        .collect();
+    assert_eq!(rows.len(), 2, "{out}");
+    for r in rows {
+        assert_eq!(
+            r.split_whitespace().nth(1),
+            Some("…/runs/stride.xlt"),
+            "{out}"
+        );
+    }
+    assert!(
+        out.contains("inputs longer than 60 characters are shown by their end"),
+        "{out}"
+    );
+    // A short one is shown whole, without the note.
+    let (ok, out, _) = xlat(&[
+        "sim",
+        "-m",
+        "skylake",
+        "-m",
+        "zen4",
+        "-w",
+        "stride:refs=500",
+    ]);
+    assert!(ok);
+    assert!(
+        !out.contains("shown by their end") && !out.contains('…'),
+        "{out}"
+    );
+}
+
 #[test]
 fn plots_and_html_take_the_new_metrics() {
     let d = tempfile::tempdir().unwrap();

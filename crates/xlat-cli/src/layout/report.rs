@@ -100,25 +100,35 @@ pub fn page_heat(
          the hottest:",
         by_heat.len()
     );
+    let mut g = crate::grid::Grid::new(
+        2,
+        &[
+            crate::grid::left(""),
+            crate::grid::right(""),
+            crate::grid::left(""),
+        ],
+    );
     for (n, pg, names) in by_heat.iter().take(5) {
         let more = names.len().saturating_sub(4);
-        let _ = writeln!(
-            t,
-            "  {:<#12x}{:>5.1} %  {}{}",
-            pg * page,
-            percent(*n),
-            if names.is_empty() {
-                NO_SYMBOL.to_string()
-            } else {
-                names[..names.len().min(4)].join(" ")
-            },
-            if more > 0 {
-                format!(" and {more} more")
-            } else {
-                String::new()
-            }
-        );
+        g.row([
+            format!("{:#x}", pg * page),
+            format!("{:.1} %", percent(*n)),
+            format!(
+                "{}{}",
+                if names.is_empty() {
+                    NO_SYMBOL.to_string()
+                } else {
+                    names[..names.len().min(4)].join(" ")
+                },
+                if more > 0 {
+                    format!(" and {more} more")
+                } else {
+                    String::new()
+                }
+            ),
+        ]);
     }
+    t.push_str(&g.render());
     let mut rows = Vec::new();
     for (_, pg, _) in &by_heat {
         for (&(_, name), &n) in cells.range((*pg, "")..).take_while(|(k, _)| k.0 == *pg) {

@@ -28,7 +28,7 @@ impl Plan {
                     .chars()
                     .all(|c| c.is_ascii_alphanumeric() || c == '-'),
             "plan id {:?}: 1 to 64 letters, digits and `-`",
-            crate::output::fit(&self.id, 80)
+            crate::output::clip(&self.id, 80)
         );
         ensure!(
             !self.machines.is_empty() && !self.inputs.is_empty(),

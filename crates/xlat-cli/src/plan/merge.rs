@@ -13,6 +13,7 @@ pub fn merge(dir: &Path, out: &OutputArgs, partial: bool) -> Result<()> {
     run::check_outputs(out)?;
     crate::plots::check(out, None)?;
     let plan = Plan::read(dir)?;
+    run::check_interval_csv(out, plan.interval)?;
     let ni = plan.inputs.len();
     let mut runs: Vec<Option<shard::ShardRun>> = (0..plan.runs()).map(|_| None).collect();
     let mut failures: Vec<(usize, Failure)> = Vec::new();
@@ -49,7 +50,7 @@ pub fn merge(dir: &Path, out: &OutputArgs, partial: bool) -> Result<()> {
                 r.machine == *want && toml == *want_toml,
                 "{name}: run {} has a machine {:?} other than the plan's {:?}",
                 r.index,
-                crate::output::fit(&r.machine, 80),
+                crate::output::clip(&r.machine, 80),
                 want
             );
             let i = r.index;
@@ -133,7 +134,8 @@ pub fn finish(
         }
     }
     // `--json -` or `--csv -`: standard output carries that and nothing else.
-    let to_stdout = crate::export::one_to_stdout(&[&out.json, &out.csv, &out.html])?;
+    let to_stdout =
+        crate::export::one_to_stdout(&[&out.json, &out.csv, &out.interval_csv, &out.html])?;
     if !outcomes.is_empty() {
         if !to_stdout && total == 1 {
             print!("{}", crate::output::detailed(&outcomes[0]));
@@ -145,6 +147,9 @@ pub fn finish(
         }
         if let Some(p) = &out.csv {
             crate::export::write_csv(p, &outcomes)?;
+        }
+        if let Some(p) = &out.interval_csv {
+            crate::export::write_interval_csv(p, &outcomes)?;
         }
         crate::plots::write_all(&outcomes, out)?;
         if let Some(p) = &out.html {

@@ -154,7 +154,7 @@ pub fn read(plan: &Plan, dir: &Path, k: usize) -> Result<Option<ShardFile>> {
         "{name} belongs to another plan (schema {}, plan {}, shard {} of {}; this plan is {}, \
          shard {k} of {})",
         f.schema,
-        crate::output::fit(&xlat_trace::escape(&f.plan), 80),
+        crate::output::clip(&xlat_trace::escape(&f.plan), 80),
         f.shard,
         f.shards,
         plan.id,
@@ -185,7 +185,7 @@ fn check(plan: &Plan, mine: &[usize], f: &ShardFile) -> Result<()> {
             r.input == label,
             "run {}: input {:?}, the plan's is {label:?}",
             r.index,
-            crate::output::fit(&r.input, 80)
+            crate::output::clip(&r.input, 80)
         );
         let changes = m.sets.join(" ");
         ensure!(
@@ -193,8 +193,8 @@ fn check(plan: &Plan, mine: &[usize], f: &ShardFile) -> Result<()> {
                 && (changes.is_empty() || r.machine.ends_with(&format!(" {changes}"))),
             "run {}: machine {:?} (its report: {:?}), not the plan's {} {changes}",
             r.index,
-            crate::output::fit(&r.machine, 80),
-            crate::output::fit(&r.report.machine.name, 80),
+            crate::output::clip(&r.machine, 80),
+            crate::output::clip(&r.report.machine.name, 80),
             m.name
         );
         ensure!(
@@ -212,7 +212,7 @@ fn check(plan: &Plan, mine: &[usize], f: &ShardFile) -> Result<()> {
             x.input == label,
             "failed run {}: input {:?}, the plan's is {label:?}",
             x.index,
-            crate::output::fit(&x.input, 80)
+            crate::output::clip(&x.input, 80)
         );
     }
     if let Some(at) = seen.iter().position(|s| !s) {
