@@ -208,6 +208,8 @@ impl Clustered {
 }
 
 impl PageTable for Clustered {
+    const LONG_WALKS: bool = true;
+
     fn walk_into(&self, va: VirtAddr, out: &mut Walk) {
         let mut n = 0;
         out.leaf = self.walk_refs(va, &mut |pa| {

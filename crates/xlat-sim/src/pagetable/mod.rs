@@ -69,9 +69,12 @@ pub trait PageTable: Sized {
         self.walk_into(va, &mut w);
         w
     }
-    /// A walk's references past the [`MAX_LEVELS`] that [`Walk::refs`] holds (a clustered
-    /// table's long chains), to `f` in order; how many. Called after a walk that filled
-    /// every slot of [`Walk::refs`].
+    /// Whether a walk may read more than [`MAX_LEVELS`] entries (a clustered table's long
+    /// chains): only then does the walker look for more (a constant, so a radix machine's
+    /// hot path has no test for it: one cost ~17 instructions per walk in spills).
+    const LONG_WALKS: bool = false;
+    /// A walk's references past the [`MAX_LEVELS`] that [`Walk::refs`] holds, to `f` in
+    /// order; how many. Called after a walk that filled every slot of [`Walk::refs`].
     fn walk_past_levels(&self, _va: VirtAddr, _f: &mut dyn FnMut(u64)) -> u64 {
         0
     }

@@ -84,13 +84,13 @@ struct Counters {
     /// Walks by the (first, past-the-last) hardware levels they referenced: the report
     /// derives the per-level and total walk references (one increment per walk).
     walk_spans: [[u64; MAX_LEVELS + 1]; MAX_LEVELS],
-    /// Walk references past [`MAX_LEVELS`] (a clustered table's long chains): the
-    /// report adds them to the last position's row.
-    walk_refs_past_levels: u64,
     faults: Faults,
     os: Os,
     flushes: Flushes,
     cyc: CycleEstimate,
+    /// Walk references past [`MAX_LEVELS`] (a clustered table's long chains): the
+    /// report adds them to the last position's row.
+    walk_refs_past_levels: u64,
 }
 
 /// A machine simulating one stream of events.
@@ -132,8 +132,6 @@ pub struct Sim<P: PageTable> {
     c: Counters,
     event: u64,
     scratch: Vec<(u64, Leaf)>,
-    /// The references of a walk past [`MAX_LEVELS`] (`walk.rs`), kept for reuse.
-    past_levels: Vec<u64>,
     walks_at_batch: u64,
     /// Never run the x86-64-v3 code ([`Sim::set_portable`]).
     portable: bool,
@@ -156,6 +154,8 @@ pub struct Sim<P: PageTable> {
     misses_at_batch: u64,
     /// The profiled structure is a stack in place (not observed on a worker thread).
     stack_in_place: bool,
+    /// The references of a walk past [`MAX_LEVELS`] (`walk.rs`), kept for reuse.
+    past_levels: Vec<u64>,
 }
 
 /// The default of [`Sim::with_memory_limit`]: 1 GiB of host memory.
@@ -287,7 +287,6 @@ impl<P: PageTable> Sim<P> {
             c: Counters::default(),
             event: 0,
             scratch: Vec::new(),
-            past_levels: Vec::new(),
             walks_at_batch: 0,
             portable: false,
             mem_limit: limit,
@@ -309,6 +308,7 @@ impl<P: PageTable> Sim<P> {
             profiled: None,
             misses_at_batch: 0,
             stack_in_place: false,
+            past_levels: Vec::new(),
             cfg: cfg.clone(),
         };
         sim.pid_slot.insert(Pid::INIT.0, 0);

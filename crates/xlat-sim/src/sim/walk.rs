@@ -97,7 +97,7 @@ impl<P: PageTable> Sim<P> {
             self.c.cyc.walk += self.caches.access_walk(&w.refs[start..w.n]);
         }
         self.c.walk_spans[start][w.n] += 1;
-        if w.n == MAX_LEVELS {
+        if P::LONG_WALKS && w.n == MAX_LEVELS {
             self.walk_past_levels(cur, va);
         }
         Ok(())
