@@ -181,6 +181,44 @@ pub fn write_json_with_failures(
 
 /// The columns every run may fill: the machines' changed fields (`--set`, `--sweep`)
 /// and the workloads' parameters, in order of first appearance.
+/// The identifying columns every CSV row starts with: `machine,input,workload`, the
+/// changed fields, the workload parameters.
+fn id_header(fields: &[String], wparams: &[String]) -> Vec<String> {
+    let mut head: Vec<String> = vec!["machine".into(), "input".into(), "workload".into()];
+    head.extend(fields.iter().cloned());
+    head.extend(wparams.iter().map(|p| format!("workload.{p}")));
+    head
+}
+
+/// A run's values of [`id_header`]'s columns (empty where it has no such field).
+fn id_record(o: &Outcome, fields: &[String], wparams: &[String]) -> Vec<String> {
+    let mut rec: Vec<String> = vec![
+        o.machine.clone(),
+        o.input.clone(),
+        o.workload
+            .as_ref()
+            .map_or(String::new(), |(n, _)| n.clone()),
+    ];
+    for f in fields {
+        rec.push(
+            o.params
+                .iter()
+                .find(|(k, _)| k == f)
+                .map_or(String::new(), |(_, v)| v.clone()),
+        );
+    }
+    for p in wparams {
+        rec.push(
+            o.workload
+                .iter()
+                .flat_map(|(_, ps)| ps)
+                .find(|(k, _)| k == p)
+                .map_or(String::new(), |(_, v)| v.clone()),
+        );
+    }
+    rec
+}
+
 fn param_columns(outcomes: &[Outcome]) -> (Vec<String>, Vec<String>) {
     let (mut fields, mut wparams) = (Vec::new(), Vec::new());
     for o in outcomes {
@@ -215,37 +253,12 @@ pub fn write_csv(path: &Path, outcomes: &[Outcome]) -> Result<()> {
         }
     }
     let mut w = csv::Writer::from_writer(Vec::new());
-    let mut head: Vec<String> = vec!["machine".into(), "input".into(), "workload".into()];
-    head.extend(fields.iter().cloned());
-    head.extend(wparams.iter().map(|p| format!("workload.{p}")));
+    let mut head = id_header(&fields, &wparams);
     head.extend(names.iter().map(|n| n.to_string()));
     head.push("seconds".into());
     w.write_record(&head)?;
     for (o, c) in outcomes.iter().zip(&cols) {
-        let mut rec: Vec<String> = vec![
-            o.machine.clone(),
-            o.input.clone(),
-            o.workload
-                .as_ref()
-                .map_or(String::new(), |(n, _)| n.clone()),
-        ];
-        for f in &fields {
-            rec.push(
-                o.params
-                    .iter()
-                    .find(|(k, _)| k == f)
-                    .map_or(String::new(), |(_, v)| v.clone()),
-            );
-        }
-        for p in &wparams {
-            rec.push(
-                o.workload
-                    .iter()
-                    .flat_map(|(_, ps)| ps)
-                    .find(|(k, _)| k == p)
-                    .map_or(String::new(), |(_, v)| v.clone()),
-            );
-        }
+        let mut rec = id_record(o, &fields, &wparams);
         for n in &names {
             rec.push(
                 c.iter()
@@ -281,9 +294,7 @@ pub fn write_interval_csv(path: &Path, outcomes: &[Outcome]) -> Result<()> {
         }
     }
     let mut w = csv::Writer::from_writer(Vec::new());
-    let mut head: Vec<String> = vec!["machine".into(), "input".into(), "workload".into()];
-    head.extend(fields.iter().cloned());
-    head.extend(wparams.iter().map(|p| format!("workload.{p}")));
+    let mut head = id_header(&fields, &wparams);
     head.extend(
         ["interval", "first_ref", "refs", "instructions"]
             .iter()
@@ -296,30 +307,7 @@ pub fn write_interval_csv(path: &Path, outcomes: &[Outcome]) -> Result<()> {
         let Some(iv) = &o.report.intervals else {
             continue;
         };
-        let mut id: Vec<String> = vec![
-            o.machine.clone(),
-            o.input.clone(),
-            o.workload
-                .as_ref()
-                .map_or(String::new(), |(n, _)| n.clone()),
-        ];
-        for f in &fields {
-            id.push(
-                o.params
-                    .iter()
-                    .find(|(k, _)| k == f)
-                    .map_or(String::new(), |(_, v)| v.clone()),
-            );
-        }
-        for p in &wparams {
-            id.push(
-                o.workload
-                    .iter()
-                    .flat_map(|(_, ps)| ps)
-                    .find(|(k, _)| k == p)
-                    .map_or(String::new(), |(_, v)| v.clone()),
-            );
-        }
+        let id = id_record(o, &fields, &wparams);
         let cols: Vec<String> = iv.levels.iter().map(|l| key(l)).collect();
         let mut first = 0u64;
         for (i, r) in iv.rows.iter().enumerate() {

@@ -111,14 +111,23 @@ impl PhysMem {
         }
     }
 
-    /// Allocates `bytes` of page-table memory aligned to `bytes`; returns its address.
-    pub fn alloc_table(&mut self, bytes: u64) -> u64 {
+    fn count_alloc(&mut self, bytes: u64) {
         self.counters.tables_allocated += 1;
         self.counters.table_bytes_live += bytes;
         self.counters.table_bytes_peak = self
             .counters
             .table_bytes_peak
             .max(self.counters.table_bytes_live);
+    }
+
+    fn count_free(&mut self, bytes: u64) {
+        self.counters.tables_freed += 1;
+        self.counters.table_bytes_live -= bytes;
+    }
+
+    /// Allocates `bytes` of page-table memory aligned to `bytes`; returns its address.
+    pub fn alloc_table(&mut self, bytes: u64) -> u64 {
+        self.count_alloc(bytes);
         if let Some(p) = self.free_tables.get_mut(&bytes).and_then(|v| v.pop()) {
             return p;
         }
@@ -131,12 +140,7 @@ impl PhysMem {
     /// two): a clustered table's nodes. Counted as a table.
     pub fn alloc_object(&mut self, bytes: u64, align: u64) -> u64 {
         debug_assert!(align.is_power_of_two());
-        self.counters.tables_allocated += 1;
-        self.counters.table_bytes_live += bytes;
-        self.counters.table_bytes_peak = self
-            .counters
-            .table_bytes_peak
-            .max(self.counters.table_bytes_live);
+        self.count_alloc(bytes);
         if let Some(p) = self.free_objects.get_mut(&bytes).and_then(|v| v.pop()) {
             return p;
         }
@@ -147,14 +151,12 @@ impl PhysMem {
 
     /// Frees an [`PhysMem::alloc_object`] block.
     pub fn free_object(&mut self, pa: u64, bytes: u64) {
-        self.counters.tables_freed += 1;
-        self.counters.table_bytes_live -= bytes;
+        self.count_free(bytes);
         self.free_objects.entry(bytes).or_default().push(pa);
     }
 
     pub fn free_table(&mut self, pa: u64, bytes: u64) {
-        self.counters.tables_freed += 1;
-        self.counters.table_bytes_live -= bytes;
+        self.count_free(bytes);
         self.free_tables.entry(bytes).or_default().push(pa);
     }
 
