@@ -9,6 +9,7 @@
 use crate::config::{ConfigError, MachineConfig, PageTableConfig};
 use crate::curve::{Point, Prepared};
 use crate::error::SimError;
+use crate::hashed::HashMmu;
 use crate::pagetable::{Clustered, Radix};
 use crate::sim::{Attribution, MemoryProbe, Sim, DEFAULT_MEMORY_LIMIT};
 use crate::stats::Report;
@@ -16,8 +17,10 @@ use xlat_types::Event;
 
 /// A simulator whose page-table organization is chosen by its configuration.
 pub enum Machine {
-    /// Radix trees, also under a hashed MMU's HTAB and a guest's nested walk.
+    /// Radix trees, also a guest's nested walk.
     Radix(Box<Sim<Radix>>),
+    /// The PowerPC hashed MMU over Linux's radix tree (`page_table.kind = "hashed"`).
+    Hashed(Box<Sim<Radix, HashMmu>>),
     /// Clustered page tables (`page_table.kind = "clustered"`).
     Clustered(Box<Sim<Clustered>>),
 }
@@ -27,6 +30,7 @@ macro_rules! each {
     ($m:expr, $s:ident => $body:expr) => {
         match $m {
             Machine::Radix($s) => $body,
+            Machine::Hashed($s) => $body,
             Machine::Clustered($s) => $body,
         }
     };
@@ -50,7 +54,10 @@ impl Machine {
             PageTableConfig::Clustered { .. } => {
                 Machine::Clustered(Box::new(Sim::with_memory_limit(cfg, limit, probe)?))
             }
-            PageTableConfig::Radix { .. } | PageTableConfig::Hashed { .. } => {
+            PageTableConfig::Hashed { .. } => {
+                Machine::Hashed(Box::new(Sim::with_memory_limit(cfg, limit, probe)?))
+            }
+            PageTableConfig::Radix { .. } => {
                 Machine::Radix(Box::new(Sim::with_memory_limit(cfg, limit, probe)?))
             }
         })

@@ -423,6 +423,11 @@ impl HashMmu {
     }
 
     /// Peaks from now on (a warm-up ended).
+    /// The first effective address of the kernel's segments (`kernel_base`).
+    pub fn kernel_base(&self) -> u64 {
+        self.kernel_seg << SEGMENT_SHIFT
+    }
+
     pub fn reset_peaks(&mut self) {
         self.stats.peak_live = 0;
         self.stats.peak_zombies = 0;

@@ -8,6 +8,7 @@
 //! stream had one. Summed over every key, the counts equal the report's first-level
 //! misses per side (`L1 misses`) and walks.
 
+use super::organization::Organization;
 use super::*;
 use crate::vma::{FileLabel, Ranges};
 use serde::{Deserialize, Serialize};
@@ -125,17 +126,17 @@ impl Pcs {
     }
 }
 
-impl<P: PageTable> Sim<P> {
+impl<P: PageTable, O: Organization> Sim<P, O> {
     /// Counts first-level misses and walks by region and by running code from now on
     /// ([`Sim::attribution`]).
     pub fn attribute_misses(&mut self) {
-        self.attrib.get_or_insert_with(Default::default);
-        self.tracking = true;
+        self.acct.attrib.get_or_insert_with(Default::default);
+        self.acct.tracking = true;
     }
 
     /// The counts since [`Sim::attribute_misses`] (or the end of the warm-up).
     pub fn attribution(&self) -> Option<&Attribution> {
-        self.attrib.as_deref()
+        self.acct.attrib.as_deref()
     }
 
     /// `Event::MapFile`: names what a range of the current process holds.
@@ -154,7 +155,7 @@ impl<P: PageTable> Sim<P> {
             file,
             offset: offset.saturating_sub(addr - start),
         };
-        self.slots[cur]
+        self.os.slots[cur]
             .as_mut()
             .expect("cur")
             .notes
@@ -165,7 +166,7 @@ impl<P: PageTable> Sim<P> {
 
     /// The region of `va` in process `cur`, and its offset in a file.
     fn place(&self, cur: usize, va: u64) -> Place {
-        let p = self.slots[cur].as_ref().expect("current process");
+        let p = self.os.slots[cur].as_ref().expect("current process");
         if let Some((s, l)) = p.notes.labels.find(va) {
             return Place {
                 region: Region::File(l.file),
@@ -174,7 +175,7 @@ impl<P: PageTable> Sim<P> {
         }
         let region = if p.heap.is_some_and(|(s, e)| (s..e).contains(&va)) {
             Region::Heap
-        } else if self.kernel.find(va).is_some() {
+        } else if self.os.kernel.find(va).is_some() {
             // The address itself: the kernel's symbols name it.
             return Place {
                 region: Region::Kernel,
@@ -196,7 +197,7 @@ impl<P: PageTable> Sim<P> {
     #[cold]
     #[inline(never)]
     pub(super) fn track(&mut self, ev: &Event) {
-        let Some(p) = self.cur.and_then(|c| self.slots[c].as_mut()) else {
+        let Some(p) = self.os.cur.and_then(|c| self.os.slots[c].as_mut()) else {
             return;
         };
         match *ev {
@@ -219,15 +220,15 @@ impl<P: PageTable> Sim<P> {
         l1_missed: bool,
         f: impl FnOnce(&mut Self) -> Result<u32, SimError>,
     ) -> Result<u32, SimError> {
-        let before = self.c.walks;
+        let before = self.acct.c.walks;
         if l1_missed {
             self.attribute_miss(kind, va, false);
         }
-        self.tracking = false;
+        self.acct.tracking = false;
         let r = f(self);
-        self.tracking = true;
-        debug_assert!(self.c.walks - before <= 1, "one walk per translation");
-        if self.c.walks > before {
+        self.acct.tracking = true;
+        debug_assert!(self.acct.c.walks - before <= 1, "one walk per translation");
+        if self.acct.c.walks > before {
             self.attribute_miss(kind, va, true);
         }
         r
@@ -238,13 +239,13 @@ impl<P: PageTable> Sim<P> {
     #[cold]
     #[inline(never)]
     pub(super) fn attribute_miss(&mut self, kind: AccessKind, va: u64, walk: bool) {
-        let Some(cur) = self.cur else { return };
+        let Some(cur) = self.os.cur else { return };
         let side = (kind != AccessKind::Fetch) as usize;
         let mut data = self.place(cur, va);
         let code = if side == 0 {
             data
         } else {
-            match self.slots[cur].as_ref().expect("cur").notes.pcs.pc {
+            match self.os.slots[cur].as_ref().expect("cur").notes.pcs.pc {
                 Some(pc) => self.place(cur, pc),
                 None => Place {
                     region: Region::NoCode,
@@ -256,7 +257,7 @@ impl<P: PageTable> Sim<P> {
             Region::File(_) => data.offset & !((1u64 << self.base_shift) - 1),
             _ => 0,
         };
-        let a = self.attrib.as_mut().expect("counting");
+        let a = self.acct.attrib.as_mut().expect("counting");
         for (m, at) in [(&mut a.data, data), (&mut a.code, code)] {
             let e = m.entry(at).or_default();
             if walk {

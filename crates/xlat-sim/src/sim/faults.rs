@@ -1,9 +1,10 @@
 //! Faults in the OS model: demand faults (areas, THP, global pages, faults outside every
 //! mapping), copy-on-write and write-protect faults.
 
+use super::organization::Organization;
 use super::*;
 
-impl<P: PageTable> Sim<P> {
+impl<P: PageTable, O: Organization> Sim<P, O> {
     pub(super) fn page_fault(
         &mut self,
         cur: usize,
@@ -23,7 +24,7 @@ impl<P: PageTable> Sim<P> {
         populate: bool,
     ) -> Result<(), SimError> {
         let bs = self.base_shift;
-        let p = self.slots[cur].as_mut().expect("current process");
+        let p = self.os.slots[cur].as_mut().expect("current process");
         let (shift, pfn, flags) = match p.vmas.find(va) {
             None => {
                 if self.cfg.os.unmapped == Unmapped::Error {
@@ -33,7 +34,7 @@ impl<P: PageTable> Sim<P> {
                         addr: va,
                     });
                 }
-                self.c.faults.outside_mappings += 1;
+                self.acct.c.faults.outside_mappings += 1;
                 // The page gets an area of its own, so that every present translation
                 // lies in an area (what later mmaps, munmaps and forks rely on).
                 let page = va & !((1u64 << bs) - 1);
@@ -46,14 +47,14 @@ impl<P: PageTable> Sim<P> {
                     implicit: true,
                 };
                 p.vmas.insert(page, vma);
-                let f = match self.precleared.pop() {
+                let f = match self.os.precleared.pop() {
                     Some(f) => {
-                        self.c.faults.precleared += 1;
+                        self.acct.c.faults.precleared += 1;
                         f
                     }
                     None => {
-                        zero_frames(&mut self.c.cyc, self.cfg.cost.clear_page_cycles, 0);
-                        self.mem.alloc_frames(0)
+                        zero_frames(&mut self.acct.c.cyc, self.cfg.cost.clear_page_cycles, 0);
+                        self.os.mem.alloc_frames(0)
                     }
                 };
                 (bs, f, WRITABLE)
@@ -67,7 +68,7 @@ impl<P: PageTable> Sim<P> {
                     });
                 }
                 let mut shift = bs;
-                if let Some(ts) = self.thp_shift {
+                if let Some(ts) = self.os.thp_shift {
                     let want = match self.cfg.os.thp {
                         Thp::Never => false,
                         Thp::Madvise => v.thp == Some(true),
@@ -103,43 +104,43 @@ impl<P: PageTable> Sim<P> {
                     // only), kept for the whole run: global areas are never unmapped.
                     None if v.flags.has(MapFlags::GLOBAL) => {
                         flags |= FIXED;
-                        Self::kernel_frame(&mut self.kernel_pages, &mut self.mem, base)
+                        Self::kernel_frame(&mut self.os.kernel_pages, &mut self.os.mem, base)
                     }
-                    None if shift == bs && !populate => match self.precleared.pop() {
+                    None if shift == bs && !populate => match self.os.precleared.pop() {
                         Some(f) => {
-                            self.c.faults.precleared += 1;
+                            self.acct.c.faults.precleared += 1;
                             f
                         }
                         None => {
-                            zero_frames(&mut self.c.cyc, self.cfg.cost.clear_page_cycles, 0);
-                            self.mem.alloc_frames(0)
+                            zero_frames(&mut self.acct.c.cyc, self.cfg.cost.clear_page_cycles, 0);
+                            self.os.mem.alloc_frames(0)
                         }
                     },
                     None => {
                         if !populate {
                             zero_frames(
-                                &mut self.c.cyc,
+                                &mut self.acct.c.cyc,
                                 self.cfg.cost.clear_page_cycles,
                                 shift - bs,
                             );
                         }
-                        self.mem.alloc_frames(shift - bs)
+                        self.os.mem.alloc_frames(shift - bs)
                     }
                 };
                 if populate {
-                    self.c.faults.populated += 1;
+                    self.acct.c.faults.populated += 1;
                 } else if shift > bs {
-                    self.c.faults.demand_huge += 1;
+                    self.acct.c.faults.demand_huge += 1;
                 } else {
-                    self.c.faults.demand += 1;
+                    self.acct.c.faults.demand += 1;
                 }
                 (shift, pfn, flags)
             }
         };
         if !populate {
-            sat(&mut self.c.cyc.fault, self.cfg.cost.fault_cycles);
+            sat(&mut self.acct.c.cyc.fault, self.cfg.cost.fault_cycles);
         }
-        if self.mem.data_exhausted() {
+        if self.os.mem.data_exhausted() {
             return Err(SimError::PhysicalMemory {
                 event: self.event,
                 what,
@@ -152,7 +153,7 @@ impl<P: PageTable> Sim<P> {
             shift: shift as u8,
             flags,
         };
-        p.pt.map(VirtAddr(base), leaf, &mut self.mem);
+        p.pt.map(VirtAddr(base), leaf, &mut self.os.mem);
         if flags & GLOBAL_PAGE != 0 && leaf.flags & FIXED != 0 {
             self.map_everywhere(base, leaf);
         }
@@ -179,9 +180,9 @@ impl<P: PageTable> Sim<P> {
     #[cold]
     #[inline(never)]
     pub(super) fn map_everywhere(&mut self, base: u64, leaf: Leaf) {
-        for p in self.slots.iter_mut().flatten() {
+        for p in self.os.slots.iter_mut().flatten() {
             if p.pt.lookup(VirtAddr(base)).is_none() {
-                p.pt.map(VirtAddr(base), leaf, &mut self.mem);
+                p.pt.map(VirtAddr(base), leaf, &mut self.os.mem);
             }
         }
     }
@@ -193,7 +194,7 @@ impl<P: PageTable> Sim<P> {
         kind: AccessKind,
     ) -> Result<(), SimError> {
         let bs = self.base_shift;
-        let p = self.slots[cur].as_mut().expect("current process");
+        let p = self.os.slots[cur].as_mut().expect("current process");
         if let Some((_, v)) = p.vmas.find(va) {
             if !v.prot.writable() {
                 return Err(SimError::Protection {
@@ -209,10 +210,10 @@ impl<P: PageTable> Sim<P> {
             unreachable!("read-only translation without a page-table entry at {va:#x}");
         };
         let n = 1u64 << (leaf.shift as u32 - bs);
-        sat(&mut self.c.cyc.fault, self.cfg.cost.fault_cycles);
-        if leaf.flags & FIXED == 0 && self.mem.is_shared(leaf.pfn, n) {
-            let new = self.mem.alloc_frames(leaf.shift as u32 - bs);
-            self.mem.release(leaf.pfn, n);
+        sat(&mut self.acct.c.cyc.fault, self.cfg.cost.fault_cycles);
+        if leaf.flags & FIXED == 0 && self.os.mem.is_shared(leaf.pfn, n) {
+            let new = self.os.mem.alloc_frames(leaf.shift as u32 - bs);
+            self.os.mem.release(leaf.pfn, n);
             p.pt.replace(
                 base,
                 Leaf {
@@ -221,14 +222,14 @@ impl<P: PageTable> Sim<P> {
                     ..leaf
                 },
             );
-            self.c.faults.cow_copies += 1;
+            self.acct.c.faults.cow_copies += 1;
             sat(
-                &mut self.c.cyc.fault,
+                &mut self.acct.c.cyc.fault,
                 self.cfg.cost.copy_page_cycles.saturating_mul(n),
             );
         } else {
             p.pt.set_flags(base, leaf.flags | WRITABLE);
-            self.c.faults.write_protect += 1;
+            self.acct.c.faults.write_protect += 1;
         }
         self.flush_page(base.0, leaf.shift as u32);
         Ok(())

@@ -5,15 +5,15 @@
 //! invalidations go by aligned blocks ([`tile`]), its HTAB searches by the present
 //! leaves marked hashed; the per-page counts and cycles are charged arithmetically.
 
+use super::organization::Organization;
 use super::*;
-use crate::hashed::SEGMENT_SHIFT;
 
 /// Ranges of at most this many pages are flushed one page at a time (the same counts as
 /// by blocks, [`Sim::flush_range`]; fewer instructions for the short ranges of ordinary
 /// traces).
 const PAGES_ONE_BY_ONE: u64 = 16;
 
-impl<P: PageTable> Sim<P> {
+impl<P: PageTable, O: Organization> Sim<P, O> {
     pub(super) fn flush_page(&mut self, base: u64, shift: u32) {
         self.flush_page_flags(base, shift, None);
     }
@@ -21,30 +21,11 @@ impl<P: PageTable> Sim<P> {
     /// [`Sim::flush_page`] of a page whose leaf had `flags` (`None`: the leaf is still
     /// in the tables, or there is none).
     pub(super) fn flush_page_flags(&mut self, base: u64, shift: u32, flags: Option<u8>) {
-        if self.hash.is_some() {
-            return self.flush_page_hashed(base, flags);
-        }
-        let n = self.tlb.flush_page(base, shift, self.asid);
-        self.pwc.flush(Some(self.asid));
-        self.c.flushes.page += 1;
-        self.c.flushes.entries_invalidated += n;
-        sat(&mut self.c.cyc.flush, self.cfg.cost.flush_page_cycles);
+        O::flush_page(self, base, shift, flags);
     }
 
     pub(super) fn flush_space(&mut self) {
-        if self.hash.is_some() {
-            return self.flush_context();
-        }
-        let tag = if self.cfg.tlb.asid_bits == 0 {
-            None
-        } else {
-            Some(self.asid)
-        };
-        let n = self.tlb.flush_asid(tag);
-        self.pwc.flush(tag);
-        self.c.flushes.asid += 1;
-        self.c.flushes.entries_invalidated += n;
-        sat(&mut self.c.cyc.flush, self.cfg.cost.flush_all_cycles);
+        O::flush_space(self);
     }
 
     /// Flushes the leaves an operation removed or changed: page by page up to the
@@ -58,20 +39,8 @@ impl<P: PageTable> Sim<P> {
         }
         if pages > self.cfg.os.flush_ceiling {
             self.flush_space();
-            if removed
-                && self
-                    .hash
-                    .as_ref()
-                    .is_some_and(|h| h.flush == ContextFlush::Eager)
-            {
-                let hashed: Vec<u64> = leaves
-                    .iter()
-                    .filter(|l| l.2 & HASHPTE != 0 && l.2 & GLOBAL_PAGE == 0)
-                    .map(|l| l.0)
-                    .collect();
-                if !hashed.is_empty() {
-                    self.flush_hashed_pages(&hashed);
-                }
+            if removed {
+                O::flush_removed(self, leaves);
             }
         } else {
             for &(va, s, flags) in leaves {
@@ -104,46 +73,12 @@ impl<P: PageTable> Sim<P> {
             }
             return;
         }
-        self.c.flushes.page += pages;
+        self.acct.c.flushes.page += pages;
         sat(
-            &mut self.c.cyc.flush,
+            &mut self.acct.c.cyc.flush,
             pages.saturating_mul(self.cfg.cost.flush_page_cycles),
         );
-        let mut n = 0;
-        if self.hash.is_some() {
-            // Blocks within a segment: the TLB holds virtual addresses, VSID ‖ offset.
-            for (b, k) in tile(s, e, SEGMENT_SHIFT) {
-                n += self.tlb.flush_page(self.os_va(b), k, 0);
-            }
-            self.c.flushes.entries_invalidated += n;
-            self.flush_range_hashed(s, e);
-        } else {
-            for (b, k) in tile(s, e, 63) {
-                n += self.tlb.flush_page(b, k, self.asid);
-            }
-            self.pwc.flush(Some(self.asid));
-            self.c.flushes.entries_invalidated += n;
-        }
-    }
-
-    /// The HTAB side of a hashed range flush: each present leaf marked hashed is unmarked
-    /// and its first page in `[s, e)` searched for and cleared, in address order, as
-    /// [`Sim::flush_page_hashed`] does page by page (once unmarked, a leaf's other pages
-    /// need no search).
-    fn flush_range_hashed(&mut self, s: u64, e: u64) {
-        let Some(cur) = self.cur else { return };
-        let p = self.slots[cur].as_mut().expect("current");
-        let mut marked = Vec::new();
-        p.pt.leaves(s, e, &mut |va, leaf| {
-            if leaf.flags & HASHPTE != 0 {
-                marked.push((va.max(s), leaf.flags));
-            }
-        });
-        for (va, flags) in marked {
-            let p = self.slots[cur].as_mut().expect("current");
-            p.pt.set_flags(VirtAddr(va), flags & !HASHPTE);
-            self.flush_hash(va);
-        }
+        O::flush_blocks(self, s, e);
     }
 }
 

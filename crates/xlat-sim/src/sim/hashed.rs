@@ -1,5 +1,6 @@
-//! The hashed machine's translate and reload paths, flushes, contexts and idle time
-//! (the hardware and OS state live in [`crate::hashed`]).
+//! [`HashMmu`] as the MMU's [`Organization`] (`Sim<Radix, HashMmu>`): the hashed
+//! machine's translate and reload paths; its OS side (flushes, contexts, idle reclaim)
+//! is `hashed_os.rs`, the hardware and OS state [`crate::hashed`].
 //!
 //! A translation checks the BATs of its side first (a hit uses no TLB entry and no
 //! walk), then the TLBs with the virtual address VSID ‖ EA[4:31]. On a miss in every
@@ -18,22 +19,19 @@
 //! A store that finds a read-only PTE in the HTAB loads it into the TLB, then takes the
 //! protection fault (copy-on-write), whose flush removes it again, and re-executes.
 
+use super::organization::Organization;
 use super::*;
-use crate::config::{Handler, IdleClear};
+use crate::config::Handler;
 use crate::hashed::SEGMENT_SHIFT;
 
 /// A hashed machine's pages are 4 KiB.
 const PAGE_SHIFT: u32 = 12;
 
-impl<P: PageTable> Sim<P> {
+impl<P: PageTable> Sim<P, HashMmu> {
     /// The virtual address of `ea` in the current context, as the OS computes it.
     #[inline(always)]
     pub(super) fn os_va(&self, ea: u64) -> u64 {
-        let vsid = self
-            .hash
-            .as_ref()
-            .expect("hashed")
-            .os_vsid(ea >> SEGMENT_SHIFT);
+        let vsid = self.mmu.org.os_vsid(ea >> SEGMENT_SHIFT);
         (vsid << SEGMENT_SHIFT) | (ea & ((1 << SEGMENT_SHIFT) - 1))
     }
 
@@ -43,27 +41,27 @@ impl<P: PageTable> Sim<P> {
     pub(super) fn translate_hashed(&mut self, kind: AccessKind, ea: u64) -> Result<u32, SimError> {
         let side = (kind != AccessKind::Fetch) as usize;
         let store = kind == AccessKind::Store;
-        if self.cur.is_none() {
+        if self.os.cur.is_none() {
             return Err(self.no_process(kind));
         }
-        let h = self.hash.as_mut().expect("a hashed machine");
+        let h = &mut self.mmu.org;
         if let Some((pa, shift)) = h.bat(side, ea) {
             h.stats.bat_hits += 1;
             if self.data_refs {
-                self.caches.access(pa, false);
+                self.mmu.caches.access(pa, false);
             }
             return Ok(shift);
         }
         let (vsid, slb_miss) = h.translate_vsid(ea >> SEGMENT_SHIFT);
         if slb_miss {
-            self.c.cyc.trap += h.slb_miss_cycles;
+            self.acct.c.cyc.trap += h.slb_miss_cycles;
         }
         let va = (vsid << SEGMENT_SHIFT) | (ea & ((1 << SEGMENT_SHIFT) - 1));
-        if let Some(e) = self.tlb.memo_hit(side, va, 0, store) {
+        if let Some(e) = self.mmu.tlb.memo_hit(side, va, 0, store) {
             self.data_ref(e.pfn, e.shift, va);
             return Ok(e.shift as u32);
         }
-        match self.tlb.probe(0, side, va, 0) {
+        match self.mmu.tlb.probe(0, side, va, 0) {
             Some(e) if !store || e.writable => {
                 self.data_ref(e.pfn, e.shift, va);
                 Ok(e.shift as u32)
@@ -78,20 +76,19 @@ impl<P: PageTable> Sim<P> {
     /// reads). Changes no simulated state.
     #[inline(always)]
     pub(super) fn prefetch_ahead_hashed(&self, events: &[Event], i: usize) {
-        let (Some(Event::Access(a)), Some(h), Some(pt)) = (
-            events.get(i + PREFETCH_DISTANCE),
-            self.hash.as_deref(),
-            self.current_pt(),
-        ) else {
+        let (Some(Event::Access(a)), Some(pt)) =
+            (events.get(i + PREFETCH_DISTANCE), self.current_pt())
+        else {
             return;
         };
+        let h = &self.mmu.org;
         let ea = a.addr.0;
         let vsid = h.os_vsid(ea >> SEGMENT_SHIFT);
         let (p, s) = h.htab.prefetch(vsid, (ea >> PAGE_SHIFT) & 0xffff);
-        self.caches.prefetch(p);
-        self.caches.prefetch(s);
+        self.mmu.caches.prefetch(p);
+        self.mmu.caches.prefetch(s);
         if let Some(pa) = pt.prefetch(VirtAddr(ea)) {
-            self.caches.prefetch(pa);
+            self.mmu.caches.prefetch(pa);
         }
     }
 
@@ -120,19 +117,19 @@ impl<P: PageTable> Sim<P> {
         va: u64,
         l1: Option<Entry>,
     ) -> Result<u32, SimError> {
-        if self.tracking {
+        if self.acct.tracking {
             return self.past_l1_hashed_attributed(kind, ea, va, l1);
         }
         self.note_fetch_miss(kind, ea, &l1);
 
         let side = (kind != AccessKind::Fetch) as usize;
         let store = kind == AccessKind::Store;
-        let cur = self.cur.expect("checked by translate");
-        let nl = self.tlb.levels();
+        let cur = self.os.cur.expect("checked by translate");
+        let nl = self.mmu.tlb.levels();
         let mut found = l1.map(|e| (0, e));
         if found.is_none() {
             for li in 1..nl {
-                if let Some(e) = self.tlb.probe(li, side, va, 0) {
+                if let Some(e) = self.mmu.tlb.probe(li, side, va, 0) {
                     found = Some((li, e));
                     break;
                 }
@@ -140,26 +137,28 @@ impl<P: PageTable> Sim<P> {
         }
         match found {
             Some((li, e)) if !store || e.writable => {
-                self.c.cyc.tlb_hit += self.tlb.hit_cycles(li);
-                self.tlb.fill(li, side, va, &entry_leaf(&e), PAGE_SHIFT, 0);
+                self.acct.c.cyc.tlb_hit += self.mmu.tlb.hit_cycles(li);
+                self.mmu
+                    .tlb
+                    .fill(li, side, va, &entry_leaf(&e), PAGE_SHIFT, 0);
                 self.data_ref(e.pfn, e.shift, va);
                 return Ok(e.shift as u32);
             }
             Some(_) => self.write_fault(cur, ea, kind)?,
             None => {
                 if nl > 1 {
-                    self.c.cyc.tlb_hit += self.tlb.hit_cycles(nl - 1);
+                    self.acct.c.cyc.tlb_hit += self.mmu.tlb.hit_cycles(nl - 1);
                 }
             }
         }
-        let leaf = match self.hash.as_ref().expect("hashed").linear(ea) {
+        let leaf = match self.mmu.org.linear(ea) {
             Some(pa) => self.reload_linear(ea, va, pa),
             None => {
                 self.kernel_segment_check(kind, ea)?;
                 self.reload(cur, kind, ea, va)?
             }
         };
-        self.tlb.fill(nl, side, va, &leaf, PAGE_SHIFT, 0);
+        self.mmu.tlb.fill(nl, side, va, &leaf, PAGE_SHIFT, 0);
         self.data_ref(leaf.pfn, leaf.shift, va);
         Ok(leaf.shift as u32)
     }
@@ -167,14 +166,15 @@ impl<P: PageTable> Sim<P> {
     /// A TLB miss in a `linear` region: the hardware search finds the bolted 16 MiB PTE
     /// (never evicted), a counted walk whose slot reads go through the cache model.
     fn reload_linear(&mut self, ea: u64, va: u64, pa: u64) -> Leaf {
-        self.c.walks += 1;
-        let h = self.hash.as_mut().expect("hashed");
+        self.acct.c.walks += 1;
+        let h = &mut self.mmu.org;
         let found = h.search(va >> SEGMENT_SHIFT, crate::hashed::large_page(ea));
         debug_assert!(found.is_some(), "bolted PTEs stay");
         h.stats.reloads += 1;
         h.stats.reload_hits += found.is_some() as u64;
         h.stats.large_reloads += 1;
-        self.c.cyc.walk += Self::access_runs(&mut self.caches, &h.runs, h.htab.pte_bytes());
+        self.acct.c.cyc.walk +=
+            Self::access_runs(&mut self.mmu.caches, &h.runs, h.htab.pte_bytes());
         Leaf {
             pfn: pa >> PAGE_SHIFT,
             shift: 24,
@@ -185,13 +185,13 @@ impl<P: PageTable> Sim<P> {
     /// Kernel segments have VSIDs every process shares: only global (kernel) areas may
     /// lie there, or processes would share translations.
     fn kernel_segment_check(&self, kind: AccessKind, ea: u64) -> Result<(), SimError> {
-        let h = self.cfg.page_table.hash().expect("hashed");
-        if ea >= h.kernel_base.0 && self.kernel.find(ea).is_none() {
+        let base = self.mmu.org.kernel_base();
+        if ea >= base && self.os.kernel.find(ea).is_none() {
             return Err(SimError::KernelSegment {
                 event: self.event,
                 what: kind.name(),
                 addr: ea,
-                base: h.kernel_base.0,
+                base,
             });
         }
         Ok(())
@@ -208,10 +208,10 @@ impl<P: PageTable> Sim<P> {
             // The radix software walk: trap, handler, tree references, faults first.
             let mut w = Walk::default();
             self.walk(cur, ea, kind, &mut w)?;
-            self.hash.as_mut().expect("hashed").stats.tree_walks += 1;
+            self.mmu.org.stats.tree_walks += 1;
             return Ok(strip(&w.leaf.expect("a fault always maps the page")));
         }
-        self.c.walks += 1;
+        self.acct.c.walks += 1;
         let software = self.cfg.walker.kind == WalkerKind::Software;
         let vsid = va >> SEGMENT_SHIFT;
         let page = (ea >> PAGE_SHIFT) & 0xffff;
@@ -222,15 +222,17 @@ impl<P: PageTable> Sim<P> {
         // a protection fault, another miss and insert, then a hit.
         for _ in 0..4 * MAX_ATTEMPTS {
             if software {
-                self.c.traps += 1;
-                self.c.cyc.trap += self.cfg.walker.trap_cycles + self.cfg.walker.handler_cycles;
+                self.acct.c.traps += 1;
+                self.acct.c.cyc.trap +=
+                    self.cfg.walker.trap_cycles + self.cfg.walker.handler_cycles;
             }
-            let h = self.hash.as_mut().expect("hashed");
+            let h = &mut self.mmu.org;
             let f = h.search(vsid, page);
             if first {
                 h.stats.reloads += 1;
             }
-            self.c.cyc.walk += Self::access_runs(&mut self.caches, &h.runs, h.htab.pte_bytes());
+            self.acct.c.cyc.walk +=
+                Self::access_runs(&mut self.mmu.caches, &h.runs, h.htab.pte_bytes());
             if let Some(f) = f {
                 let pte = h.htab.pte(f.slot);
                 if first {
@@ -245,9 +247,11 @@ impl<P: PageTable> Sim<P> {
                     return Ok(strip(&leaf));
                 }
                 // Loaded, then the protection fault; its flush removes both copies.
-                let nl = self.tlb.levels();
-                self.tlb.fill(nl, side, va, &strip(&leaf), PAGE_SHIFT, 0);
-                self.c.faulting_walks += 1;
+                let nl = self.mmu.tlb.levels();
+                self.mmu
+                    .tlb
+                    .fill(nl, side, va, &strip(&leaf), PAGE_SHIFT, 0);
+                self.acct.c.faulting_walks += 1;
                 self.write_fault(cur, ea, kind)?;
             } else {
                 self.hash_miss(cur, kind, ea, vsid, page)?;
@@ -276,272 +280,129 @@ impl<P: PageTable> Sim<P> {
         vsid: u64,
         page: u64,
     ) -> Result<(), SimError> {
-        self.c.cyc.trap += self.cfg.walker.hash_miss_cycles;
+        self.acct.c.cyc.trap += self.cfg.walker.hash_miss_cycles;
         let mut w = Walk::default();
         self.walk_present(cur, ea, kind, &mut w)?;
-        self.c.cyc.walk += self.caches.access_walk(&w.refs[..w.n]);
+        self.acct.c.cyc.walk += self.mmu.caches.access_walk(&w.refs[..w.n]);
         let leaf = w.leaf.expect("a fault always maps the page");
-        let k = self.slots[cur].as_ref().expect("current").ctx;
-        let h = self.hash.as_mut().expect("hashed");
+        let k = self.os.slots[cur].as_ref().expect("current").ctx;
+        let h = &mut self.mmu.org;
         h.stats.miss_traps += 1;
         h.stats.tree_walks += 1;
         let owner = h.owner(k, ea >> SEGMENT_SHIFT);
         h.insert(vsid, page, leaf.pfn, leaf.flags & !HASHPTE, owner);
-        self.c.cyc.walk += Self::access_runs(&mut self.caches, &h.runs, h.htab.pte_bytes());
+        self.acct.c.cyc.walk +=
+            Self::access_runs(&mut self.mmu.caches, &h.runs, h.htab.pte_bytes());
         if leaf.flags & HASHPTE == 0 {
-            let p = self.slots[cur].as_mut().expect("current");
+            let p = self.os.slots[cur].as_mut().expect("current");
             let base = ea & !((1 << PAGE_SHIFT) - 1);
             p.pt.set_flags(VirtAddr(base), leaf.flags | HASHPTE);
         }
         Ok(())
     }
+}
 
-    /// Flushes page `ea` of the current process (`tlbie`), and, if its PTE is marked
-    /// hashed (`flags` of a removed leaf, else the tree's), searches the HTAB and clears
-    /// the PTE (Linux `flush_hash_page`), clearing the mark.
-    pub(super) fn flush_page_hashed(&mut self, ea: u64, flags: Option<u8>) {
-        let base = ea & !((1 << PAGE_SHIFT) - 1);
-        let va = self.os_va(base);
-        let n = self.tlb.flush_page(va, PAGE_SHIFT, 0);
-        self.c.flushes.page += 1;
-        self.c.flushes.entries_invalidated += n;
-        sat(&mut self.c.cyc.flush, self.cfg.cost.flush_page_cycles);
-        let present = self
-            .cur
-            .and_then(|c| self.slots[c].as_ref())
-            .and_then(|p| p.pt.lookup(VirtAddr(base)));
-        let flags = flags.or(present.map(|(l, _)| l.flags)).unwrap_or(0);
-        if flags & HASHPTE == 0 {
+impl Organization for HashMmu {
+    fn serves(pt: &crate::config::PageTableConfig) -> bool {
+        pt.hash().is_some()
+    }
+
+    /// The HTAB first: the page-table pool's first block, aligned to its size.
+    fn new(cfg: &MachineConfig, mem: &mut PhysMem) -> Result<Self, ConfigError> {
+        let h = cfg.page_table.hash().ok_or_else(|| ConfigError::Invalid {
+            field: "page_table.kind".into(),
+            msg: "a hashed MMU needs a hashed page table".into(),
+        })?;
+        HashMmu::new(cfg, h, mem)
+    }
+
+    #[inline(always)]
+    fn translate<const V3: bool, P: PageTable>(
+        sim: &mut Sim<P, Self>,
+        kind: AccessKind,
+        va: u64,
+    ) -> Result<u32, SimError> {
+        sim.translate_hashed(kind, va)
+    }
+
+    #[inline(always)]
+    fn prefetch_ahead<P: PageTable>(sim: &Sim<P, Self>, events: &[Event], i: usize, _: bool) {
+        sim.prefetch_ahead_hashed(events, i);
+    }
+
+    #[inline(always)]
+    fn early_prefetch<P: PageTable>(_: &Sim<P, Self>) -> bool {
+        false
+    }
+
+    fn flush_page<P: PageTable>(sim: &mut Sim<P, Self>, base: u64, _: u32, flags: Option<u8>) {
+        sim.flush_page_hashed(base, flags);
+    }
+
+    /// Blocks within a segment (the TLB holds virtual addresses, VSID ‖ offset), then
+    /// the range's HTAB entries.
+    fn flush_blocks<P: PageTable>(sim: &mut Sim<P, Self>, s: u64, e: u64) {
+        let mut n = 0;
+        for (b, k) in flush::tile(s, e, SEGMENT_SHIFT) {
+            n += sim.mmu.tlb.flush_page(sim.os_va(b), k, 0);
+        }
+        sim.acct.c.flushes.entries_invalidated += n;
+        sim.flush_range_hashed(s, e);
+    }
+
+    fn flush_space<P: PageTable>(sim: &mut Sim<P, Self>) {
+        sim.flush_context();
+    }
+
+    /// With the eager flush, the removed leaves marked hashed are searched for one by
+    /// one: the context's flush cannot find them in the tables (Linux keeps
+    /// `_PAGE_HASHPTE` in a cleared PTE for this).
+    fn flush_removed<P: PageTable>(sim: &mut Sim<P, Self>, leaves: &[(u64, u8, u8)]) {
+        if sim.mmu.org.flush != ContextFlush::Eager {
             return;
         }
-        if let (Some((leaf, _)), Some(c)) = (present, self.cur) {
-            if leaf.flags & HASHPTE != 0 {
-                let p = self.slots[c].as_mut().expect("current");
-                p.pt.set_flags(VirtAddr(base), leaf.flags & !HASHPTE);
-            }
-        }
-        self.flush_hash(base);
-    }
-
-    /// Searches the HTAB for the current process's page `base` and clears it.
-    pub(super) fn flush_hash(&mut self, base: u64) {
-        let vsid = self.os_va(base) >> SEGMENT_SHIFT;
-        let page = (base >> PAGE_SHIFT) & 0xffff;
-        let h = self.hash.as_mut().expect("hashed");
-        h.reads.clear();
-        let f = h.htab.search(vsid, page, &mut h.reads);
-        h.stats.flush_searches += 1;
-        h.stats.slot_reads += h.reads.len() as u64;
-        if let Some(f) = f {
-            h.clear(f.slot);
-            h.stats.flush_cleared += 1;
-        }
-        let c = self.caches.access_walk_lines(&h.reads);
-        sat(&mut self.c.cyc.flush, c);
-    }
-
-    /// Flushes the current process's whole context per `os.context_flush`.
-    pub(super) fn flush_context(&mut self) {
-        let Some(cur) = self.cur else { return };
-        self.c.flushes.asid += 1;
-        sat(&mut self.c.cyc.flush, self.cfg.cost.flush_all_cycles);
-        let h = self.hash.as_mut().expect("hashed");
-        match h.flush {
-            ContextFlush::Lazy => {
-                h.stats.lazy_flushes += 1;
-                let p = self.slots[cur].as_mut().expect("current");
-                let old = std::mem::take(&mut p.ctx);
-                if p.asid_gen == self.asid_gen {
-                    h.retire(old);
-                }
-                self.assign_context(cur);
-            }
-            ContextFlush::Eager => {
-                h.stats.eager_flushes += 1;
-                let p = self.slots[cur].as_mut().expect("current");
-                let mut hashed = Vec::new();
-                // The context's own PTEs (Linux walks the mm's areas): not the kernel's.
-                p.pt.update(0, 1 << self.va_bits, &mut self.mem, &mut |va, leaf| {
-                    if leaf.flags & HASHPTE != 0 && leaf.flags & GLOBAL_PAGE == 0 {
-                        leaf.flags &= !HASHPTE;
-                        hashed.push(va);
-                    }
-                });
-                self.flush_hashed_pages(&hashed);
-            }
+        let hashed: Vec<u64> = leaves
+            .iter()
+            .filter(|l| l.2 & HASHPTE != 0 && l.2 & GLOBAL_PAGE == 0)
+            .map(|l| l.0)
+            .collect();
+        if !hashed.is_empty() {
+            sim.flush_hashed_pages(&hashed);
         }
     }
 
-    /// Eager removal of pages whose PTEs were marked hashed: search and clear each, and
-    /// `tlbie` it; with the tree handler (no HTAB), invalidate the whole TLB as Linux
-    /// does without a hash table (`_tlbia`).
-    pub(super) fn flush_hashed_pages(&mut self, hashed: &[u64]) {
-        for &va in hashed {
-            let n = self.tlb.flush_page(self.os_va(va), PAGE_SHIFT, 0);
-            self.c.flushes.entries_invalidated += n;
-            self.flush_hash(va);
-        }
-        if self.cfg.walker.handler == Some(Handler::Tree) {
-            let n = self.tlb.flush_asid(None);
-            self.c.flushes.all += 1;
-            self.c.flushes.entries_invalidated += n;
-        }
+    fn keeps_removed(flags: u8) -> bool {
+        flags & HASHPTE != 0
     }
 
-    /// The exiting (current) process's context ends: lazily its PTEs become zombies;
-    /// eagerly each hashed page is searched and cleared first.
-    pub(super) fn exit_context(&mut self, k: u32, gen: u64, hashed: &[u64]) {
-        let valid = gen == self.asid_gen && k != 0;
-        if self.hash.as_ref().expect("hashed").flush == ContextFlush::Eager && valid {
-            self.flush_hashed_pages(hashed);
-        }
-        if valid {
-            self.hash.as_mut().expect("hashed").retire(k);
-        }
+    fn assign<P: PageTable>(sim: &mut Sim<P, Self>, slot: usize) {
+        sim.assign_context(slot);
     }
 
-    /// Gives process `slot` a context if it has none valid (handing out the next one,
-    /// rolling over when they are used up) and loads its segment registers.
-    pub(super) fn assign_context(&mut self, slot: usize) {
-        let gen = self.asid_gen;
-        let p = self.slots[slot].as_ref().expect("slot");
-        if p.ctx == 0 || p.asid_gen != gen {
-            let h = self.hash.as_mut().expect("hashed");
-            let k = match h.next_context() {
-                Some(k) => k,
-                None => {
-                    self.rollover();
-                    let h = self.hash.as_mut().expect("hashed");
-                    h.next_context().expect("contexts after a roll-over")
-                }
-            };
-            let p = self.slots[slot].as_mut().expect("slot");
-            p.ctx = k;
-            p.asid_gen = self.asid_gen;
-        }
-        let k = self.slots[slot].as_ref().expect("slot").ctx;
-        let h = self.hash.as_mut().expect("hashed");
-        h.load_context(k);
+    /// Nothing: the TLB is tagged by VSIDs, which the context's segments select.
+    fn switch_flush<P: PageTable>(_: &mut Sim<P, Self>) {}
+
+    fn exit<P: PageTable>(sim: &mut Sim<P, Self>, ctx: u32, gen: u64, hashed: &[u64]) {
+        sim.exit_context(ctx, gen, hashed);
     }
 
-    /// Every context was handed out: clear every user PTE from the HTAB (a scan of the
-    /// whole table), invalidate every TLB, and start a new generation.
-    fn rollover(&mut self) {
-        let h = self.hash.as_mut().expect("hashed");
-        let (first, n) = h.rollover();
-        // One probe per line of the table, the same counts as slot by slot.
-        let mut prev = u64::MAX;
-        let c = self
-            .caches
-            .access_run(first, n, h.htab.pte_bytes(), &mut prev);
-        sat(&mut self.c.cyc.flush, c);
-        let n = self.tlb.flush_asid(None);
-        self.c.flushes.all += 1;
-        self.c.flushes.entries_invalidated += n;
-        sat(&mut self.c.cyc.flush, self.cfg.cost.flush_all_cycles);
-        self.c.os.asid_rollovers += 1;
-        self.asid_gen += 1;
+    fn idle<P: PageTable>(sim: &mut Sim<P, Self>, cycles: u64) -> u64 {
+        sim.idle_reclaim(cycles)
     }
 
-    /// `cycles` of idle time: with `os.idle_reclaim` on a hashed machine, the idle task
-    /// reclaims zombie PTEs; with `os.idle_clear`, it then clears free pages with the
-    /// time left.
-    pub(super) fn idle(&mut self, cycles: u64) {
-        sat(&mut self.c.os.idle_cycles, cycles);
-        let mut left = cycles;
-        if let Some(h) = self.hash.as_mut() {
-            sat(&mut h.stats.idle_cycles, cycles);
-            if self.cfg.os.idle_reclaim {
-                let before = h.stats.idle_reclaim_cycles;
-                let caches = &mut self.caches;
-                // Slots in a row share lines: a read of the line the previous read made
-                // most recent is a first-level hit, counted without probing (exact).
-                let mut prev = u64::MAX;
-                h.reclaim(cycles, self.cfg.cost.idle_pte_cycles, |pa| {
-                    caches.access_run(pa, 1, 0, &mut prev)
-                });
-                left = left.saturating_sub(h.stats.idle_reclaim_cycles - before);
-            }
-        }
-        self.idle_clear(left);
+    fn check<P: PageTable>(sim: &Sim<P, Self>, va: u64) -> Result<(), String> {
+        sim.check_hashed(va)
     }
 
-    /// Clears free pages for later demand faults (Linux 2.4.0 `zero_paged`, Dougan et
-    /// al. §9) while `budget` lasts and fewer than `os.zero_pool` wait: each costs
-    /// `cost.clear_page_cycles`; a cached clear writes every line of the page through the
-    /// cache model (data references), an uncached one leaves the caches alone.
-    fn idle_clear(&mut self, budget: u64) {
-        let mode = self.cfg.os.idle_clear;
-        if mode == IdleClear::Off {
-            return;
-        }
-        let line = self.caches.line_bytes();
-        let page = 1u64 << self.base_shift;
-        let mut spent = 0u64;
-        while (self.precleared.len() as u64) < self.cfg.os.zero_pool && spent < budget {
-            let f = self.mem.alloc_frames(0);
-            spent = spent.saturating_add(self.cfg.cost.clear_page_cycles.max(1));
-            if mode == IdleClear::Cached {
-                for off in (0..page).step_by(line as usize) {
-                    self.caches.access((f << self.base_shift) + off, false);
-                }
-            }
-            self.precleared.push(f);
-            self.c.os.idle_pages_cleared += 1;
-        }
+    fn table_bytes(&self) -> u64 {
+        self.htab.bytes()
     }
 
-    /// The hashed MMU's report section.
-    pub(super) fn hash_report(&self) -> Option<crate::hashed::HashStats> {
-        self.hash.as_ref().map(|h| h.report())
+    fn hash_report(&self) -> Option<crate::hashed::HashStats> {
+        Some(self.report())
     }
 
-    /// Hashed machines: the TLB translations for `ea`'s page (by its virtual address)
-    /// and the current process's HTAB entry, checked against the tree.
-    pub(super) fn check_hashed(&self, ea: u64) -> Result<(), String> {
-        let Some(h) = self.hash.as_ref() else {
-            return Ok(());
-        };
-        let Some(p) = self.cur.and_then(|c| self.slots[c].as_ref()) else {
-            return Ok(());
-        };
-        if h.bat(0, ea).is_some()
-            || h.bat(1, ea).is_some()
-            || h.linear(ea).is_some()
-            || ea >> self.va_bits != 0
-        {
-            return Ok(());
-        }
-        let tree = p.pt.lookup(VirtAddr(ea));
-        let ok = |pfn: u64, writable: bool| {
-            tree.is_some_and(|(l, _)| l.pfn == pfn && (!writable || l.writable()))
-        };
-        let va = self.os_va(ea);
-        for (what, e) in self.tlb.peek_all(va, 0) {
-            if !ok(e.pfn, e.writable) {
-                return Err(format!(
-                    "event {}: {what} holds {e:?} for {ea:#x} (va {va:#x}), the tree {tree:?}",
-                    self.event
-                ));
-            }
-        }
-        let vsid = va >> SEGMENT_SHIFT;
-        let mut reads = Vec::new();
-        if let Some(f) = h.htab.search(vsid, (ea >> PAGE_SHIFT) & 0xffff, &mut reads) {
-            let pte = h.htab.pte(f.slot);
-            if !ok(pte.pfn, pte.flags & WRITABLE != 0) {
-                return Err(format!(
-                    "event {}: the HTAB holds {pte:?} for {ea:#x}, the tree {tree:?}",
-                    self.event
-                ));
-            }
-            if tree.is_some_and(|(l, _)| l.flags & HASHPTE == 0) {
-                return Err(format!(
-                    "event {}: the HTAB holds {ea:#x} but its tree PTE is not marked hashed",
-                    self.event
-                ));
-            }
-        }
-        Ok(())
+    fn reset_peaks(&mut self) {
+        HashMmu::reset_peaks(self);
     }
 }

@@ -1,9 +1,10 @@
 //! Host-side help for the event loop, changing no simulated state: prefetching what the
 //! events ahead will read, and the thread CPU clock behind [`Sim::busy`].
 
+use super::organization::Organization;
 use super::*;
 
-impl<P: PageTable> Sim<P> {
+impl<P: PageTable, O: Organization> Sim<P, O> {
     /// Host-side prefetches while replaying `events[i]`: for the access
     /// [`PREFETCH_DISTANCE`] events ahead, its leaf page-table entry and the cache
     /// model's sets for it (in the levels too large for the host's caches); with
@@ -16,7 +17,7 @@ impl<P: PageTable> Sim<P> {
         };
         if let Some(Event::Access(a)) = events.get(i + PREFETCH_DISTANCE) {
             if let Some(pa) = pt.prefetch(VirtAddr(a.addr.0)) {
-                self.caches.prefetch(pa);
+                self.mmu.caches.prefetch(pa);
             }
         }
         if let Some(Event::Access(a)) = events.get(i + 2 * PREFETCH_DISTANCE).filter(|_| early) {

@@ -17,8 +17,9 @@
 //! - With `tlb.asid_bits = 0` a switch to another process flushes every non-global
 //!   entry; with ASIDs, processes get tags 1..2^bits-1 and running out flushes
 //!   everything and starts a new generation (Linux's ARM scheme).
-//! - A hashed machine (`page_table.kind = "hashed"`) takes its own translate and reload
-//!   path (`hashed.rs`, chosen once per batch): see [`crate::hashed`].
+//! - The MMU's organization is a type ([`Organization`], `organization.rs`): the page
+//!   table's own walker ([`TableWalk`]) or the PowerPC hashed MMU (`hashed.rs`, see
+//!   [`crate::hashed`]), each with its own translate, reload and flush paths.
 //! - A guest (`[nested]`) walks in two dimensions (`nested.rs`, see [`crate::nested`]):
 //!   the walk counters and per-level references are the guest dimension's, the
 //!   `nested` section counts the host's, and the walk cycles include both.
@@ -27,14 +28,19 @@ mod attribution;
 mod faults;
 mod flush;
 mod hashed;
+mod hashed_os;
 mod host;
+mod idle;
 mod inspect;
 mod nested;
+mod organization;
 mod os;
+mod parts;
 mod privilege;
 mod profile;
 mod programs;
 mod report;
+mod table_walk;
 mod walk;
 mod warmup;
 mod window;
@@ -52,110 +58,37 @@ use crate::tlb::{Entry, Tlbs};
 use crate::vma::{Vma, Vmas};
 pub use attribution::{Attribution, Misses, Place, Region};
 use host::thread_cpu;
+use organization::Organization;
+use parts::{Accounting, Mmu, OsState, Process};
 use rustc_hash::FxHashMap;
+pub use table_walk::TableWalk;
 use xlat_types::{
     AccessKind, Advice, Event, FlushScope, MapFlags, Pid, Prot, VirtAddr, MAX_ACCESS_BYTES,
 };
 
-struct Process<P> {
-    pid: u32,
-    pt: P,
-    vmas: Vmas,
-    heap: Option<(u64, u64)>,
-    /// Attribution's notes (boxed: a larger slot cost the hot loop instructions).
-    notes: Box<attribution::Notes>,
-    asid: u16,
-    asid_gen: u64,
-    /// Hashed machines: the context number (0 = none yet), valid in `asid_gen`.
-    ctx: u32,
-}
-
-#[derive(Default)]
-struct Counters {
-    /// `refs.translations` is derived by the report: accesses past the range checks
-    /// (`by_kind` total minus `rejected`) plus `extra_pages`.
-    refs: Refs,
-    by_kind: [u64; 3],
-    /// Accesses that failed `access`'s range checks (never translated).
-    rejected: u64,
-    /// Pages past the first that accesses touched.
-    extra_pages: u64,
-    walks: u64,
-    faulting_walks: u64,
-    traps: u64,
-    /// Walks by the (first, past-the-last) hardware levels they referenced: the report
-    /// derives the per-level and total walk references (one increment per walk).
-    walk_spans: [[u64; MAX_LEVELS + 1]; MAX_LEVELS],
-    faults: Faults,
-    os: Os,
-    flushes: Flushes,
-    cyc: CycleEstimate,
-    /// Walk references past [`MAX_LEVELS`] (a clustered table's long chains): the
-    /// report adds them to the last position's row.
-    walk_refs_past_levels: u64,
-}
-
-/// A machine simulating one stream of events.
-pub struct Sim<P: PageTable> {
+/// A machine simulating one stream of events: page tables `P` under the MMU
+/// organization `O` ([`TableWalk`], or [`HashMmu`] for the PowerPC hashed MMU). Its
+/// state is three parts ([`parts`](self::parts)): the MMU, the OS model and the
+/// accounting; the fields here are the machine's geometry and the run's control.
+pub struct Sim<P: PageTable, O: Organization = TableWalk> {
     cfg: MachineConfig,
-    /// CPU time of the threads that ran [`Sim::run`] on this simulator, summed.
-    busy: std::time::Duration,
     base_shift: u32,
     va_bits: u32,
     /// Address bits above the translated range (an access touching them is an error).
     va_high: u64,
     data_refs: bool,
-    tlb: Tlbs,
-    pwc: Pwc,
-    caches: Caches,
-    mem: PhysMem,
-    slots: Vec<Option<Process<P>>>,
-    /// Global (kernel) areas: part of every address space (inserted into each process's
-    /// areas), never changed once made. Pinned regions are among them.
-    kernel: Vmas,
-    /// The frame of each global page touched so far (by its virtual base).
-    kernel_pages: FxHashMap<u64, u64>,
-    pid_slot: FxHashMap<u32, usize>,
-    /// Per-program accounting (`programs.rs`).
-    programs: programs::Programs,
-    privileges: privilege::Privileges,
-    /// First-level misses of instruction fetches per page (`count_fetch_misses`).
-    fetch_misses: Option<FxHashMap<u64, u64>>,
-    /// Misses and walks by region and code (`attribute_misses`).
-    attrib: Option<Box<Attribution>>,
-    /// Whether the loop follows the running code (`attribution.rs`).
-    tracking: bool,
-    cur: Option<usize>,
-    asid: u16,
-    next_asid: u32,
-    asid_gen: u64,
-    loaded_pid: Option<u32>,
-    thp_shift: Option<u8>,
-    c: Counters,
+    mmu: Mmu<O>,
+    os: OsState<P>,
+    acct: Accounting,
+    /// CPU time of the threads that ran [`Sim::run`] on this simulator, summed.
+    busy: std::time::Duration,
     event: u64,
     scratch: Vec<(u64, Leaf)>,
-    walks_at_batch: u64,
     /// Never run the x86-64-v3 code ([`Sim::set_portable`]).
     portable: bool,
     /// Host memory the simulator may use ([`Sim::with_memory_limit`]).
     mem_limit: u64,
     mem_probe: Option<MemoryProbe>,
-    /// The hashed MMU, on a hashed machine.
-    hash: Option<Box<HashMmu>>,
-    /// The host dimension, on a guest.
-    nested: Option<Box<crate::nested::Nested>>,
-    /// Frames the idle task cleared, for the next demand faults (`os.idle_clear`).
-    precleared: Vec<u64>,
-    /// References not counted at the start (`warmup.rs`).
-    warmup: warmup::Warmup,
-    /// Skip, simulate and interval windows, or a warm-up (`window.rs`).
-    window: Option<Box<window::Window>>,
-    /// The structure a curve profiles (`profile.rs`).
-    profiled: Option<usize>,
-    /// First-level misses when the batch started (`profile.rs`).
-    misses_at_batch: u64,
-    /// The profiled structure is a stack in place (not observed on a worker thread).
-    stack_in_place: bool,
     /// The references of a walk past [`MAX_LEVELS`] (`walk.rs`), kept for reuse.
     past_levels: Vec<u64>,
 }
@@ -181,7 +114,7 @@ const PREFETCH_DISTANCE: usize = 2;
 /// At most this many faults per walk (a demand fault then a write fault, say).
 const MAX_ATTEMPTS: usize = 4;
 
-impl<P: PageTable> Sim<P> {
+impl<P: PageTable, O: Organization> Sim<P, O> {
     /// A simulator within [`DEFAULT_MEMORY_LIMIT`] (checked by estimates only).
     pub fn new(cfg: &MachineConfig) -> Result<Self, ConfigError> {
         Self::with_memory_limit(cfg, DEFAULT_MEMORY_LIMIT, None)
@@ -198,12 +131,13 @@ impl<P: PageTable> Sim<P> {
         probe: Option<MemoryProbe>,
     ) -> Result<Self, ConfigError> {
         cfg.validate()?;
-        if !P::serves(&cfg.page_table) {
+        if !P::serves(&cfg.page_table) || !O::serves(&cfg.page_table) {
             return Err(ConfigError::Invalid {
                 field: "page_table.kind".into(),
                 msg: format!(
-                    "this simulator is compiled for {} tables: use xlat_sim::Machine, which picks the type",
-                    std::any::type_name::<P>()
+                    "this simulator is compiled for {} tables under {}: use xlat_sim::Machine, which picks the types",
+                    std::any::type_name::<P>(),
+                    std::any::type_name::<O>()
                 ),
             });
         }
@@ -220,12 +154,7 @@ impl<P: PageTable> Sim<P> {
         }
         let base_shift = cfg.page_table.base_page().shift();
         let mut mem = PhysMem::new(base_shift);
-        // The HTAB first: the page-table pool's first block, aligned to its size.
-        let hash = cfg
-            .page_table
-            .hash()
-            .map(|h| HashMmu::new(cfg, h, &mut mem).map(Box::new))
-            .transpose()?;
+        let org = O::new(cfg, &mut mem)?;
         let pt = P::empty(cfg, &mut mem);
         let pwc = Pwc::new(&cfg.walker.pwc, &pt)?;
         let shifts = pt.leaf_shifts();
@@ -263,57 +192,50 @@ impl<P: PageTable> Sim<P> {
                 !((1u64 << cfg.va_bits()) - 1)
             },
             data_refs: cfg.cache.data_refs,
-            tlb: Tlbs::new(&cfg.tlb)?,
-            pwc,
-            caches: Caches::new(&cfg.cache)?,
-            mem,
-            slots: vec![Some(Process {
-                pid: Pid::INIT.0,
-                pt,
-                vmas,
-                heap: None,
-                notes: Default::default(),
+            mmu: Mmu {
+                tlb: Tlbs::new(&cfg.tlb)?,
+                pwc,
+                caches: Caches::new(&cfg.cache)?,
+                org,
+                nested: cfg
+                    .nested
+                    .as_ref()
+                    .map(|n| crate::nested::Nested::new(n).map(Box::new))
+                    .transpose()?,
                 asid: 0,
-                asid_gen: 0,
-                ctx: 0,
-            })],
-            kernel,
-            kernel_pages: FxHashMap::default(),
-            pid_slot: FxHashMap::default(),
-            cur: Some(0),
-            asid: 0,
-            next_asid: 1,
-            asid_gen: 1,
-            loaded_pid: Some(Pid::INIT.0),
-            thp_shift,
-            c: Counters::default(),
+            },
+            os: OsState {
+                mem,
+                slots: vec![Some(Process {
+                    pid: Pid::INIT.0,
+                    pt,
+                    vmas,
+                    heap: None,
+                    notes: Default::default(),
+                    asid: 0,
+                    asid_gen: 0,
+                    ctx: 0,
+                })],
+                kernel,
+                kernel_pages: FxHashMap::default(),
+                pid_slot: FxHashMap::default(),
+                cur: Some(0),
+                next_asid: 1,
+                asid_gen: 1,
+                loaded_pid: Some(Pid::INIT.0),
+                thp_shift,
+                precleared: Vec::new(),
+            },
+            acct: Accounting::default(),
             event: 0,
             scratch: Vec::new(),
-            walks_at_batch: 0,
             portable: false,
             mem_limit: limit,
             mem_probe: probe,
-            hash,
-            nested: cfg
-                .nested
-                .as_ref()
-                .map(|n| crate::nested::Nested::new(n).map(Box::new))
-                .transpose()?,
-            precleared: Vec::new(),
-            programs: Default::default(),
-            privileges: Default::default(),
-            fetch_misses: None,
-            attrib: None,
-            tracking: false,
-            warmup: Default::default(),
-            window: None,
-            profiled: None,
-            misses_at_batch: 0,
-            stack_in_place: false,
             past_levels: Vec::new(),
             cfg: cfg.clone(),
         };
-        sim.pid_slot.insert(Pid::INIT.0, 0);
+        sim.os.pid_slot.insert(Pid::INIT.0, 0);
         sim.program_starts(Pid::INIT.0, 0);
         sim.assign_asid(0);
         Ok(sim)
@@ -326,7 +248,7 @@ impl<P: PageTable> Sim<P> {
     /// Replays a batch of events. On error, `events_done()` says how far it got.
     pub fn run(&mut self, events: &[Event]) -> Result<(), SimError> {
         let t = thread_cpu();
-        let r = if self.window.is_some() {
+        let r = if self.acct.window.is_some() {
             self.run_windowed(events)
         } else {
             self.run_batch(events)
@@ -345,7 +267,7 @@ impl<P: PageTable> Sim<P> {
         if self.mem_probe.is_some() {
             self.host_check("the events so far", 0, "the host memory in use")?;
         }
-        if self.tracking {
+        if self.acct.tracking {
             return self.run_tracked(events);
         }
         self.run_loop(events)
@@ -364,32 +286,15 @@ impl<P: PageTable> Sim<P> {
         Ok(())
     }
 
-    /// The event loop for the machine's kind and the CPU's features.
+    /// The event loop for the CPU's features.
     #[inline(always)]
     fn run_loop(&mut self, events: &[Event]) -> Result<(), SimError> {
-        let hashed = self.hash.is_some();
         #[cfg(target_arch = "x86_64")]
         if self.runs_v3() {
-            // SAFETY: `runs_v3` found every feature these are compiled with.
-            return unsafe {
-                if hashed {
-                    self.run_v3_hashed(events)
-                } else {
-                    self.run_v3(events)
-                }
-            };
+            // SAFETY: `runs_v3` found every feature `run_v3` is compiled with.
+            return unsafe { self.run_v3(events) };
         }
-        if hashed {
-            return self.run_hashed(events);
-        }
-        self.run_in::<false, false>(events)
-    }
-
-    /// The hashed machine's portable loop, out of line: sharing a function with the
-    /// radix loop changed the radix loop's code (+3% instructions on TLB hits).
-    #[inline(never)]
-    fn run_hashed(&mut self, events: &[Event]) -> Result<(), SimError> {
-        self.run_in::<false, true>(events)
+        self.run_in::<false>(events)
     }
 
     /// Whether `run` takes the x86-64-v3 copy: not portable, and the CPU has the
@@ -406,48 +311,37 @@ impl<P: PageTable> Sim<P> {
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
     fn run_v3(&mut self, events: &[Event]) -> Result<(), SimError> {
-        self.run_in::<true, false>(events)
-    }
-
-    /// [`Sim::run_v3`] for a hashed machine (a function of its own, see `run_hashed`).
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
-    #[inline(never)]
-    fn run_v3_hashed(&mut self, events: &[Event]) -> Result<(), SimError> {
-        self.run_in::<true, true>(events)
+        self.run_in::<true>(events)
     }
 
     /// [`Sim::run`]'s body. `V3` only where the CPU has the x86-64-v3 features
-    /// (`run_v3`); `H` on a hashed machine (its translate path).
+    /// (`run_v3`).
     #[inline(always)]
-    fn run_in<const V3: bool, const H: bool>(&mut self, events: &[Event]) -> Result<(), SimError> {
+    fn run_in<const V3: bool>(&mut self, events: &[Event]) -> Result<(), SimError> {
         // Prefetch only while walks are frequent (they are what misses the host caches),
         // or first-level misses for a curve's stack (`profile.rs`). One flag, so that a
         // run without either tests once per event.
-        let walking = self.c.walks - self.walks_at_batch > (events.len() / 32) as u64;
-        let profiled = self.profiled.is_some() && self.profile_prefetching(events.len());
+        let walking = self.acct.c.walks - self.acct.walks_at_batch > (events.len() / 32) as u64;
+        let profiled = self.acct.profiled.is_some() && self.profile_prefetching(events.len());
         let prefetching = walking | profiled;
-        let early = !H && walking && self.current_pt().is_some_and(|p| p.wants_early_prefetch());
-        self.walks_at_batch = self.c.walks;
+        let early = walking && O::early_prefetch(self);
+        self.acct.walks_at_batch = self.acct.c.walks;
         for (i, ev) in events.iter().enumerate() {
             if prefetching {
                 // Without a curve, one more test than the walks' prefetch alone.
                 if profiled {
                     self.prefetch_profiled(events, i);
                 }
-                if profiled && !walking {
-                } else if H {
-                    self.prefetch_ahead_hashed(events, i);
-                } else {
-                    self.prefetch_ahead(events, i, early);
+                if !profiled || walking {
+                    O::prefetch_ahead(self, events, i, early);
                 }
             }
             match *ev {
-                Event::Access(a) => self.access::<V3, H>(a.kind, a.addr.0, a.size)?,
+                Event::Access(a) => self.access::<V3>(a.kind, a.addr.0, a.size)?,
                 Event::Block(b) => {
-                    self.c.refs.blocks += 1;
-                    self.c.refs.instructions += b.insns as u64;
-                    self.access::<V3, H>(AccessKind::Fetch, b.addr.0, b.len)?
+                    self.acct.c.refs.blocks += 1;
+                    self.acct.c.refs.instructions += b.insns as u64;
+                    self.access::<V3>(AccessKind::Fetch, b.addr.0, b.len)?
                 }
                 _ => self.os_event(ev)?,
             }
@@ -471,15 +365,15 @@ impl<P: PageTable> Sim<P> {
     /// comparisons).
     pub fn set_portable(&mut self, portable: bool) {
         self.portable = portable;
-        if let Some(k) = self.profiled {
-            self.tlb.structs[k].set_portable(portable);
+        if let Some(k) = self.acct.profiled {
+            self.mmu.tlb.structs[k].set_portable(portable);
         }
     }
 
     /// The current process's page table.
     #[inline]
     fn current_pt(&self) -> Option<&P> {
-        Some(&self.slots[self.cur?].as_ref()?.pt)
+        Some(&self.os.slots[self.os.cur?].as_ref()?.pt)
     }
 
     /// Events processed so far.
@@ -488,24 +382,24 @@ impl<P: PageTable> Sim<P> {
     }
 
     #[inline(always)]
-    fn access<const V3: bool, const H: bool>(
+    fn access<const V3: bool>(
         &mut self,
         kind: AccessKind,
         va: u64,
         size: u32,
     ) -> Result<(), SimError> {
         // Per-kind counts; the total is their sum (computed by the report).
-        self.c.by_kind[kind as usize] += 1;
+        self.acct.c.by_kind[kind as usize] += 1;
         let last = va.wrapping_add(size.max(1) as u64 - 1);
         if last < va {
-            self.c.rejected += 1;
+            self.acct.c.rejected += 1;
             return Err(SimError::BadRange {
                 event: self.event,
                 what: kind.name(),
             });
         }
         if last & self.va_high != 0 {
-            self.c.rejected += 1;
+            self.acct.c.rejected += 1;
             return Err(SimError::OutOfRange {
                 event: self.event,
                 what: kind.name(),
@@ -515,11 +409,7 @@ impl<P: PageTable> Sim<P> {
         }
         let mut cur = va;
         loop {
-            let shift = if H {
-                self.translate_hashed(kind, cur)?
-            } else {
-                self.translate::<V3>(kind, cur)?
-            };
+            let shift = O::translate::<V3, P>(self, kind, cur)?;
             if (cur ^ last) >> shift == 0 {
                 return Ok(());
             }
@@ -530,9 +420,9 @@ impl<P: PageTable> Sim<P> {
                 if size > MAX_ACCESS_BYTES {
                     return Err(self.too_large(kind, size));
                 }
-                self.c.refs.page_crossings += 1;
+                self.acct.c.refs.page_crossings += 1;
             }
-            self.c.extra_pages += 1;
+            self.acct.c.extra_pages += 1;
             cur = next;
         }
     }
@@ -552,7 +442,7 @@ impl<P: PageTable> Sim<P> {
     #[cold]
     #[inline(never)]
     fn no_process(&mut self, kind: AccessKind) -> SimError {
-        self.c.rejected += 1;
+        self.acct.c.rejected += 1;
         SimError::NoProcess {
             event: self.event,
             what: kind.name(),
@@ -566,15 +456,15 @@ impl<P: PageTable> Sim<P> {
         let side = (kind != AccessKind::Fetch) as usize;
         let store = kind == AccessKind::Store;
         // One translation (the report derives `refs.translations`; see `Counters`).
-        if self.cur.is_none() {
+        if self.os.cur.is_none() {
             return Err(self.no_process(kind));
         }
-        let asid = self.asid;
-        if let Some(e) = self.tlb.memo_hit(side, va, asid, store) {
+        let asid = self.mmu.asid;
+        if let Some(e) = self.mmu.tlb.memo_hit(side, va, asid, store) {
             self.data_ref(e.pfn, e.shift, va);
             return Ok(e.shift as u32);
         }
-        match self.tlb.probe(0, side, va, asid) {
+        match self.mmu.tlb.probe(0, side, va, asid) {
             Some(e) if !store || e.writable => {
                 self.data_ref(e.pfn, e.shift, va);
                 Ok(e.shift as u32)
@@ -597,7 +487,7 @@ impl<P: PageTable> Sim<P> {
     #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
     #[inline(never)]
     fn translate_past_l1_v3(&mut self, kind: AccessKind, va: u64) -> Result<u32, SimError> {
-        if self.tracking {
+        if self.acct.tracking {
             return self.past_l1_attributed(kind, va, None);
         }
         self.past_l1(kind, va, None)
@@ -625,7 +515,7 @@ impl<P: PageTable> Sim<P> {
         va: u64,
         l1: Option<Entry>,
     ) -> Result<u32, SimError> {
-        if self.tracking {
+        if self.acct.tracking {
             return self.past_l1_attributed(kind, va, l1);
         }
         self.past_l1(kind, va, l1)
@@ -634,7 +524,9 @@ impl<P: PageTable> Sim<P> {
     /// Counts first-level misses of instruction fetches per page from now on (the report's
     /// `fetch_miss_pages`).
     pub fn count_fetch_misses(&mut self) {
-        self.fetch_misses.get_or_insert_with(FxHashMap::default);
+        self.acct
+            .fetch_misses
+            .get_or_insert_with(FxHashMap::default);
     }
 
     /// [`Sim::past_l1`] while attributing: the translation itself runs untracked.
@@ -655,7 +547,7 @@ impl<P: PageTable> Sim<P> {
     #[inline(always)]
     fn note_fetch_miss(&mut self, kind: AccessKind, va: u64, l1: &Option<Entry>) {
         if kind == AccessKind::Fetch && l1.is_none() {
-            if let Some(m) = &mut self.fetch_misses {
+            if let Some(m) = &mut self.acct.fetch_misses {
                 *m.entry(va >> self.base_shift).or_default() += 1;
             }
         }
@@ -669,33 +561,34 @@ impl<P: PageTable> Sim<P> {
         self.note_fetch_miss(kind, va, &l1);
         let side = (kind != AccessKind::Fetch) as usize;
         let store = kind == AccessKind::Store;
-        let cur = self.cur.expect("checked by translate");
-        let asid = self.asid;
-        let nl = self.tlb.levels();
+        let cur = self.os.cur.expect("checked by translate");
+        let asid = self.mmu.asid;
+        let nl = self.mmu.tlb.levels();
         let mut found = l1.map(|e| (0, e));
         if found.is_none() {
             if nl == 2 {
                 // The common two-level hierarchy, without the general loop's set-up.
-                found = self.tlb.probe(1, side, va, asid).map(|e| (1, e));
+                found = self.mmu.tlb.probe(1, side, va, asid).map(|e| (1, e));
             } else {
                 for li in 1..nl {
-                    if let Some(e) = self.tlb.probe(li, side, va, asid) {
+                    if let Some(e) = self.mmu.tlb.probe(li, side, va, asid) {
                         found = Some((li, e));
                         break;
                     }
                 }
             }
         }
-        if found.is_none() && self.tlb.has_prefetch() {
-            found = self.tlb.prefetch_take(va, asid).map(|e| (nl, e));
+        if found.is_none() && self.mmu.tlb.has_prefetch() {
+            found = self.mmu.tlb.prefetch_take(va, asid).map(|e| (nl, e));
         }
         match found {
             Some((li, e)) if !store || e.writable => {
                 debug_assert!(li > 0);
                 if li < nl {
-                    self.c.cyc.tlb_hit += self.tlb.hit_cycles(li);
+                    self.acct.c.cyc.tlb_hit += self.mmu.tlb.hit_cycles(li);
                 }
-                self.tlb
+                self.mmu
+                    .tlb
                     .fill(li, side, va, &entry_leaf(&e), self.base_shift, asid);
                 self.data_ref(e.pfn, e.shift, va);
                 return Ok(e.shift as u32);
@@ -705,7 +598,7 @@ impl<P: PageTable> Sim<P> {
             Some(_) => self.write_fault(cur, va, kind)?,
             None => {
                 if nl > 1 {
-                    self.c.cyc.tlb_hit += self.tlb.hit_cycles(nl - 1);
+                    self.acct.c.cyc.tlb_hit += self.mmu.tlb.hit_cycles(nl - 1);
                 }
             }
         }
@@ -715,13 +608,13 @@ impl<P: PageTable> Sim<P> {
         let mut w = Walk::default();
         self.walk(cur, va, kind, &mut w)?;
         let leaf = w.leaf.as_ref().expect("a fault always maps the page");
-        self.tlb.fill(nl, side, va, leaf, self.base_shift, asid);
-        if self.tlb.has_prefetch() {
+        self.mmu.tlb.fill(nl, side, va, leaf, self.base_shift, asid);
+        if self.mmu.tlb.has_prefetch() {
             self.multi_fill(cur, va);
         }
         let e = entry_of(leaf);
         self.data_ref(e.pfn, e.shift, va);
-        Ok(self.tlb.entry_shift(side, leaf.shift) as u32)
+        Ok(self.mmu.tlb.entry_shift(side, leaf.shift) as u32)
     }
 
     /// A data reference to `va` in the page of `2^shift` bytes at frame `pfn` (by value:
@@ -737,7 +630,7 @@ impl<P: PageTable> Sim<P> {
     #[inline(never)]
     fn data_ref_cached(&mut self, pfn: u64, shift: u8, va: u64) {
         let pa = (pfn << self.base_shift) + (va & ((1u64 << shift) - 1));
-        self.caches.access(pa, false);
+        self.mmu.caches.access(pa, false);
     }
 }
 

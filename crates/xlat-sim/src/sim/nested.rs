@@ -2,9 +2,10 @@
 //! translated through the host's tables ([`crate::nested`]), every reference (host
 //! entries, then the guest entry they located) through the cache model.
 
+use super::organization::Organization;
 use super::*;
 
-impl<P: PageTable> Sim<P> {
+impl<P: PageTable, O: Organization> Sim<P, O> {
     /// The two-dimensional walk of `va`, whose guest walk `w` reads guest levels
     /// `start..w.n` (a page-walk-cache hit skipped the levels above): each guest entry's
     /// guest-physical address is translated, then the entry read; then the leaf's data
@@ -12,7 +13,7 @@ impl<P: PageTable> Sim<P> {
     /// guest and host pages.
     #[inline(never)]
     pub(super) fn nested_walk(&mut self, va: u64, start: usize, w: &mut Walk) {
-        let n = self.nested.as_deref_mut().expect("a guest");
+        let n = self.mmu.nested.as_deref_mut().expect("a guest");
         let mut refs = std::mem::take(&mut n.refs);
         refs.clear();
         let mut cycles = 0;
@@ -34,8 +35,8 @@ impl<P: PageTable> Sim<P> {
                 flags: leaf.flags,
             });
         }
-        cycles += self.caches.access_walk(&refs);
-        self.c.cyc.walk += cycles;
-        self.nested.as_deref_mut().expect("a guest").refs = refs;
+        cycles += self.mmu.caches.access_walk(&refs);
+        self.acct.c.cyc.walk += cycles;
+        self.mmu.nested.as_deref_mut().expect("a guest").refs = refs;
     }
 }

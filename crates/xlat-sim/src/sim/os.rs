@@ -2,9 +2,10 @@
 //! ASIDs; its faults are in `faults.rs`, its flushes in `flush.rs`. The hardware side
 //! (TLBs, walks, caches) is in `mod.rs`, the hashed machine's in `hashed.rs`.
 
+use super::organization::Organization;
 use super::*;
 
-impl<P: PageTable> Sim<P> {
+impl<P: PageTable, O: Organization> Sim<P, O> {
     /// The cycles of an OS software walk (fork, exit, unmap).
     pub(super) fn os_cycles(&mut self, sw: &crate::pagetable::SoftWalk) {
         let cost = &self.cfg.cost;
@@ -12,7 +13,7 @@ impl<P: PageTable> Sim<P> {
             .entries
             .saturating_mul(cost.pte_cycles)
             .saturating_add(sw.visits.saturating_mul(cost.table_visit_cycles));
-        sat(&mut self.c.cyc.os, c);
+        sat(&mut self.acct.c.cyc.os, c);
     }
 
     /// Removes the translations of `[start, end)` in the current process, frees their
@@ -22,53 +23,28 @@ impl<P: PageTable> Sim<P> {
         let ceiling = self.cfg.os.flush_ceiling;
         let mut leaves: Vec<(u64, u8, u8)> = Vec::new();
         let mut pages = 0u64;
-        let hashed = self.hash.is_some();
-        let p = self.slots[cur].as_mut().expect("current process");
-        let sw = p.pt.unmap(start, end, &mut self.mem, &mut |va, leaf, mem| {
-            let n = 1u64 << (leaf.shift as u32 - bs);
-            if leaf.flags & FIXED == 0 {
-                mem.release(leaf.pfn, n);
-            }
-            pages += n;
-            if pages <= ceiling || (hashed && leaf.flags & HASHPTE != 0) {
-                leaves.push((va, leaf.shift, leaf.flags));
-            }
-        });
-        self.c.os.unmap_entries += sw.entries;
-        self.c.os.unmap_tables += sw.tables;
-        self.c.os.table_visits += sw.visits;
+        let p = self.os.slots[cur].as_mut().expect("current process");
+        let sw =
+            p.pt.unmap(start, end, &mut self.os.mem, &mut |va, leaf, mem| {
+                let n = 1u64 << (leaf.shift as u32 - bs);
+                if leaf.flags & FIXED == 0 {
+                    mem.release(leaf.pfn, n);
+                }
+                pages += n;
+                if pages <= ceiling || O::keeps_removed(leaf.flags) {
+                    leaves.push((va, leaf.shift, leaf.flags));
+                }
+            });
+        self.acct.c.os.unmap_entries += sw.entries;
+        self.acct.c.os.unmap_tables += sw.tables;
+        self.acct.c.os.table_visits += sw.visits;
         self.os_cycles(&sw);
         self.flush_leaves(&leaves, pages, true);
     }
 
+    /// Process `slot` runs next: its ASID or context ([`Organization::assign`]).
     pub(super) fn assign_asid(&mut self, slot: usize) {
-        if self.hash.is_some() {
-            return self.assign_context(slot);
-        }
-        if self.cfg.tlb.asid_bits == 0 {
-            self.asid = 0;
-            return;
-        }
-        let max = (1u32 << self.cfg.tlb.asid_bits) - 1;
-        let gen = self.asid_gen;
-        let needs = self.slots[slot].as_ref().is_some_and(|p| p.asid_gen != gen);
-        if needs {
-            if self.next_asid > max {
-                let n = self.tlb.flush_asid(None);
-                self.pwc.flush(None);
-                self.c.flushes.all += 1;
-                self.c.flushes.entries_invalidated += n;
-                sat(&mut self.c.cyc.flush, self.cfg.cost.flush_all_cycles);
-                self.c.os.asid_rollovers += 1;
-                self.asid_gen += 1;
-                self.next_asid = 1;
-            }
-            let p = self.slots[slot].as_mut().expect("slot");
-            p.asid = self.next_asid as u16;
-            p.asid_gen = self.asid_gen;
-            self.next_asid += 1;
-        }
-        self.asid = self.slots[slot].as_ref().expect("slot").asid;
+        O::assign(self, slot);
     }
 
     pub(super) fn range(
@@ -128,7 +104,7 @@ impl<P: PageTable> Sim<P> {
         end: u64,
         what: &'static str,
     ) -> Result<(), SimError> {
-        match self.kernel.within(start, end).first() {
+        match self.os.kernel.within(start, end).first() {
             None => Ok(()),
             Some(&(addr, _)) => Err(SimError::GlobalArea {
                 event: self.event,
@@ -142,6 +118,7 @@ impl<P: PageTable> Sim<P> {
     /// it may not overlap any process's mappings.
     pub(super) fn add_global(&mut self, start: u64, vma: Vma) -> Result<(), SimError> {
         if let Some(p) = self
+            .os
             .slots
             .iter()
             .flatten()
@@ -153,15 +130,15 @@ impl<P: PageTable> Sim<P> {
                 pid: p.pid,
             });
         }
-        self.kernel.insert(start, vma);
-        for p in self.slots.iter_mut().flatten() {
+        self.os.kernel.insert(start, vma);
+        for p in self.os.slots.iter_mut().flatten() {
             p.vmas.insert(start, vma);
         }
         Ok(())
     }
 
     pub(super) fn current(&self, what: &'static str) -> Result<usize, SimError> {
-        self.cur.ok_or(SimError::NoProcess {
+        self.os.cur.ok_or(SimError::NoProcess {
             event: self.event,
             what,
         })
@@ -178,7 +155,7 @@ impl<P: PageTable> Sim<P> {
                 flags,
             } => {
                 let cur = self.current(what)?;
-                self.c.os.mmaps += 1;
+                self.acct.c.os.mmaps += 1;
                 let (start, end) = self.range(addr.0, len, what)?;
                 if start == end {
                     return Ok(());
@@ -198,7 +175,7 @@ impl<P: PageTable> Sim<P> {
                     // Kernel areas already there (a pinned region) stay as they are: the
                     // new global area fills the gaps around them.
                     let mut at = start;
-                    for (a, v) in self.kernel.within(start, end) {
+                    for (a, v) in self.os.kernel.within(start, end) {
                         if a > at {
                             self.add_global(at, Vma { end: a, ..vma })?;
                         }
@@ -208,11 +185,11 @@ impl<P: PageTable> Sim<P> {
                         self.add_global(at, vma)?;
                     }
                 } else {
-                    let vmas = &mut self.slots[cur].as_mut().expect("cur").vmas;
+                    let vmas = &mut self.os.slots[cur].as_mut().expect("cur").vmas;
                     if vmas.remove(start, end) {
                         self.unmap_pages(cur, start, end);
                     }
-                    let p = self.slots[cur].as_mut().expect("cur");
+                    let p = self.os.slots[cur].as_mut().expect("cur");
                     p.vmas.insert(start, vma);
                     p.notes.labels.remove(start, end);
                 }
@@ -220,7 +197,7 @@ impl<P: PageTable> Sim<P> {
                 // a PROT_NONE area is left unpopulated, and the mmap still succeeds).
                 if flags.has(MapFlags::POPULATE) && prot != Prot::NONE {
                     let mut pages = (end - start) >> self.base_shift;
-                    if let Some(ts) = self.thp_shift.filter(|_| {
+                    if let Some(ts) = self.os.thp_shift.filter(|_| {
                         self.cfg.os.thp == Thp::Always
                             && flags.has(MapFlags::ANON)
                             && !flags.has(MapFlags::GLOBAL)
@@ -241,7 +218,7 @@ impl<P: PageTable> Sim<P> {
                         if n.is_multiple_of(PAGES_PER_CHECK) {
                             self.host_check(what, 0, "populating")?;
                         }
-                        let mapped = self.slots[cur]
+                        let mapped = self.os.slots[cur]
                             .as_ref()
                             .expect("cur")
                             .pt
@@ -257,10 +234,10 @@ impl<P: PageTable> Sim<P> {
             }
             Event::Munmap { addr, len } => {
                 let cur = self.current(what)?;
-                self.c.os.munmaps += 1;
+                self.acct.c.os.munmaps += 1;
                 let (start, end) = self.range(addr.0, len, what)?;
                 self.outside_kernel(start, end, what)?;
-                let p = self.slots[cur].as_mut().expect("cur");
+                let p = self.os.slots[cur].as_mut().expect("cur");
                 p.vmas.remove(start, end);
                 p.notes.labels.remove(start, end);
                 self.unmap_pages(cur, start, end);
@@ -273,17 +250,17 @@ impl<P: PageTable> Sim<P> {
             } => self.map_file(what, addr.0, len, offset, file)?,
             Event::Mprotect { addr, len, prot } => {
                 let cur = self.current(what)?;
-                self.c.os.mprotects += 1;
+                self.acct.c.os.mprotects += 1;
                 let (start, end) = self.range(addr.0, len, what)?;
                 self.outside_kernel(start, end, what)?;
                 let bs = self.base_shift;
-                let p = self.slots[cur].as_mut().expect("cur");
+                let p = self.os.slots[cur].as_mut().expect("cur");
                 p.vmas.modify(start, end, |v| v.prot = prot);
                 if !prot.writable() {
                     let mut leaves = Vec::new();
                     let mut pages = 0u64;
                     let ceiling = self.cfg.os.flush_ceiling;
-                    let sw = p.pt.update(start, end, &mut self.mem, &mut |va, leaf| {
+                    let sw = p.pt.update(start, end, &mut self.os.mem, &mut |va, leaf| {
                         if leaf.flags & WRITABLE != 0 {
                             leaf.flags &= !WRITABLE;
                             pages += 1u64 << (leaf.shift as u32 - bs);
@@ -292,20 +269,20 @@ impl<P: PageTable> Sim<P> {
                             }
                         }
                     });
-                    self.c.os.table_visits += sw.visits;
+                    self.acct.c.os.table_visits += sw.visits;
                     self.flush_leaves(&leaves, pages, false);
                 }
             }
             Event::Madvise { addr, len, advice } => {
                 let cur = self.current(what)?;
-                self.c.os.madvises += 1;
+                self.acct.c.os.madvises += 1;
                 let (start, end) = self.range(addr.0, len, what)?;
                 self.outside_kernel(start, end, what)?;
                 match advice {
                     Advice::DontNeed => self.unmap_pages(cur, start, end),
                     Advice::HugePage | Advice::NoHugePage => {
                         let on = advice == Advice::HugePage;
-                        self.slots[cur]
+                        self.os.slots[cur]
                             .as_mut()
                             .expect("cur")
                             .vmas
@@ -322,7 +299,7 @@ impl<P: PageTable> Sim<P> {
             } => self.mremap(what, old.0, old_len, new.0, new_len)?,
             Event::Brk { addr } => {
                 let cur = self.current(what)?;
-                self.c.os.brks += 1;
+                self.acct.c.os.brks += 1;
                 // The new break, rounded up to a page; like mmap's, inside the address space.
                 let (_, a) = self.range(addr.0, 0, what)?;
                 if self.va_bits < 64 && a > 1u64 << self.va_bits {
@@ -333,11 +310,11 @@ impl<P: PageTable> Sim<P> {
                         bits: self.va_bits,
                     });
                 }
-                let p = self.slots[cur].as_ref().expect("cur");
+                let p = self.os.slots[cur].as_ref().expect("cur");
                 if let Some((_, c)) = p.heap {
                     self.outside_kernel(a.min(c), a.max(c), what)?;
                 }
-                let p = self.slots[cur].as_mut().expect("cur");
+                let p = self.os.slots[cur].as_mut().expect("cur");
                 match p.heap {
                     None => p.heap = Some((a, a)),
                     Some((s, c)) if a > c => {
@@ -375,38 +352,31 @@ impl<P: PageTable> Sim<P> {
             Event::Exit | Event::Exec => {
                 let cur = self.current(what)?;
                 self.attribute();
-                self.program_ends(self.slots[cur].as_ref().expect("cur").pid);
-                self.c.os.execs += matches!(ev, Event::Exec) as u64;
+                self.program_ends(self.os.slots[cur].as_ref().expect("cur").pid);
+                self.acct.c.os.execs += matches!(ev, Event::Exec) as u64;
                 self.exit(cur);
             }
             Event::ExecTraced => {
                 let cur = self.current(what)?;
                 self.attribute();
-                let pid = self.slots[cur].as_ref().expect("cur").pid;
+                let pid = self.os.slots[cur].as_ref().expect("cur").pid;
                 let n = self.program_ends(pid);
                 self.program_starts(pid, n + 1);
-                self.c.os.execs_traced += 1;
+                self.acct.c.os.execs_traced += 1;
                 self.exec(cur);
             }
             Event::Switch { pid } => {
-                let slot = *self.pid_slot.get(&pid.0).ok_or(SimError::UnknownPid {
+                let slot = *self.os.pid_slot.get(&pid.0).ok_or(SimError::UnknownPid {
                     event: self.event,
                     pid: pid.0,
                 })?;
                 self.attribute();
-                self.c.os.context_switches += 1;
-                if self.cfg.tlb.asid_bits == 0
-                    && self.hash.is_none()
-                    && self.loaded_pid != Some(pid.0)
-                {
-                    let n = self.tlb.flush_asid(None);
-                    self.pwc.flush(None);
-                    self.c.flushes.switch += 1;
-                    self.c.flushes.entries_invalidated += n;
-                    sat(&mut self.c.cyc.flush, self.cfg.cost.flush_all_cycles);
+                self.acct.c.os.context_switches += 1;
+                if self.os.loaded_pid != Some(pid.0) {
+                    O::switch_flush(self);
                 }
-                self.loaded_pid = Some(pid.0);
-                self.cur = Some(slot);
+                self.os.loaded_pid = Some(pid.0);
+                self.os.cur = Some(slot);
                 self.assign_asid(slot);
             }
             Event::Flush(scope) => {
@@ -418,16 +388,10 @@ impl<P: PageTable> Sim<P> {
                         self.flush_range(s, e);
                     }
                     FlushScope::Asid => self.flush_space(),
-                    FlushScope::All => {
-                        let n = self.tlb.flush_all();
-                        self.pwc.flush(None);
-                        self.c.flushes.all += 1;
-                        self.c.flushes.entries_invalidated += n;
-                        sat(&mut self.c.cyc.flush, self.cfg.cost.flush_all_cycles);
-                    }
+                    FlushScope::All => O::flush_all(self),
                 }
             }
-            Event::ThreadStart { .. } => self.c.os.threads_started += 1,
+            Event::ThreadStart { .. } => self.acct.c.os.threads_started += 1,
             Event::ThreadExit { .. } => {}
             Event::Idle { cycles } => self.idle(cycles),
         }
@@ -443,7 +407,7 @@ impl<P: PageTable> Sim<P> {
         new_len: u64,
     ) -> Result<(), SimError> {
         let cur = self.current(what)?;
-        self.c.os.mremaps += 1;
+        self.acct.c.os.mremaps += 1;
         let (os, oe) = self.range(old, old_len, what)?;
         let (ns, ne) = self.range(new, new_len, what)?;
         // Linux: EINVAL for a new length of 0 (an empty area cannot exist).
@@ -456,7 +420,7 @@ impl<P: PageTable> Sim<P> {
         self.outside_kernel(os, oe, what)?;
         self.outside_kernel(ns, ne, what)?;
         let bs = self.base_shift;
-        let p = self.slots[cur].as_mut().expect("cur");
+        let p = self.os.slots[cur].as_mut().expect("cur");
         let attrs = p.vmas.find(os).map(|(_, v)| *v).unwrap_or(Vma {
             end: 0,
             prot: Prot::RW,
@@ -467,23 +431,32 @@ impl<P: PageTable> Sim<P> {
         });
         let mut moved: Vec<(u64, Leaf)> = Vec::new();
         let mut pages = 0u64;
-        let sw = p.pt.unmap(os, oe, &mut self.mem, &mut |va, leaf, _| {
+        let sw = p.pt.unmap(os, oe, &mut self.os.mem, &mut |va, leaf, _| {
             pages += 1u64 << (leaf.shift as u32 - bs);
             moved.push((va, leaf));
         });
         p.vmas.remove(os, oe);
         p.notes.labels.move_range(os, oe, ns, ne);
-        self.c.os.unmap_entries += sw.entries;
-        self.c.os.unmap_tables += sw.tables;
-        self.c.os.table_visits += sw.visits;
+        self.acct.c.os.unmap_entries += sw.entries;
+        self.acct.c.os.unmap_tables += sw.tables;
+        self.acct.c.os.table_visits += sw.visits;
         let leaves: Vec<(u64, u8, u8)> =
             moved.iter().map(|(v, l)| (*v, l.shift, l.flags)).collect();
         self.flush_leaves(&leaves, pages, true);
-        if self.slots[cur].as_ref().expect("cur").vmas.overlaps(ns, ne) {
-            self.slots[cur].as_mut().expect("cur").vmas.remove(ns, ne);
+        if self.os.slots[cur]
+            .as_ref()
+            .expect("cur")
+            .vmas
+            .overlaps(ns, ne)
+        {
+            self.os.slots[cur]
+                .as_mut()
+                .expect("cur")
+                .vmas
+                .remove(ns, ne);
             self.unmap_pages(cur, ns, ne);
         }
-        let p = self.slots[cur].as_mut().expect("cur");
+        let p = self.os.slots[cur].as_mut().expect("cur");
         p.vmas.insert(ns, Vma { end: ne, ..attrs });
         for (va, leaf) in moved {
             let off = va - os;
@@ -494,7 +467,7 @@ impl<P: PageTable> Sim<P> {
                 && off + size <= ne - ns
                 && p.pt.slot_free(VirtAddr(nva), leaf.shift)
             {
-                p.pt.map(VirtAddr(nva), leaf, &mut self.mem);
+                p.pt.map(VirtAddr(nva), leaf, &mut self.os.mem);
                 continue;
             }
             for i in 0..n {
@@ -505,9 +478,9 @@ impl<P: PageTable> Sim<P> {
                         shift: bs as u8,
                         flags: leaf.flags,
                     };
-                    p.pt.map(VirtAddr(ns + o), l, &mut self.mem);
+                    p.pt.map(VirtAddr(ns + o), l, &mut self.os.mem);
                 } else if leaf.flags & FIXED == 0 {
-                    self.mem.release(leaf.pfn + i, 1);
+                    self.os.mem.release(leaf.pfn + i, 1);
                 }
             }
         }
@@ -516,21 +489,21 @@ impl<P: PageTable> Sim<P> {
 
     pub(super) fn fork(&mut self, what: &'static str, child: Pid) -> Result<(), SimError> {
         let cur = self.current(what)?;
-        if self.pid_slot.contains_key(&child.0) {
+        if self.os.pid_slot.contains_key(&child.0) {
             return Err(SimError::PidExists {
                 event: self.event,
                 pid: child.0,
             });
         }
         let bs = self.base_shift;
-        let p = self.slots[cur].as_mut().expect("cur");
+        let p = self.os.slots[cur].as_mut().expect("cur");
         // The child's tables cost what the parent's do.
         let (bytes, tables) =
             p.pt.table_usage()
                 .iter()
                 .fold((0u64, 0u64), |a, u| (a.0 + u.0, a.1 + u.1));
         self.host_check(what, bytes + 64 * tables, "copying the page tables")?;
-        let p = self.slots[cur].as_mut().expect("cur");
+        let p = self.os.slots[cur].as_mut().expect("cur");
         let Process {
             pt,
             vmas,
@@ -538,7 +511,7 @@ impl<P: PageTable> Sim<P> {
             notes,
             ..
         } = p;
-        let (cpt, sw) = pt.fork(&mut self.mem, &mut |va, leaf, mem| {
+        let (cpt, sw) = pt.fork(&mut self.os.mem, &mut |va, leaf, mem| {
             if leaf.flags & FIXED != 0 {
                 return;
             }
@@ -560,10 +533,10 @@ impl<P: PageTable> Sim<P> {
             asid_gen: 0,
             ctx: 0,
         };
-        self.c.os.forks += 1;
-        self.c.os.fork_entries += sw.entries;
-        self.c.os.fork_tables += sw.tables;
-        self.c.os.table_visits += sw.visits;
+        self.acct.c.os.forks += 1;
+        self.acct.c.os.fork_entries += sw.entries;
+        self.acct.c.os.fork_tables += sw.tables;
+        self.acct.c.os.table_visits += sw.visits;
         self.os_cycles(&sw);
         // The parent's writable entries became read-only: flush its address space.
         self.flush_space();
@@ -574,31 +547,31 @@ impl<P: PageTable> Sim<P> {
     /// Puts `p` in a free slot (or a new one) under its pid.
     fn add_process(&mut self, p: Process<P>) -> usize {
         let pid = p.pid;
-        let slot = match self.slots.iter().position(|s| s.is_none()) {
+        let slot = match self.os.slots.iter().position(|s| s.is_none()) {
             Some(i) => {
-                self.slots[i] = Some(p);
+                self.os.slots[i] = Some(p);
                 i
             }
             None => {
-                self.slots.push(Some(p));
-                self.slots.len() - 1
+                self.os.slots.push(Some(p));
+                self.os.slots.len() - 1
             }
         };
-        self.pid_slot.insert(pid, slot);
+        self.os.pid_slot.insert(pid, slot);
         slot
     }
 
     /// A process `pid` whose tables hold only the global `leaves` (the kernel's pages are
     /// in every address space, as Linux's new `mm` shares the kernel half of the tables).
     fn fresh_process(&mut self, pid: u32, leaves: Vec<(u64, Leaf)>) -> Process<P> {
-        let mut pt = P::empty(&self.cfg, &mut self.mem);
+        let mut pt = P::empty(&self.cfg, &mut self.os.mem);
         for (va, leaf) in leaves {
-            pt.map(VirtAddr(va), leaf, &mut self.mem);
+            pt.map(VirtAddr(va), leaf, &mut self.os.mem);
         }
         Process {
             pid,
             pt,
-            vmas: self.kernel.clone(),
+            vmas: self.os.kernel.clone(),
             heap: None,
             notes: Default::default(),
             asid: 0,
@@ -612,7 +585,7 @@ impl<P: PageTable> Sim<P> {
     /// system trace holds the guest kernel's own work.
     pub(super) fn spawn(&mut self, what: &'static str, child: Pid) -> Result<(), SimError> {
         let cur = self.current(what)?;
-        if self.pid_slot.contains_key(&child.0) {
+        if self.os.pid_slot.contains_key(&child.0) {
             return Err(SimError::PidExists {
                 event: self.event,
                 pid: child.0,
@@ -624,9 +597,9 @@ impl<P: PageTable> Sim<P> {
         } else {
             1u64 << self.va_bits
         };
-        let p = self.slots[cur].as_mut().expect("cur");
-        for (start, vma) in self.kernel.within(0, top) {
-            p.pt.update(start, vma.end, &mut self.mem, &mut |va, leaf| {
+        let p = self.os.slots[cur].as_mut().expect("cur");
+        for (start, vma) in self.os.kernel.within(0, top) {
+            p.pt.update(start, vma.end, &mut self.os.mem, &mut |va, leaf| {
                 if leaf.flags & GLOBAL_PAGE != 0 {
                     global.push((va, *leaf));
                 }
@@ -641,34 +614,28 @@ impl<P: PageTable> Sim<P> {
     /// counted as an exit) and the process continues, current, in a new empty one (a new
     /// ASID or context; an untagged TLB is flushed, as switching to the new `mm` does).
     pub(super) fn exec(&mut self, cur: usize) {
-        let pid = self.slots[cur].as_ref().expect("cur").pid;
+        let pid = self.os.slots[cur].as_ref().expect("cur").pid;
         let global = self.teardown(cur);
-        self.slots[cur] = Some(self.fresh_process(pid, global));
-        self.pid_slot.insert(pid, cur);
-        self.cur = Some(cur);
-        if self.cfg.tlb.asid_bits == 0 && self.hash.is_none() {
-            let n = self.tlb.flush_asid(None);
-            self.pwc.flush(None);
-            self.c.flushes.switch += 1;
-            self.c.flushes.entries_invalidated += n;
-            sat(&mut self.c.cyc.flush, self.cfg.cost.flush_all_cycles);
-        }
+        self.os.slots[cur] = Some(self.fresh_process(pid, global));
+        self.os.pid_slot.insert(pid, cur);
+        self.os.cur = Some(cur);
+        O::switch_flush(self);
         self.assign_asid(cur);
     }
 
     pub(super) fn exit(&mut self, cur: usize) {
         let _ = self.teardown(cur);
-        self.c.os.exits += 1;
+        self.acct.c.os.exits += 1;
     }
 
     /// Tears down process `cur`'s address space and frees its slot; returns its global
     /// (kernel) leaves, which every address space maps.
     fn teardown(&mut self, cur: usize) -> Vec<(u64, Leaf)> {
         let bs = self.base_shift;
-        let mut p = self.slots[cur].take().expect("cur");
+        let mut p = self.os.slots[cur].take().expect("cur");
         let mut hashed: Vec<u64> = Vec::new();
         let mut global = Vec::new();
-        let sw = p.pt.teardown(&mut self.mem, &mut |va, leaf, mem| {
+        let sw = p.pt.teardown(&mut self.os.mem, &mut |va, leaf, mem| {
             if leaf.flags & FIXED == 0 {
                 mem.release(leaf.pfn, 1u64 << (leaf.shift as u32 - bs));
             }
@@ -679,15 +646,13 @@ impl<P: PageTable> Sim<P> {
                 hashed.push(va);
             }
         });
-        if self.hash.is_some() {
-            self.exit_context(p.ctx, p.asid_gen, &hashed);
-        }
-        self.pid_slot.remove(&p.pid);
-        self.c.os.exit_entries += sw.entries;
-        self.c.os.exit_tables += sw.tables;
-        self.c.os.table_visits += sw.visits;
+        O::exit(self, p.ctx, p.asid_gen, &hashed);
+        self.os.pid_slot.remove(&p.pid);
+        self.acct.c.os.exit_entries += sw.entries;
+        self.acct.c.os.exit_tables += sw.tables;
+        self.acct.c.os.table_visits += sw.visits;
         self.os_cycles(&sw);
-        self.cur = None;
+        self.os.cur = None;
         global
     }
 }

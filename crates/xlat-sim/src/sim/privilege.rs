@@ -4,6 +4,7 @@
 //! ones, so the per-reference path pays nothing. Also the report's most-missed code pages
 //! (counted on the first-level miss path only when asked for).
 
+use super::organization::Organization;
 use super::*;
 use crate::stats::PrivilegeStats;
 use xlat_types::Privilege;
@@ -43,18 +44,19 @@ fn add(to: &mut Mark, from: Mark, now: Mark) {
     to.faults += now.faults - from.faults;
 }
 
-impl<P: PageTable> Sim<P> {
+impl<P: PageTable, O: Organization> Sim<P, O> {
     fn privilege_mark(&self) -> Mark {
-        let f = &self.c.faults;
+        let f = &self.acct.c.faults;
         Mark {
-            fetches: self.c.by_kind[0],
-            loads: self.c.by_kind[1],
-            stores: self.c.by_kind[2],
+            fetches: self.acct.c.by_kind[0],
+            loads: self.acct.c.by_kind[1],
+            stores: self.acct.c.by_kind[2],
             // As the report counts them: each block's instructions, one per fetch access.
-            instructions: self.c.refs.instructions + self.c.by_kind[0] - self.c.refs.blocks,
-            l1_misses: self.tlb.l1_misses_by_side(),
-            walks: self.c.walks,
-            walk_cycles: self.c.cyc.walk.saturating_add(self.c.cyc.trap),
+            instructions: self.acct.c.refs.instructions + self.acct.c.by_kind[0]
+                - self.acct.c.refs.blocks,
+            l1_misses: self.mmu.tlb.l1_misses_by_side(),
+            walks: self.acct.c.walks,
+            walk_cycles: self.acct.c.cyc.walk.saturating_add(self.acct.c.cyc.trap),
             faults: f.demand + f.demand_huge + f.cow_copies + f.write_protect,
         }
     }
@@ -62,7 +64,7 @@ impl<P: PageTable> Sim<P> {
     /// The following references run at `p`.
     pub(super) fn privilege(&mut self, p: Privilege) {
         let now = self.privilege_mark();
-        let pr = &mut self.privileges;
+        let pr = &mut self.acct.privileges;
         add(&mut pr.by[pr.cur as usize], pr.mark, now);
         pr.mark = now;
         pr.cur = p;
@@ -72,7 +74,7 @@ impl<P: PageTable> Sim<P> {
     /// Each privilege's share, with the current one's up to now (empty if the stream never
     /// named a privilege).
     pub(super) fn privilege_stats(&self) -> Vec<PrivilegeStats> {
-        let pr = &self.privileges;
+        let pr = &self.acct.privileges;
         if !pr.seen {
             return Vec::new();
         }
@@ -103,9 +105,9 @@ impl<P: PageTable> Sim<P> {
 /// Pages listed in the report's `fetch_miss_pages`.
 const MISS_PAGES: usize = 64;
 
-impl<P: PageTable> Sim<P> {
+impl<P: PageTable, O: Organization> Sim<P, O> {
     pub(super) fn fetch_miss_pages(&self) -> Vec<crate::stats::PageMisses> {
-        let Some(m) = &self.fetch_misses else {
+        let Some(m) = &self.acct.fetch_misses else {
             return Vec::new();
         };
         let mut v: Vec<(u64, u64)> = m.iter().map(|(&p, &n)| (n, p)).collect();

@@ -3,6 +3,7 @@
 //! attributed at process boundaries (switch, fork, exit, exec) as differences of the
 //! global ones, so the per-reference path pays nothing.
 
+use super::organization::Organization;
 use super::*;
 use crate::stats::ProgramStats;
 
@@ -34,47 +35,57 @@ impl Programs {
     }
 }
 
-impl<P: PageTable> Sim<P> {
+impl<P: PageTable, O: Organization> Sim<P, O> {
     fn totals(&self) -> [u64; 3] {
         [
-            self.c.by_kind.iter().sum(),
-            self.tlb.l1_misses_total(),
-            self.c.walks,
+            self.acct.c.by_kind.iter().sum(),
+            self.mmu.tlb.l1_misses_total(),
+            self.acct.c.walks,
         ]
     }
 
     /// Gives the current program what happened since the last boundary.
     pub(super) fn attribute(&mut self) {
         let now = self.totals();
-        let mark = std::mem::replace(&mut self.programs.mark, now);
-        let Some(pid) = self.cur.and_then(|c| self.slots[c].as_ref()).map(|p| p.pid) else {
+        let mark = std::mem::replace(&mut self.acct.programs.mark, now);
+        let Some(pid) = self
+            .os
+            .cur
+            .and_then(|c| self.os.slots[c].as_ref())
+            .map(|p| p.pid)
+        else {
             return;
         };
-        if let Some(&i) = self.programs.live.get(&pid) {
-            add(&mut self.programs.list[i], mark, now);
+        if let Some(&i) = self.acct.programs.live.get(&pid) {
+            add(&mut self.acct.programs.list[i], mark, now);
         }
     }
 
     /// A process starts a program (`exec` 0: its first).
     pub(super) fn program_starts(&mut self, pid: u32, exec: u32) {
-        self.programs.start(pid, exec);
+        self.acct.programs.start(pid, exec);
     }
 
     /// The current process's program ended (exit, untraced exec) or was replaced (a
     /// traced exec: the next one is started by the caller).
     pub(super) fn program_ends(&mut self, pid: u32) -> u32 {
-        self.programs
+        self.acct
+            .programs
             .live
             .remove(&pid)
-            .map_or(0, |i| self.programs.list[i].exec)
+            .map_or(0, |i| self.acct.programs.list[i].exec)
     }
 
     /// The programs, with the current one's share up to now.
     pub(super) fn program_stats(&self) -> Vec<ProgramStats> {
-        let mut v = self.programs.list.clone();
-        let pid = self.cur.and_then(|c| self.slots[c].as_ref()).map(|p| p.pid);
-        if let Some(&i) = pid.and_then(|p| self.programs.live.get(&p)) {
-            add(&mut v[i], self.programs.mark, self.totals());
+        let mut v = self.acct.programs.list.clone();
+        let pid = self
+            .os
+            .cur
+            .and_then(|c| self.os.slots[c].as_ref())
+            .map(|p| p.pid);
+        if let Some(&i) = pid.and_then(|p| self.acct.programs.live.get(&p)) {
+            add(&mut v[i], self.acct.programs.mark, self.totals());
         }
         v
     }

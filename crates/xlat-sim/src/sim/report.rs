@@ -1,9 +1,10 @@
 //! The simulator's report: its counters turned into [`Report`] (rates, per-level tables,
 //! the cycle estimate, the hashed MMU's section).
 
+use super::organization::Organization;
 use super::*;
 
-impl<P: PageTable> Sim<P> {
+impl<P: PageTable, O: Organization> Sim<P, O> {
     /// The report as of now (after a warm-up: since it ended).
     pub fn report(&self) -> Report {
         let mut r = self.since_warm(self.report_all());
@@ -13,7 +14,7 @@ impl<P: PageTable> Sim<P> {
 
     /// Every count from the first event.
     fn report_all(&self) -> Report {
-        let c = &self.c;
+        let c = &self.acct.c;
         let mut refs = c.refs.clone();
         refs.fetch = c.by_kind[AccessKind::Fetch as usize];
         refs.load = c.by_kind[AccessKind::Load as usize];
@@ -24,11 +25,11 @@ impl<P: PageTable> Sim<P> {
         refs.instructions += refs.fetch - refs.blocks;
         let total = refs.total.max(1) as f64;
         let mut tlb_levels = Vec::new();
-        for (li, pair) in self.tlb.level_stats().iter().enumerate() {
-            let n = if self.tlb.is_unified(li) { 1 } else { 2 };
+        for (li, pair) in self.mmu.tlb.level_stats().iter().enumerate() {
+            let n = if self.mmu.tlb.is_unified(li) { 1 } else { 2 };
             for st in pair.iter().take(n) {
                 let mut s = st.clone();
-                if self.tlb.is_unified(li) {
+                if self.mmu.tlb.is_unified(li) {
                     s.hits = pair[0].hits + pair[1].hits;
                     s.misses = pair[0].misses + pair[1].misses;
                 }
@@ -38,7 +39,7 @@ impl<P: PageTable> Sim<P> {
             }
         }
         let mut usage: Vec<(u64, u64)> = Vec::new();
-        for p in self.slots.iter().flatten() {
+        for p in self.os.slots.iter().flatten() {
             for (i, (b, t)) in p.pt.table_usage().into_iter().enumerate() {
                 if usage.len() <= i {
                     usage.push((0, 0));
@@ -59,12 +60,12 @@ impl<P: PageTable> Sim<P> {
         if let Some(last) = per_level.last_mut() {
             *last += c.walk_refs_past_levels;
         }
-        let m = &self.mem.counters;
+        let m = &self.os.mem.counters;
         let mut cyc = c.cyc.clone();
         cyc.model = "latency sum without overlap (approximate)".into();
         cyc.derive(refs.total);
         let mut os = c.os.clone();
-        os.processes_live = self.slots.iter().flatten().count() as u64;
+        os.processes_live = self.os.slots.iter().flatten().count() as u64;
         Report {
             schema: 1,
             warmup: 0,
@@ -73,14 +74,20 @@ impl<P: PageTable> Sim<P> {
             machine: self.cfg.clone(),
             refs,
             tlb_levels,
-            tlb_structures: self.tlb.structs.iter().map(|s| s.stats.clone()).collect(),
+            tlb_structures: self
+                .mmu
+                .tlb
+                .structs
+                .iter()
+                .map(|s| s.stats.clone())
+                .collect(),
             programs: self.program_stats(),
             privileges: self.privilege_stats(),
             fetch_miss_pages: self.fetch_miss_pages(),
             attribution: None,
             prefetch: Prefetch {
-                hits: self.tlb.prefetch_hits,
-                fills: self.tlb.prefetch_fills,
+                hits: self.mmu.tlb.prefetch_hits,
+                fills: self.mmu.tlb.prefetch_fills,
             },
             walks: Walks {
                 walks: c.walks,
@@ -94,19 +101,18 @@ impl<P: PageTable> Sim<P> {
                         refs: *r,
                     })
                     .collect(),
-                pwc: self.pwc.stats.clone(),
-                pwc_misses: self.pwc.misses,
-                caches: self.caches.stats(),
-                memory_walk_refs: self.caches.memory_walk_refs(),
-                memory_data_refs: self.caches.memory_data_refs(),
+                pwc: self.mmu.pwc.stats.clone(),
+                pwc_misses: self.mmu.pwc.misses,
+                caches: self.mmu.caches.stats(),
+                memory_walk_refs: self.mmu.caches.memory_walk_refs(),
+                memory_data_refs: self.mmu.caches.memory_data_refs(),
                 traps: c.traps,
             },
             faults: c.faults.clone(),
             page_tables: PageTables {
                 tables_live: usage.iter().map(|u| u.1).sum(),
                 // The HTAB is page-table memory too.
-                bytes_live: usage.iter().map(|u| u.0).sum::<u64>()
-                    + self.hash.as_ref().map_or(0, |h| h.htab.bytes()),
+                bytes_live: usage.iter().map(|u| u.0).sum::<u64>() + self.mmu.org.table_bytes(),
                 bytes_peak: m.table_bytes_peak,
                 tables_allocated: m.tables_allocated,
                 tables_freed: m.tables_freed,
@@ -128,8 +134,8 @@ impl<P: PageTable> Sim<P> {
             os,
             flushes: c.flushes.clone(),
             cycles: cyc,
-            hash: self.hash_report(),
-            nested: self.nested.as_ref().map(|n| n.report()),
+            hash: self.mmu.org.hash_report(),
+            nested: self.mmu.nested.as_ref().map(|n| n.report()),
         }
     }
 }

@@ -2,23 +2,24 @@
 //! tables (faults served first), the walker's kind, the page-walk caches and the cache
 //! model's references, the prefetch buffer's neighbours.
 
+use super::organization::Organization;
 use super::*;
 
-impl<P: PageTable> Sim<P> {
+impl<P: PageTable, O: Organization> Sim<P, O> {
     pub(super) fn multi_fill(&mut self, cur: usize, va: u64) {
-        let line = self.caches.line_bytes();
-        let p = self.slots[cur].as_ref().expect("current process");
+        let line = self.mmu.caches.line_bytes();
+        let p = self.os.slots[cur].as_ref().expect("current process");
         p.pt.line_neighbours(VirtAddr(va), line, &mut self.scratch);
         for &(nva, leaf) in &self.scratch {
             let e = entry_of(&leaf);
-            self.tlb.prefetch_put(nva, e, self.asid);
+            self.mmu.tlb.prefetch_put(nva, e, self.mmu.asid);
         }
     }
 
     /// Walks process `cur`'s tables for `va` into `w`.
     #[inline(always)]
     pub(super) fn walk_current(&self, cur: usize, va: u64, w: &mut Walk) {
-        self.slots[cur]
+        self.os.slots[cur]
             .as_ref()
             .expect("current process")
             .pt
@@ -40,11 +41,11 @@ impl<P: PageTable> Sim<P> {
         for _ in 0..MAX_ATTEMPTS {
             match w.leaf {
                 None => {
-                    self.c.faulting_walks += 1;
+                    self.acct.c.faulting_walks += 1;
                     self.page_fault(cur, va, kind)?;
                 }
                 Some(l) if kind == AccessKind::Store && !l.writable() => {
-                    self.c.faulting_walks += 1;
+                    self.acct.c.faulting_walks += 1;
                     self.write_fault(cur, va, kind)?;
                 }
                 Some(_) => break,
@@ -66,37 +67,37 @@ impl<P: PageTable> Sim<P> {
         kind: AccessKind,
         w: &mut Walk,
     ) -> Result<(), SimError> {
-        self.c.walks += 1;
+        self.acct.c.walks += 1;
         self.walk_present(cur, va, kind, w)?;
         let mut start = 0;
         if self.cfg.walker.kind == WalkerKind::Software {
-            self.c.traps += 1;
-            self.c.cyc.trap += self.cfg.walker.trap_cycles + self.cfg.walker.handler_cycles;
-        } else if self.pwc.split() {
+            self.acct.c.traps += 1;
+            self.acct.c.cyc.trap += self.cfg.walker.trap_cycles + self.cfg.walker.handler_cycles;
+        } else if self.mmu.pwc.split() {
             // Probes and fills in one pass (the same result as `lookup` then `fill`).
-            if let Some(h) = self.pwc.lookup_filling(va, self.asid, w.n - 1) {
+            if let Some(h) = self.mmu.pwc.lookup_filling(va, self.mmu.asid, w.n - 1) {
                 start = (h + 1).min(w.n - 1);
-                self.c.cyc.walk += self.cfg.walker.pwc_hit_cycles;
+                self.acct.c.cyc.walk += self.cfg.walker.pwc_hit_cycles;
             }
-        } else if !self.pwc.is_empty() {
-            if let Some(h) = self.pwc.lookup(va, self.asid) {
+        } else if !self.mmu.pwc.is_empty() {
+            if let Some(h) = self.mmu.pwc.lookup(va, self.mmu.asid) {
                 start = (h + 1).min(w.n - 1);
-                self.c.cyc.walk += self.cfg.walker.pwc_hit_cycles;
+                self.acct.c.cyc.walk += self.cfg.walker.pwc_hit_cycles;
             }
             if w.n > 1 {
-                self.pwc.fill(va, start, w.n - 1, self.asid);
+                self.mmu.pwc.fill(va, start, w.n - 1, self.mmu.asid);
             }
         }
         // Plain adds on the hot path: latencies are capped (`config::MAX_LATENCY`), so
         // these sums cannot wrap in any feasible run; the cold costs saturate (`sat`).
         // `walk_cycles` is 0 unless the walker is a radix hardware one (validated).
-        self.c.cyc.walk += self.cfg.walker.walk_cycles;
-        if self.nested.is_some() {
+        self.acct.c.cyc.walk += self.cfg.walker.walk_cycles;
+        if self.mmu.nested.is_some() {
             self.nested_walk(va, start, w);
         } else {
-            self.c.cyc.walk += self.caches.access_walk(&w.refs[start..w.n]);
+            self.acct.c.cyc.walk += self.mmu.caches.access_walk(&w.refs[start..w.n]);
         }
-        self.c.walk_spans[start][w.n] += 1;
+        self.acct.c.walk_spans[start][w.n] += 1;
         if P::LONG_WALKS && w.n == MAX_LEVELS {
             self.walk_past_levels(cur, va);
         }
@@ -110,9 +111,10 @@ impl<P: PageTable> Sim<P> {
     fn walk_past_levels(&mut self, cur: usize, va: u64) {
         let mut refs = std::mem::take(&mut self.past_levels);
         refs.clear();
-        let pt = &self.slots[cur].as_ref().expect("current process").pt;
-        self.c.walk_refs_past_levels += pt.walk_past_levels(VirtAddr(va), &mut |pa| refs.push(pa));
-        self.c.cyc.walk += self.caches.access_walk(&refs);
+        let pt = &self.os.slots[cur].as_ref().expect("current process").pt;
+        self.acct.c.walk_refs_past_levels +=
+            pt.walk_past_levels(VirtAddr(va), &mut |pa| refs.push(pa));
+        self.acct.c.cyc.walk += self.mmu.caches.access_walk(&refs);
         self.past_levels = refs;
     }
 }

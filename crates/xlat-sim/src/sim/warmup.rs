@@ -5,6 +5,7 @@
 //! rates are recomputed from the differences. References are the report's `refs`: fetch,
 //! load and store records, a basic block counting once.
 
+use super::organization::Organization;
 use super::*;
 use serde_json::Value;
 
@@ -54,58 +55,57 @@ const KEPT: &[&str] = &[
     "programs[].exec",
 ];
 
-impl<P: PageTable> Sim<P> {
+impl<P: PageTable, O: Organization> Sim<P, O> {
     /// Counts nothing of the first `refs` memory references (set before the first event).
     pub fn set_warmup(&mut self, refs: u64) {
-        self.warmup = Warmup {
+        self.acct.warmup = Warmup {
             left: refs,
             refs,
             ..Default::default()
         };
         if refs > 0 {
             // Its end is a boundary `window.rs` splits a batch at.
-            self.window.get_or_insert_with(Default::default);
+            self.acct.window.get_or_insert_with(Default::default);
         }
     }
 
     /// References of the warm-up asked for.
     pub(super) fn warmup_refs(&self) -> u64 {
-        self.warmup.refs
+        self.acct.warmup.refs
     }
 
     /// Whether a warm-up was asked for and is not over: the input was shorter than it.
     pub fn warming(&self) -> bool {
-        self.warmup.left > 0
+        self.acct.warmup.left > 0
     }
 
     /// The warm-up ends here: the counters' values now are the report's zero.
     pub(super) fn mark_warm(&mut self) {
-        self.warmup.base = Some(Box::new(self.report()));
-        self.warmup.stack_base = self
+        self.acct.warmup.base = Some(Box::new(self.report()));
+        self.acct.warmup.stack_base = self
+            .mmu
             .tlb
             .structs
             .iter()
             .find_map(|s| s.stack_misses())
             .unwrap_or_default();
-        let m = &mut self.mem.counters;
+        let m = &mut self.os.mem.counters;
         m.table_bytes_peak = m.table_bytes_live;
-        if let Some(h) = &mut self.hash {
-            h.reset_peaks();
-        }
-        if let Some(f) = &mut self.fetch_misses {
+        self.mmu.org.reset_peaks();
+        if let Some(f) = &mut self.acct.fetch_misses {
             f.clear();
         }
-        if let Some(a) = &mut self.attrib {
+        if let Some(a) = &mut self.acct.attrib {
             **a = Attribution::default();
         }
     }
 
     /// `report` after a warm-up: the counts since it ended.
     pub(super) fn since_warm(&self, r: Report) -> Report {
-        match &self.warmup.base {
+        match &self.acct.warmup.base {
             Some(base) => {
                 let mut r = r.since(base);
-                r.warmup = self.warmup.refs;
+                r.warmup = self.acct.warmup.refs;
                 r
             }
             None => r,

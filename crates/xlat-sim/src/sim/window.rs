@@ -13,6 +13,7 @@
 //! References are the report's `refs` (a basic block counts once). OS work done while
 //! skipping is not counted: the report starts where the skip (then the warm-up) ends.
 
+use super::organization::Organization;
 use super::*;
 use crate::stats::{Interval, Intervals};
 
@@ -66,9 +67,9 @@ impl Interval {
     }
 }
 
-impl<P: PageTable> Sim<P> {
+impl<P: PageTable, O: Organization> Sim<P, O> {
     fn window_mut(&mut self) -> &mut Window {
-        self.window.get_or_insert_with(Default::default)
+        self.acct.window.get_or_insert_with(Default::default)
     }
 
     /// Drops the first `refs` memory references (set before the first event); other
@@ -97,23 +98,23 @@ impl<P: PageTable> Sim<P> {
 
     /// Whether a skip was asked for and is not over: the input was shorter than it.
     pub fn skipping(&self) -> bool {
-        self.window.as_ref().is_some_and(|w| w.skip_left > 0)
+        self.acct.window.as_ref().is_some_and(|w| w.skip_left > 0)
     }
 
     /// Whether `set_simulate`'s references have all been simulated: the rest of the input
     /// can be left unread.
     pub fn finished(&self) -> bool {
-        self.window.as_ref().is_some_and(|w| w.done)
+        self.acct.window.as_ref().is_some_and(|w| w.done)
     }
 
     /// The counters an interval holds, from the first event.
     fn interval_counts(&self) -> Interval {
-        let c = &self.c;
+        let c = &self.acct.c;
         let refs: u64 = c.by_kind.iter().sum();
         let fetch = c.by_kind[AccessKind::Fetch as usize];
         let mut misses = Vec::new();
-        for (li, pair) in self.tlb.level_stats().iter().enumerate() {
-            if self.tlb.is_unified(li) {
+        for (li, pair) in self.mmu.tlb.level_stats().iter().enumerate() {
+            if self.mmu.tlb.is_unified(li) {
                 misses.push(pair[0].misses + pair[1].misses);
             } else {
                 misses.extend([pair[0].misses, pair[1].misses]);
@@ -132,7 +133,7 @@ impl<P: PageTable> Sim<P> {
     pub(super) fn run_windowed(&mut self, events: &[Event]) -> Result<(), SimError> {
         let mut rest = events;
         loop {
-            let warming = self.warmup.left;
+            let warming = self.acct.warmup.left;
             let w = self.window_mut();
             if w.done {
                 return Ok(());
@@ -175,7 +176,7 @@ impl<P: PageTable> Sim<P> {
             }
             self.run_batch(head)?;
             if warming > 0 {
-                self.warmup.left -= n;
+                self.acct.warmup.left -= n;
                 continue;
             }
             let w = self.window_mut();
@@ -198,7 +199,7 @@ impl<P: PageTable> Sim<P> {
 
     /// The skip and the warm-up are over: the report counts from here.
     fn begin_counting(&mut self) {
-        let skipped = self.window.as_ref().map_or(0, |w| w.skipped);
+        let skipped = self.acct.window.as_ref().map_or(0, |w| w.skipped);
         if self.warmup_refs() > 0 || skipped > 0 {
             self.mark_warm();
         }
@@ -209,7 +210,7 @@ impl<P: PageTable> Sim<P> {
     /// The report's window members: references skipped, the intervals (the last one
     /// partial).
     pub(super) fn window_report(&self, r: &mut Report) {
-        let Some(w) = &self.window else {
+        let Some(w) = &self.acct.window else {
             return;
         };
         r.skipped = w.skipped;

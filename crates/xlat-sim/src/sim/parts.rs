@@ -1,0 +1,109 @@
+//! The simulator's three parts and what they hold: the [`Mmu`] (TLBs, walk caches, the
+//! data-cache model, the organization, a guest's host dimension), the OS model's state
+//! ([`OsState`]: processes, areas, frames, tags) and the [`Accounting`] (counters,
+//! programs, privileges, attribution, warm-up, windows, curve profiling).
+//!
+//! One MMU for now: several CPUs (issue 39) will hold one per CPU over one OS.
+
+use super::*;
+
+/// The CPU's translation hardware.
+pub(super) struct Mmu<O> {
+    pub(super) tlb: Tlbs,
+    pub(super) pwc: Pwc,
+    pub(super) caches: Caches,
+    /// The organization's own state (the hashed MMU's segments, HTAB, contexts).
+    pub(super) org: O,
+    /// The host dimension, on a guest.
+    pub(super) nested: Option<Box<crate::nested::Nested>>,
+    /// The tag loaded for the running process (its ASID; 0 without ASIDs).
+    pub(super) asid: u16,
+}
+
+/// The OS model's state.
+pub(super) struct OsState<P> {
+    /// Simulated physical memory: frames and page-table nodes.
+    pub(super) mem: PhysMem,
+    pub(super) slots: Vec<Option<Process<P>>>,
+    /// Global (kernel) areas: part of every address space (inserted into each process's
+    /// areas), never changed once made. Pinned regions are among them.
+    pub(super) kernel: Vmas,
+    /// The frame of each global page touched so far (by its virtual base).
+    pub(super) kernel_pages: FxHashMap<u64, u64>,
+    pub(super) pid_slot: FxHashMap<u32, usize>,
+    /// The running process's slot.
+    pub(super) cur: Option<usize>,
+    pub(super) next_asid: u32,
+    /// The tags' generation (ASIDs or contexts); a roll-over starts the next.
+    pub(super) asid_gen: u64,
+    /// The process whose address space an untagged TLB holds.
+    pub(super) loaded_pid: Option<u32>,
+    pub(super) thp_shift: Option<u8>,
+    /// Frames the idle task cleared, for the next demand faults (`os.idle_clear`).
+    pub(super) precleared: Vec<u64>,
+}
+
+/// What the report is made of, beyond each structure's own statistics.
+#[derive(Default)]
+pub(super) struct Accounting {
+    pub(super) c: Counters,
+    /// Per-program accounting (`programs.rs`).
+    pub(super) programs: programs::Programs,
+    pub(super) privileges: privilege::Privileges,
+    /// First-level misses of instruction fetches per page (`count_fetch_misses`).
+    pub(super) fetch_misses: Option<FxHashMap<u64, u64>>,
+    /// Misses and walks by region and code (`attribute_misses`).
+    pub(super) attrib: Option<Box<Attribution>>,
+    /// Whether the loop follows the running code (`attribution.rs`).
+    pub(super) tracking: bool,
+    /// References not counted at the start (`warmup.rs`).
+    pub(super) warmup: warmup::Warmup,
+    /// Skip, simulate and interval windows, or a warm-up (`window.rs`).
+    pub(super) window: Option<Box<window::Window>>,
+    /// The structure a curve profiles (`profile.rs`).
+    pub(super) profiled: Option<usize>,
+    /// First-level misses when the batch started (`profile.rs`).
+    pub(super) misses_at_batch: u64,
+    /// Walks when the batch started (whether to prefetch).
+    pub(super) walks_at_batch: u64,
+    /// The profiled structure is a stack in place (not observed on a worker thread).
+    pub(super) stack_in_place: bool,
+}
+
+pub(super) struct Process<P> {
+    pub(super) pid: u32,
+    pub(super) pt: P,
+    pub(super) vmas: Vmas,
+    pub(super) heap: Option<(u64, u64)>,
+    /// Attribution's notes (boxed: a larger slot cost the hot loop instructions).
+    pub(super) notes: Box<attribution::Notes>,
+    pub(super) asid: u16,
+    pub(super) asid_gen: u64,
+    /// Hashed machines: the context number (0 = none yet), valid in `asid_gen`.
+    pub(super) ctx: u32,
+}
+
+#[derive(Default)]
+pub(super) struct Counters {
+    /// `refs.translations` is derived by the report: accesses past the range checks
+    /// (`by_kind` total minus `rejected`) plus `extra_pages`.
+    pub(super) refs: Refs,
+    pub(super) by_kind: [u64; 3],
+    /// Accesses that failed `access`'s range checks (never translated).
+    pub(super) rejected: u64,
+    /// Pages past the first that accesses touched.
+    pub(super) extra_pages: u64,
+    pub(super) walks: u64,
+    pub(super) faulting_walks: u64,
+    pub(super) traps: u64,
+    /// Walks by the (first, past-the-last) hardware levels they referenced: the report
+    /// derives the per-level and total walk references (one increment per walk).
+    pub(super) walk_spans: [[u64; MAX_LEVELS + 1]; MAX_LEVELS],
+    pub(super) faults: Faults,
+    pub(super) os: Os,
+    pub(super) flushes: Flushes,
+    pub(super) cyc: CycleEstimate,
+    /// Walk references past [`MAX_LEVELS`] (a clustered table's long chains): the
+    /// report adds them to the last position's row.
+    pub(super) walk_refs_past_levels: u64,
+}
