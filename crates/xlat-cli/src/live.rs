@@ -3,13 +3,13 @@
 //! it N times and reports the spread (threads and processes interleave differently).
 
 use crate::capture::{check_untraced, exit_code, label, say, say_all, stopped, CaptureArgs, BATCH};
-use crate::fold::{kernel_segments, Fold, USER_BITS};
 use crate::output;
 use crate::run::{drive_progress, Outcome};
 use anyhow::{bail, Result};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use xlat_capture::Capture;
+use xlat_runner::fold::{kernel_segments, Fold, USER_BITS};
 use xlat_sim::presets;
 use xlat_types::EventSource;
 
@@ -312,7 +312,7 @@ fn capture_once(a: &RunArgs, machines: &Machines) -> Result<Captured> {
     let pb = crate::progress::bar(format!("events simulated on {} machines", sims.len()));
     let pbc = pb.clone();
     let (taps, handle) =
-        crate::fanout::fan_out(cap, sims.len(), BATCH, move |k| pbc.inc(k as u64))?;
+        xlat_runner::fanout::fan_out(cap, sims.len(), BATCH, move |k| pbc.inc(k as u64))?;
     type Job<'a> = (
         usize,
         &'a mut xlat_sim::Machine,
@@ -328,8 +328,9 @@ fn capture_once(a: &RunArgs, machines: &Machines) -> Result<Captured> {
         })
         .collect();
     let warnings = std::sync::Mutex::new(vec![Vec::new(); jobs.len()]);
-    let results = crate::fanout::run_jobs(
+    let results = xlat_runner::fanout::run_jobs(
         &mut jobs,
+        &crate::run::INTERRUPTED,
         |(_, sim, feed)| match feed {
             Some(f) => f.step(sim),
             None => Ok(false),

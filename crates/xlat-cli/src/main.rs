@@ -5,12 +5,9 @@
 mod attribution;
 mod bench;
 mod calibrate;
-mod canonical;
 mod capture;
 mod curve;
 mod export;
-mod fanout;
-mod fold;
 mod grid;
 mod html;
 mod interval_plot;

@@ -70,7 +70,7 @@ impl Input {
 }
 
 /// `Ctrl-C` during `xlat sim`: runs stop at their next batch; finished ones are written.
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+pub static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
 /// Whether the user interrupted the sweep.
 pub fn interrupted() -> bool {
@@ -78,16 +78,7 @@ pub fn interrupted() -> bool {
 }
 
 /// The error of a run stopped by `Ctrl-C` (exit status 130).
-#[derive(Debug)]
-pub struct Interrupted(pub String);
-
-impl std::fmt::Display for Interrupted {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Interrupted {}
+pub use xlat_runner::Interrupted;
 
 /// Stops at the next batch if the user pressed Ctrl-C.
 pub fn check_interrupt() -> Result<()> {
@@ -364,17 +355,18 @@ fn drive_group(
     );
     let pbc = pb.clone();
     let (taps, handle) =
-        match crate::fanout::fan_out(w, sims.len(), 1 << 16, move |k| pbc.inc(k as u64)) {
+        match xlat_runner::fanout::fan_out(w, sims.len(), 1 << 16, move |k| pbc.inc(k as u64)) {
             Ok(f) => f,
             Err(e) => return sims.iter().map(|_| Err(anyhow::anyhow!("{e:#}"))).collect(),
         };
-    let mut jobs: Vec<(&mut Machine, Option<crate::fanout::Tap>)> = sims
+    let mut jobs: Vec<(&mut Machine, Option<xlat_runner::fanout::Tap>)> = sims
         .iter_mut()
         .zip(taps)
         .map(|((sim, _), tap)| (&mut **sim, Some(tap)))
         .collect();
-    let r = crate::fanout::run_jobs(
+    let r = xlat_runner::fanout::run_jobs(
         &mut jobs,
+        &INTERRUPTED,
         |(sim, tap)| match tap
             .as_mut()
             .filter(|_| !sim.finished())

@@ -1,9 +1,6 @@
 //! Trace inputs (`.xlt` files and valgrind lackey text), `convert`, and the trace cases
 //! of `bench`.
 
-use crate::canonical::Canonical;
-use crate::fanout::{fan_out, run_jobs, Tap};
-use crate::fold::{kernel_segments, Fold, USER_BITS};
 use crate::output::shown;
 use crate::run::{drive, BATCH};
 use anyhow::{ensure, Context, Result};
@@ -13,6 +10,9 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
+use xlat_runner::canonical::Canonical;
+use xlat_runner::fanout::{fan_out, run_jobs, Tap};
+use xlat_runner::fold::{kernel_segments, Fold, USER_BITS};
 use xlat_sim::{presets, Machine};
 use xlat_trace::{Format, Header, LackeyReader, Rewound, TraceReader, TraceWriter};
 use xlat_types::{Event, EventSource, PageSize};
@@ -221,6 +221,7 @@ pub fn replay_many(
     }
     let mut ran = run_jobs(
         &mut jobs,
+        &crate::run::INTERRUPTED,
         |j| j.step().with_context(|| format!("{kind} {what}")),
         |j| {
             if let Some(w) = j.feed.take().and_then(|f| f.warning(&what)) {
@@ -373,7 +374,7 @@ pub fn source_address(a: u64, bits: u32) -> Option<u64> {
         64.. => Some(a),
         48..=63 if a >> (bits - 1) & 1 == 1 => Some(a | !((1u64 << bits) - 1)),
         48..=63 => Some(a),
-        _ => crate::fold::image_address(a, bits),
+        _ => xlat_runner::fold::image_address(a, bits),
     }
 }
 
