@@ -10,6 +10,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use xlat_capture::Capture;
 use xlat_runner::fold::{kernel_segments, Fold, USER_BITS};
+use xlat_runner::view::Feed;
 use xlat_sim::presets;
 use xlat_types::EventSource;
 
@@ -313,17 +314,13 @@ fn capture_once(a: &RunArgs, machines: &Machines) -> Result<Captured> {
     let pbc = pb.clone();
     let (taps, handle) =
         xlat_runner::fanout::fan_out(cap, sims.len(), BATCH, move |k| pbc.inc(k as u64))?;
-    type Job<'a> = (
-        usize,
-        &'a mut xlat_sim::Machine,
-        Option<crate::traces::Feed>,
-    );
+    type Job<'a> = (usize, &'a mut xlat_sim::Machine, Option<Feed>);
     let mut jobs: Vec<Job> = sims
         .iter_mut()
         .zip(taps)
         .enumerate()
         .map(|(i, (sim, tap))| {
-            let feed = crate::traces::Feed::for_user(tap, sim.config());
+            let feed = Feed::for_user(tap, sim.config());
             (i, sim, Some(feed))
         })
         .collect();
@@ -332,11 +329,11 @@ fn capture_once(a: &RunArgs, machines: &Machines) -> Result<Captured> {
         &mut jobs,
         &crate::run::INTERRUPTED,
         |(_, sim, feed)| match feed {
-            Some(f) => f.step(sim),
+            Some(f) => Ok(f.step(sim)?),
             None => Ok(false),
         },
         |(i, _, feed)| {
-            if let Some(w) = feed.take().and_then(|f| f.fold_warning("the program")) {
+            if let Some(w) = feed.take().and_then(|f| f.warning("the program")) {
                 warnings.lock().expect("not poisoned")[*i].push(w);
             }
         },

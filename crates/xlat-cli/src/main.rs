@@ -374,7 +374,7 @@ fn main() {
         } => traces::convert(input.as_deref(), workload.as_deref(), &output),
     };
     if let Err(e) = r {
-        if let Some(i) = e.downcast_ref::<run::Interrupted>() {
+        if let Some(i) = run::interruption(&e) {
             eprintln!("xlat: {i}");
             std::process::exit(130);
         }

@@ -7,10 +7,7 @@ use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use xlat_sim::{presets, Machine, MachineConfig, Report};
-use xlat_types::{Event, EventSource};
-
-/// Events per batch handed from a source to the simulator.
-pub const BATCH: usize = 4096;
+use xlat_types::EventSource;
 
 /// What one run replays.
 #[derive(Clone)]
@@ -80,6 +77,17 @@ pub fn interrupted() -> bool {
 /// The error of a run stopped by `Ctrl-C` (exit status 130).
 pub use xlat_runner::Interrupted;
 
+/// The stop request behind `e` (Ctrl-C: exit status 130), if it is one: an
+/// [`Interrupted`] anywhere in its chain, or a run stopped by it.
+pub fn interruption(e: &anyhow::Error) -> Option<&Interrupted> {
+    e.chain().find_map(|c| {
+        c.downcast_ref::<Interrupted>().or_else(|| {
+            c.downcast_ref::<xlat_runner::RunError>()
+                .and_then(xlat_runner::RunError::interrupted)
+        })
+    })
+}
+
 /// Stops at the next batch if the user pressed Ctrl-C.
 pub fn check_interrupt() -> Result<()> {
     if interrupted() {
@@ -137,58 +145,33 @@ pub fn machine_with_sets(name: &str, sets: &[String]) -> Result<MachineConfig> {
     Ok(cfg)
 }
 
-/// Feeds `src` to `sim` in batches; bounded memory whatever the stream length.
-pub fn drive<S: EventSource>(src: &mut S, sim: &mut Machine) -> Result<()> {
-    let mut buf: Vec<Event> = Vec::with_capacity(BATCH);
-    while !sim.finished() && src.fill(&mut buf, BATCH)? {
-        check_interrupt()?;
-        sim.run(&buf)?;
-    }
-    Ok(())
-}
-
-/// Generates workload `spec` into `sim`, with a progress bar and the time left.
+/// Generates workload `spec` into `sim` ([`xlat_runner::drive::drive_workload`]), with a
+/// progress bar and the time left; Ctrl-C stops it.
 pub fn drive_workload(
     w: &mut xlat_workloads::Workload,
     sim: &mut Machine,
     spec: &str,
 ) -> Result<()> {
     let pb = crate::progress::events_bar(spec.to_string(), w.expected_events());
-    let mut buf: Vec<Event> = Vec::with_capacity(BATCH);
-    while !sim.finished() && w.fill(&mut buf, BATCH)? {
-        check_interrupt()?;
-        sim.run(&buf).with_context(|| format!("workload {spec}"))?;
-        pb.inc(buf.len() as u64);
-    }
+    xlat_runner::drive::drive_workload(w, sim, spec, &INTERRUPTED, |k| pb.inc(k as u64))?;
     pb.finish_and_clear();
     Ok(())
 }
 
-/// [`drive`] in batches of `batch` with a progress line (`msg` after the count).
+/// [`xlat_runner::drive::drive_progress`] in batches of `batch` with a progress line
+/// (`msg` after the count).
 pub fn drive_progress<S: EventSource>(
     src: &mut S,
     sim: &mut Machine,
     msg: String,
     batch: usize,
-) -> Result<()> {
+) -> Result<()>
+where
+    S::Error: std::error::Error + Send + Sync + 'static,
+{
     let pb = crate::progress::bar(msg);
-    let mut buf: Vec<Event> = Vec::with_capacity(batch);
-    while !sim.finished() && src.fill(&mut buf, batch)? {
-        sim.run(&buf)?;
-        pb.inc(buf.len() as u64);
-    }
+    xlat_runner::drive::drive_progress(src, sim, batch, |k| pb.inc(k as u64))?;
     pb.finish_and_clear();
-    Ok(())
-}
-
-/// The error of a run whose input ended before its warm-up did.
-pub fn check_warm(sim: &Machine, warmup: u64) -> Result<()> {
-    if sim.skipping() {
-        bail!("--skip: the input has fewer references, so nothing would be counted");
-    }
-    if sim.warming() {
-        bail!("--warmup {warmup}: the input has fewer references, so nothing would be counted");
-    }
     Ok(())
 }
 
@@ -231,7 +214,7 @@ impl RunOpts {
         trace: Option<&Path>,
         names: &InputNames,
     ) -> Result<Report> {
-        check_warm(sim, self.warmup)?;
+        xlat_runner::drive::check_warm(sim, self.warmup)?;
         let mut report = sim.report();
         name_programs(&mut report, &names.programs);
         if let Some(path) = trace {
@@ -241,7 +224,7 @@ impl RunOpts {
             let syms = trace.and_then(crate::traces::kernel_namer);
             let bits = sim.config().va_bits();
             let kernel = |va: u64| {
-                let src = crate::traces::source_address(va, bits)?;
+                let src = xlat_runner::view::source_address(va, bits)?;
                 Some(syms.as_ref()?.function(src)?.0.to_string())
             };
             let kernel: Option<&dyn Fn(u64) -> Option<String>> = Some(&kernel);
@@ -535,7 +518,7 @@ pub fn sim(a: SimArgs) -> Result<()> {
     for (r, o) in plan.execute(&machines, &inputs_ok, &all) {
         match o {
             Ok(o) => outcomes.push(o),
-            Err(e) if e.downcast_ref::<Interrupted>().is_some() => stopped += 1,
+            Err(e) if interruption(&e).is_some() => stopped += 1,
             Err(error) => failures.push(plan.failure(&machines, r, error)),
         }
     }

@@ -166,11 +166,11 @@ pub fn dump(path: &Path, w: &Window) -> Result<()> {
     };
     let end = w.count.map_or(u64::MAX, |c| w.skip.saturating_add(c));
     let mut index = 0u64;
-    let mut buf = Vec::with_capacity(crate::run::BATCH);
+    let mut buf = Vec::with_capacity(xlat_runner::drive::BATCH);
     let mut line = String::new();
     'read: while index < end
         && input
-            .fill(&mut buf, crate::run::BATCH)
+            .fill(&mut buf, xlat_runner::drive::BATCH)
             .with_context(|| format!("trace {name}"))?
     {
         for e in &buf {

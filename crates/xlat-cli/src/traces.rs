@@ -2,7 +2,6 @@
 //! of `bench`.
 
 use crate::output::shown;
-use crate::run::{drive, BATCH};
 use anyhow::{ensure, Context, Result};
 use std::fs::File;
 use std::io::{BufReader, Write};
@@ -10,9 +9,9 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
-use xlat_runner::canonical::Canonical;
-use xlat_runner::fanout::{fan_out, run_jobs, Tap};
-use xlat_runner::fold::{kernel_segments, Fold, USER_BITS};
+use xlat_runner::drive::{drive, BATCH};
+use xlat_runner::fanout::{fan_out, run_jobs};
+use xlat_runner::view::{source_address, view, Feed, View, PIPELINE_BATCH};
 use xlat_sim::{presets, Machine};
 use xlat_trace::{Format, Header, LackeyReader, Rewound, TraceReader, TraceWriter};
 use xlat_types::{Event, EventSource, PageSize};
@@ -93,71 +92,6 @@ pub fn replay(
     r.map(|()| names)
 }
 
-/// How one machine sees a trace's addresses.
-#[derive(Clone, Copy)]
-enum View {
-    /// As recorded.
-    Plain,
-    /// A system trace's kernel half narrowed to `bits` (48..63).
-    Canonical(u32),
-    /// Folded onto a `bits`-bit space (the kernel half in the top quarter if `system`),
-    /// user windows below `limit` (the machine's kernel segments).
-    Fold {
-        bits: u32,
-        system: bool,
-        limit: Option<u64>,
-    },
-}
-
-/// The view of a trace (a system trace if `system`) that machine `sim` replays.
-fn view(sim: &Machine, system: bool, what: &str) -> Result<View> {
-    let bits = sim.config().va_bits();
-    if system {
-        ensure!(
-            (48..=64).contains(&bits) || (26..USER_BITS).contains(&bits),
-            "trace {what} is a system trace (x86-64 kernel and user addresses): it \
-             replays on machines with 48 to 64 virtual-address bits, or 26 to 46 (folded, \
-             the kernel in the top quarter); {} has {bits}",
-            sim.config().name
-        );
-        if (48..64).contains(&bits) {
-            return Ok(View::Canonical(bits));
-        }
-    }
-    Ok(if bits >= USER_BITS {
-        View::Plain
-    } else {
-        View::Fold {
-            bits,
-            system,
-            limit: kernel_segments(sim.config()),
-        }
-    })
-}
-
-/// Replays `src`, a trace's events (a system trace's if `system`; named `what`), into
-/// `sim` as that machine sees them: narrowed or folded as [`replay_many`] does.
-pub fn drive_seen<S: EventSource>(src: S, system: bool, what: &str, sim: &mut Machine) -> Result<()>
-where
-    S::Error: std::error::Error + Send + Sync + 'static,
-{
-    match view(sim, system, what)? {
-        View::Plain => drive(&mut { src }, sim),
-        View::Canonical(bits) => drive(&mut Canonical::new(src, bits), sim),
-        View::Fold {
-            bits,
-            system,
-            limit,
-        } => {
-            let f = match system {
-                true => Fold::system(src, bits),
-                false => Fold::new(src, bits),
-            };
-            drive(&mut f.below(limit), sim)
-        }
-    }
-}
-
 /// Replays the trace at `path` into every simulator of `sims` from **one** decode (its
 /// own thread; each machine on a thread of its own, all fed the same batches). Per
 /// machine: `Ok` or the error that stopped it (the others go on), and the warnings
@@ -176,14 +110,14 @@ pub fn replay_many(
         TraceInput::Xlt(r) => (is_system(r.header()), "trace"),
         TraceInput::Lackey(_) => (false, "lackey trace"),
     };
-    let views: Vec<Result<View>> = sims
+    let views: Vec<Result<View, xlat_runner::RunError>> = sims
         .iter_mut()
         .map(|(sim, _)| {
             if system {
                 // Which code pages miss in the ITLB: named from the kernel's symbols after the run.
                 sim.count_fetch_misses();
             }
-            view(sim, system, &what)
+            view(sim.config(), system, &what)
         })
         .collect();
     let n = views.iter().filter(|v| v.is_ok()).count();
@@ -216,7 +150,7 @@ pub fn replay_many(
                     feed: Some(Feed::new(tap, v)),
                 });
             }
-            Err(e) => results.push(Some(Err(e))),
+            Err(e) => results.push(Some(Err(e.into()))),
         }
     }
     let mut ran = run_jobs(
@@ -273,84 +207,6 @@ pub fn replay_many(
     Ok((results, names))
 }
 
-/// One machine's view of the shared stream, a batch per step.
-pub enum Feed {
-    /// The shared batches, read in place.
-    Plain(Tap),
-    Canonical(Canonical<Tap>, Vec<Event>),
-    Fold(Box<Fold<Tap>>, Vec<Event>),
-}
-
-impl Feed {
-    fn new(tap: Tap, v: View) -> Feed {
-        match v {
-            View::Plain => Feed::Plain(tap),
-            View::Canonical(bits) => Feed::Canonical(Canonical::new(tap, bits), Vec::new()),
-            View::Fold {
-                bits,
-                system: true,
-                limit,
-            } => Feed::Fold(Box::new(Fold::system(tap, bits).below(limit)), Vec::new()),
-            View::Fold { bits, limit, .. } => {
-                Feed::Fold(Box::new(Fold::new(tap, bits).below(limit)), Vec::new())
-            }
-        }
-    }
-
-    /// Replays the next shared batch into `sim`; `false` at the end of the stream.
-    pub fn step(&mut self, sim: &mut Machine) -> Result<bool> {
-        // A tap hands out a whole batch when asked for this many events.
-        const ALL: usize = PIPELINE_BATCH;
-        if sim.finished() {
-            return Ok(false);
-        }
-        match self {
-            Feed::Plain(tap) => match tap.next_batch() {
-                Some(b) => sim.run(&b?)?,
-                None => return Ok(false),
-            },
-            Feed::Canonical(src, buf) => {
-                if !src.fill(buf, ALL)? {
-                    return Ok(false);
-                }
-                sim.run(buf)?;
-            }
-            Feed::Fold(src, buf) => {
-                if !src.fill(buf, ALL)? {
-                    return Ok(false);
-                }
-                sim.run(buf)?;
-            }
-        }
-        Ok(true)
-    }
-
-    /// A user-mode stream on machine `cfg` (folded when narrower than x86-64 user
-    /// space, as a trace file is).
-    pub fn for_user(tap: Tap, cfg: &xlat_sim::MachineConfig) -> Feed {
-        let bits = cfg.va_bits();
-        if bits >= USER_BITS {
-            Feed::Plain(tap)
-        } else {
-            let f = Fold::new(tap, bits).below(kernel_segments(cfg));
-            Feed::Fold(Box::new(f), Vec::new())
-        }
-    }
-
-    /// What folding had to say, if anything.
-    pub fn fold_warning(&self, what: &str) -> Option<String> {
-        self.warning(what)
-    }
-
-    /// What folding had to say, if anything.
-    fn warning(&self, what: &str) -> Option<String> {
-        match self {
-            Feed::Fold(f, _) => f.warning(what),
-            _ => None,
-        }
-    }
-}
-
 /// One machine of a replay: its simulator, warnings and feed (gone once it ended).
 struct Job<'a, 'b> {
     sim: &'a mut &'b mut Machine,
@@ -361,20 +217,9 @@ struct Job<'a, 'b> {
 impl Job<'_, '_> {
     fn step(&mut self) -> Result<bool> {
         match &mut self.feed {
-            Some(f) => f.step(self.sim),
+            Some(f) => Ok(f.step(self.sim)?),
             None => Ok(false),
         }
-    }
-}
-
-/// Where address `a` of a `bits`-bit machine replaying a system trace was in the trace
-/// (the inverse of `Canonical` and of the kernel's fold), if it can be told.
-pub fn source_address(a: u64, bits: u32) -> Option<u64> {
-    match bits {
-        64.. => Some(a),
-        48..=63 if a >> (bits - 1) & 1 == 1 => Some(a | !((1u64 << bits) - 1)),
-        48..=63 => Some(a),
-        _ => xlat_runner::fold::image_address(a, bits),
     }
 }
 
@@ -417,12 +262,6 @@ pub fn name_fetch_misses(path: &Path, r: &mut xlat_sim::Report) -> Result<()> {
 pub fn is_system(h: &Header) -> bool {
     h.get("source") == Some("qemu-system")
 }
-
-/// Events per batch handed from the decoding thread to the simulator: a batch (2.5 MiB)
-/// larger than a core's L2 cache, so the two threads do not pass the same cache lines back
-/// and forth (measured here: 4 K-event batches were slower than no second thread at all;
-/// 64 K-event batches replay gzip's trace at 150 M events/s instead of 110).
-const PIPELINE_BATCH: usize = 1 << 16;
 
 /// Copies every event of `src` (named `what` in its errors) into `w` (writing `dest`).
 fn copy<S: EventSource, W: Write>(
@@ -562,7 +401,7 @@ pub fn bench_cases(
         let mut sim = crate::run::new_sim(&presets::preset(presets::DEFAULT)?)?;
         let mut r = TraceReader::new(std::io::Cursor::new(&bytes))?;
         let t = Instant::now();
-        drive(&mut r, &mut sim)?;
+        drive(&mut r, &mut sim, &crate::run::INTERRUPTED)?;
         let secs = t.elapsed().as_secs_f64();
         let rep = sim.report();
         ensure!(rep.refs.total == refs, "replayed {} refs", rep.refs.total);

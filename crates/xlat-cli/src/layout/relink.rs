@@ -8,6 +8,7 @@ use super::Spaces;
 use anyhow::{Context, Result};
 use rustc_hash::FxHashMap as HashMap;
 use std::path::Path;
+use xlat_runner::view::drive_seen;
 use xlat_sim::{Machine, MachineConfig};
 use xlat_symbols::Symbols;
 use xlat_trace::TraceReader;
@@ -119,9 +120,9 @@ pub fn itlb_misses(
                 syms,
                 new,
             };
-            crate::traces::drive_seen(src, system, &what, &mut sim)?
+            drive_seen(src, system, &what, &mut sim, &crate::run::INTERRUPTED)?
         }
-        None => crate::traces::drive_seen(r, system, &what, &mut sim)?,
+        None => drive_seen(r, system, &what, &mut sim, &crate::run::INTERRUPTED)?,
     }
     Ok(sim.l1_misses()[0])
 }
