@@ -10,6 +10,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use xlat_capture::Capture;
 use xlat_runner::fold::{kernel_segments, Fold, USER_BITS};
+use xlat_runner::trace::InputNames;
 use xlat_runner::view::Feed;
 use xlat_sim::presets;
 use xlat_types::EventSource;
@@ -278,8 +279,8 @@ fn spread(outcomes: &[Outcome], repeats: u32) -> String {
 }
 
 /// What a capture names: its programs and the files of its `map-file` events.
-fn names(cap: &Capture) -> crate::run::InputNames {
-    crate::run::InputNames {
+fn names(cap: &Capture) -> InputNames {
+    InputNames {
         programs: cap.stats().programs.clone(),
         files: cap
             .files()

@@ -6,6 +6,7 @@ use crate::{OutputArgs, SimArgs};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
+use xlat_runner::trace::{name_programs, InputNames};
 use xlat_sim::{presets, Machine, MachineConfig, Report};
 use xlat_types::EventSource;
 
@@ -239,13 +240,6 @@ impl RunOpts {
     }
 }
 
-/// What an input names: its programs and the files its `map-file` records number.
-#[derive(Clone, Debug, Default)]
-pub struct InputNames {
-    pub programs: Vec<ProgramName>,
-    pub files: std::collections::HashMap<u32, String>,
-}
-
 /// Runs `input` on machine `cfg`.
 pub fn run_one(cfg: &MachineConfig, input: &Input, opts: RunOpts) -> Result<Outcome> {
     let mut sim = opts.sim(cfg)?;
@@ -366,22 +360,6 @@ fn drive_group(
     pb.finish_and_clear();
     let _ = handle.join();
     r
-}
-
-pub use xlat_trace::{program_names, ProgramName};
-
-/// Gives the simulator's programs (in order of appearance) the command lines a capture
-/// saw, matched by pid and exec number in the same order.
-pub fn name_programs(r: &mut xlat_sim::Report, names: &[ProgramName]) {
-    let mut used = vec![false; names.len()];
-    for p in &mut r.programs {
-        if let Some(i) =
-            (0..names.len()).find(|&i| !used[i] && names[i].0 == p.pid && names[i].1 == p.exec)
-        {
-            used[i] = true;
-            p.command = names[i].2.clone();
-        }
-    }
 }
 
 /// A run of a sweep that produced no report.

@@ -1,81 +1,25 @@
-//! Trace inputs (`.xlt` files and valgrind lackey text), `convert`, and the trace cases
-//! of `bench`.
+//! Trace inputs (`.xlt` files and valgrind lackey text) as the binary shows them: the
+//! runner's `open` and `replay_many` with paths as shown and a progress bar; system traces'
+//! kernel names, `convert`, and the trace cases of `bench`.
 
 use crate::output::shown;
 use anyhow::{ensure, Context, Result};
-use std::fs::File;
-use std::io::{BufReader, Write};
+use std::io::Write;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 use xlat_runner::drive::{drive, BATCH};
-use xlat_runner::fanout::{fan_out, run_jobs};
-use xlat_runner::view::{source_address, view, Feed, View, PIPELINE_BATCH};
+use xlat_runner::trace::{is_system, InputNames, TraceInput};
+use xlat_runner::view::source_address;
 use xlat_sim::{presets, Machine};
-use xlat_trace::{Format, Header, LackeyReader, Rewound, TraceReader, TraceWriter};
+use xlat_trace::{Header, TraceReader, TraceWriter};
 use xlat_types::{Event, EventSource, PageSize};
 
-type Input = BufReader<Rewound<Counted>>;
-
-/// A file that counts the bytes read from it (progress of a replay).
-pub struct Counted {
-    file: File,
-    read: Arc<AtomicU64>,
-}
-
-impl std::io::Read for Counted {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = std::io::Read::read(&mut self.file, buf)?;
-        self.read.fetch_add(n as u64, Ordering::Relaxed);
-        Ok(n)
-    }
-}
-
-/// A trace file with the reader its content calls for.
-pub enum TraceInput {
-    Xlt(Box<TraceReader<Input>>),
-    Lackey(Box<LackeyReader<Input>>),
-}
-
-impl EventSource for TraceInput {
-    type Error = xlat_trace::TraceError;
-
-    fn fill(&mut self, buf: &mut Vec<Event>, max: usize) -> Result<bool, Self::Error> {
-        match self {
-            TraceInput::Xlt(r) => r.fill(buf, max),
-            TraceInput::Lackey(r) => r.fill(buf, max),
-        }
-    }
-}
-
 /// Opens the trace at `path` and picks its reader from its first bytes
-/// ([`xlat_trace::detect`]): an empty, cut, damaged or unrecognized file is an error
+/// ([`xlat_runner::trace::open`]): an empty, cut, damaged or unrecognized file is an error
 /// naming it. With `strict`, a cut-off trace is an error at its end.
 pub fn open(path: &Path, strict: bool) -> Result<TraceInput> {
-    open_counted(path, strict).map(|(t, _)| t)
-}
-
-/// [`open`], with a counter of the bytes read from the file so far.
-fn open_counted(path: &Path, strict: bool) -> Result<(TraceInput, Arc<AtomicU64>)> {
-    let name = shown(path);
-    let file = File::open(path).with_context(|| format!("cannot open trace {name}"))?;
-    let read = Arc::new(AtomicU64::new(0));
-    let f = Counted {
-        file,
-        read: read.clone(),
-    };
-    let (format, r) = xlat_trace::detect(f).with_context(|| format!("trace {name}"))?;
-    let r = BufReader::with_capacity(1 << 20, r);
-    let input = match format {
-        Format::Xlt => TraceInput::Xlt(Box::new(
-            TraceReader::new(r)
-                .with_context(|| format!("trace {name}"))?
-                .strict(strict),
-        )),
-        Format::Lackey => TraceInput::Lackey(Box::new(LackeyReader::new(r).strict(strict))),
-    };
-    Ok((input, read))
+    Ok(xlat_runner::trace::open(path, strict, &shown(path))?.0)
 }
 
 /// Replays a trace file into `sim`; a cut-off trace adds a warning (or fails if `strict`).
@@ -84,7 +28,7 @@ pub fn replay(
     strict: bool,
     sim: &mut Machine,
     warnings: &mut Vec<String>,
-) -> Result<crate::run::InputNames> {
+) -> Result<InputNames> {
     let mut one = [(sim, Vec::new())];
     let (mut results, names) = replay_many(path, strict, &mut one)?;
     let r = results.pop().expect("one result");
@@ -92,8 +36,8 @@ pub fn replay(
     r.map(|()| names)
 }
 
-/// Replays the trace at `path` into every simulator of `sims` from **one** decode (its
-/// own thread; each machine on a thread of its own, all fed the same batches). Per
+/// Replays the trace at `path` into every simulator of `sims` from **one** decode
+/// ([`xlat_runner::trace::replay_many`]) with a progress bar through the file. Per
 /// machine: `Ok` or the error that stopped it (the others go on), and the warnings
 /// added to its list; also the programs' names from the trace's end meta. An error
 /// opening the trace is the whole call's.
@@ -102,25 +46,10 @@ pub fn replay_many(
     path: &Path,
     strict: bool,
     sims: &mut [(&mut Machine, Vec<String>)],
-) -> Result<(Vec<Result<()>>, crate::run::InputNames)> {
+) -> Result<(Vec<Result<()>>, InputNames)> {
     let what = shown(path);
-    let (input, read) = open_counted(path, strict)?;
+    let (input, read) = xlat_runner::trace::open(path, strict, &what)?;
     let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-    let (system, kind) = match &input {
-        TraceInput::Xlt(r) => (is_system(r.header()), "trace"),
-        TraceInput::Lackey(_) => (false, "lackey trace"),
-    };
-    let views: Vec<Result<View, xlat_runner::RunError>> = sims
-        .iter_mut()
-        .map(|(sim, _)| {
-            if system {
-                // Which code pages miss in the ITLB: named from the kernel's symbols after the run.
-                sim.count_fetch_misses();
-            }
-            view(sim.config(), system, &what)
-        })
-        .collect();
-    let n = views.iter().filter(|v| v.is_ok()).count();
     let label = match sims.len() {
         1 => format!("replaying {what}"),
         m => format!("replaying {what} on {m} machines"),
@@ -135,92 +64,14 @@ pub fn replay_many(
         0 => pbc.inc(k as u64),
         _ => pbc.set_position(read.load(Ordering::Relaxed)),
     };
-    let (taps, handle) = fan_out(input, n, PIPELINE_BATCH, progress)?;
-    let mut taps = taps.into_iter();
-    let mut jobs: Vec<Job> = Vec::new();
-    let mut results: Vec<Option<Result<()>>> = Vec::new();
-    for ((sim, warnings), v) in sims.iter_mut().zip(views) {
-        match v {
-            Ok(v) => {
-                let tap = taps.next().expect("a tap per view");
-                results.push(None);
-                jobs.push(Job {
-                    sim,
-                    warnings,
-                    feed: Some(Feed::new(tap, v)),
-                });
-            }
-            Err(e) => results.push(Some(Err(e.into()))),
-        }
-    }
-    let mut ran = run_jobs(
-        &mut jobs,
-        &crate::run::INTERRUPTED,
-        |j| j.step().with_context(|| format!("{kind} {what}")),
-        |j| {
-            if let Some(w) = j.feed.take().and_then(|f| f.warning(&what)) {
-                j.warnings.push(w);
-            }
-        },
-    )
-    .into_iter();
-    let results: Vec<Result<()>> = results
-        .into_iter()
-        .map(|r| r.unwrap_or_else(|| ran.next().expect("a result per job")))
-        .collect();
+    let (results, names) =
+        xlat_runner::trace::replay_many(input, &what, sims, &crate::run::INTERRUPTED, progress)?;
     pb.finish_and_clear();
-    let input = handle
-        .join()
-        .unwrap_or_else(|e| std::panic::resume_unwind(e));
-    let mut common = Vec::new();
-    let names = match &input {
-        TraceInput::Xlt(r) => {
-            if let Some(t) = r.truncation() {
-                common.push(format!("{what}: {t}"));
-            }
-            if let Some(t) = r.end_summary().and_then(|s| {
-                s.end_meta
-                    .iter()
-                    .find(|(k, _)| k == "truncated")
-                    .map(|(_, v)| v.clone())
-            }) {
-                common.push(format!("{what} was cut short at capture: {t}"));
-            }
-            // The programs' and files' names, when a capture wrote them.
-            r.end_summary()
-                .map(|s| crate::run::InputNames {
-                    programs: crate::run::program_names(&s.end_meta),
-                    files: xlat_trace::file_names(&s.end_meta),
-                })
-                .unwrap_or_default()
-        }
-        TraceInput::Lackey(r) => {
-            if let Some(t) = r.truncation() {
-                common.push(format!("{what}: {t}"));
-            }
-            crate::run::InputNames::default()
-        }
-    };
-    for (_, w) in sims.iter_mut() {
-        w.extend(common.iter().cloned());
-    }
+    let results = results
+        .into_iter()
+        .map(|r| r.map_err(anyhow::Error::from))
+        .collect();
     Ok((results, names))
-}
-
-/// One machine of a replay: its simulator, warnings and feed (gone once it ended).
-struct Job<'a, 'b> {
-    sim: &'a mut &'b mut Machine,
-    warnings: &'a mut Vec<String>,
-    feed: Option<Feed>,
-}
-
-impl Job<'_, '_> {
-    fn step(&mut self) -> Result<bool> {
-        match &mut self.feed {
-            Some(f) => Ok(f.step(self.sim)?),
-            None => Ok(false),
-        }
-    }
 }
 
 /// The guest kernel's function at each trace address, for a system trace (`None` for
@@ -256,11 +107,6 @@ pub fn name_fetch_misses(path: &Path, r: &mut xlat_sim::Report) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// Whether a trace was captured by `xlat trace --system`.
-pub fn is_system(h: &Header) -> bool {
-    h.get("source") == Some("qemu-system")
 }
 
 /// Copies every event of `src` (named `what` in its errors) into `w` (writing `dest`).

@@ -1,6 +1,7 @@
 //! `RunError`: why a run of an input on a machine stopped (its source, the simulator, a
 //! machine that cannot replay the input, a stop request), with the context its callers add.
 
+use crate::fanout::FanOutError;
 use crate::Interrupted;
 
 /// Why a run stopped. Displayed as the failing part's own message; with
@@ -14,6 +15,9 @@ pub enum RunError {
     /// The simulator refused an event.
     #[error(transparent)]
     Sim(#[from] xlat_sim::SimError),
+    /// The input's reader could not start.
+    #[error(transparent)]
+    FanOut(#[from] FanOutError),
     /// The run's stop flag was set.
     #[error(transparent)]
     Interrupted(#[from] Interrupted),

@@ -4,6 +4,7 @@
 //! - [`drive`]: one source into one machine, batch by batch;
 //! - [`view`]: how each machine sees a trace ([`fold`], [`canonical`]: a machine's view of
 //!   a wider address space), and [`view::Feed`], its view of a fan-out's stream;
+//! - [`trace`]: trace files opened by content, replayed on many machines at once;
 //! - [`RunError`]: why a run stopped;
 //! - [`Interrupted`]: a run stopped by request (Ctrl-C), between batches.
 //!
@@ -15,6 +16,7 @@ pub mod drive;
 mod error;
 pub mod fanout;
 pub mod fold;
+pub mod trace;
 pub mod view;
 
 pub use error::RunError;

@@ -109,7 +109,7 @@ pub fn itlb_misses(
 ) -> Result<u64> {
     let what = crate::output::shown(trace);
     let r = TraceReader::open(trace).with_context(|| format!("trace {what}"))?;
-    let system = crate::traces::is_system(r.header());
+    let system = xlat_runner::trace::is_system(r.header());
     let mut sim: Machine = crate::run::new_sim(cfg)?;
     match moved {
         Some((file, syms, new)) => {
