@@ -17,7 +17,7 @@ use std::thread::JoinHandle;
 use xlat_types::{Event, EventSource};
 
 /// Batches in flight per tap.
-const DEPTH: usize = 4;
+pub const DEPTH: usize = 4;
 
 /// A read error of the shared source, as every tap sees it (its message with context).
 #[derive(Debug, Clone)]
