@@ -2,9 +2,9 @@
 //! can know in closed form, and prints a checksum of its counters so that runs on
 //! different machines or builds can be compared.
 
-use crate::run::drive;
 use anyhow::{ensure, Context, Result};
 use std::time::Instant;
+use xlat_runner::drive::drive;
 use xlat_sim::{presets, Report};
 
 /// FNV-1a over the main counters.
@@ -57,7 +57,7 @@ fn machine_case(
     let mut sim = crate::run::new_sim(&cfg)?;
     let mut w = xlat_workloads::parse(spec)?;
     let t = Instant::now();
-    drive(&mut w, &mut sim)?;
+    drive(&mut w, &mut sim, &crate::run::INTERRUPTED)?;
     let secs = t.elapsed().as_secs_f64();
     let r = sim.report();
     check(&r).map_err(|e| anyhow::anyhow!("bench case {name}: counts are wrong: {e}"))?;

@@ -165,7 +165,7 @@ pub fn run(a: CurveArgs) -> Result<()> {
             crate::traces::replay(path, a.strict, &mut sim, &mut warnings)?;
         }
     }
-    crate::run::check_warm(&sim, a.warmup)?;
+    xlat_runner::drive::check_warm(&sim, a.warmup)?;
     let secs = t.elapsed().as_secs_f64();
     for w in &warnings {
         eprintln!("xlat: warning: {}", xlat_trace::escape(w));

@@ -3,13 +3,15 @@
 //! it N times and reports the spread (threads and processes interleave differently).
 
 use crate::capture::{check_untraced, exit_code, label, say, say_all, stopped, CaptureArgs, BATCH};
-use crate::fold::{kernel_segments, Fold, USER_BITS};
 use crate::output;
 use crate::run::{drive_progress, Outcome};
 use anyhow::{bail, Result};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use xlat_capture::Capture;
+use xlat_runner::fold::{kernel_segments, Fold, USER_BITS};
+use xlat_runner::trace::InputNames;
+use xlat_runner::view::Feed;
 use xlat_sim::presets;
 use xlat_types::EventSource;
 
@@ -277,8 +279,8 @@ fn spread(outcomes: &[Outcome], repeats: u32) -> String {
 }
 
 /// What a capture names: its programs and the files of its `map-file` events.
-fn names(cap: &Capture) -> crate::run::InputNames {
-    crate::run::InputNames {
+fn names(cap: &Capture) -> InputNames {
+    InputNames {
         programs: cap.stats().programs.clone(),
         files: cap
             .files()
@@ -312,30 +314,27 @@ fn capture_once(a: &RunArgs, machines: &Machines) -> Result<Captured> {
     let pb = crate::progress::bar(format!("events simulated on {} machines", sims.len()));
     let pbc = pb.clone();
     let (taps, handle) =
-        crate::fanout::fan_out(cap, sims.len(), BATCH, move |k| pbc.inc(k as u64))?;
-    type Job<'a> = (
-        usize,
-        &'a mut xlat_sim::Machine,
-        Option<crate::traces::Feed>,
-    );
+        xlat_runner::fanout::fan_out(cap, sims.len(), BATCH, move |k| pbc.inc(k as u64))?;
+    type Job<'a> = (usize, &'a mut xlat_sim::Machine, Option<Feed>);
     let mut jobs: Vec<Job> = sims
         .iter_mut()
         .zip(taps)
         .enumerate()
         .map(|(i, (sim, tap))| {
-            let feed = crate::traces::Feed::for_user(tap, sim.config());
+            let feed = Feed::for_user(tap, sim.config());
             (i, sim, Some(feed))
         })
         .collect();
     let warnings = std::sync::Mutex::new(vec![Vec::new(); jobs.len()]);
-    let results = crate::fanout::run_jobs(
+    let results = xlat_runner::fanout::run_jobs(
         &mut jobs,
+        &crate::run::INTERRUPTED,
         |(_, sim, feed)| match feed {
-            Some(f) => f.step(sim),
+            Some(f) => Ok(f.step(sim)?),
             None => Ok(false),
         },
         |(i, _, feed)| {
-            if let Some(w) = feed.take().and_then(|f| f.fold_warning("the program")) {
+            if let Some(w) = feed.take().and_then(|f| f.warning("the program")) {
                 warnings.lock().expect("not poisoned")[*i].push(w);
             }
         },

@@ -5,12 +5,9 @@
 mod attribution;
 mod bench;
 mod calibrate;
-mod canonical;
 mod capture;
 mod curve;
 mod export;
-mod fanout;
-mod fold;
 mod grid;
 mod html;
 mod interval_plot;
@@ -21,6 +18,7 @@ mod metrics;
 mod output;
 mod plan;
 mod plots;
+mod probe_cmd;
 mod probe_plots;
 mod progress;
 mod run;
@@ -151,7 +149,7 @@ enum Cmd {
     /// `xlat trace --dump gzip.xlt --count 20`
     Trace(capture::TraceArgs),
     /// Measure the real machine: TLB geometry and miss costs, page-size effects, OS latencies.
-    Probe(xlat_probe::cli::ProbeArgs),
+    Probe(probe_cmd::ProbeArgs),
     /// Measure this machine and write a machine file for it, then check it: the same
     /// dependent chase measured and simulated, footprint by footprint.
     ///
@@ -366,7 +364,7 @@ fn main() {
                 ..
             } => scenario::run(&name, check, quick, &table),
         },
-        Cmd::Probe(a) => probe_plots::run(a),
+        Cmd::Probe(a) => probe_cmd::run(a),
         Cmd::Layout(a) => layout::run(&a),
         Cmd::Calibrate(a) => calibrate::run(a),
         Cmd::Convert {
@@ -376,7 +374,7 @@ fn main() {
         } => traces::convert(input.as_deref(), workload.as_deref(), &output),
     };
     if let Err(e) = r {
-        if let Some(i) = e.downcast_ref::<run::Interrupted>() {
+        if let Some(i) = run::interruption(&e) {
             eprintln!("xlat: {i}");
             std::process::exit(130);
         }

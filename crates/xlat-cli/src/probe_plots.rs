@@ -6,24 +6,8 @@ use std::path::{Path, PathBuf};
 use xlat_plot::{Chart, Mark, Series};
 use xlat_probe::report::Report;
 
-/// `xlat probe`: measures and prints as `xlat_probe` does, then draws `--plot`.
-pub fn run(a: xlat_probe::cli::ProbeArgs) -> Result<()> {
-    if let Some(p) = &a.plot {
-        // Refuse a bad name before measuring for minutes.
-        names(p, "tlb")?;
-    }
-    let out = std::io::stdout();
-    let report = xlat_probe::cli::execute(&a, &mut out.lock(), &mut std::io::stderr())?;
-    if let Some(p) = &a.plot {
-        for f in write(&report, p)? {
-            eprintln!("xlat: wrote {}", crate::output::shown(&f));
-        }
-    }
-    Ok(())
-}
-
 /// `NAME.ext` → `NAME-what.ext`.
-fn names(p: &Path, what: &str) -> Result<PathBuf> {
+pub fn names(p: &Path, what: &str) -> Result<PathBuf> {
     let ext = p.extension().and_then(|e| e.to_str()).unwrap_or("");
     if !matches!(ext.to_lowercase().as_str(), "svg" | "png") {
         bail!(

@@ -6,11 +6,9 @@ use crate::{OutputArgs, SimArgs};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
+use xlat_runner::trace::{name_programs, InputNames};
 use xlat_sim::{presets, Machine, MachineConfig, Report};
-use xlat_types::{Event, EventSource};
-
-/// Events per batch handed from a source to the simulator.
-pub const BATCH: usize = 4096;
+use xlat_types::EventSource;
 
 /// What one run replays.
 #[derive(Clone)]
@@ -70,7 +68,7 @@ impl Input {
 }
 
 /// `Ctrl-C` during `xlat sim`: runs stop at their next batch; finished ones are written.
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+pub static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
 /// Whether the user interrupted the sweep.
 pub fn interrupted() -> bool {
@@ -78,16 +76,18 @@ pub fn interrupted() -> bool {
 }
 
 /// The error of a run stopped by `Ctrl-C` (exit status 130).
-#[derive(Debug)]
-pub struct Interrupted(pub String);
+pub use xlat_runner::Interrupted;
 
-impl std::fmt::Display for Interrupted {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
+/// The stop request behind `e` (Ctrl-C: exit status 130), if it is one: an
+/// [`Interrupted`] anywhere in its chain, or a run stopped by it.
+pub fn interruption(e: &anyhow::Error) -> Option<&Interrupted> {
+    e.chain().find_map(|c| {
+        c.downcast_ref::<Interrupted>().or_else(|| {
+            c.downcast_ref::<xlat_runner::RunError>()
+                .and_then(xlat_runner::RunError::interrupted)
+        })
+    })
 }
-
-impl std::error::Error for Interrupted {}
 
 /// Stops at the next batch if the user pressed Ctrl-C.
 pub fn check_interrupt() -> Result<()> {
@@ -146,58 +146,33 @@ pub fn machine_with_sets(name: &str, sets: &[String]) -> Result<MachineConfig> {
     Ok(cfg)
 }
 
-/// Feeds `src` to `sim` in batches; bounded memory whatever the stream length.
-pub fn drive<S: EventSource>(src: &mut S, sim: &mut Machine) -> Result<()> {
-    let mut buf: Vec<Event> = Vec::with_capacity(BATCH);
-    while !sim.finished() && src.fill(&mut buf, BATCH)? {
-        check_interrupt()?;
-        sim.run(&buf)?;
-    }
-    Ok(())
-}
-
-/// Generates workload `spec` into `sim`, with a progress bar and the time left.
+/// Generates workload `spec` into `sim` ([`xlat_runner::drive::drive_workload`]), with a
+/// progress bar and the time left; Ctrl-C stops it.
 pub fn drive_workload(
     w: &mut xlat_workloads::Workload,
     sim: &mut Machine,
     spec: &str,
 ) -> Result<()> {
     let pb = crate::progress::events_bar(spec.to_string(), w.expected_events());
-    let mut buf: Vec<Event> = Vec::with_capacity(BATCH);
-    while !sim.finished() && w.fill(&mut buf, BATCH)? {
-        check_interrupt()?;
-        sim.run(&buf).with_context(|| format!("workload {spec}"))?;
-        pb.inc(buf.len() as u64);
-    }
+    xlat_runner::drive::drive_workload(w, sim, spec, &INTERRUPTED, |k| pb.inc(k as u64))?;
     pb.finish_and_clear();
     Ok(())
 }
 
-/// [`drive`] in batches of `batch` with a progress line (`msg` after the count).
+/// [`xlat_runner::drive::drive_progress`] in batches of `batch` with a progress line
+/// (`msg` after the count).
 pub fn drive_progress<S: EventSource>(
     src: &mut S,
     sim: &mut Machine,
     msg: String,
     batch: usize,
-) -> Result<()> {
+) -> Result<()>
+where
+    S::Error: std::error::Error + Send + Sync + 'static,
+{
     let pb = crate::progress::bar(msg);
-    let mut buf: Vec<Event> = Vec::with_capacity(batch);
-    while !sim.finished() && src.fill(&mut buf, batch)? {
-        sim.run(&buf)?;
-        pb.inc(buf.len() as u64);
-    }
+    xlat_runner::drive::drive_progress(src, sim, batch, |k| pb.inc(k as u64))?;
     pb.finish_and_clear();
-    Ok(())
-}
-
-/// The error of a run whose input ended before its warm-up did.
-pub fn check_warm(sim: &Machine, warmup: u64) -> Result<()> {
-    if sim.skipping() {
-        bail!("--skip: the input has fewer references, so nothing would be counted");
-    }
-    if sim.warming() {
-        bail!("--warmup {warmup}: the input has fewer references, so nothing would be counted");
-    }
     Ok(())
 }
 
@@ -240,7 +215,7 @@ impl RunOpts {
         trace: Option<&Path>,
         names: &InputNames,
     ) -> Result<Report> {
-        check_warm(sim, self.warmup)?;
+        xlat_runner::drive::check_warm(sim, self.warmup)?;
         let mut report = sim.report();
         name_programs(&mut report, &names.programs);
         if let Some(path) = trace {
@@ -250,7 +225,7 @@ impl RunOpts {
             let syms = trace.and_then(crate::traces::kernel_namer);
             let bits = sim.config().va_bits();
             let kernel = |va: u64| {
-                let src = crate::traces::source_address(va, bits)?;
+                let src = xlat_runner::view::source_address(va, bits)?;
                 Some(syms.as_ref()?.function(src)?.0.to_string())
             };
             let kernel: Option<&dyn Fn(u64) -> Option<String>> = Some(&kernel);
@@ -263,13 +238,6 @@ impl RunOpts {
         }
         Ok(report)
     }
-}
-
-/// What an input names: its programs and the files its `map-file` records number.
-#[derive(Clone, Debug, Default)]
-pub struct InputNames {
-    pub programs: Vec<ProgramName>,
-    pub files: std::collections::HashMap<u32, String>,
 }
 
 /// Runs `input` on machine `cfg`.
@@ -364,17 +332,18 @@ fn drive_group(
     );
     let pbc = pb.clone();
     let (taps, handle) =
-        match crate::fanout::fan_out(w, sims.len(), 1 << 16, move |k| pbc.inc(k as u64)) {
+        match xlat_runner::fanout::fan_out(w, sims.len(), 1 << 16, move |k| pbc.inc(k as u64)) {
             Ok(f) => f,
             Err(e) => return sims.iter().map(|_| Err(anyhow::anyhow!("{e:#}"))).collect(),
         };
-    let mut jobs: Vec<(&mut Machine, Option<crate::fanout::Tap>)> = sims
+    let mut jobs: Vec<(&mut Machine, Option<xlat_runner::fanout::Tap>)> = sims
         .iter_mut()
         .zip(taps)
         .map(|((sim, _), tap)| (&mut **sim, Some(tap)))
         .collect();
-    let r = crate::fanout::run_jobs(
+    let r = xlat_runner::fanout::run_jobs(
         &mut jobs,
+        &INTERRUPTED,
         |(sim, tap)| match tap
             .as_mut()
             .filter(|_| !sim.finished())
@@ -391,22 +360,6 @@ fn drive_group(
     pb.finish_and_clear();
     let _ = handle.join();
     r
-}
-
-pub use xlat_trace::{program_names, ProgramName};
-
-/// Gives the simulator's programs (in order of appearance) the command lines a capture
-/// saw, matched by pid and exec number in the same order.
-pub fn name_programs(r: &mut xlat_sim::Report, names: &[ProgramName]) {
-    let mut used = vec![false; names.len()];
-    for p in &mut r.programs {
-        if let Some(i) =
-            (0..names.len()).find(|&i| !used[i] && names[i].0 == p.pid && names[i].1 == p.exec)
-        {
-            used[i] = true;
-            p.command = names[i].2.clone();
-        }
-    }
 }
 
 /// A run of a sweep that produced no report.
@@ -543,7 +496,7 @@ pub fn sim(a: SimArgs) -> Result<()> {
     for (r, o) in plan.execute(&machines, &inputs_ok, &all) {
         match o {
             Ok(o) => outcomes.push(o),
-            Err(e) if e.downcast_ref::<Interrupted>().is_some() => stopped += 1,
+            Err(e) if interruption(&e).is_some() => stopped += 1,
             Err(error) => failures.push(plan.failure(&machines, r, error)),
         }
     }

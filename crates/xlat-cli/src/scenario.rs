@@ -205,7 +205,8 @@ pub fn run(name: &str, check: bool, quick: bool, out: &TableArgs) -> Result<()> 
         let mut sim = crate::run::new_sim(&cfg)?;
         let spec = if quick { &v.quick } else { &v.workload };
         let mut w = xlat_workloads::parse(spec.as_deref().unwrap_or(workload))?;
-        crate::run::drive(&mut w, &mut sim).with_context(|| format!("variant {}", v.label))?;
+        xlat_runner::drive::drive(&mut w, &mut sim, &crate::run::INTERRUPTED)
+            .with_context(|| format!("variant {}", v.label))?;
         let r: Report = sim.report();
         reports.push((v.label.clone(), serde_json::to_value(&r)?));
     }

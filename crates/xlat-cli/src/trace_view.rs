@@ -150,9 +150,9 @@ pub fn dump(path: &Path, w: &Window) -> Result<()> {
     let out = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(1 << 16, out.lock());
     let mut system = false;
-    if let crate::traces::TraceInput::Xlt(r) = &input {
+    if let xlat_runner::trace::TraceInput::Xlt(r) = &input {
         let h = r.header();
-        system = crate::traces::is_system(h);
+        system = xlat_runner::trace::is_system(h);
         writeln!(out, "# arch {}", escape(&h.arch))?;
         writeln!(out, "# page size {}", h.page_size)?;
         for (k, v) in &h.metadata {
@@ -166,11 +166,11 @@ pub fn dump(path: &Path, w: &Window) -> Result<()> {
     };
     let end = w.count.map_or(u64::MAX, |c| w.skip.saturating_add(c));
     let mut index = 0u64;
-    let mut buf = Vec::with_capacity(crate::run::BATCH);
+    let mut buf = Vec::with_capacity(xlat_runner::drive::BATCH);
     let mut line = String::new();
     'read: while index < end
         && input
-            .fill(&mut buf, crate::run::BATCH)
+            .fill(&mut buf, xlat_runner::drive::BATCH)
             .with_context(|| format!("trace {name}"))?
     {
         for e in &buf {
@@ -195,8 +195,8 @@ pub fn dump(path: &Path, w: &Window) -> Result<()> {
             );
         }
         let cut = match &input {
-            crate::traces::TraceInput::Xlt(r) => r.truncation().map(|t| t.to_string()),
-            crate::traces::TraceInput::Lackey(r) => r.truncation().map(|t| t.to_string()),
+            xlat_runner::trace::TraceInput::Xlt(r) => r.truncation().map(|t| t.to_string()),
+            xlat_runner::trace::TraceInput::Lackey(r) => r.truncation().map(|t| t.to_string()),
         };
         if let Some(t) = cut {
             eprintln!("xlat: warning: {name}: {t}");

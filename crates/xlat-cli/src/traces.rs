@@ -1,82 +1,25 @@
-//! Trace inputs (`.xlt` files and valgrind lackey text), `convert`, and the trace cases
-//! of `bench`.
+//! Trace inputs (`.xlt` files and valgrind lackey text) as the binary shows them: the
+//! runner's `open` and `replay_many` with paths as shown and a progress bar; system traces'
+//! kernel names, `convert`, and the trace cases of `bench`.
 
-use crate::canonical::Canonical;
-use crate::fanout::{fan_out, run_jobs, Tap};
-use crate::fold::{kernel_segments, Fold, USER_BITS};
 use crate::output::shown;
-use crate::run::{drive, BATCH};
 use anyhow::{ensure, Context, Result};
-use std::fs::File;
-use std::io::{BufReader, Write};
+use std::io::Write;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Instant;
+use xlat_runner::drive::{drive, BATCH};
+use xlat_runner::trace::{is_system, InputNames, TraceInput};
+use xlat_runner::view::source_address;
 use xlat_sim::{presets, Machine};
-use xlat_trace::{Format, Header, LackeyReader, Rewound, TraceReader, TraceWriter};
+use xlat_trace::{Header, TraceReader, TraceWriter};
 use xlat_types::{Event, EventSource, PageSize};
 
-type Input = BufReader<Rewound<Counted>>;
-
-/// A file that counts the bytes read from it (progress of a replay).
-pub struct Counted {
-    file: File,
-    read: Arc<AtomicU64>,
-}
-
-impl std::io::Read for Counted {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = std::io::Read::read(&mut self.file, buf)?;
-        self.read.fetch_add(n as u64, Ordering::Relaxed);
-        Ok(n)
-    }
-}
-
-/// A trace file with the reader its content calls for.
-pub enum TraceInput {
-    Xlt(Box<TraceReader<Input>>),
-    Lackey(Box<LackeyReader<Input>>),
-}
-
-impl EventSource for TraceInput {
-    type Error = xlat_trace::TraceError;
-
-    fn fill(&mut self, buf: &mut Vec<Event>, max: usize) -> Result<bool, Self::Error> {
-        match self {
-            TraceInput::Xlt(r) => r.fill(buf, max),
-            TraceInput::Lackey(r) => r.fill(buf, max),
-        }
-    }
-}
-
 /// Opens the trace at `path` and picks its reader from its first bytes
-/// ([`xlat_trace::detect`]): an empty, cut, damaged or unrecognized file is an error
+/// ([`xlat_runner::trace::open`]): an empty, cut, damaged or unrecognized file is an error
 /// naming it. With `strict`, a cut-off trace is an error at its end.
 pub fn open(path: &Path, strict: bool) -> Result<TraceInput> {
-    open_counted(path, strict).map(|(t, _)| t)
-}
-
-/// [`open`], with a counter of the bytes read from the file so far.
-fn open_counted(path: &Path, strict: bool) -> Result<(TraceInput, Arc<AtomicU64>)> {
-    let name = shown(path);
-    let file = File::open(path).with_context(|| format!("cannot open trace {name}"))?;
-    let read = Arc::new(AtomicU64::new(0));
-    let f = Counted {
-        file,
-        read: read.clone(),
-    };
-    let (format, r) = xlat_trace::detect(f).with_context(|| format!("trace {name}"))?;
-    let r = BufReader::with_capacity(1 << 20, r);
-    let input = match format {
-        Format::Xlt => TraceInput::Xlt(Box::new(
-            TraceReader::new(r)
-                .with_context(|| format!("trace {name}"))?
-                .strict(strict),
-        )),
-        Format::Lackey => TraceInput::Lackey(Box::new(LackeyReader::new(r).strict(strict))),
-    };
-    Ok((input, read))
+    Ok(xlat_runner::trace::open(path, strict, &shown(path))?.0)
 }
 
 /// Replays a trace file into `sim`; a cut-off trace adds a warning (or fails if `strict`).
@@ -85,7 +28,7 @@ pub fn replay(
     strict: bool,
     sim: &mut Machine,
     warnings: &mut Vec<String>,
-) -> Result<crate::run::InputNames> {
+) -> Result<InputNames> {
     let mut one = [(sim, Vec::new())];
     let (mut results, names) = replay_many(path, strict, &mut one)?;
     let r = results.pop().expect("one result");
@@ -93,73 +36,8 @@ pub fn replay(
     r.map(|()| names)
 }
 
-/// How one machine sees a trace's addresses.
-#[derive(Clone, Copy)]
-enum View {
-    /// As recorded.
-    Plain,
-    /// A system trace's kernel half narrowed to `bits` (48..63).
-    Canonical(u32),
-    /// Folded onto a `bits`-bit space (the kernel half in the top quarter if `system`),
-    /// user windows below `limit` (the machine's kernel segments).
-    Fold {
-        bits: u32,
-        system: bool,
-        limit: Option<u64>,
-    },
-}
-
-/// The view of a trace (a system trace if `system`) that machine `sim` replays.
-fn view(sim: &Machine, system: bool, what: &str) -> Result<View> {
-    let bits = sim.config().va_bits();
-    if system {
-        ensure!(
-            (48..=64).contains(&bits) || (26..USER_BITS).contains(&bits),
-            "trace {what} is a system trace (x86-64 kernel and user addresses): it \
-             replays on machines with 48 to 64 virtual-address bits, or 26 to 46 (folded, \
-             the kernel in the top quarter); {} has {bits}",
-            sim.config().name
-        );
-        if (48..64).contains(&bits) {
-            return Ok(View::Canonical(bits));
-        }
-    }
-    Ok(if bits >= USER_BITS {
-        View::Plain
-    } else {
-        View::Fold {
-            bits,
-            system,
-            limit: kernel_segments(sim.config()),
-        }
-    })
-}
-
-/// Replays `src`, a trace's events (a system trace's if `system`; named `what`), into
-/// `sim` as that machine sees them: narrowed or folded as [`replay_many`] does.
-pub fn drive_seen<S: EventSource>(src: S, system: bool, what: &str, sim: &mut Machine) -> Result<()>
-where
-    S::Error: std::error::Error + Send + Sync + 'static,
-{
-    match view(sim, system, what)? {
-        View::Plain => drive(&mut { src }, sim),
-        View::Canonical(bits) => drive(&mut Canonical::new(src, bits), sim),
-        View::Fold {
-            bits,
-            system,
-            limit,
-        } => {
-            let f = match system {
-                true => Fold::system(src, bits),
-                false => Fold::new(src, bits),
-            };
-            drive(&mut f.below(limit), sim)
-        }
-    }
-}
-
-/// Replays the trace at `path` into every simulator of `sims` from **one** decode (its
-/// own thread; each machine on a thread of its own, all fed the same batches). Per
+/// Replays the trace at `path` into every simulator of `sims` from **one** decode
+/// ([`xlat_runner::trace::replay_many`]) with a progress bar through the file. Per
 /// machine: `Ok` or the error that stopped it (the others go on), and the warnings
 /// added to its list; also the programs' names from the trace's end meta. An error
 /// opening the trace is the whole call's.
@@ -168,25 +46,10 @@ pub fn replay_many(
     path: &Path,
     strict: bool,
     sims: &mut [(&mut Machine, Vec<String>)],
-) -> Result<(Vec<Result<()>>, crate::run::InputNames)> {
+) -> Result<(Vec<Result<()>>, InputNames)> {
     let what = shown(path);
-    let (input, read) = open_counted(path, strict)?;
+    let (input, read) = xlat_runner::trace::open(path, strict, &what)?;
     let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-    let (system, kind) = match &input {
-        TraceInput::Xlt(r) => (is_system(r.header()), "trace"),
-        TraceInput::Lackey(_) => (false, "lackey trace"),
-    };
-    let views: Vec<Result<View>> = sims
-        .iter_mut()
-        .map(|(sim, _)| {
-            if system {
-                // Which code pages miss in the ITLB: named from the kernel's symbols after the run.
-                sim.count_fetch_misses();
-            }
-            view(sim, system, &what)
-        })
-        .collect();
-    let n = views.iter().filter(|v| v.is_ok()).count();
     let label = match sims.len() {
         1 => format!("replaying {what}"),
         m => format!("replaying {what} on {m} machines"),
@@ -201,180 +64,14 @@ pub fn replay_many(
         0 => pbc.inc(k as u64),
         _ => pbc.set_position(read.load(Ordering::Relaxed)),
     };
-    let (taps, handle) = fan_out(input, n, PIPELINE_BATCH, progress)?;
-    let mut taps = taps.into_iter();
-    let mut jobs: Vec<Job> = Vec::new();
-    let mut results: Vec<Option<Result<()>>> = Vec::new();
-    for ((sim, warnings), v) in sims.iter_mut().zip(views) {
-        match v {
-            Ok(v) => {
-                let tap = taps.next().expect("a tap per view");
-                results.push(None);
-                jobs.push(Job {
-                    sim,
-                    warnings,
-                    feed: Some(Feed::new(tap, v)),
-                });
-            }
-            Err(e) => results.push(Some(Err(e))),
-        }
-    }
-    let mut ran = run_jobs(
-        &mut jobs,
-        |j| j.step().with_context(|| format!("{kind} {what}")),
-        |j| {
-            if let Some(w) = j.feed.take().and_then(|f| f.warning(&what)) {
-                j.warnings.push(w);
-            }
-        },
-    )
-    .into_iter();
-    let results: Vec<Result<()>> = results
-        .into_iter()
-        .map(|r| r.unwrap_or_else(|| ran.next().expect("a result per job")))
-        .collect();
+    let (results, names) =
+        xlat_runner::trace::replay_many(input, &what, sims, &crate::run::INTERRUPTED, progress)?;
     pb.finish_and_clear();
-    let input = handle
-        .join()
-        .unwrap_or_else(|e| std::panic::resume_unwind(e));
-    let mut common = Vec::new();
-    let names = match &input {
-        TraceInput::Xlt(r) => {
-            if let Some(t) = r.truncation() {
-                common.push(format!("{what}: {t}"));
-            }
-            if let Some(t) = r.end_summary().and_then(|s| {
-                s.end_meta
-                    .iter()
-                    .find(|(k, _)| k == "truncated")
-                    .map(|(_, v)| v.clone())
-            }) {
-                common.push(format!("{what} was cut short at capture: {t}"));
-            }
-            // The programs' and files' names, when a capture wrote them.
-            r.end_summary()
-                .map(|s| crate::run::InputNames {
-                    programs: crate::run::program_names(&s.end_meta),
-                    files: xlat_trace::file_names(&s.end_meta),
-                })
-                .unwrap_or_default()
-        }
-        TraceInput::Lackey(r) => {
-            if let Some(t) = r.truncation() {
-                common.push(format!("{what}: {t}"));
-            }
-            crate::run::InputNames::default()
-        }
-    };
-    for (_, w) in sims.iter_mut() {
-        w.extend(common.iter().cloned());
-    }
+    let results = results
+        .into_iter()
+        .map(|r| r.map_err(anyhow::Error::from))
+        .collect();
     Ok((results, names))
-}
-
-/// One machine's view of the shared stream, a batch per step.
-pub enum Feed {
-    /// The shared batches, read in place.
-    Plain(Tap),
-    Canonical(Canonical<Tap>, Vec<Event>),
-    Fold(Box<Fold<Tap>>, Vec<Event>),
-}
-
-impl Feed {
-    fn new(tap: Tap, v: View) -> Feed {
-        match v {
-            View::Plain => Feed::Plain(tap),
-            View::Canonical(bits) => Feed::Canonical(Canonical::new(tap, bits), Vec::new()),
-            View::Fold {
-                bits,
-                system: true,
-                limit,
-            } => Feed::Fold(Box::new(Fold::system(tap, bits).below(limit)), Vec::new()),
-            View::Fold { bits, limit, .. } => {
-                Feed::Fold(Box::new(Fold::new(tap, bits).below(limit)), Vec::new())
-            }
-        }
-    }
-
-    /// Replays the next shared batch into `sim`; `false` at the end of the stream.
-    pub fn step(&mut self, sim: &mut Machine) -> Result<bool> {
-        // A tap hands out a whole batch when asked for this many events.
-        const ALL: usize = PIPELINE_BATCH;
-        if sim.finished() {
-            return Ok(false);
-        }
-        match self {
-            Feed::Plain(tap) => match tap.next_batch() {
-                Some(b) => sim.run(&b?)?,
-                None => return Ok(false),
-            },
-            Feed::Canonical(src, buf) => {
-                if !src.fill(buf, ALL)? {
-                    return Ok(false);
-                }
-                sim.run(buf)?;
-            }
-            Feed::Fold(src, buf) => {
-                if !src.fill(buf, ALL)? {
-                    return Ok(false);
-                }
-                sim.run(buf)?;
-            }
-        }
-        Ok(true)
-    }
-
-    /// A user-mode stream on machine `cfg` (folded when narrower than x86-64 user
-    /// space, as a trace file is).
-    pub fn for_user(tap: Tap, cfg: &xlat_sim::MachineConfig) -> Feed {
-        let bits = cfg.va_bits();
-        if bits >= USER_BITS {
-            Feed::Plain(tap)
-        } else {
-            let f = Fold::new(tap, bits).below(kernel_segments(cfg));
-            Feed::Fold(Box::new(f), Vec::new())
-        }
-    }
-
-    /// What folding had to say, if anything.
-    pub fn fold_warning(&self, what: &str) -> Option<String> {
-        self.warning(what)
-    }
-
-    /// What folding had to say, if anything.
-    fn warning(&self, what: &str) -> Option<String> {
-        match self {
-            Feed::Fold(f, _) => f.warning(what),
-            _ => None,
-        }
-    }
-}
-
-/// One machine of a replay: its simulator, warnings and feed (gone once it ended).
-struct Job<'a, 'b> {
-    sim: &'a mut &'b mut Machine,
-    warnings: &'a mut Vec<String>,
-    feed: Option<Feed>,
-}
-
-impl Job<'_, '_> {
-    fn step(&mut self) -> Result<bool> {
-        match &mut self.feed {
-            Some(f) => f.step(self.sim),
-            None => Ok(false),
-        }
-    }
-}
-
-/// Where address `a` of a `bits`-bit machine replaying a system trace was in the trace
-/// (the inverse of `Canonical` and of the kernel's fold), if it can be told.
-pub fn source_address(a: u64, bits: u32) -> Option<u64> {
-    match bits {
-        64.. => Some(a),
-        48..=63 if a >> (bits - 1) & 1 == 1 => Some(a | !((1u64 << bits) - 1)),
-        48..=63 => Some(a),
-        _ => crate::fold::image_address(a, bits),
-    }
 }
 
 /// The guest kernel's function at each trace address, for a system trace (`None` for
@@ -411,17 +108,6 @@ pub fn name_fetch_misses(path: &Path, r: &mut xlat_sim::Report) -> Result<()> {
     }
     Ok(())
 }
-
-/// Whether a trace was captured by `xlat trace --system`.
-pub fn is_system(h: &Header) -> bool {
-    h.get("source") == Some("qemu-system")
-}
-
-/// Events per batch handed from the decoding thread to the simulator: a batch (2.5 MiB)
-/// larger than a core's L2 cache, so the two threads do not pass the same cache lines back
-/// and forth (measured here: 4 K-event batches were slower than no second thread at all;
-/// 64 K-event batches replay gzip's trace at 150 M events/s instead of 110).
-const PIPELINE_BATCH: usize = 1 << 16;
 
 /// Copies every event of `src` (named `what` in its errors) into `w` (writing `dest`).
 fn copy<S: EventSource, W: Write>(
@@ -561,7 +247,7 @@ pub fn bench_cases(
         let mut sim = crate::run::new_sim(&presets::preset(presets::DEFAULT)?)?;
         let mut r = TraceReader::new(std::io::Cursor::new(&bytes))?;
         let t = Instant::now();
-        drive(&mut r, &mut sim)?;
+        drive(&mut r, &mut sim, &crate::run::INTERRUPTED)?;
         let secs = t.elapsed().as_secs_f64();
         let rep = sim.report();
         ensure!(rep.refs.total == refs, "replayed {} refs", rep.refs.total);

@@ -44,6 +44,16 @@ pub enum ProbeError {
     /// The timer could not be calibrated.
     #[error("timer calibration failed: {0}")]
     Calibration(String),
+
+    /// A step of a run failed (the step, then why).
+    #[error("{step}")]
+    Step {
+        /// What the run was doing.
+        step: &'static str,
+        /// Why it failed.
+        #[source]
+        source: Box<ProbeError>,
+    },
 }
 
 impl ProbeError {

@@ -2,7 +2,6 @@
 pub mod backend;
 pub mod caches;
 pub mod chase;
-pub mod cli;
 pub mod compare;
 pub mod cpuid;
 pub mod csv;
@@ -10,6 +9,7 @@ pub mod error;
 pub mod hist;
 pub mod json;
 pub mod knees;
+pub mod measure;
 pub mod mem;
 pub mod mock;
 pub mod os;

@@ -26,7 +26,7 @@ use anyhow::{bail, Context, Result};
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::PathBuf;
-use xlat_probe::cli::{ProbeArgs, ProbeCommand};
+use xlat_probe::measure::{MeasureOptions, Probe};
 use xlat_probe::mem::Backing;
 use xlat_probe::mock::MockBackend;
 use xlat_probe::rdtsc::RdtscBackend;
@@ -61,18 +61,21 @@ pub struct CalibrateArgs {
 
 pub fn run(a: CalibrateArgs) -> Result<()> {
     let measure = |seed: u64, compare: bool| -> Result<Report> {
-        let args = ProbeArgs {
-            command: Some(ProbeCommand::Tlb),
+        let opts = MeasureOptions {
+            probe: Some(Probe::Tlb),
+            compare: compare.then(|| vec![Backing::Small, Backing::Thp]),
             seed,
-            ..Default::default()
         };
-        let backings = compare.then(|| vec![Backing::Small, Backing::Thp]);
         let err = &mut std::io::stderr();
         if a.mock {
-            xlat_probe::cli::measure(&mut MockBackend::default(), &args, backings, err)
+            Ok(xlat_probe::measure::measure(
+                &mut MockBackend::default(),
+                &opts,
+                err,
+            )?)
         } else {
             let mut b = RdtscBackend::new().context("creating the timing backend")?;
-            xlat_probe::cli::measure(&mut b, &args, backings, err)
+            Ok(xlat_probe::measure::measure(&mut b, &opts, err)?)
         }
     };
     let mut out = String::new();

@@ -6,18 +6,12 @@ use xlat_types::PageSize;
 
 /// The probe's report of `m` (TLB sweep and the 4k/THP comparison), as `run` measures.
 fn report(m: MockMachine, seed: u64) -> Report {
-    let args = ProbeArgs {
-        command: Some(ProbeCommand::Tlb),
+    let opts = MeasureOptions {
+        probe: Some(Probe::Tlb),
+        compare: Some(vec![Backing::Small, Backing::Thp]),
         seed,
-        ..Default::default()
     };
-    xlat_probe::cli::measure(
-        &mut MockBackend::new(m),
-        &args,
-        Some(vec![Backing::Small, Backing::Thp]),
-        &mut std::io::sink(),
-    )
-    .unwrap()
+    xlat_probe::measure::measure(&mut MockBackend::new(m), &opts, &mut std::io::sink()).unwrap()
 }
 
 fn zen4() -> MachineConfig {

@@ -209,7 +209,7 @@ fn labelled(
 ) -> Result<TraceReader<std::io::BufReader<std::fs::File>>> {
     let what = crate::output::shown(path);
     let mut r = TraceReader::open(path).with_context(|| format!("trace {what}"))?;
-    let mut spaces = Spaces::new(crate::traces::is_system(r.header()));
+    let mut spaces = Spaces::new(xlat_runner::trace::is_system(r.header()));
     let mut buf = Vec::new();
     while r
         .fill(&mut buf, 1 << 16)
@@ -252,7 +252,7 @@ fn profile(path: &Path) -> Result<(Profile, HashMap<u32, String>)> {
         .end_summary()
         .map(|s| xlat_trace::file_names(&s.end_meta))
         .unwrap_or_default();
-    if crate::traces::is_system(r.header()) {
+    if xlat_runner::trace::is_system(r.header()) {
         files.insert(KERNEL, KERNEL_NAME.to_string());
     }
     if files.is_empty() {

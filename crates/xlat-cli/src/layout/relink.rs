@@ -8,6 +8,7 @@ use super::Spaces;
 use anyhow::{Context, Result};
 use rustc_hash::FxHashMap as HashMap;
 use std::path::Path;
+use xlat_runner::view::drive_seen;
 use xlat_sim::{Machine, MachineConfig};
 use xlat_symbols::Symbols;
 use xlat_trace::TraceReader;
@@ -108,7 +109,7 @@ pub fn itlb_misses(
 ) -> Result<u64> {
     let what = crate::output::shown(trace);
     let r = TraceReader::open(trace).with_context(|| format!("trace {what}"))?;
-    let system = crate::traces::is_system(r.header());
+    let system = xlat_runner::trace::is_system(r.header());
     let mut sim: Machine = crate::run::new_sim(cfg)?;
     match moved {
         Some((file, syms, new)) => {
@@ -119,9 +120,9 @@ pub fn itlb_misses(
                 syms,
                 new,
             };
-            crate::traces::drive_seen(src, system, &what, &mut sim)?
+            drive_seen(src, system, &what, &mut sim, &crate::run::INTERRUPTED)?
         }
-        None => crate::traces::drive_seen(r, system, &what, &mut sim)?,
+        None => drive_seen(r, system, &what, &mut sim, &crate::run::INTERRUPTED)?,
     }
     Ok(sim.l1_misses()[0])
 }

@@ -99,7 +99,7 @@ pub fn shard(dir: &Path, k: usize) -> Result<()> {
                 warnings: o.warnings,
                 report: o.report,
             }),
-            Err(e) if e.downcast_ref::<run::Interrupted>().is_some() => return Err(e),
+            Err(e) if run::interruption(&e).is_some() => return Err(e),
             Err(e) => file.failures.push(fail(r, &e)),
         }
     }

@@ -7,15 +7,17 @@
 //! that stops early (its run failed) drops its tap; the others go on. A read error
 //! reaches every tap as its last item.
 
+use crate::Interrupted;
 use std::collections::VecDeque;
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use xlat_types::{Event, EventSource};
 
 /// Batches in flight per tap.
-const DEPTH: usize = 4;
+pub const DEPTH: usize = 4;
 
 /// A read error of the shared source, as every tap sees it (its message with context).
 #[derive(Debug, Clone)]
@@ -28,6 +30,30 @@ impl fmt::Display for SharedError {
 }
 
 impl std::error::Error for SharedError {}
+
+/// `e` and its sources, joined by `: ` (as the binary prints an error).
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        cur = c.source();
+    }
+    s
+}
+
+/// Why [`fan_out`] could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum FanOutError {
+    /// The reader thread could not be started (the OS error, not a source: it is in the
+    /// message).
+    #[error(
+        "cannot start the input's reader thread ({0}; at the limit of processes, \
+         `ulimit -u`?)"
+    )]
+    ReaderThread(std::io::Error),
+}
 
 type Item = Result<Arc<Vec<Event>>, SharedError>;
 
@@ -97,7 +123,7 @@ pub fn fan_out<S, F>(
     n: usize,
     batch: usize,
     on_batch: F,
-) -> anyhow::Result<(Vec<Tap>, JoinHandle<S>)>
+) -> Result<(Vec<Tap>, JoinHandle<S>), FanOutError>
 where
     S: EventSource + Send + 'static,
     F: Fn(usize) + Send + 'static,
@@ -145,7 +171,7 @@ where
                     }
                     Ok(false) => break,
                     Err(e) => {
-                        let e = SharedError(format!("{:#}", anyhow::Error::new(e)));
+                        let e = SharedError(chain(&e));
                         for tx in txs.iter().flatten() {
                             let _ = tx.send(Err(e.clone()));
                         }
@@ -155,12 +181,7 @@ where
             }
             src
         });
-    let handle = spawned.map_err(|e| {
-        anyhow::anyhow!(
-            "cannot start the input's reader thread ({e}; at the limit of processes, \
-             `ulimit -u`?)"
-        )
-    })?;
+    let handle = spawned.map_err(FanOutError::ReaderThread)?;
     Ok((taps, handle))
 }
 
@@ -176,12 +197,14 @@ pub fn workers(jobs: usize) -> usize {
 /// the step returns `Ok(false)` (done) or an error; `end` is called on a job as soon as
 /// it ends (to drop its tap, so a failed job does not hold the reader back). Jobs that
 /// share a thread thus stay within a batch of each other, the same as the reader's
-/// bounded lead requires. One result per job, in order.
-pub fn run_jobs<J: Send>(
+/// bounded lead requires. Before each step `stop` is read: once it is set (Ctrl-C), every
+/// job still running ends with [`Interrupted`]. One result per job, in order.
+pub fn run_jobs<J: Send, E: From<Interrupted> + Send>(
     jobs: &mut [J],
-    step: impl Fn(&mut J) -> anyhow::Result<bool> + Sync,
+    stop: &AtomicBool,
+    step: impl Fn(&mut J) -> Result<bool, E> + Sync,
     end: impl Fn(&mut J) + Sync,
-) -> Vec<anyhow::Result<()>> {
+) -> Vec<Result<(), E>> {
     let w = workers(jobs.len());
     let mut lanes: Vec<Vec<(usize, &mut J)>> = (0..w).map(|_| Vec::new()).collect();
     for (i, j) in jobs.iter_mut().enumerate() {
@@ -193,7 +216,10 @@ pub fn run_jobs<J: Send>(
         while !lane.is_empty() {
             let mut k = 0;
             while k < lane.len() {
-                let r = crate::run::check_interrupt().and_then(|()| step(lane[k].1));
+                let r = match stop.load(Ordering::Relaxed) {
+                    true => Err(Interrupted("interrupted".into()).into()),
+                    false => step(lane[k].1),
+                };
                 match r {
                     Ok(true) => k += 1,
                     r => {
@@ -214,7 +240,7 @@ pub fn run_jobs<J: Send>(
     fn take<T>(slot: &std::sync::Mutex<Vec<T>>) -> Vec<T> {
         std::mem::take(&mut *slot.lock().unwrap_or_else(|e| e.into_inner()))
     }
-    let mut out: Vec<(usize, anyhow::Result<()>)> = std::thread::scope(|s| {
+    let mut out: Vec<(usize, Result<(), E>)> = std::thread::scope(|s| {
         let mut hs = Vec::new();
         let mut here = Vec::new();
         for slot in &slots {
@@ -339,5 +365,66 @@ mod tests {
             assert!(e.to_string().contains("byte 1234"), "{e}");
         }
         h.join().unwrap();
+    }
+
+    #[derive(Debug)]
+    enum JobError {
+        Stopped(Interrupted),
+    }
+
+    impl From<Interrupted> for JobError {
+        fn from(i: Interrupted) -> JobError {
+            JobError::Stopped(i)
+        }
+    }
+
+    /// Every job runs to its end, in order of its steps; a set stop flag ends every job
+    /// still running with `Interrupted` before its next step.
+    #[test]
+    fn jobs_run_to_their_end_or_stop_when_asked() {
+        let mut jobs: Vec<(u32, u32)> = (0..5).map(|i| (i, 0)).collect();
+        let go = AtomicBool::new(false);
+        let r = run_jobs::<_, JobError>(
+            &mut jobs,
+            &go,
+            |(n, done)| {
+                *done += 1;
+                Ok(*done <= *n)
+            },
+            |_| {},
+        );
+        assert!(r.iter().all(Result::is_ok));
+        assert!(jobs.iter().all(|&(n, done)| done == n + 1), "{jobs:?}");
+
+        let stop = AtomicBool::new(true);
+        let r = run_jobs::<_, JobError>(&mut jobs, &stop, |_| Ok(true), |_| {});
+        assert_eq!(r.len(), 5);
+        for e in r {
+            let Err(JobError::Stopped(i)) = e else {
+                panic!("not interrupted: {e:?}")
+            };
+            assert_eq!(i.to_string(), "interrupted");
+        }
+    }
+
+    /// A read error reaches the taps with its sources, as the binary prints an error.
+    #[test]
+    fn a_shared_error_carries_its_sources() {
+        #[derive(Debug)]
+        struct Outer(Boom);
+        impl fmt::Display for Outer {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("reading t.xlt")
+            }
+        }
+        impl std::error::Error for Outer {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                Some(&self.0)
+            }
+        }
+        assert_eq!(
+            chain(&Outer(Boom)),
+            "reading t.xlt: corrupt block at byte 1234"
+        );
     }
 }

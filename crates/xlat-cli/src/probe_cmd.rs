@@ -1,5 +1,6 @@
-//! Command-line entry points for `xlat probe` (the `xlat` binary flattens [`ProbeArgs`] into
-//! its `probe` subcommand and calls [`run`]).
+//! `xlat probe`'s arguments and command: the sub-probe, `--json`/`--csv` (a file or `-`),
+//! `--compare`, `--seed`, `--plot`, the hidden `--mock`; the measuring is
+//! `xlat_probe::measure`, the drawing `probe_plots.rs`.
 //!
 //! ```text
 //! xlat probe                      full report: geometry, miss costs, OS latencies, page sizes
@@ -12,16 +13,18 @@
 //! The backend is chosen once here ([`RdtscBackend`] or, with the hidden `--mock`, the
 //! scripted [`MockBackend`]) and handed to generic probe code.
 
-use crate::backend::Backend;
-use crate::mem::Backing;
-use crate::mock::MockBackend;
-use crate::rdtsc::RdtscBackend;
-use crate::report::{self, Report, SCHEMA};
-use crate::{compare, hist, os, tlb};
+#[cfg(test)]
+#[path = "probe_cmd_tests.rs"]
+mod tests;
+
 use anyhow::Context;
 use std::io::Write;
 use std::path::PathBuf;
-use std::time::Instant;
+use xlat_probe::measure::{measure, MeasureOptions, Probe};
+use xlat_probe::mem::Backing;
+use xlat_probe::mock::MockBackend;
+use xlat_probe::rdtsc::RdtscBackend;
+use xlat_probe::report::{self, Report};
 
 /// Arguments of `xlat probe`.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -69,15 +72,35 @@ pub enum ProbeCommand {
     Os,
 }
 
-/// Run `xlat probe`: print the report on stdout and write the requested files.
-pub fn run(args: ProbeArgs) -> anyhow::Result<()> {
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    execute(&args, &mut out, &mut std::io::stderr()).map(|_| ())
+impl From<ProbeCommand> for Probe {
+    fn from(c: ProbeCommand) -> Probe {
+        match c {
+            ProbeCommand::Tlb => Probe::Tlb,
+            ProbeCommand::Hist => Probe::Hist,
+            ProbeCommand::Os => Probe::Os,
+        }
+    }
 }
 
-/// [`run`] with explicit output streams (report to `out`, progress to `progress`); returns
-/// the report. Used by the tests.
+/// `xlat probe`: measures, prints the report on stdout and writes the requested files,
+/// then draws `--plot`.
+pub fn run(a: ProbeArgs) -> anyhow::Result<()> {
+    if let Some(p) = &a.plot {
+        // Refuse a bad name before measuring for minutes.
+        crate::probe_plots::names(p, "tlb")?;
+    }
+    let out = std::io::stdout();
+    let report = execute(&a, &mut out.lock(), &mut std::io::stderr())?;
+    if let Some(p) = &a.plot {
+        for f in crate::probe_plots::write(&report, p)? {
+            eprintln!("xlat: wrote {}", crate::output::shown(&f));
+        }
+    }
+    Ok(())
+}
+
+/// `xlat probe` without `--plot`, with explicit output streams (report to `out`, progress
+/// to `progress`); returns the report. Used by the tests.
 pub fn execute(
     args: &ProbeArgs,
     out: &mut dyn Write,
@@ -98,20 +121,25 @@ pub fn execute(
     if matches!((&json, &csv), (Some(Sink::Stdout), Some(Sink::Stdout))) {
         anyhow::bail!("only one of --json and --csv can be `-` (standard output)");
     }
+    let opts = MeasureOptions {
+        probe: args.command.map(Probe::from),
+        compare: backings,
+        seed: args.seed,
+    };
     let report = if args.mock {
-        measure(&mut MockBackend::default(), args, backings, progress)?
+        measure(&mut MockBackend::default(), &opts, progress)?
     } else {
         let mut b = RdtscBackend::new().context("creating the timing backend")?;
-        measure(&mut b, args, backings, progress)?
+        measure(&mut b, &opts, progress)?
     };
     if !matches!(json, Some(Sink::Stdout)) && !matches!(csv, Some(Sink::Stdout)) {
         out.write_all(report::render(&report).as_bytes())?;
     }
     if let Some(s) = json {
-        s.finish(out, |w| crate::json::write_to(&report, w))?;
+        s.finish(out, |w| xlat_probe::json::write_to(&report, w))?;
     }
     if let Some(s) = csv {
-        s.finish(out, |w| crate::csv::write_to(&report, w))?;
+        s.finish(out, |w| xlat_probe::csv::write_to(&report, w))?;
     }
     Ok(report)
 }
@@ -147,80 +175,4 @@ impl Sink {
                 .with_context(|| format!("writing {}", p.display())),
         }
     }
-}
-
-/// Measure on `b` what `args` asks for (`backings`: the page-size comparison, parsed from
-/// `args.compare`), with progress lines on `progress`.
-pub fn measure<B: Backend>(
-    b: &mut B,
-    args: &ProbeArgs,
-    backings: Option<Vec<Backing>>,
-    progress: &mut dyn Write,
-) -> anyhow::Result<Report> {
-    let start = Instant::now();
-    let mut say = |m: &str| {
-        let _ = writeln!(progress, "[{:5.1}s] {m}", start.elapsed().as_secs_f64());
-    };
-    say("calibrating the timer");
-    let timer = b.timer().context("calibrating the timer")?;
-    let environment = b.environment();
-    let notes = report::environment_notes(&environment);
-    let (do_tlb, do_hist, do_os, compare_list) = match (args.command, backings) {
-        (Some(ProbeCommand::Tlb), c) => (true, false, false, c),
-        (Some(ProbeCommand::Hist), c) => (false, true, false, c),
-        (Some(ProbeCommand::Os), c) => (false, false, true, c),
-        (None, Some(c)) => (false, false, false, Some(c)),
-        (None, None) => (true, true, true, Some(Backing::ALL.to_vec())),
-    };
-    let tlb = if do_tlb {
-        say("tlb: latency vs footprint");
-        Some(tlb::run(
-            b,
-            &environment,
-            &tlb::TlbOptions {
-                seed: args.seed,
-                ..Default::default()
-            },
-        )?)
-    } else {
-        None
-    };
-    let hist = if do_hist {
-        say("hist: single-load histograms");
-        Some(hist::run(
-            b,
-            &hist::HistOptions {
-                seed: args.seed.wrapping_add(6),
-                ..Default::default()
-            },
-        )?)
-    } else {
-        None
-    };
-    let compare = match compare_list {
-        Some(list) => {
-            say("compare: page sizes");
-            Some(compare::run(b, &list, args.seed)?)
-        }
-        None => None,
-    };
-    let os = if do_os {
-        say("os: OS latencies");
-        Some(os::run(b)?)
-    } else {
-        None
-    };
-    say("done");
-    Ok(Report {
-        schema: SCHEMA.into(),
-        backend: b.name().into(),
-        timer,
-        environment,
-        notes,
-        tlb,
-        hist,
-        os,
-        compare,
-        elapsed_s: start.elapsed().as_secs_f64(),
-    })
 }

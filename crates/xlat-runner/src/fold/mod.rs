@@ -162,7 +162,7 @@ impl<S: EventSource> Fold<S> {
         self
     }
 
-    /// Folds a system trace: the kernel half goes to the top quarter ([`kernel`]), user
+    /// Folds a system trace: the kernel half goes to the top quarter (`KernelFold`), user
     /// windows below it.
     pub fn system(src: S, bits: u32) -> Fold<S> {
         let mut f = Fold::new(src, bits);

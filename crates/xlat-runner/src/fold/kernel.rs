@@ -61,6 +61,7 @@ impl KernelFold {
     }
 
     /// The physical address behind a linear-map or image address, if it is one.
+    #[inline]
     fn phys(&self, addr: u64) -> Option<u64> {
         [DIRECT_MAP, KERNEL_MAP]
             .into_iter()
@@ -70,6 +71,7 @@ impl KernelFold {
 
     /// Folds kernel `[addr, addr+len)`; `None` if it does not fit (it straddles regions,
     /// or no window is left).
+    #[inline]
     pub fn fold(&mut self, addr: u64, len: u64) -> Option<u64> {
         let last = addr.checked_add(len.max(1) - 1)?;
         if let Some(p) = self.phys(addr) {

@@ -1,0 +1,28 @@
+//! `xlat-runner`: running inputs through machines, the library under the `xlat` binary.
+//!
+//! - [`fanout`]: one decode, many machines ([`fanout::fan_out`], [`fanout::run_jobs`]);
+//! - [`drive`]: one source into one machine, batch by batch;
+//! - [`view`]: how each machine sees a trace ([`fold`], [`canonical`]: a machine's view of
+//!   a wider address space), and [`view::Feed`], its view of a fan-out's stream;
+//! - [`trace`]: trace files opened by content, replayed on many machines at once;
+//! - [`RunError`]: why a run stopped;
+//! - [`Interrupted`]: a run stopped by request (Ctrl-C), between batches.
+//!
+//! Typed errors only (`thiserror`); no argument parsing, printing or progress bars: the
+//! caller reports progress through callbacks.
+
+pub mod canonical;
+pub mod drive;
+mod error;
+pub mod fanout;
+pub mod fold;
+pub mod trace;
+pub mod view;
+
+pub use error::RunError;
+
+/// A run stopped because a stop was requested (the caller's flag, set by Ctrl-C), not
+/// because it failed; the message says what stopped.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{0}")]
+pub struct Interrupted(pub String);
