@@ -50,7 +50,8 @@ fn every_preset_is_listed() {
     assert!(ok, "{err}");
     for (name, _) in presets::PRESETS {
         assert!(
-            out.lines().any(|l| l.split_whitespace().next() == Some(name)),
+            out.lines()
+                .any(|l| l.split_whitespace().next() == Some(name)),
             "`xlat machines` does not list {name}:\n{out}"
         );
     }
