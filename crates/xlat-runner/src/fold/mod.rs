@@ -66,10 +66,12 @@ impl<E: fmt::Display> fmt::Display for FoldError<E> {
     }
 }
 
+/// `Source` is transparent: it displays the source's message, so its `source()` is the
+/// source's own (returning the source itself printed its message twice in a chain).
 impl<E: std::error::Error + 'static> std::error::Error for FoldError<E> {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            FoldError::Source(e) => Some(e),
+            FoldError::Source(e) => e.source(),
             _ => None,
         }
     }
@@ -364,6 +366,33 @@ mod tests {
             out.extend_from_slice(&buf);
         }
         Ok((out, f.folded))
+    }
+
+    /// An error with a cause, as a trace reader's "trace truncated" over an I/O error.
+    #[derive(Debug)]
+    struct Outer(std::io::Error);
+    impl fmt::Display for Outer {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            write!(f, "trace truncated")
+        }
+    }
+    impl std::error::Error for Outer {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    /// A wrapped source's message appears once in the error chain, its cause after it.
+    #[test]
+    fn a_source_error_is_transparent_in_the_chain() {
+        let e: FoldError<Outer> = FoldError::Source(Outer(std::io::Error::other("short read")));
+        let mut chain = vec![e.to_string()];
+        let mut cur = std::error::Error::source(&e);
+        while let Some(c) = cur {
+            chain.push(c.to_string());
+            cur = c.source();
+        }
+        assert_eq!(chain, ["trace truncated", "short read"]);
     }
 
     #[test]
