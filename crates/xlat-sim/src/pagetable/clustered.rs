@@ -35,6 +35,9 @@ const WORD_BYTES: u64 = 8;
 const NODE_ALIGN: u64 = 16;
 /// No node (an empty bucket or the end of a chain).
 const NIL: u32 = u32::MAX;
+/// Host bytes of one entry of the block index (a B-tree of `u64 → u32`, nodes included),
+/// at most.
+const INDEX_ENTRY_BYTES: u64 = 32;
 
 #[derive(Clone, Debug)]
 struct Node {
@@ -395,6 +398,15 @@ impl PageTable for Clustered {
             (self.heads.len() as u64 * WORD_BYTES, 1),
             (nodes * self.node_bytes(), nodes),
         ]
+    }
+
+    /// Per node: its struct, its boxed words, its index entry and two allocations'
+    /// overhead (the simulated 144 bytes of a 16-page node take ~340 on the host); and
+    /// the bucket heads.
+    fn host_bytes(&self) -> u64 {
+        let words = (std::mem::size_of::<Option<Leaf>>() as u64) << self.k;
+        let per_node = std::mem::size_of::<Node>() as u64 + words + INDEX_ENTRY_BYTES + 32;
+        (self.heads.len() as u64 * 4).saturating_add(self.blocks.len() as u64 * per_node)
     }
 
     fn pwc_level(&self, _name: &str) -> Option<(usize, u32)> {

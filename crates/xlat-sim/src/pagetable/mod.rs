@@ -134,6 +134,14 @@ pub trait PageTable: Sized {
     fn leaf_shifts(&self) -> Vec<u8>;
     /// Live table bytes and tables, per hardware level (root first).
     fn table_usage(&self) -> Vec<(u64, u64)>;
+    /// Host bytes the tables occupy, at most (a fork refuses to copy them past the host
+    /// memory limit first). By default the simulated bytes and 64 per table: a radix
+    /// table's host form is its entries plus a small header.
+    fn host_bytes(&self) -> u64 {
+        self.table_usage()
+            .iter()
+            .fold(0u64, |a, u| a.saturating_add(u.0).saturating_add(64 * u.1))
+    }
     /// Hardware-level index and key shift for a page-walk cache of config level `name`.
     fn pwc_level(&self, name: &str) -> Option<(usize, u32)>;
     /// A hint that `va` will be walked soon: may prefetch host memory for the walk, and

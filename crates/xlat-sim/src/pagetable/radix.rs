@@ -606,6 +606,19 @@ impl PageTable for Radix {
         v
     }
 
+    /// Per level: a 64-byte node per live table, and a slab chunk (`fanout` words) per
+    /// table grown past its inline entries, twice over (a copy's arrays grow by doubling).
+    /// A sparse table takes 64 host bytes, not its simulated 4 KiB.
+    fn host_bytes(&self) -> u64 {
+        self.levels
+            .iter()
+            .map(|l| {
+                let chunks = (l.slab.len() / l.fanout.max(1)).saturating_sub(l.free_chunks.len());
+                2 * (l.live_tables * 64 + (chunks * l.fanout * 8) as u64)
+            })
+            .sum()
+    }
+
     fn table_usage(&self) -> Vec<(u64, u64)> {
         self.levels
             .iter()

@@ -498,11 +498,8 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
         let bs = self.base_shift;
         let p = self.os.slots[cur].as_mut().expect("cur");
         // The child's tables cost what the parent's do.
-        let (bytes, tables) =
-            p.pt.table_usage()
-                .iter()
-                .fold((0u64, 0u64), |a, u| (a.0 + u.0, a.1 + u.1));
-        self.host_check(what, bytes + 64 * tables, "copying the page tables")?;
+        let bytes = p.pt.host_bytes();
+        self.host_check(what, bytes, "copying the page tables")?;
         let p = self.os.slots[cur].as_mut().expect("cur");
         let Process {
             pt,
