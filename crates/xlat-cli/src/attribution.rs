@@ -382,7 +382,10 @@ pub fn create_csv(path: &Path) -> Result<xlat_fs::OutFile> {
 }
 
 /// Writes the attribution tables of `outcomes` to `f` and commits it.
-pub fn write_csv(mut f: xlat_fs::OutFile, outcomes: &[crate::run::Outcome]) -> Result<()> {
+pub fn write_csv(
+    mut f: xlat_fs::OutFile,
+    outcomes: &[xlat_runner::outcome::Outcome],
+) -> Result<()> {
     let mut rows = Vec::new();
     for o in outcomes {
         let Some(a) = &o.report.attribution else {

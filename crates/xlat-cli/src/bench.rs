@@ -54,10 +54,10 @@ fn machine_case(
     check: impl Fn(&Report) -> Result<()>,
 ) -> Result<()> {
     let cfg = presets::preset(machine)?;
-    let mut sim = crate::run::new_sim(&cfg)?;
+    let mut sim = crate::control::new_sim(&cfg)?;
     let mut w = xlat_workloads::parse(spec)?;
     let t = Instant::now();
-    drive(&mut w, &mut sim, &crate::run::INTERRUPTED)?;
+    drive(&mut w, &mut sim, &crate::control::INTERRUPTED)?;
     let secs = t.elapsed().as_secs_f64();
     let r = sim.report();
     check(&r).map_err(|e| anyhow::anyhow!("bench case {name}: counts are wrong: {e}"))?;
@@ -82,7 +82,7 @@ fn profile_note(profile: &str) -> String {
 
 pub fn run(filter: Option<&str>) -> Result<()> {
     let want = |n: &str| filter.is_none_or(|f| n.contains(f));
-    let hot = crate::run::new_sim(&presets::preset(presets::DEFAULT)?)?.hot_path();
+    let hot = crate::control::new_sim(&presets::preset(presets::DEFAULT)?)?.hot_path();
     println!(
         "xlat bench: machine {}, one core, {hot} hot path, {}; numbers are wall-clock",
         presets::DEFAULT,

@@ -151,7 +151,7 @@ pub fn run(a: CurveArgs) -> Result<()> {
         worker,
     };
     let p = prepare(&cfg, &spec).with_context(|| format!("machine {}", cfg.name))?;
-    let mut sim = crate::run::new_sim(&p.machine)?;
+    let mut sim = crate::control::new_sim(&p.machine)?;
     sim.profile(&p);
     sim.set_warmup(a.warmup);
     let t = Instant::now();

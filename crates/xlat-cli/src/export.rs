@@ -9,18 +9,19 @@
 //! cycle estimate. `failures` lists the runs of a sweep that failed (empty when none did;
 //! the command then exits non-zero). `summary` holds the CSV's counter columns
 //! ([`crate::metrics`]), `null` where unknown. `seconds` is the run's own simulation
-//! time (CPU time in the simulator: see [`crate::run::Outcome`]).
+//! time (CPU time in the simulator: see [`xlat_runner::outcome::Outcome`]).
 //!
 //! Files are written through [`OutFile`]: complete, or the command fails and an existing
 //! file is left as it was.
 
+use crate::failure::Failure;
 use crate::metrics::{columns, Val};
 use crate::output::shown;
-use crate::run::{Failure, Outcome};
 use anyhow::{Context, Result};
 use serde::Serialize;
 use std::io::Write as _;
 use std::path::Path;
+use xlat_runner::outcome::Outcome;
 use xlat_trace::OutFile;
 
 #[derive(Serialize)]

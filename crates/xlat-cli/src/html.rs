@@ -2,12 +2,13 @@
 //! the command, the summary table, charts of a swept numeric field (inline SVG), the
 //! failures and warnings, and every machine's resolved configuration.
 
+use crate::failure::Failure;
 use crate::metrics::metric;
 use crate::output::{n, rate_str, row, METRICS};
-use crate::run::{Failure, Outcome};
 use anyhow::Result;
 use std::fmt::Write as _;
 use std::path::Path;
+use xlat_runner::outcome::Outcome;
 
 /// `s` safe as HTML text or attribute.
 fn esc(s: &str) -> String {

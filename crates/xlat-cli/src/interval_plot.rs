@@ -3,8 +3,8 @@
 //! simulated. One run: a line per TLB level and side, and the walks; several runs: a
 //! line per run of its first-level misses (both sides).
 
-use crate::run::Outcome;
 use anyhow::{bail, Result};
+use xlat_runner::outcome::Outcome;
 use xlat_sim::stats::Intervals;
 
 /// A level of `Intervals::levels` (`L1 d`) in words: `L1 DTLB misses`.

@@ -4,12 +4,13 @@
 
 use crate::capture::{check_untraced, exit_code, label, say, say_all, stopped, CaptureArgs, BATCH};
 use crate::output;
-use crate::run::{drive_progress, Outcome};
+use crate::run::drive_progress;
 use anyhow::{bail, Result};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use xlat_capture::Capture;
 use xlat_runner::fold::{kernel_segments, Fold, USER_BITS};
+use xlat_runner::outcome::Outcome;
 use xlat_runner::trace::InputNames;
 use xlat_runner::view::Feed;
 use xlat_sim::presets;
@@ -328,7 +329,7 @@ fn capture_once(a: &RunArgs, machines: &Machines) -> Result<Captured> {
     let warnings = std::sync::Mutex::new(vec![Vec::new(); jobs.len()]);
     let results = xlat_runner::fanout::run_jobs(
         &mut jobs,
-        &crate::run::INTERRUPTED,
+        &crate::control::INTERRUPTED,
         |(_, sim, feed)| match feed {
             Some(f) => Ok(f.step(sim)?),
             None => Ok(false),

@@ -6,8 +6,8 @@
 //! workloads). An input without them has no instruction count, and its MPKI columns are
 //! unknown (empty in CSV, `null` in JSON, `-` in tables), never a made-up number.
 
-use crate::run::Outcome;
 use anyhow::{bail, Result};
+use xlat_runner::outcome::Outcome;
 use xlat_sim::MachineConfig;
 
 /// A column's value.

@@ -2,9 +2,9 @@
 //! through [`shown`]/[`escape`] (no raw control bytes from input files).
 
 pub use crate::metrics::{metric, METRICS};
-use crate::run::Outcome;
 use std::fmt::Write as _;
 use std::path::Path;
+use xlat_runner::outcome::Outcome;
 use xlat_trace::escape;
 use xlat_types::format_bytes;
 

@@ -7,10 +7,10 @@
 //! else the misses per 1000 references of the swept structure's TLB level.
 
 use crate::output::metric;
-use crate::run::Outcome;
 use crate::OutputArgs;
 use anyhow::{bail, Result};
 use std::path::{Path, PathBuf};
+use xlat_runner::outcome::Outcome;
 
 /// The "metric" of `--plot intervals=FILE`.
 pub const INTERVALS: &str = "intervals";

@@ -5,119 +5,16 @@ use crate::plan::Plan;
 use crate::{OutputArgs, SimArgs};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use xlat_runner::trace::{name_programs, InputNames};
 use xlat_sim::{presets, Machine, MachineConfig, Report};
 use xlat_types::EventSource;
 
-/// What one run replays.
-#[derive(Clone)]
-pub enum Input {
-    Workload(String),
-    Trace(PathBuf),
-}
+pub use xlat_runner::outcome::{Input, Outcome};
 
-impl Input {
-    pub fn label(&self) -> String {
-        match self {
-            Input::Workload(s) => s.clone(),
-            Input::Trace(p) => p.display().to_string(),
-        }
-    }
-}
-
-/// One finished run.
-pub struct Outcome {
-    pub machine: String,
-    pub input: String,
-    pub report: Report,
-    /// This run's own simulation time: the CPU time its simulator spent in
-    /// [`Sim::run`]. Reading or generating the input is not in it (machines sharing a
-    /// decode each count only their own simulation; a lone workload's generation runs
-    /// between the batches, outside `run`); the run's share of setup and reporting neither.
-    pub seconds: f64,
-    pub warnings: Vec<String>,
-    /// The machine's changed fields (`--set`, `--sweep`), in order: (path, value).
-    pub params: Vec<(String, String)>,
-    /// A built-in workload input's name and every parameter (defaults included).
-    pub workload: Option<(String, Vec<(String, String)>)>,
-}
-
-impl Input {
-    /// A trace input's file.
-    pub fn trace(&self) -> Option<&Path> {
-        match self {
-            Input::Trace(p) => Some(p),
-            Input::Workload(_) => None,
-        }
-    }
-
-    /// A workload input's name and parameters.
-    pub fn workload(&self) -> Option<(String, Vec<(String, String)>)> {
-        let Input::Workload(spec) = self else {
-            return None;
-        };
-        let w = xlat_workloads::parse(spec).ok()?;
-        let params = w
-            .params()
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v))
-            .collect();
-        Some((w.name().to_string(), params))
-    }
-}
-
-/// `Ctrl-C` during `xlat sim`: runs stop at their next batch; finished ones are written.
-pub static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-/// Whether the user interrupted the sweep.
-pub fn interrupted() -> bool {
-    INTERRUPTED.load(Ordering::Relaxed)
-}
-
-/// The error of a run stopped by `Ctrl-C` (exit status 130).
-pub use xlat_runner::Interrupted;
-
-/// The stop request behind `e` (Ctrl-C: exit status 130), if it is one: an
-/// [`Interrupted`] anywhere in its chain, or a run stopped by it.
-pub fn interruption(e: &anyhow::Error) -> Option<&Interrupted> {
-    e.chain().find_map(|c| {
-        c.downcast_ref::<Interrupted>().or_else(|| {
-            c.downcast_ref::<xlat_runner::RunError>()
-                .and_then(xlat_runner::RunError::interrupted)
-        })
-    })
-}
-
-/// Stops at the next batch if the user pressed Ctrl-C.
-pub fn check_interrupt() -> Result<()> {
-    if interrupted() {
-        return Err(Interrupted("interrupted".into()).into());
-    }
-    Ok(())
-}
-
-extern "C" fn on_sigint(_: libc::c_int) {
-    INTERRUPTED.store(true, Ordering::Relaxed);
-}
-
-/// From now on Ctrl-C (SIGINT) stops the runs instead of killing xlat.
-pub fn catch_interrupt() {
-    // SAFETY: the handler only stores to an atomic (async-signal-safe).
-    unsafe { libc::signal(libc::SIGINT, on_sigint as *const () as libc::sighandler_t) };
-}
-
-/// `--portable`: every simulator [`new_sim`] makes runs the portable hot path.
-pub static PORTABLE: AtomicBool = AtomicBool::new(false);
-
-/// A simulator for `cfg`, honouring `--portable` and `--max-memory` (the heap in use,
-/// counted by [`crate::memory`], checked before each batch).
-pub fn new_sim(cfg: &MachineConfig) -> Result<Machine> {
-    let mut sim: Machine =
-        Machine::with_memory_limit(cfg, crate::memory::limit(), Some(crate::memory::in_use))?;
-    sim.set_portable(PORTABLE.load(Ordering::Relaxed));
-    Ok(sim)
-}
+pub use crate::control::{
+    catch_interrupt, check_interrupt, interrupted, interruption, new_sim, Interrupted, INTERRUPTED,
+    PORTABLE,
+};
 
 /// Machine `name` (a preset or TOML file) with each `PATH=VALUE` of `sets` applied
 /// (`tlb.levels[1].unified[0].entries=2048`, `os.thp=never`: a VALUE that is not TOML is
@@ -362,12 +259,7 @@ fn drive_group(
     r
 }
 
-/// A run of a sweep that produced no report.
-pub struct Failure {
-    pub machine: String,
-    pub input: String,
-    pub error: anyhow::Error,
-}
+pub use crate::failure::Failure;
 
 /// Checks an input before any run: a workload spec parses, a trace opens and is of a
 /// known format.

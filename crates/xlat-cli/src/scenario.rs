@@ -202,10 +202,10 @@ pub fn run(name: &str, check: bool, quick: bool, out: &TableArgs) -> Result<()> 
         let cfg = base
             .with_overrides(v.set.iter().map(|(k, x)| (k.as_str(), x)))
             .with_context(|| format!("variant {}", v.label))?;
-        let mut sim = crate::run::new_sim(&cfg)?;
+        let mut sim = crate::control::new_sim(&cfg)?;
         let spec = if quick { &v.quick } else { &v.workload };
         let mut w = xlat_workloads::parse(spec.as_deref().unwrap_or(workload))?;
-        xlat_runner::drive::drive(&mut w, &mut sim, &crate::run::INTERRUPTED)
+        xlat_runner::drive::drive(&mut w, &mut sim, &crate::control::INTERRUPTED)
             .with_context(|| format!("variant {}", v.label))?;
         let r: Report = sim.report();
         reports.push((v.label.clone(), serde_json::to_value(&r)?));

@@ -128,7 +128,7 @@ pub fn plan_and_submit(plan: &mut Plan, a: &SimArgs, out: &OutputArgs) -> Result
 /// Waits until job `job` has left Slurm's queue, with a bar through its shards' results
 /// and the time left.
 fn wait(job: &str, dir: &Path, shards: usize) -> Result<()> {
-    crate::run::catch_interrupt();
+    crate::control::catch_interrupt();
     let pb = crate::progress::count_bar(format!("shards of Slurm job {job}"), shards as u64);
     loop {
         let done = (0..shards)
@@ -143,9 +143,9 @@ fn wait(job: &str, dir: &Path, shards: usize) -> Result<()> {
         if !q.status.success() || String::from_utf8_lossy(&q.stdout).trim().is_empty() {
             break;
         }
-        if crate::run::interrupted() {
+        if crate::control::interrupted() {
             pb.finish_and_clear();
-            return Err(crate::run::Interrupted(format!(
+            return Err(crate::control::Interrupted(format!(
                 "stopped waiting; Slurm job {job} goes on: `xlat merge {}` when it has finished",
                 crate::output::shown(dir)
             ))

@@ -64,8 +64,13 @@ pub fn replay_many(
         0 => pbc.inc(k as u64),
         _ => pbc.set_position(read.load(Ordering::Relaxed)),
     };
-    let (results, names) =
-        xlat_runner::trace::replay_many(input, &what, sims, &crate::run::INTERRUPTED, progress)?;
+    let (results, names) = xlat_runner::trace::replay_many(
+        input,
+        &what,
+        sims,
+        &crate::control::INTERRUPTED,
+        progress,
+    )?;
     pb.finish_and_clear();
     let results = results
         .into_iter()
@@ -244,10 +249,10 @@ pub fn bench_cases(
         );
     }
     if want("trace-replay") {
-        let mut sim = crate::run::new_sim(&presets::preset(presets::DEFAULT)?)?;
+        let mut sim = crate::control::new_sim(&presets::preset(presets::DEFAULT)?)?;
         let mut r = TraceReader::new(std::io::Cursor::new(&bytes))?;
         let t = Instant::now();
-        drive(&mut r, &mut sim, &crate::run::INTERRUPTED)?;
+        drive(&mut r, &mut sim, &crate::control::INTERRUPTED)?;
         let secs = t.elapsed().as_secs_f64();
         let rep = sim.report();
         ensure!(rep.refs.total == refs, "replayed {} refs", rep.refs.total);

@@ -5,6 +5,7 @@
 //! - [`view`]: how each machine sees a trace ([`fold`], [`canonical`]: a machine's view of
 //!   a wider address space), and [`view::Feed`], its view of a fan-out's stream;
 //! - [`trace`]: trace files opened by content, replayed on many machines at once;
+//! - [`outcome`]: a run's [`outcome::Input`] and [`outcome::Outcome`];
 //! - [`RunError`]: why a run stopped;
 //! - [`Interrupted`]: a run stopped by request (Ctrl-C), between batches.
 //!
@@ -16,6 +17,7 @@ pub mod drive;
 mod error;
 pub mod fanout;
 pub mod fold;
+pub mod outcome;
 pub mod trace;
 pub mod view;
 

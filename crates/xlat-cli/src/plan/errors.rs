@@ -2,7 +2,7 @@
 //! shares is one message (with the valid values nearest each point), not one per point.
 
 use super::Plan;
-use crate::run::Failure;
+use crate::failure::Failure;
 use anyhow::Result;
 use xlat_sim::config::{geometry_fix, nearest_multiples, ConfigError};
 use xlat_sim::MachineConfig;

@@ -2,10 +2,12 @@
 //! [`finish`], which prints and writes a sweep's outcomes either way.
 
 use super::{params_of, shard, Plan};
-use crate::run::{self, Failure, Outcome};
+use crate::failure::Failure;
+use crate::run;
 use crate::OutputArgs;
 use anyhow::{bail, ensure, Context, Result};
 use std::path::Path;
+use xlat_runner::outcome::Outcome;
 
 /// `xlat merge DIR`: every shard's runs, in the plan's order, printed and written as the
 /// local run would. Fails naming the shards without a result.

@@ -23,11 +23,13 @@ pub use merge::{finish, merge};
 pub use shard::shard;
 pub use sweep::{combinations, params_of};
 
-use crate::run::{self, Failure, Input, Outcome};
+use crate::failure::Failure;
+use crate::run;
 use anyhow::{Context, Result};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
+use xlat_runner::outcome::{Input, Outcome};
 use xlat_sim::MachineConfig;
 
 /// Version of `plan.json` and `shard-K.json`.
