@@ -15,8 +15,8 @@
 //! file is left as it was.
 
 use crate::failure::Failure;
+use crate::fmt::shown;
 use crate::metrics::{columns, Val};
-use crate::output::shown;
 use anyhow::{Context, Result};
 use serde::Serialize;
 use std::io::Write as _;

@@ -7,6 +7,9 @@ use anyhow::{bail, Result};
 use xlat_runner::outcome::Outcome;
 use xlat_sim::stats::Intervals;
 
+/// The "metric" of `--plot intervals=FILE`.
+pub const INTERVALS: &str = "intervals";
+
 /// A level of `Intervals::levels` (`L1 d`) in words: `L1 DTLB misses`.
 fn level_words(level: &str) -> String {
     match level.rsplit_once(' ') {
@@ -40,7 +43,7 @@ pub fn chart(outcomes: &[Outcome]) -> Result<xlat_plot::Chart> {
     let Some(&(first, iv)) = with.first() else {
         bail!(
             "--plot {}=FILE: the runs have no intervals (run with --interval N)",
-            crate::plots::INTERVALS
+            INTERVALS
         );
     };
     let every = crate::output::n(iv.every);

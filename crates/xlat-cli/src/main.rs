@@ -10,6 +10,7 @@ mod control;
 mod curve;
 mod export;
 mod failure;
+mod fmt;
 mod grid;
 mod html;
 mod interval_plot;
@@ -26,6 +27,7 @@ mod progress;
 mod run;
 mod scenario;
 mod short;
+mod sim_cmd;
 mod slurm;
 mod syscalls;
 mod system;
@@ -334,12 +336,12 @@ fn main() {
         // These pass the traced program's exit status through.
         Cmd::Run(a) => live::run(a).map(|c| std::process::exit(c)),
         Cmd::Trace(a) => capture::trace(a).map(|c| std::process::exit(c)),
-        Cmd::Sim(a) => run::sim(a),
+        Cmd::Sim(a) => sim_cmd::sim(a),
         Cmd::Curve(a) => curve::run(a),
         Cmd::Shard { dir, shard } => plan::shard(&dir, shard),
         Cmd::Merge { dir, out, partial } => plan::merge(&dir, &out, partial),
-        Cmd::Machines { name } => run::machines(name),
-        Cmd::Workloads => run::workloads(),
+        Cmd::Machines { name } => sim_cmd::machines(name),
+        Cmd::Workloads => sim_cmd::workloads(),
         Cmd::Bench { filter, .. } => bench::run(filter.as_deref()),
         Cmd::Syscalls {
             trace,

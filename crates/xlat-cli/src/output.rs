@@ -3,21 +3,11 @@
 
 pub use crate::metrics::{metric, METRICS};
 use std::fmt::Write as _;
-use std::path::Path;
 use xlat_runner::outcome::Outcome;
 use xlat_trace::escape;
 use xlat_types::format_bytes;
 
-/// A path as text for a message, control characters escaped.
-pub fn shown(p: &Path) -> String {
-    escape(&p.display().to_string()).into_owned()
-}
-
-/// `1234567` → `1,234,567`: every count in a human table (files have plain numbers).
-pub fn n(v: u64) -> String {
-    use num_format::{Locale, ToFormattedString};
-    v.to_formatted_string(&Locale::en)
-}
+pub use crate::fmt::{mpki_str, n, rate_str, shown};
 
 fn bytes(b: u64) -> String {
     if b >= 1 << 30 {
@@ -434,27 +424,9 @@ pub(crate) fn row(o: &Outcome) -> Row {
     }
 }
 
-/// Misses per 1000 instructions as a table shows it: `-` without instruction records.
-pub fn mpki_str(misses: u64, instructions: u64) -> String {
-    match instructions {
-        0 => "-".to_string(),
-        i => rate_str(misses as f64 * 1000.0 / i as f64),
-    }
-}
-
 /// One line per run.
 pub fn summary_table(outcomes: &[Outcome]) -> String {
     terminal_safe(summary_table_raw(outcomes))
-}
-
-/// A rate with enough digits to tell small values apart (0.0026 vs 0.0007, not 0.00):
-/// two decimals from 1 up, three significant digits below (at most 6 decimals).
-pub fn rate_str(v: f64) -> String {
-    if v == 0.0 || !v.is_finite() {
-        return format!("{v:.2}");
-    }
-    let d = (2 - v.abs().log10().floor() as i32).clamp(2, 6) as usize;
-    format!("{v:.d$}")
 }
 
 /// `s` for a message: at most `w` characters, the rest replaced by `… (N characters in

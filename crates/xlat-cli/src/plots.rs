@@ -12,8 +12,7 @@ use anyhow::{bail, Result};
 use std::path::{Path, PathBuf};
 use xlat_runner::outcome::Outcome;
 
-/// The "metric" of `--plot intervals=FILE`.
-pub const INTERVALS: &str = "intervals";
+pub use crate::interval_plot::INTERVALS;
 
 /// One `--plot` file and what it draws (`None`: the default).
 pub struct Request {
@@ -187,7 +186,7 @@ fn value(o: &Outcome, k: &str) -> Option<f64> {
 /// A TLB structure's field path (`tlb.levels[1].unified[0].entries`): level, side list,
 /// index, field.
 fn tlb_field(path: &str) -> Option<(usize, &'static str, usize, &'static str)> {
-    let key = crate::plan::sweep::field_key(path);
+    let key = field_key(path);
     let (structure, field) = key.rsplit_once('.')?;
     let (level, side, index) = tlb_structure(structure)?;
     let field = ["entries", "ways"].into_iter().find(|f| *f == field)?;
@@ -196,7 +195,7 @@ fn tlb_field(path: &str) -> Option<(usize, &'static str, usize, &'static str)> {
 
 /// A TLB structure's path (`tlb.levels[1].unified[0]`): level, side list, index.
 fn tlb_structure(path: &str) -> Option<(usize, &'static str, usize)> {
-    let rest = crate::plan::sweep::field_key(path);
+    let rest = field_key(path);
     let rest = rest.strip_prefix("tlb.levels[")?.to_string();
     let (level, rest) = rest.split_once("].")?;
     let (side, rest) = rest.split_once('[')?;
@@ -299,7 +298,7 @@ fn is_misses(name: &str) -> bool {
 /// Field `path` of `cfg` (`tlb.levels[1].unified[0].entries`) as a number.
 fn config_value(cfg: &xlat_sim::MachineConfig, path: &str) -> Option<f64> {
     let mut v = serde_json::to_value(cfg).ok()?;
-    for part in crate::plan::sweep::field_key(path).split('.') {
+    for part in field_key(path).split('.') {
         let (name, index) = match part.split_once('[') {
             Some((n, i)) => (n, Some(i.strip_suffix(']')?.parse::<usize>().ok()?)),
             None => (part, None),
@@ -453,6 +452,11 @@ fn positive(series: &[xlat_plot::Series]) -> bool {
 /// Whether the runs have a numeric swept field to plot against.
 pub fn plottable(outcomes: &[Outcome]) -> bool {
     swept_field(outcomes).is_some()
+}
+
+/// A field path as compared (`tlb.levels[0].d[0].entries`): without blanks.
+pub fn field_key(path: &str) -> String {
+    path.chars().filter(|c| !c.is_whitespace()).collect()
 }
 
 #[cfg(test)]

@@ -1,8 +1,8 @@
 //! The detailed report's tables: TLB levels and structures, per program, per privilege
 //! (kernel / user), `--attribute`'s, code pages by ITLB misses.
 
+use crate::fmt::n;
 use crate::grid::{left, right, Grid};
-use crate::output::n;
 use std::fmt::Write;
 use xlat_sim::stats::AttributedRow;
 
@@ -29,7 +29,7 @@ pub fn tlb(r: &xlat_sim::Report) -> String {
             n(l.hits),
             n(l.misses),
             format!("{:.3}", l.misses_per_kref),
-            crate::output::mpki_str(l.misses, r.refs.instructions),
+            crate::fmt::mpki_str(l.misses, r.refs.instructions),
         ]);
     }
     let mut s = g.render();

@@ -57,7 +57,7 @@ impl Plan {
                 let Some((p, _)) = s.split_once('=') else {
                     bail!("machine {k} ({}): change {s:?} is not PATH=VALUE", m.name);
                 };
-                let p = super::sweep::field_key(p);
+                let p = crate::plots::field_key(p);
                 ensure!(
                     !p.is_empty() && !seen.contains(&p),
                     "machine {k} ({}): field {p:?} changed twice or unnamed",

@@ -138,11 +138,11 @@ impl Plan {
         );
         let combos = combinations(sweeps)?;
         for s in sets {
-            let k = sweep::field_key(s.split_once('=').map_or(s.as_str(), |(p, _)| p));
+            let k = crate::plots::field_key(s.split_once('=').map_or(s.as_str(), |(p, _)| p));
             if let Some(c) = combos.first() {
                 if c.iter().any(|c| {
                     c.split_once('=')
-                        .is_some_and(|(p, _)| sweep::field_key(p) == k)
+                        .is_some_and(|(p, _)| crate::plots::field_key(p) == k)
                 }) {
                     eprintln!(
                         "xlat: note: --set {} is replaced by the --sweep of that field",

@@ -9,11 +9,6 @@
 use super::MAX_RUNS;
 use anyhow::{bail, Result};
 
-/// A field path as compared (`tlb.levels[0].d[0].entries`): without blanks.
-pub fn field_key(path: &str) -> String {
-    path.chars().filter(|c| !c.is_whitespace()).collect()
-}
-
 /// The `--sweep PATH=V1,V2,...` specs parsed: (path, values), in order.
 fn parse(sweeps: &[String]) -> Result<Vec<(String, Vec<String>)>> {
     let mut out: Vec<(String, Vec<String>)> = Vec::new();
@@ -34,7 +29,10 @@ fn parse(sweeps: &[String]) -> Result<Vec<(String, Vec<String>)>> {
         if values.is_empty() {
             bail!("--sweep {s}: no values");
         }
-        if out.iter().any(|(p, _)| field_key(p) == field_key(path)) {
+        if out
+            .iter()
+            .any(|(p, _)| crate::plots::field_key(p) == crate::plots::field_key(path))
+        {
             bail!("--sweep {path} is given twice: give its values in one --sweep");
         }
         out.push((path.to_string(), values));
@@ -86,7 +84,8 @@ pub fn combinations(sweeps: &[String]) -> Result<Vec<Vec<String>>> {
 /// The `--set` edits that take effect beside a `--sweep` combination, then the
 /// combination: a set field that is swept, or set again later, is left out.
 pub fn effective(sets: &[String], combination: &[String]) -> Vec<String> {
-    let key = |s: &String| field_key(s.split_once('=').map_or(s.as_str(), |(p, _)| p));
+    let key =
+        |s: &String| crate::plots::field_key(s.split_once('=').map_or(s.as_str(), |(p, _)| p));
     let later: Vec<String> = combination.iter().map(key).collect();
     let mut out: Vec<String> = Vec::new();
     for (i, s) in sets.iter().enumerate() {
@@ -106,7 +105,10 @@ pub fn params_of(sets: &[String]) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::new();
     for (p, v) in sets.iter().filter_map(|s| s.split_once('=')) {
         let (p, v) = (p.trim().to_string(), v.trim().to_string());
-        match out.iter_mut().find(|(q, _)| field_key(q) == field_key(&p)) {
+        match out
+            .iter_mut()
+            .find(|(q, _)| crate::plots::field_key(q) == crate::plots::field_key(&p))
+        {
             Some(slot) => slot.1 = v,
             None => out.push((p, v)),
         }
