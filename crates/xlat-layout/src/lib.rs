@@ -27,12 +27,26 @@
 //! are broken by index (output is deterministic), and *cold* functions — heat 0 and no
 //! remaining edge — come last in their original order. Every function appears exactly once.
 //! [`pages_touched`] is a small predictor of the i-TLB footprint of a layout.
+//!
+//! From a trace (`.xlt` with `map-file` records) to that input and back: [`spaces`] (which
+//! file each address of each process holds), [`profile`] (the blocks' instructions and
+//! calls, the [`CallGraph`] of one binary), [`linked`] (orders as a linker makes them from
+//! names), [`calls`] (code pages per call of one function and per million instructions in
+//! each layout) and [`relink`] (the virtual relink: a replay on a machine with the code
+//! where an order puts it).
 
 mod c3;
+pub mod calls;
+mod error;
 pub mod format;
+pub mod linked;
 mod pettis_hansen;
+pub mod profile;
+pub mod relink;
+pub mod spaces;
 
 pub use c3::c3;
+pub use error::ReadError;
 pub use pettis_hansen::pettis_hansen;
 
 use std::collections::BTreeMap;

@@ -4,25 +4,23 @@
 //! by `xlat-symbols`); the order comes from C3 or Pettis–Hansen (`xlat-layout`) and is
 //! written in a linker's format.
 
-mod calls;
 mod order;
 mod predict;
-mod relink;
 mod report;
 
-use order::{as_linked, read_order};
+use order::read_order;
 use predict::{predict, Binary};
 
 use anyhow::{bail, Context, Result};
-use rustc_hash::FxHashMap;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use xlat_layout::{CallGraph, Function, Params};
-use xlat_sim::vma::{FileLabel, Ranges};
+use xlat_layout::linked::as_linked;
+use xlat_layout::profile::{call_graph, pages_now, profile, Profile};
+use xlat_layout::spaces::KERNEL;
+use xlat_layout::{CallGraph, Params};
 use xlat_symbols::Symbols;
 use xlat_trace::TraceReader;
-use xlat_types::{Event, EventSource};
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
 pub enum Algorithm {
@@ -114,156 +112,6 @@ pub struct LayoutArgs {
     pub table: crate::tableout::TableArgs,
 }
 
-/// A place in a file: (file number, byte offset).
-type At = (u32, u64);
-
-/// What the trace's blocks say about code: instructions per block start, and how often
-/// each block follows another in the same thread.
-#[derive(Default)]
-struct Profile {
-    insns: FxHashMap<At, u64>,
-    next: FxHashMap<(At, At), u64>,
-    /// Instructions outside every named file.
-    unnamed: u64,
-}
-
-/// The file number that stands for the kernel of a system trace: its "offsets" are its
-/// addresses (x86-64's upper half), its functions come from its kallsyms.
-const KERNEL: u32 = u32::MAX;
-
-/// Per process, what files its ranges hold (the simulator's rules: a later mmap, munmap
-/// or exec forgets a label, mremap moves it, fork copies it); in a system trace, the
-/// kernel's half too.
-#[derive(Default)]
-struct Spaces {
-    labels: FxHashMap<u32, Ranges<FileLabel>>,
-    cur: u32,
-    system: bool,
-}
-
-impl Spaces {
-    fn new(system: bool) -> Spaces {
-        Spaces {
-            cur: xlat_types::Pid::INIT.0,
-            system,
-            ..Spaces::default()
-        }
-    }
-
-    fn at(&self, va: u64) -> Option<At> {
-        if self.system && va >> 63 == 1 {
-            return Some((KERNEL, va));
-        }
-        let (s, l) = self.labels.get(&self.cur)?.find(va)?;
-        Some((l.file, l.offset + (va - s)))
-    }
-
-    fn event(&mut self, e: &Event) {
-        let cur = self.labels.entry(self.cur).or_default();
-        match *e {
-            Event::MapFile {
-                addr,
-                len,
-                offset,
-                file,
-            } => cur.insert(
-                addr.0,
-                FileLabel {
-                    end: addr.0.saturating_add(len),
-                    file,
-                    offset,
-                },
-            ),
-            Event::Mmap { addr, len, .. } | Event::Munmap { addr, len } => {
-                cur.remove(addr.0, addr.0.saturating_add(len));
-            }
-            Event::Mremap {
-                old,
-                old_len,
-                new,
-                new_len,
-            } => cur.move_range(
-                old.0,
-                old.0.saturating_add(old_len),
-                new.0,
-                new.0.saturating_add(new_len),
-            ),
-            Event::Fork { child } => {
-                let copy = cur.clone();
-                self.labels.insert(child.0, copy);
-            }
-            Event::Switch { pid } => self.cur = pid.0,
-            Event::Exit | Event::Exec | Event::ExecTraced => {
-                self.labels.remove(&self.cur);
-            }
-            _ => {}
-        }
-    }
-}
-
-/// Reads the trace at `path` in order, each event seen by `f` with the address spaces'
-/// file labels as they are before it; returns the reader, at its end.
-fn labelled(
-    path: &Path,
-    mut f: impl FnMut(&Spaces, &Event),
-) -> Result<TraceReader<std::io::BufReader<std::fs::File>>> {
-    let what = crate::output::shown(path);
-    let mut r = TraceReader::open(path).with_context(|| format!("trace {what}"))?;
-    let mut spaces = Spaces::new(xlat_runner::trace::is_system(r.header()));
-    let mut buf = Vec::new();
-    while r
-        .fill(&mut buf, 1 << 16)
-        .with_context(|| format!("trace {what}"))?
-    {
-        for e in &buf {
-            f(&spaces, e);
-            if !matches!(e, Event::Block(_)) {
-                spaces.event(e);
-            }
-        }
-    }
-    Ok(r)
-}
-
-/// Reads the trace: its code profile and its file table.
-fn profile(path: &Path) -> Result<(Profile, HashMap<u32, String>)> {
-    let what = crate::output::shown(path);
-    let mut p = Profile::default();
-    let mut last: FxHashMap<(u32, u32), At> = FxHashMap::default();
-    let r = labelled(path, |spaces, e| {
-        let Event::Block(b) = e else {
-            return;
-        };
-        let thread = (spaces.cur, b.tid.0);
-        match spaces.at(b.addr.0) {
-            Some(at) => {
-                *p.insns.entry(at).or_default() += b.insns as u64;
-                if let Some(prev) = last.insert(thread, at) {
-                    *p.next.entry((prev, at)).or_default() += 1;
-                }
-            }
-            None => {
-                p.unnamed += b.insns as u64;
-                last.remove(&thread);
-            }
-        }
-    })?;
-    let mut files = r
-        .end_summary()
-        .map(|s| xlat_trace::file_names(&s.end_meta))
-        .unwrap_or_default();
-    if xlat_runner::trace::is_system(r.header()) {
-        files.insert(KERNEL, KERNEL_NAME.to_string());
-    }
-    if files.is_empty() {
-        bail!(
-            "trace {what} names no files (no `map-file` records): capture it again with \
-             this xlat's `xlat trace`, which records the files a program maps"
-        );
-    }
-    Ok((p, files))
-}
-
 /// How `xlat layout` names the kernel of a system trace (`--binary kernel`).
 const KERNEL_NAME: &str = "[kernel]";
 
@@ -321,7 +169,7 @@ pub fn run(a: &LayoutArgs) -> Result<()> {
     if !page.is_power_of_two() {
         bail!("--page {page}: a power of two");
     }
-    let (p, files) = profile(&a.trace)?;
+    let (p, files) = profile(&a.trace, &crate::output::shown(&a.trace), KERNEL_NAME)?;
     let id = choose(&p, &files, a.binary.as_deref())?;
     let path = &files[&id];
     let syms = match id {
@@ -331,7 +179,6 @@ pub fn run(a: &LayoutArgs) -> Result<()> {
     };
     // The binary's functions, by address; the graph's nodes.
     let funcs: Vec<&xlat_symbols::Symbol> = syms.functions().collect();
-    let index: HashMap<u64, usize> = funcs.iter().enumerate().map(|(i, s)| (s.addr, i)).collect();
     // Checked before anything is written.
     let target = match &a.function {
         Some(name) => Some(
@@ -346,45 +193,8 @@ pub fn run(a: &LayoutArgs) -> Result<()> {
         Some(f) => Some(read_order(f, &funcs)?),
         None => None,
     };
-    let func_at = |off: u64| -> Option<(usize, bool)> {
-        let v = syms.vaddr_of_offset(off)?;
-        let s = syms.at_vaddr(v)?;
-        Some((*index.get(&s.addr)?, v == s.addr))
-    };
-    let mut heat = vec![0u64; funcs.len()];
-    let mut unknown = 0u64;
-    for (&(f, off), &n) in &p.insns {
-        if f != id {
-            continue;
-        }
-        match func_at(off) {
-            Some((i, _)) => heat[i] += n,
-            None => unknown += n,
-        }
-    }
-    // A block that starts a function, after one of another function: a call.
-    let mut calls: HashMap<(usize, usize), u64> = HashMap::new();
-    for (&((f0, o0), (f1, o1)), &n) in &p.next {
-        if f0 != id || f1 != id {
-            continue;
-        }
-        if let (Some((a0, _)), Some((a1, true))) = (func_at(o0), func_at(o1)) {
-            if a0 != a1 {
-                *calls.entry((a0, a1)).or_default() += n;
-            }
-        }
-    }
-    let mut edges: Vec<(usize, usize, u64)> =
-        calls.into_iter().map(|((a, b), n)| (a, b, n)).collect();
-    edges.sort_unstable();
-    let g = CallGraph {
-        functions: funcs
-            .iter()
-            .zip(&heat)
-            .map(|(s, &h)| Function::new(s.name.clone(), s.size, h))
-            .collect(),
-        edges,
-    };
+    let (g, unknown) = call_graph(&p, id, &syms, &funcs);
+    let heat: Vec<u64> = g.functions.iter().map(|f| f.heat).collect();
     let order = a.algorithm.order(&g, page)?;
     // Each name once: a linker moves every function of a name where the name first
     // appears (see `linked_order`).
@@ -521,17 +331,4 @@ pub fn run(a: &LayoutArgs) -> Result<()> {
         prediction,
     };
     outputs.finish(&json, &rows)
-}
-
-/// Pages the `hot` functions occupy where they are linked now.
-fn pages_now(funcs: &[&xlat_symbols::Symbol], hot: &[usize], page: u64) -> u64 {
-    let mut pages: Vec<u64> = Vec::new();
-    for &i in hot {
-        let s = funcs[i];
-        let last = s.addr + s.size.max(1) - 1;
-        pages.extend(s.addr / page..=last / page);
-    }
-    pages.sort_unstable();
-    pages.dedup();
-    pages.len() as u64
 }

@@ -1,13 +1,18 @@
 //! `-m`, `--function` and `--order`: the trace replayed as traced and with the binary's
 //! code where each order puts it.
 
-use super::{calls, order::as_linked, relink, LayoutArgs};
-use anyhow::Result;
+use super::LayoutArgs;
+use anyhow::{Context, Result};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 use std::fmt::Write as _;
-use xlat_layout::CallGraph;
+use std::path::Path;
+use xlat_layout::linked::as_linked;
+use xlat_layout::relink::{itlb_entries, placement};
+use xlat_layout::{calls, relink, CallGraph};
+use xlat_sim::MachineConfig;
 use xlat_symbols::Symbols;
+use xlat_trace::TraceReader;
 
 /// The binary being ordered.
 pub struct Binary<'a> {
@@ -86,15 +91,15 @@ pub fn predict(
     let mut placements = vec![
         (
             format!("the {} order", a.algorithm.name()),
-            relink::placement(b.funcs, order),
+            placement(b.funcs, order),
         ),
         (
             format!("the {} order", other.name()),
-            relink::placement(b.funcs, &as_linked(b.funcs, &other.order(g, page)?)),
+            placement(b.funcs, &as_linked(b.funcs, &other.order(g, page)?)),
         ),
     ];
     if let Some((name, o)) = given {
-        placements.push((name, relink::placement(b.funcs, &o)));
+        placements.push((name, placement(b.funcs, &o)));
     }
     let none = FxHashMap::default();
     let moves: Vec<&FxHashMap<u64, u64>> = std::iter::once(&none)
@@ -102,6 +107,7 @@ pub fn predict(
         .collect();
     let (pc, pw) = calls::code_pages(
         &a.trace,
+        &crate::output::shown(&a.trace),
         (b.id, b.syms),
         b.loader,
         target.map(|f| f.addr),
@@ -196,7 +202,7 @@ pub fn predict(
     }
     for m in &a.machines {
         let cfg = xlat_sim::presets::load(m)?;
-        let before = relink::itlb_misses(&cfg, &a.trace, None)?;
+        let before = itlb_misses(&cfg, &a.trace, None)?;
         let entries = itlb_entries(&cfg);
         let _ = writeln!(
             t,
@@ -214,7 +220,7 @@ pub fn predict(
             value: before as f64,
         }];
         for (i, (layout, new)) in placements.iter().enumerate() {
-            let after = relink::itlb_misses(&cfg, &a.trace, Some((b.id, b.syms, new)))?;
+            let after = itlb_misses(&cfg, &a.trace, Some((b.id, b.syms, new)))?;
             let sep = if i == 0 { "" } else { "," };
             line += &format!("{sep} {} in {layout}", crate::output::n(after));
             layouts.push(LayoutValue {
@@ -232,16 +238,15 @@ pub fn predict(
     Ok(out)
 }
 
-/// The entries of `cfg`'s first-level instruction TLB (its unified one if it has none)
-/// that hold the base page: the hot code pages it can map at once.
-fn itlb_entries(cfg: &xlat_sim::MachineConfig) -> u64 {
-    let base = cfg.page_table.base_page();
-    let Some(l0) = cfg.tlb.levels.first() else {
-        return 0;
-    };
-    let side = if l0.i.is_empty() { &l0.unified } else { &l0.i };
-    side.iter()
-        .filter(|s| s.sizes.contains(&base))
-        .map(|s| s.entries as u64)
-        .sum()
+/// The first-level ITLB misses of `trace` on `cfg`, its code moved as `new` if given.
+fn itlb_misses(
+    cfg: &MachineConfig,
+    trace: &Path,
+    moved: Option<(u32, &Symbols, &FxHashMap<u64, u64>)>,
+) -> Result<u64> {
+    let what = crate::output::shown(trace);
+    let r = TraceReader::open(trace).with_context(|| format!("trace {what}"))?;
+    let mut sim = crate::run::new_sim(cfg)?;
+    relink::replay(r, &what, &mut sim, moved, &crate::run::INTERRUPTED)?;
+    Ok(sim.l1_misses()[0])
 }

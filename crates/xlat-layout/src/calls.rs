@@ -20,7 +20,8 @@
 //! followed; calls still running at the end (or at their process's exit) are counted
 //! apart.
 
-use anyhow::Result;
+use crate::spaces::labelled;
+use crate::ReadError;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::path::Path;
 use xlat_symbols::Symbols;
@@ -34,6 +35,7 @@ const MAX_DEPTH: usize = 256;
 
 /// Pages touched per returned call, per layout.
 pub struct PerCall {
+    /// Calls of the function that returned.
     pub calls: u64,
     /// Calls still running at the end, or when their process exited, or forgotten
     /// ([`MAX_DEPTH`]).
@@ -45,6 +47,7 @@ pub struct PerCall {
 }
 
 impl PerCall {
+    /// Layout `k`'s mean pages per call.
     pub fn mean(&self, k: usize) -> f64 {
         self.pages[k].0 as f64 / self.calls.max(1) as f64
     }
@@ -69,12 +72,14 @@ pub const WINDOW: u64 = 1_000_000;
 
 /// Code pages touched per window of [`WINDOW`] instructions, per layout.
 pub struct PerWindow {
+    /// Whole windows in the trace.
     pub windows: u64,
     /// Per layout, the windows' pages summed.
     pub pages: Vec<u64>,
 }
 
 impl PerWindow {
+    /// Layout `k`'s mean pages per window.
     pub fn mean(&self, k: usize) -> f64 {
         self.pages[k] as f64 / self.windows.max(1) as f64
     }
@@ -146,18 +151,19 @@ struct Seen {
     from_loader: bool,
 }
 
-/// Counts pages of `page` bytes through `trace` in each layout of `moves` (old function
+/// Counts pages of `page` bytes through `trace` (named `what` in errors) in each layout of `moves` (old function
 /// address of file `file` → new; an empty map is the layout as traced): per window, and
 /// per call of the function at link-time address `target` if given. `loader` is the
 /// dynamic linker's file.
 pub fn code_pages(
     trace: &Path,
+    what: &str,
     (file, syms): (u32, &Symbols),
     loader: Option<u32>,
     target: Option<u64>,
     page: u64,
     moves: &[&HashMap<u64, u64>],
-) -> Result<(PerCall, PerWindow)> {
+) -> Result<(PerCall, PerWindow), ReadError> {
     let mut win = PerWindow {
         windows: 0,
         pages: vec![0; moves.len()],
@@ -174,10 +180,10 @@ pub fn code_pages(
         unfollowed: 0,
         pages: vec![(0, 0, 0); moves.len()],
     };
-    super::labelled(trace, |spaces, e| {
+    labelled(trace, what, |spaces, e| {
         let Event::Block(b) = e else {
             if matches!(e, Event::Exit | Event::Exec | Event::ExecTraced) {
-                let pid = spaces.cur;
+                let pid = spaces.cur();
                 calls.retain(|&(p, _), c| {
                     out.unmatched += (p == pid) as u64 * c.targets as u64;
                     p != pid
@@ -186,7 +192,7 @@ pub fn code_pages(
             }
             return;
         };
-        let thread = (spaces.cur, b.tid.0);
+        let thread = (spaces.cur(), b.tid.0);
         let (start, end) = (b.addr.0, b.addr.0 + b.len as u64);
         let at = spaces.at(start);
         // The block's function in the binary, if any: (its address, entered at it).
@@ -200,7 +206,7 @@ pub fn code_pages(
                 .and_then(|(f, _)| Some(*m.get(&f)? as i64 - f as i64))
                 .unwrap_or(0);
         }
-        let space = if start >> 63 == 1 { 0 } else { spaces.cur };
+        let space = if start >> 63 == 1 { 0 } else { spaces.cur() };
         for (set, &d) in touched.iter_mut().zip(&shifts) {
             let (s, e) = (start.wrapping_add_signed(d), end.wrapping_add_signed(d));
             set.extend((s / page..=(e - 1) / page).map(|p| (space, p)));

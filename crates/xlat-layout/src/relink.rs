@@ -1,14 +1,15 @@
 //! The virtual relink: a trace replayed on a machine with the binary's functions where an
 //! order puts them (packed from the lowest function's address, 16-byte aligned, as
-//! [`xlat_layout::pages_touched`] counts them). Only code moves: instruction fetches and
+//! [`crate::pages_touched`] counts them). Only code moves: instruction fetches and
 //! blocks inside the binary's functions are shifted by their function's move; data and
 //! other files stay.
 
-use super::Spaces;
-use anyhow::{Context, Result};
+use crate::spaces::Spaces;
 use rustc_hash::FxHashMap as HashMap;
-use std::path::Path;
+use std::io::Read;
+use std::sync::atomic::AtomicBool;
 use xlat_runner::view::drive_seen;
+use xlat_runner::RunError;
 use xlat_sim::{Machine, MachineConfig};
 use xlat_symbols::Symbols;
 use xlat_trace::TraceReader;
@@ -101,16 +102,17 @@ impl<S: EventSource> EventSource for Relinked<'_, S> {
     }
 }
 
-/// The first-level ITLB misses of `trace` on `cfg`, its code moved as `new` if given.
-pub fn itlb_misses(
-    cfg: &MachineConfig,
-    trace: &Path,
+/// Replays the trace `r` (named `what`) into `sim` as that machine sees it, the code of
+/// file `moved.0` (its symbols `moved.1`) moved as `moved.2` (old function address → new)
+/// if given; stops at the next batch once `stop` is set.
+pub fn replay<R: Read>(
+    r: TraceReader<R>,
+    what: &str,
+    sim: &mut Machine,
     moved: Option<(u32, &Symbols, &HashMap<u64, u64>)>,
-) -> Result<u64> {
-    let what = crate::output::shown(trace);
-    let r = TraceReader::open(trace).with_context(|| format!("trace {what}"))?;
+    stop: &AtomicBool,
+) -> Result<(), RunError> {
     let system = xlat_runner::trace::is_system(r.header());
-    let mut sim: Machine = crate::run::new_sim(cfg)?;
     match moved {
         Some((file, syms, new)) => {
             let src = Relinked {
@@ -120,11 +122,24 @@ pub fn itlb_misses(
                 syms,
                 new,
             };
-            drive_seen(src, system, &what, &mut sim, &crate::run::INTERRUPTED)?
+            drive_seen(src, system, what, sim, stop)
         }
-        None => drive_seen(r, system, &what, &mut sim, &crate::run::INTERRUPTED)?,
+        None => drive_seen(r, system, what, sim, stop),
     }
-    Ok(sim.l1_misses()[0])
+}
+
+/// The entries of `cfg`'s first-level instruction TLB (its unified one if it has none)
+/// that hold the base page: the hot code pages it can map at once.
+pub fn itlb_entries(cfg: &MachineConfig) -> u64 {
+    let base = cfg.page_table.base_page();
+    let Some(l0) = cfg.tlb.levels.first() else {
+        return 0;
+    };
+    let side = if l0.i.is_empty() { &l0.unified } else { &l0.i };
+    side.iter()
+        .filter(|s| s.sizes.contains(&base))
+        .map(|s| s.entries as u64)
+        .sum()
 }
 
 #[cfg(test)]
