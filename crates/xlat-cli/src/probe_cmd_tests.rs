@@ -21,10 +21,6 @@ fn parse(argv: &[&str]) -> ProbeArgs {
         .args
 }
 
-fn tmp(name: &str) -> std::path::PathBuf {
-    std::env::temp_dir().join(format!("xlat-probe-test-{}-{name}", std::process::id()))
-}
-
 /// `got` within a relative `tol` of `want`.
 fn near(got: u64, want: u64, tol: f64) -> bool {
     (got as f64 / want as f64 - 1.0).abs() <= tol
@@ -38,7 +34,9 @@ fn run(args: &ProbeArgs) -> (Report, String) {
 
 #[test]
 fn full_mock_run_recovers_the_scripted_machine() {
-    let (json, csv) = (tmp("full.json"), tmp("full.csv"));
+    // A private directory: a predictable name in /tmp could be another user's link.
+    let dir = tempfile::tempdir().unwrap();
+    let (json, csv) = (dir.path().join("full.json"), dir.path().join("full.csv"));
     let args = parse(&[
         "--mock",
         "--json",
@@ -156,8 +154,6 @@ fn full_mock_run_recovers_the_scripted_machine() {
         rows.iter().all(|r| r.split(',').count() == 6),
         "a row with a quoted comma?"
     );
-    let _ = std::fs::remove_file(json);
-    let _ = std::fs::remove_file(csv);
 }
 
 #[test]
