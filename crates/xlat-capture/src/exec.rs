@@ -493,26 +493,23 @@ mod tests {
         }
     }
 
-    /// A temporary directory with executable files.
-    struct Files(PathBuf);
+    /// A private temporary directory (`mkdtemp`) with executable files: scripts the tests
+    /// run must not sit where another user could write them.
+    struct Files(tempfile::TempDir);
 
     impl Files {
         fn new(tag: &str) -> Files {
-            let d = std::env::temp_dir().join(format!("xlat-launch-{tag}-{}", std::process::id()));
-            std::fs::create_dir_all(&d).unwrap();
+            let d = tempfile::Builder::new()
+                .prefix(&format!("xlat-launch-{tag}-"))
+                .tempdir()
+                .unwrap();
             Files(d)
         }
         fn script(&self, name: &str, text: &[u8]) -> PathBuf {
-            let p = self.0.join(name);
+            let p = self.0.path().join(name);
             std::fs::write(&p, text).unwrap();
             std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
             p
-        }
-    }
-
-    impl Drop for Files {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
         }
     }
 
