@@ -83,6 +83,7 @@ fn load_at(name_or_path: &str, depth: usize) -> Result<MachineConfig, ConfigErro
             let dir = path.parent().unwrap_or(std::path::Path::new(""));
             dir.join(base).to_string_lossy().into_owned()
         };
+        let notes = crate::config::migrate_moved(&mut table)?;
         let base_cfg = load_at(&base_path, depth + 1)?;
         let mut merged = toml::Value::try_from(&base_cfg).map_err(|e| parse_err(e.to_string()))?;
         if !table.contains_key("name") {
@@ -96,9 +97,11 @@ fn load_at(name_or_path: &str, depth: usize) -> Result<MachineConfig, ConfigErro
             table.insert("description".into(), toml::Value::String(d));
         }
         merge(&mut merged, toml::Value::Table(table));
-        let cfg: MachineConfig = merged
+        let mut cfg: MachineConfig = merged
             .try_into()
             .map_err(|e: toml::de::Error| parse_err(e.to_string()))?;
+        cfg.deprecated = base_cfg.deprecated;
+        cfg.deprecated.extend(notes);
         cfg.validate()?;
         return Ok(cfg);
     }

@@ -114,7 +114,9 @@ fn lazy_flush_leaves_zombies_and_idle_reclaims_exactly_them() {
     assert_eq!(h.idle_slots_scanned, 328, "up to the last zombie");
     assert_eq!(r.os.idle_cycles, 1 << 30);
     // Without reclaim the zombies stay.
-    let off = machine("ppc604", |c| c.os.idle_reclaim = false);
+    let off = machine("ppc604", |c| {
+        c.page_table.hash_mut().unwrap().idle_reclaim = false
+    });
     let (_, h) = run(&off, &again);
     assert_eq!((h.zombies, h.zombies_reclaimed), (10, 0));
     // A short idle period examines slots one by one from where it stopped: 100 cycles
@@ -128,7 +130,9 @@ fn lazy_flush_leaves_zombies_and_idle_reclaims_exactly_them() {
 /// Eager flush: the context's marked PTEs are searched for and cleared; no zombies.
 #[test]
 fn eager_flush_clears_the_contexts_entries() {
-    let cfg = machine("ppc604", |c| c.os.context_flush = ContextFlush::Eager);
+    let cfg = machine("ppc604", |c| {
+        c.page_table.hash_mut().unwrap().context_flush = ContextFlush::Eager
+    });
     let mut ev = vec![map(A, 64 * 4096)];
     ev.extend((0..10).map(|p| load(A + p * 4096)));
     ev.push(Event::Flush(FlushScope::Asid));
@@ -244,12 +248,20 @@ fn bad_hashed_configurations_name_the_field() {
     let e = err(&|c| c.tlb.asid_bits = 8);
     assert!(e.contains("tlb.asid_bits"), "{e}");
     let mut radix = presets::preset("skylake").unwrap();
-    radix.os.context_flush = ContextFlush::Lazy;
+    radix.walker.handler = Some(xlat_sim::config::Handler::Tree);
     assert!(radix
         .validate()
         .unwrap_err()
         .to_string()
-        .contains("os.context_flush"));
+        .contains("walker.handler"));
+    // A radix machine file still naming a hashed-only field (its old place) is refused.
+    let text = radix
+        .to_toml()
+        .replacen("[os]\n", "[os]\ncontext_flush = \"lazy\"\n", 1);
+    let e = MachineConfig::from_toml(&text, "radix")
+        .unwrap_err()
+        .to_string();
+    assert_eq!(e, "os.context_flush: applies to hashed page tables only");
     let text = presets::PRESETS
         .iter()
         .find(|p| p.0 == "ppc604")
@@ -271,7 +283,7 @@ fn idle_clearing_serves_later_faults() {
     let cfg = machine("ppc604", |c| {
         c.os.idle_clear = IdleClear::Uncached;
         c.os.zero_pool = 10;
-        c.os.idle_reclaim = false;
+        c.page_table.hash_mut().unwrap().idle_reclaim = false;
         c.cost.clear_page_cycles = 100;
     });
     let mut ev = vec![map(A, 64 * 4096), Event::Idle { cycles: 650 }];
@@ -292,7 +304,7 @@ fn idle_clearing_serves_later_faults() {
     let cached = machine("ppc604", |c| {
         c.os.idle_clear = IdleClear::Cached;
         c.os.zero_pool = 10;
-        c.os.idle_reclaim = false;
+        c.page_table.hash_mut().unwrap().idle_reclaim = false;
         c.cost.clear_page_cycles = 100;
     });
     let (r, _) = run(&cached, &long[..2]);

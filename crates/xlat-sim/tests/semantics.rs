@@ -401,14 +401,16 @@ fn hashed_variants() -> Vec<(String, MachineConfig)> {
         c.walker.kind = WalkerKind::Software;
         c.walker.handler = Some(Handler::Tree);
     }));
-    out.push(edit("eager", &|c| c.os.context_flush = ContextFlush::Eager));
+    out.push(edit("eager", &|c| {
+        c.page_table.hash_mut().unwrap().context_flush = ContextFlush::Eager
+    }));
     out.push(edit("small-random", &|c| {
         if let PageTableConfig::Hashed { hash, .. } = &mut c.page_table {
             hash.htab = xlat_sim::config::Bytes(64 << 10);
             hash.victim = HashVictim::Random;
             hash.last_context = Some(5);
         }
-        c.os.idle_reclaim = false;
+        c.page_table.hash_mut().unwrap().idle_reclaim = false;
     }));
     // 64-bit: SLB, scrambled VSIDs, 16-byte PTEs; a 2-entry SLB (one bolted) that misses on every change of segment.
     for (name, slb) in [("ppc64", 64), ("ppc64-slb2", 2)] {
@@ -448,7 +450,7 @@ fn hashed_variants() -> Vec<(String, MachineConfig)> {
         }));
     }
     out.push(edit("eager-small", &|c| {
-        c.os.context_flush = ContextFlush::Eager;
+        c.page_table.hash_mut().unwrap().context_flush = ContextFlush::Eager;
         if let PageTableConfig::Hashed { hash, .. } = &mut c.page_table {
             hash.htab = xlat_sim::config::Bytes(64 << 10);
             hash.last_context = Some(3);

@@ -127,7 +127,7 @@ fn hashed_machines() -> Vec<(&'static str, MachineConfig)> {
         .into_iter()
         .map(|n| {
             let mut c = presets::preset(n).unwrap();
-            c.os.idle_reclaim = true;
+            c.page_table.hash_mut().unwrap().idle_reclaim = true;
             (n, c)
         })
         .collect()
@@ -338,7 +338,7 @@ fn huge_machine(i: usize) -> MachineConfig {
         return presets::preset(presets::PRESETS[i].0).unwrap();
     }
     let mut c = presets::preset(if i == n { "ppc604" } else { "power4" }).unwrap();
-    c.os.idle_reclaim = true;
+    c.page_table.hash_mut().unwrap().idle_reclaim = true;
     if let xlat_sim::config::PageTableConfig::Hashed { hash, .. } = &mut c.page_table {
         if i == n {
             hash.last_context = Some(2);

@@ -207,7 +207,35 @@ pub struct HashConfig {
     /// no tree, no fault; a reload's search finds the 16 MiB PTE.
     #[serde(default)]
     pub linear: Vec<LinearConfig>,
+    /// The OS's hash-miss path (the exception into Linux's `hash_page`, its instructions
+    /// and return) besides its memory references, in cycles. Was `walker.hash_miss_cycles`.
+    #[serde(default)]
+    pub miss_cycles: u64,
+    /// OS policy: how a whole context is flushed. Was `os.context_flush`.
+    #[serde(default)]
+    pub context_flush: ContextFlush,
+    /// OS policy: the idle task scans the HTAB and invalidates zombie PTEs (during `Idle`
+    /// events). Was `os.idle_reclaim`.
+    #[serde(default)]
+    pub idle_reclaim: bool,
+    /// Per HTAB slot the idle task examines for zombies, besides reading it through the
+    /// cache model. Was `cost.idle_pte_cycles`.
+    #[serde(default = "idle_pte_cycles")]
+    pub idle_pte_cycles: u64,
 }
+
+fn idle_pte_cycles() -> u64 {
+    10
+}
+
+/// Fields that moved into `page_table.hash` (issue 37): old path, new key. A machine file
+/// or `--set` that still uses an old path loads, with a deprecation note.
+pub const MOVED_TO_HASH: [(&str, &str); 4] = [
+    ("walker.hash_miss_cycles", "miss_cycles"),
+    ("os.context_flush", "context_flush"),
+    ("os.idle_reclaim", "idle_reclaim"),
+    ("cost.idle_pte_cycles", "idle_pte_cycles"),
+];
 
 fn one() -> u64 {
     1

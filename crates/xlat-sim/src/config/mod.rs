@@ -6,6 +6,7 @@
 
 mod clustered;
 mod hashed;
+mod moved;
 mod nested;
 mod overlap;
 mod overrides;
@@ -13,9 +14,10 @@ mod validate;
 
 pub use hashed::{
     BatConfig, ContextFlush, HashArch, HashConfig, HashVictim, LinearConfig, SlbConfig, VsidRule,
-    BAT_MAX, BAT_MIN, LARGE_PAGE, VSID_BITS_64,
+    BAT_MAX, BAT_MIN, LARGE_PAGE, MOVED_TO_HASH, VSID_BITS_64,
 };
 
+pub(crate) use moved::migrate as migrate_moved;
 pub use nested::{NestedCache, NestedConfig};
 use validate::at_most;
 pub(crate) use validate::geometry;
@@ -124,6 +126,10 @@ pub struct MachineConfig {
     /// Present on a guest: the host's page tables behind every guest-physical address.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nested: Option<NestedConfig>,
+    /// Notes on fields given under a name they have moved from ([`MOVED_TO_HASH`]): the
+    /// caller shows them; not part of the machine.
+    #[serde(skip)]
+    pub deprecated: Vec<String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -197,6 +203,13 @@ impl PageTableConfig {
     }
     /// The hash table's configuration, on a hashed machine.
     pub fn hash(&self) -> Option<&HashConfig> {
+        match self {
+            PageTableConfig::Hashed { hash, .. } => Some(hash),
+            _ => None,
+        }
+    }
+    /// The hash table's configuration, to edit it (`None`: not hashed).
+    pub fn hash_mut(&mut self) -> Option<&mut HashConfig> {
         match self {
             PageTableConfig::Hashed { hash, .. } => Some(hash),
             _ => None,
@@ -375,10 +388,6 @@ pub struct WalkerConfig {
     /// Software reload on a hashed machine: what the miss handler does.
     #[serde(default)]
     pub handler: Option<Handler>,
-    /// Hashed machines: the OS's hash-miss path (the exception into Linux's `hash_page`,
-    /// its instructions and return) besides its memory references, in cycles.
-    #[serde(default)]
-    pub hash_miss_cycles: u64,
 }
 
 /// A software TLB-miss handler on a hashed machine (the 603's three miss exceptions).
@@ -403,7 +412,6 @@ impl Default for WalkerConfig {
             pwc_hit_cycles: 0,
             walk_cycles: 0,
             handler: None,
-            hash_miss_cycles: 0,
         }
     }
 }
@@ -526,13 +534,6 @@ pub struct OsConfig {
     /// larger ranges flush the whole address space (Linux x86: 33).
     #[serde(default = "default_ceiling")]
     pub flush_ceiling: u64,
-    /// Hashed machines: how a whole context is flushed.
-    #[serde(default)]
-    pub context_flush: ContextFlush,
-    /// Hashed machines: the idle task scans the HTAB and invalidates zombie PTEs
-    /// (during `Idle` events).
-    #[serde(default)]
-    pub idle_reclaim: bool,
     /// The idle task clears free pages ahead of demand faults (Dougan et al. §9).
     #[serde(default)]
     pub idle_clear: IdleClear,
@@ -568,8 +569,6 @@ impl Default for OsConfig {
             thp: Thp::Never,
             unmapped: Unmapped::Map,
             flush_ceiling: default_ceiling(),
-            context_flush: ContextFlush::default(),
-            idle_reclaim: false,
             idle_clear: IdleClear::Off,
             zero_pool: zero_pool(),
         }
@@ -592,9 +591,6 @@ pub struct CostConfig {
     pub flush_page_cycles: u64,
     /// Per whole-address-space or global flush.
     pub flush_all_cycles: u64,
-    /// Hashed machines: per HTAB slot the idle task examines for zombies, besides
-    /// reading it through the cache model.
-    pub idle_pte_cycles: u64,
     /// Clearing one base page: part of every demand fault that gets a frame not cleared
     /// in advance (a huge page's fault clears each of its base pages), and what the idle
     /// task spends per page it clears. Default 1000 (about 4 bytes per cycle, clearing
@@ -613,7 +609,6 @@ impl Default for CostConfig {
             table_visit_cycles: 20,
             flush_page_cycles: 100,
             flush_all_cycles: 500,
-            idle_pte_cycles: 10,
             clear_page_cycles: 1000,
         }
     }

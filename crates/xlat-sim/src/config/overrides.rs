@@ -19,10 +19,23 @@ impl MachineConfig {
         sets: impl IntoIterator<Item = (&'a str, &'a toml::Value)>,
     ) -> Result<MachineConfig, ConfigError> {
         let mut v = toml::Value::try_from(self).map_err(|e| bad("machine", e.to_string()))?;
+        let mut notes = self.deprecated.clone();
+        let hashed = self.page_table.hash().is_some();
+        let mut moved: Vec<(String, &toml::Value)> = Vec::new();
+        for (path, value) in sets {
+            match super::moved::set_path(path, value, hashed)? {
+                Some((new, note)) => {
+                    notes.push(note);
+                    moved.extend(new.map(|p| (p, value)));
+                }
+                None => moved.push((path.to_string(), value)),
+            }
+        }
         // Paths that added a key the machine did not have: an unknown field is theirs.
         let mut added: Vec<(&str, String)> = Vec::new();
         let mut paths: Vec<&str> = Vec::new();
-        for (path, value) in sets {
+        for (path, value) in &moved {
+            let path = path.as_str();
             paths.push(path);
             let mut cur = &mut v;
             for part in path.split('.') {
@@ -71,9 +84,9 @@ impl MachineConfig {
                         })?;
                 }
             }
-            *cur = value.clone();
+            *cur = (*value).clone();
         }
-        let cfg: MachineConfig = v.try_into().map_err(|e: toml::de::Error| {
+        let mut cfg: MachineConfig = v.try_into().map_err(|e: toml::de::Error| {
             let msg = e.message().trim().to_string();
             match unknown(&msg) {
                 Some((what, word, expected)) => {
@@ -95,6 +108,7 @@ impl MachineConfig {
                 },
             }
         })?;
+        cfg.deprecated = notes;
         cfg.validate()?;
         Ok(cfg)
     }
@@ -127,9 +141,12 @@ mod tests {
         let f = toml::Value::Boolean(false);
         let n = toml::Value::Integer(64);
         let c = base
-            .with_overrides([("os.idle_reclaim", &f), ("tlb.levels[0].d[0].entries", &n)])
+            .with_overrides([
+                ("page_table.hash.idle_reclaim", &f),
+                ("tlb.levels[0].d[0].entries", &n),
+            ])
             .unwrap();
-        assert!(!c.os.idle_reclaim);
+        assert!(!c.page_table.hash().unwrap().idle_reclaim);
         assert_eq!(c.tlb.levels[0].d[0].entries, 64);
         let e = base
             .with_overrides([("os.no_such", &f)])

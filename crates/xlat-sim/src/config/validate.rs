@@ -103,10 +103,19 @@ pub(crate) fn geometry(
 impl MachineConfig {
     /// Parses TOML text; `source_name` names the file in errors.
     pub fn from_toml(text: &str, source_name: &str) -> Result<Self, ConfigError> {
-        let cfg: MachineConfig = toml::from_str(text).map_err(|e| ConfigError::Parse {
+        let parse = |e: toml::de::Error| ConfigError::Parse {
             source_name: source_name.to_string(),
             msg: e.to_string(),
-        })?;
+        };
+        let mut table: toml::Table = toml::from_str(text).map_err(parse)?;
+        let cfg = if super::moved::has_old(&table) {
+            let notes = super::moved::migrate(&mut table)?;
+            let mut cfg: MachineConfig = toml::Value::Table(table).try_into().map_err(parse)?;
+            cfg.deprecated = notes;
+            cfg
+        } else {
+            toml::from_str(text).map_err(parse)?
+        };
         cfg.validate()?;
         Ok(cfg)
     }
@@ -368,7 +377,7 @@ impl MachineConfig {
                 "walker.walk_cycles",
                 "applies to a radix or clustered hardware walker only (a software reload costs \
                  trap_cycles + handler_cycles; a hashed search its slot reads and \
-                 hash_miss_cycles)",
+                 page_table.hash.miss_cycles)",
             ));
         }
         for (f, v) in [
@@ -382,12 +391,14 @@ impl MachineConfig {
             at_most(f, v, MAX_CYCLES)?;
         }
         at_most("os.flush_ceiling", self.os.flush_ceiling, MAX_FLUSH_CEILING)?;
-        at_most("walker.hash_miss_cycles", w.hash_miss_cycles, MAX_LATENCY)?;
-        at_most(
-            "cost.idle_pte_cycles",
-            self.cost.idle_pte_cycles,
-            MAX_LATENCY,
-        )?;
+        if let Some(h) = self.page_table.hash() {
+            at_most("page_table.hash.miss_cycles", h.miss_cycles, MAX_LATENCY)?;
+            at_most(
+                "page_table.hash.idle_pte_cycles",
+                h.idle_pte_cycles,
+                MAX_LATENCY,
+            )?;
+        }
         at_most(
             "cost.clear_page_cycles",
             self.cost.clear_page_cycles,
@@ -435,18 +446,11 @@ impl MachineConfig {
                     "hardware-hash needs a hashed page table (page_table.kind = \"hashed\")",
                 ));
             }
-            for (f, set) in [
-                ("walker.handler", w.handler.is_some()),
-                ("walker.hash_miss_cycles", w.hash_miss_cycles != 0),
-                (
-                    "os.context_flush",
-                    self.os.context_flush != ContextFlush::Eager,
-                ),
-                ("os.idle_reclaim", self.os.idle_reclaim),
-            ] {
-                if set {
-                    return Err(invalid(f, "applies to hashed page tables only"));
-                }
+            if w.handler.is_some() {
+                return Err(invalid(
+                    "walker.handler",
+                    "applies to hashed page tables only",
+                ));
             }
             return Ok(());
         };

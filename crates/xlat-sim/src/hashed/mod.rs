@@ -122,6 +122,11 @@ pub struct HashMmu {
     /// Idle reclaim's position (a slot index), as Linux's `reclaim_ptr`.
     cursor: usize,
     pub flush: ContextFlush,
+    /// The OS's hash-miss path besides its references (`page_table.hash.miss_cycles`).
+    pub miss_cycles: u64,
+    /// Idle reclaim of zombie PTEs, and its cost per slot examined.
+    pub idle_reclaim: bool,
+    pub idle_pte_cycles: u64,
     /// The current process's segment registers (VSIDs), 32-bit.
     pub sr: [u64; 16],
     /// The SLB (64-bit) and the context its user entries belong to.
@@ -194,7 +199,10 @@ impl HashMmu {
             per_ctx: vec![0; last as usize + 1],
             zombies: 0,
             cursor: 0,
-            flush: cfg.os.context_flush,
+            flush: h.context_flush,
+            miss_cycles: h.miss_cycles,
+            idle_reclaim: h.idle_reclaim,
+            idle_pte_cycles: h.idle_pte_cycles,
             sr: [0; 16],
             slb: None,
             ctx: 0,

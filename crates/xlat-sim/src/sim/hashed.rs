@@ -7,7 +7,7 @@
 //! level, one walk is counted and the reload runs per `walker`:
 //! - `hardware-hash` (604): the MMU searches the primary group's slots 0..7, then the
 //!   secondary's, every slot read a reference through the cache model. A hit fills the
-//!   TLB. A miss raises the OS's hash-miss exception (`hash_miss_cycles`): Linux's
+//!   TLB. A miss raises the OS's hash-miss exception (`page_table.hash.miss_cycles`): Linux's
 //!   `hash_page` walks the tree (its references through the cache model; an empty PTE
 //!   is a page fault first), inserts the PTE ([`crate::hashed::htab::Htab::insert`]) and
 //!   sets the tree's `HASHPTE`; the access then re-executes, and the search finds it.
@@ -280,7 +280,7 @@ impl<P: PageTable> Sim<P, HashMmu> {
         vsid: u64,
         page: u64,
     ) -> Result<(), SimError> {
-        self.acct.c.cyc.trap += self.cfg.walker.hash_miss_cycles;
+        self.acct.c.cyc.trap += self.mmu.org.miss_cycles;
         let mut w = Walk::default();
         self.walk_present(cur, ea, kind, &mut w)?;
         self.acct.c.cyc.walk += self.mmu.caches.access_walk(&w.refs[..w.n]);

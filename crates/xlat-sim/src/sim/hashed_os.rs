@@ -56,7 +56,7 @@ impl<P: PageTable> Sim<P, HashMmu> {
         sat(&mut self.acct.c.cyc.flush, c);
     }
 
-    /// Flushes the current process's whole context per `os.context_flush`.
+    /// Flushes the current process's whole context per `page_table.hash.context_flush`.
     pub(super) fn flush_context(&mut self) {
         let Some(cur) = self.os.cur else { return };
         self.acct.c.flushes.asid += 1;
@@ -160,12 +160,12 @@ impl<P: PageTable> Sim<P, HashMmu> {
         self.os.asid_gen += 1;
     }
 
-    /// `cycles` of idle time: with `os.idle_reclaim`, the idle task reclaims zombie
+    /// `cycles` of idle time: with `page_table.hash.idle_reclaim`, the idle task reclaims zombie
     /// PTEs (Dougan et al. §5); returns the cycles left.
     pub(super) fn idle_reclaim(&mut self, cycles: u64) -> u64 {
         let h = &mut self.mmu.org;
         sat(&mut h.stats.idle_cycles, cycles);
-        if !self.cfg.os.idle_reclaim {
+        if !h.idle_reclaim {
             return cycles;
         }
         let before = h.stats.idle_reclaim_cycles;
@@ -173,7 +173,8 @@ impl<P: PageTable> Sim<P, HashMmu> {
         // Slots in a row share lines: a read of the line the previous read made most
         // recent is a first-level hit, counted without probing (exact).
         let mut prev = u64::MAX;
-        h.reclaim(cycles, self.cfg.cost.idle_pte_cycles, |pa| {
+        let per_slot = h.idle_pte_cycles;
+        h.reclaim(cycles, per_slot, |pa| {
             caches.access_run(pa, 1, 0, &mut prev)
         });
         cycles.saturating_sub(h.stats.idle_reclaim_cycles - before)
