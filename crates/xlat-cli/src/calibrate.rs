@@ -41,6 +41,8 @@ pub struct CalibrateArgs {
     mock: bool,
 }
 
+/// `xlat calibrate`: a machine file written from a trusted measurement (or `-m`'s machine
+/// taken), then checked against the measurement.
 pub fn run(a: CalibrateArgs) -> Result<()> {
     let measure = |seed: u64, compare: bool| -> Result<Report> {
         let opts = MeasureOptions {
