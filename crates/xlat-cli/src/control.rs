@@ -17,13 +17,18 @@ pub fn interrupted() -> bool {
 pub use xlat_runner::Interrupted;
 
 /// The stop request behind `e` (Ctrl-C: exit status 130), if it is one: an
-/// [`Interrupted`] anywhere in its chain, or a run stopped by it.
+/// [`Interrupted`] anywhere in its chain, or a run (or calibration) stopped by it.
 pub fn interruption(e: &anyhow::Error) -> Option<&Interrupted> {
     e.chain().find_map(|c| {
-        c.downcast_ref::<Interrupted>().or_else(|| {
-            c.downcast_ref::<xlat_runner::RunError>()
-                .and_then(xlat_runner::RunError::interrupted)
-        })
+        c.downcast_ref::<Interrupted>()
+            .or_else(|| {
+                c.downcast_ref::<xlat_runner::RunError>()
+                    .and_then(xlat_runner::RunError::interrupted)
+            })
+            .or_else(|| {
+                c.downcast_ref::<xlat_calibrate::CalibrateError>()
+                    .and_then(xlat_calibrate::CalibrateError::interrupted)
+            })
     })
 }
 

@@ -1,173 +1,15 @@
-//! `xlat calibrate`: measure this machine with the probe, write a machine file for it, and
-//! check a machine against the silicon: the same dependent chase measured and simulated,
-//! footprint by footprint.
-//!
-//! What is measured goes into the file (every latency in the probe's TSC cycles, so measured
-//! and simulated curves share a unit): the L1 DTLB size, the L1-miss/L2-hit cost, the L1D /
-//! L2 / L3 hit latencies (the dense control's plateaus) and geometries (sysfs), the L2 DTLB,
-//! whose size is chosen so that the simulated chase misses half its loads where the measured
-//! one does (the organization, skewed with CPUID's ways, comes from the base preset's kind),
-//! and in a VM the host page size (whether guest THP extends the L1 DTLB's reach). Then one
-//! constant is *fitted*, not measured: `walker.walk_cycles`, the cost every walk pays besides
-//! its references, by least squares on the footprints where the L2 misses and the page
-//! tables still sit in the caches. A VM gets the base's nested paging. Everything else is the
-//! base preset's, and the file's `sources` say which is which.
-//!
-//! A file is written only from a trusted measurement: the probe runs up to `--attempts`
-//! times until it sizes both DTLB levels, and the command fails otherwise.
-//!
-//! Compared quantity: see [`check`].
+//! The calibrated machine: the base preset with the probe's figures ([`calibrated`]), the
+//! L2 DTLB sized by bisection on the simulated chase ([`fit_l2`]) and `walker.walk_cycles`
+//! the median per walk of measured minus simulated ([`fit_walk_cycles`]).
 
-mod check;
-#[cfg(test)]
-mod tests;
-
-use anyhow::{bail, Context, Result};
-use std::fmt::Write as _;
-use std::io::Write as _;
-use std::path::PathBuf;
-use xlat_probe::measure::{MeasureOptions, Probe};
-use xlat_probe::mem::Backing;
-use xlat_probe::mock::MockBackend;
-use xlat_probe::rdtsc::RdtscBackend;
+use crate::check;
+use crate::{tlb_of, CalibrateError, SimSetup};
 use xlat_probe::report::Report;
 use xlat_probe::tlb::TlbReport;
 use xlat_sim::config::MAX_LATENCY;
 use xlat_sim::{presets, MachineConfig};
-use xlat_trace::OutFile;
 
-/// Arguments of `xlat calibrate`.
-#[derive(clap::Args)]
-pub struct CalibrateArgs {
-    #[command(flatten)]
-    pub(crate) sim: crate::SimFlags,
-    /// Write the calibrated machine here (TOML, for `xlat sim -m FILE`).
-    #[arg(short, long, default_value = "host.toml")]
-    output: PathBuf,
-    /// Preset the file starts from (default: `zen4` on AMD, `skylake` on Intel; `zen4-kvm`'s
-    /// nested paging is added in a VM).
-    #[arg(long)]
-    base: Option<String>,
-    /// Validate this machine (preset or file) against a fresh measurement; writes nothing.
-    #[arg(short, long)]
-    machine: Option<String>,
-    /// Probe runs allowed to get a trusted measurement of both DTLB levels.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=20))]
-    attempts: u32,
-    /// Use the probe's deterministic mock backend (for tests).
-    #[arg(long, hide = true)]
-    mock: bool,
-}
-
-pub fn run(a: CalibrateArgs) -> Result<()> {
-    let measure = |seed: u64, compare: bool| -> Result<Report> {
-        let opts = MeasureOptions {
-            probe: Some(Probe::Tlb),
-            compare: compare.then(|| vec![Backing::Small, Backing::Thp]),
-            seed,
-        };
-        let err = &mut std::io::stderr();
-        if a.mock {
-            Ok(xlat_probe::measure::measure(
-                &mut MockBackend::default(),
-                &opts,
-                err,
-            )?)
-        } else {
-            let mut b = RdtscBackend::new().context("creating the timing backend")?;
-            Ok(xlat_probe::measure::measure(&mut b, &opts, err)?)
-        }
-    };
-    let mut out = String::new();
-    let (machine, report) = match &a.machine {
-        Some(m) => {
-            eprintln!("xlat calibrate: measuring this machine (xlat probe tlb)...");
-            let report = measure(1, false)?;
-            for w in &tlb_of(&report)?.warnings {
-                let _ = writeln!(out, "> probe warning: {w}");
-            }
-            (presets::load(m)?, report)
-        }
-        None => {
-            let report = trusted_report(a.attempts, |seed| {
-                eprintln!("xlat calibrate: measuring this machine (xlat probe tlb --compare 4k,thp, seed {seed})...");
-                measure(seed, true)
-            })?;
-            let base = match &a.base {
-                Some(b) => b.clone(),
-                None => default_base(&report.environment.cpuid.vendor)?.to_string(),
-            };
-            let cfg = calibrated(&presets::load(&base)?, &base, &report)?;
-            let text = cfg.to_toml();
-            // The file must load as it will be used.
-            MachineConfig::from_toml(&text, "calibrated machine")
-                .context("the calibrated machine does not load back")?;
-            let mut f = OutFile::create(&a.output)
-                .with_context(|| format!("creating {}", a.output.display()))?;
-            f.write_all(text.as_bytes())?;
-            f.commit()
-                .with_context(|| format!("writing {}", a.output.display()))?;
-            let _ = writeln!(
-                out,
-                "wrote {} (from {base}; `xlat sim -m {}`); its sources say what was measured \
-                 and what was fitted\n",
-                a.output.display(),
-                a.output.display()
-            );
-            for s in &cfg.sources {
-                let _ = writeln!(out, "- {}", s.lines().next().unwrap_or_default());
-            }
-            out.push('\n');
-            (cfg, report)
-        }
-    };
-    out.push_str(&check::validate(
-        &machine,
-        tlb_of(&report)?,
-        report.timer.ticks_per_ns,
-    )?);
-    print!("{out}");
-    Ok(())
-}
-
-fn tlb_of(r: &Report) -> Result<&TlbReport> {
-    r.tlb.as_ref().context("the probe returned no TLB curve")
-}
-
-/// The first of up to `attempts` measurements (seeds 1, 2, ...) that sizes both DTLB
-/// levels; an error with the last one's warnings otherwise.
-fn trusted_report(attempts: u32, mut measure: impl FnMut(u64) -> Result<Report>) -> Result<Report> {
-    let mut last = Vec::new();
-    for seed in 1..=u64::from(attempts) {
-        let r = measure(seed)?;
-        let tlb = tlb_of(&r)?;
-        let sized = tlb.levels.len() >= 2 && tlb.levels.iter().take(2).all(|l| l.trusted);
-        if sized {
-            return Ok(r);
-        }
-        last = tlb.warnings.clone();
-        if last.is_empty() {
-            last.push(format!(
-                "the probe found {} TLB level(s), not two",
-                tlb.levels.len()
-            ));
-        }
-        eprintln!("xlat calibrate: attempt {seed} of {attempts} did not size both DTLB levels");
-    }
-    bail!(
-        "no machine written: {attempts} probe run(s) could not size both DTLB levels on this \
-         machine now; rerun on an idle machine (or with more --attempts). Last run: {}",
-        last.join("; ")
-    )
-}
-
-fn default_base(vendor: &str) -> Result<&'static str> {
-    Ok(match vendor {
-        "AuthenticAMD" => "zen4",
-        "GenuineIntel" => "skylake",
-        v => bail!("no default base preset for CPU vendor {v:?}: pass --base PRESET"),
-    })
-}
+type Result<T> = std::result::Result<T, CalibrateError>;
 
 /// Measured TSC cycles, rounded, at least 1.
 fn cycles(ticks: f64) -> toml::Value {
@@ -178,9 +20,14 @@ fn int(v: u64) -> toml::Value {
     toml::Value::Integer(v as i64)
 }
 
-/// `base` with the measured figures of `report` (see the module documentation); both DTLB
-/// levels must be trusted.
-fn calibrated(base: &MachineConfig, base_name: &str, report: &Report) -> Result<MachineConfig> {
+/// `base` (preset `base_name`) with the measured figures of `report` (see the crate
+/// documentation), its chases simulated as `setup` says; both DTLB levels must be trusted.
+pub fn calibrated(
+    base: &MachineConfig,
+    base_name: &str,
+    report: &Report,
+    setup: &SimSetup,
+) -> Result<MachineConfig> {
     let tlb = tlb_of(report)?;
     let env = &report.environment;
     let hypervisor = env.cpuid.hypervisor.as_deref();
@@ -188,7 +35,7 @@ fn calibrated(base: &MachineConfig, base_name: &str, report: &Report) -> Result<
         tlb.levels.first().filter(|l| l.trusted),
         tlb.levels.get(1).filter(|l| l.trusted),
     ) else {
-        bail!("the probe did not size both DTLB levels");
+        return Err(CalibrateError::Unsized);
     };
     let mut sets: Vec<(String, toml::Value)> = vec![
         ("tlb.levels[0].d[0].entries".into(), int(l1.entries)),
@@ -265,7 +112,7 @@ fn calibrated(base: &MachineConfig, base_name: &str, report: &Report) -> Result<
     }
     let mut cfg = base
         .with_overrides(sets.iter().map(|(k, v)| (k.as_str(), v)))
-        .context("applying the measured figures")?;
+        .map_err(CalibrateError::Measured)?;
     let mut vm_note = None;
     if let Some(h) = hypervisor {
         if cfg.nested.is_none() {
@@ -294,9 +141,7 @@ fn calibrated(base: &MachineConfig, base_name: &str, report: &Report) -> Result<
              and host page-walk cache sizes assumed); host pages {page}: {how}"
         ));
     }
-    let half = l2
-        .half_miss_pages
-        .context("the probe gave no half-miss footprint for the L2 DTLB")?;
+    let half = l2.half_miss_pages.ok_or(CalibrateError::NoHalfMiss)?;
     let ways = l2
         .cpuid
         .as_ref()
@@ -313,12 +158,12 @@ fn calibrated(base: &MachineConfig, base_name: &str, report: &Report) -> Result<
             "tlb.levels[1].d[0].replacement",
             &toml::Value::String(policy.into()),
         )])?;
-        let mut c = fit_l2(&with, half, ways)?;
-        let fit = fit_walk_cycles(&c, tlb)?;
+        let mut c = fit_l2(&with, half, ways, setup)?;
+        let fit = fit_walk_cycles(&c, tlb, setup)?;
         if let Some(f) = &fit {
             c = c.with_overrides([("walker.walk_cycles", &int(f.cycles))])?;
         }
-        let err = check::curve_error(&c, tlb)?;
+        let err = check::curve_error(&c, tlb, setup)?;
         errors.push(format!("{policy} {err:.2}"));
         if best.as_ref().is_none_or(|b| err < b.0) {
             best = Some((err, c, fit, policy));
@@ -376,7 +221,12 @@ fn calibrated(base: &MachineConfig, base_name: &str, report: &Report) -> Result<
 /// The L2 DTLB of `cfg` resized (a multiple of `ways`, skewed index) so that the simulated
 /// chase over `half` pages misses it on half its loads: bisection on the set count (the miss
 /// fraction falls as sets are added).
-fn fit_l2(cfg: &MachineConfig, half: f64, ways: u64) -> Result<MachineConfig> {
+pub fn fit_l2(
+    cfg: &MachineConfig,
+    half: f64,
+    ways: u64,
+    setup: &SimSetup,
+) -> Result<MachineConfig> {
     let pages = half.round().max(1.0) as usize;
     let with_sets = |sets: u64| -> Result<MachineConfig> {
         let i = toml::Value::String("skewed".into());
@@ -389,7 +239,7 @@ fn fit_l2(cfg: &MachineConfig, half: f64, ways: u64) -> Result<MachineConfig> {
     let (mut lo, mut hi) = (1u64, (4 * pages as u64).div_ceil(ways).max(2));
     while hi - lo > 1 {
         let mid = (lo + hi) / 2;
-        if check::simulate(&with_sets(mid)?, pages)?.l2_miss > 0.5 {
+        if check::simulate(&with_sets(mid)?, pages, setup)?.l2_miss > 0.5 {
             lo = mid;
         } else {
             hi = mid;
@@ -400,18 +250,26 @@ fn fit_l2(cfg: &MachineConfig, half: f64, ways: u64) -> Result<MachineConfig> {
 
 /// A fitted `walker.walk_cycles`.
 #[derive(Debug, PartialEq)]
-struct WalkFit {
-    cycles: u64,
-    points: usize,
-    from: usize,
-    to: usize,
+pub struct WalkFit {
+    /// The constant.
+    pub cycles: u64,
+    /// Footprints it was fitted on,
+    pub points: usize,
+    /// from this many pages
+    pub from: usize,
+    /// to this many.
+    pub to: usize,
 }
 
 /// `walker.walk_cycles` for `cfg` (which has none yet): the median over the footprints
 /// where the simulated chase misses the L2 DTLB on at least half its loads of
 /// `(measured - simulated) / walks per load`. The median, not a mean: a busy host's late
 /// jumps do not drag it. `None` with fewer than two such footprints.
-fn fit_walk_cycles(cfg: &MachineConfig, tlb: &TlbReport) -> Result<Option<WalkFit>> {
+pub fn fit_walk_cycles(
+    cfg: &MachineConfig,
+    tlb: &TlbReport,
+    setup: &SimSetup,
+) -> Result<Option<WalkFit>> {
     let half = tlb
         .levels
         .get(1)
@@ -423,7 +281,7 @@ fn fit_walk_cycles(cfg: &MachineConfig, tlb: &TlbReport) -> Result<Option<WalkFi
         if (p.pages as f64) < 0.8 * half || p.pages > check::VALIDATE_MAX {
             continue;
         }
-        let s = check::simulate(cfg, p.pages)?;
+        let s = check::simulate(cfg, p.pages, setup)?;
         if s.l2_miss < 0.5 {
             continue;
         }

@@ -1,10 +1,21 @@
-//! `xlat calibrate` against the probe's scripted mock machine, whose truth is known.
+//! Unit tests against the probe's scripted mock machine, whose truth is known.
 
 use super::*;
-use xlat_probe::mock::MockMachine;
+use std::sync::atomic::AtomicBool;
+use xlat_probe::measure::{MeasureOptions, Probe};
+use xlat_probe::mem::Backing;
+use xlat_probe::mock::{MockBackend, MockMachine};
+use xlat_sim::{presets, MachineConfig};
 use xlat_types::PageSize;
 
-/// The probe's report of `m` (TLB sweep and the 4k/THP comparison), as `run` measures.
+/// Never set: the tests run to the end.
+static GO: AtomicBool = AtomicBool::new(false);
+
+fn setup() -> SimSetup<'static> {
+    SimSetup::new(&GO)
+}
+
+/// The probe's report of `m` (TLB sweep and the 4k/THP comparison), as the CLI measures.
 fn report(m: MockMachine, seed: u64) -> Report {
     let opts = MeasureOptions {
         probe: Some(Probe::Tlb),
@@ -23,7 +34,7 @@ fn default_calibration() -> &'static (Report, MachineConfig) {
     static CAL: std::sync::OnceLock<(Report, MachineConfig)> = std::sync::OnceLock::new();
     CAL.get_or_init(|| {
         let r = report(MockMachine::default(), 1);
-        let cfg = calibrated(&zen4(), "zen4", &r).unwrap();
+        let cfg = calibrated(&zen4(), "zen4", &r, &setup()).unwrap();
         (r, cfg)
     })
 }
@@ -34,7 +45,7 @@ fn the_host_page_size_comes_from_the_thp_comparison() {
         host_small_pages: true,
         ..Default::default()
     };
-    let small = calibrated(&zen4(), "zen4", &report(small, 1)).unwrap();
+    let small = calibrated(&zen4(), "zen4", &report(small, 1), &setup()).unwrap();
     for (cfg, want) in [
         (&small, PageSize::K4),
         (&default_calibration().1, PageSize::M2),
@@ -74,14 +85,17 @@ fn the_fitted_walk_cost_brings_the_l2_miss_plateau_within_20_percent() {
     let tlb = r.tlb.as_ref().unwrap();
     let (mut checked, mut unfitted_off) = (0, 0);
     for p in tlb.curve.iter().filter(|p| p.pages <= check::VALIDATE_MAX) {
-        let s = check::simulate(cfg, p.pages).unwrap();
+        let s = check::simulate(cfg, p.pages, &setup()).unwrap();
         if s.l2_miss < 0.95 {
             continue;
         }
         checked += 1;
         let ratio = s.cycles / p.excess_ticks;
         assert!((ratio - 1.0).abs() <= 0.2, "{} pages: {ratio:.2}", p.pages);
-        let u = check::simulate(&unfitted, p.pages).unwrap().cycles / p.excess_ticks;
+        let u = check::simulate(&unfitted, p.pages, &setup())
+            .unwrap()
+            .cycles
+            / p.excess_ticks;
         unfitted_off += usize::from((u - 1.0).abs() > 0.2);
     }
     assert!(checked >= 10, "{checked} footprints on the plateau");
@@ -95,23 +109,66 @@ fn a_busy_machine_writes_no_machine() {
         ..Default::default()
     };
     let mut runs = 0;
-    let e = trusted_report(2, |seed| {
-        runs += 1;
-        Ok(report(busy.clone(), seed))
-    })
+    let mut untrusted = Vec::new();
+    let e = trusted_report::<CalibrateError>(
+        2,
+        |seed| {
+            runs += 1;
+            Ok(report(busy.clone(), seed))
+        },
+        |seed| untrusted.push(seed),
+    )
     .unwrap_err()
     .to_string();
     assert_eq!(runs, 2);
+    assert_eq!(untrusted, [1, 2]);
     assert!(
         e.contains("no machine written") && e.contains("L2 DTLB"),
         "{e}"
     );
     // A quiet machine is accepted at the first attempt.
     let mut runs = 0;
-    trusted_report(3, |seed| {
-        runs += 1;
-        Ok(report(MockMachine::default(), seed))
-    })
+    trusted_report::<CalibrateError>(
+        3,
+        |seed| {
+            runs += 1;
+            Ok(report(MockMachine::default(), seed))
+        },
+        |_| panic!("trusted at once"),
+    )
     .unwrap();
     assert_eq!(runs, 1);
+}
+
+#[test]
+fn a_stop_request_is_an_interruption() {
+    let stop = AtomicBool::new(true);
+    let (r, cfg) = default_calibration();
+    let e = validate(cfg, tlb_of(r).unwrap(), &SimSetup::new(&stop)).unwrap_err();
+    assert!(e.interrupted().is_some(), "{e}");
+    assert!(matches!(e, CalibrateError::Run(_)));
+}
+
+#[test]
+fn the_check_agrees_with_its_own_calibration() {
+    // The calibrated machine against the measurement it came from: the half-miss footprints
+    // agree and the rendering has every part.
+    let (r, cfg) = default_calibration();
+    let v = validate(cfg, tlb_of(r).unwrap(), &setup()).unwrap();
+    assert_eq!(v.machine, "calibrated");
+    assert!(v.rows.iter().all(|r| (16..=16_384).contains(&r.pages)));
+    let (m, s) = (v.measured_half.unwrap(), v.simulated_half.unwrap());
+    assert!((s / m - 1.0).abs() <= 0.1, "{m} vs {s}");
+    let text = v.render(r.timer.ticks_per_ns);
+    assert!(text.starts_with("## Calibration check: calibrated vs this machine"));
+    assert!(text.contains("| pages | measured | simulated | sim/meas |"));
+    assert!(text.contains("- half the loads miss the L2 DTLB at: measured "));
+}
+
+#[test]
+fn vendors_without_a_base_are_named() {
+    assert_eq!(default_base("AuthenticAMD").unwrap(), "zen4");
+    assert_eq!(default_base("GenuineIntel").unwrap(), "skylake");
+    let e = default_base("MockVendor").unwrap_err().to_string();
+    assert!(e.contains("\"MockVendor\"") && e.contains("--base"), "{e}");
 }

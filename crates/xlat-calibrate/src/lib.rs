@@ -1,0 +1,121 @@
+//! `xlat-calibrate`: a machine file for this machine from the probe's measurement, and a
+//! machine checked against the silicon (the same dependent chase measured and simulated,
+//! footprint by footprint). The library under `xlat calibrate`.
+//!
+//! What is measured goes into the file (every latency in the probe's TSC cycles, so measured
+//! and simulated curves share a unit): the L1 DTLB size, the L1-miss/L2-hit cost, the L1D /
+//! L2 / L3 hit latencies (the dense control's plateaus) and geometries (sysfs), the L2 DTLB,
+//! whose size is chosen so that the simulated chase misses half its loads where the measured
+//! one does (the organization, skewed with CPUID's ways, comes from the base preset's kind),
+//! and in a VM the host page size (whether guest THP extends the L1 DTLB's reach). Then one
+//! constant is *fitted*, not measured: `walker.walk_cycles`, the cost every walk pays besides
+//! its references, the median per walk of measured minus simulated on the footprints where
+//! the L2 misses and the page tables still sit in the caches. A VM gets the base's nested paging. Everything else is the
+//! base preset's, and the file's `sources` say which is which ([`calibrated`]).
+//!
+//! A file is written only from a trusted measurement: [`trusted_report`] runs the probe up
+//! to N times until it sizes both DTLB levels.
+//!
+//! Compared quantity: see [`check`]. Typed errors ([`CalibrateError`]); no printing: the
+//! caller measures, reports progress ([`Progress`]) and owns the stop flag ([`SimSetup`]).
+
+pub mod check;
+mod error;
+mod machine;
+#[cfg(test)]
+mod tests;
+
+pub use check::{validate, Validation};
+pub use error::CalibrateError;
+pub use machine::{calibrated, fit_l2, fit_walk_cycles, WalkFit};
+
+use std::sync::atomic::AtomicBool;
+use xlat_probe::report::Report;
+use xlat_probe::tlb::TlbReport;
+use xlat_sim::{MemoryProbe, DEFAULT_MEMORY_LIMIT};
+
+/// Progress of the simulated chases (each a workload run): the CLI draws a bar per chase;
+/// `()` draws nothing.
+pub trait Progress {
+    /// A chase of `events` events, workload `spec`, starts.
+    fn start(&self, _spec: &str, _events: u64) {}
+    /// `events` more events ran.
+    fn advance(&self, _events: usize) {}
+    /// The chase ended.
+    fn finish(&self) {}
+}
+
+impl Progress for () {}
+
+/// How every simulated chase runs: the stop flag (read before each batch; a stop is
+/// [`CalibrateError::Run`] holding [`xlat_runner::Interrupted`]), the host memory limit and
+/// its probe (as [`xlat_sim::Machine::with_memory_limit`]), the portable hot path, progress.
+#[derive(Clone, Copy)]
+pub struct SimSetup<'a> {
+    /// Set by the caller (Ctrl-C) to stop.
+    pub stop: &'a AtomicBool,
+    /// Host heap bytes a simulator may use.
+    pub memory_limit: u64,
+    /// The heap in use, checked before each batch.
+    pub memory_in_use: Option<MemoryProbe>,
+    /// Run the portable hot path even where x86-64-v3 is available.
+    pub portable: bool,
+    /// Told of each chase.
+    pub progress: &'a dyn Progress,
+}
+
+impl<'a> SimSetup<'a> {
+    /// Stopped by `stop`; the default memory limit, no memory probe, the fast path, no
+    /// progress.
+    pub fn new(stop: &'a AtomicBool) -> Self {
+        SimSetup {
+            stop,
+            memory_limit: DEFAULT_MEMORY_LIMIT,
+            memory_in_use: None,
+            portable: false,
+            progress: &(),
+        }
+    }
+}
+
+/// The TLB probe's part of `r`.
+pub fn tlb_of(r: &Report) -> Result<&TlbReport, CalibrateError> {
+    r.tlb.as_ref().ok_or(CalibrateError::NoTlbCurve)
+}
+
+/// The first of up to `attempts` measurements (`measure(seed)`, seeds 1, 2, ...) that sizes
+/// both DTLB levels; `untrusted(seed)` after each one that does not;
+/// [`CalibrateError::Untrusted`] with the last one's warnings if none does.
+pub fn trusted_report<E: From<CalibrateError>>(
+    attempts: u32,
+    mut measure: impl FnMut(u64) -> Result<Report, E>,
+    mut untrusted: impl FnMut(u64),
+) -> Result<Report, E> {
+    let mut last = Vec::new();
+    for seed in 1..=u64::from(attempts) {
+        let r = measure(seed)?;
+        let tlb = tlb_of(&r)?;
+        let sized = tlb.levels.len() >= 2 && tlb.levels.iter().take(2).all(|l| l.trusted);
+        if sized {
+            return Ok(r);
+        }
+        last = tlb.warnings.clone();
+        if last.is_empty() {
+            last.push(format!(
+                "the probe found {} TLB level(s), not two",
+                tlb.levels.len()
+            ));
+        }
+        untrusted(seed);
+    }
+    Err(CalibrateError::Untrusted { attempts, last }.into())
+}
+
+/// The base preset for a CPU vendor (CPUID's string): `zen4` on AMD, `skylake` on Intel.
+pub fn default_base(vendor: &str) -> Result<&'static str, CalibrateError> {
+    Ok(match vendor {
+        "AuthenticAMD" => "zen4",
+        "GenuineIntel" => "skylake",
+        v => return Err(CalibrateError::NoDefaultBase(v.to_string())),
+    })
+}
