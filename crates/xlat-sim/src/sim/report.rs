@@ -15,6 +15,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
     /// Every count from the first event.
     fn report_all(&self) -> Report {
         let c = &self.acct.c;
+        let (ms, os_c) = (&self.mmu.stats, &self.os.stats);
         let mut refs = c.refs.clone();
         refs.fetch = c.by_kind[AccessKind::Fetch as usize];
         refs.load = c.by_kind[AccessKind::Load as usize];
@@ -50,7 +51,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
         }
         let names = self.cfg.page_table.walk_positions();
         let mut per_level = vec![0u64; names.len()];
-        for (start, spans) in c.walk_spans.iter().enumerate() {
+        for (start, spans) in ms.walk_spans.iter().enumerate() {
             for (end, &walks) in spans.iter().enumerate() {
                 for r in per_level.iter_mut().take(end).skip(start) {
                     *r += walks;
@@ -58,13 +59,13 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
             }
         }
         if let Some(last) = per_level.last_mut() {
-            *last += c.walk_refs_past_levels;
+            *last += ms.walk_refs_past_levels;
         }
         let m = &self.os.mem.counters;
         let mut cyc = c.cyc.clone();
         cyc.model = "latency sum without overlap (approximate)".into();
         cyc.derive(refs.total);
-        let mut os = c.os.clone();
+        let mut os = os_c.ops.clone();
         os.processes_live = self.os.slots.iter().flatten().count() as u64;
         Report {
             schema: 1,
@@ -90,8 +91,8 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
                 fills: self.mmu.tlb.prefetch_fills,
             },
             walks: Walks {
-                walks: c.walks,
-                faulting: c.faulting_walks,
+                walks: ms.walks,
+                faulting: ms.faulting_walks,
                 refs: per_level.iter().sum(),
                 refs_per_level: names
                     .iter()
@@ -106,9 +107,9 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
                 caches: self.mmu.caches.stats(),
                 memory_walk_refs: self.mmu.caches.memory_walk_refs(),
                 memory_data_refs: self.mmu.caches.memory_data_refs(),
-                traps: c.traps,
+                traps: ms.traps,
             },
-            faults: c.faults.clone(),
+            faults: os_c.faults.clone(),
             page_tables: PageTables {
                 tables_live: usage.iter().map(|u| u.1).sum(),
                 // The HTAB is page-table memory too.
@@ -132,7 +133,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
                 base_page_bytes: 1 << self.base_shift,
             },
             os,
-            flushes: c.flushes.clone(),
+            flushes: ms.flushes.clone(),
             cycles: cyc,
             hash: self.mmu.org.hash_report(),
             nested: self.mmu.nested.as_ref().map(|n| n.report()),
