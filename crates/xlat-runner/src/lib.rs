@@ -4,20 +4,27 @@
 //! - [`drive`]: one source into one machine, batch by batch;
 //! - [`view`]: how each machine sees a trace ([`fold`], [`canonical`]: a machine's view of
 //!   a wider address space), and [`view::Feed`], its view of a fan-out's stream;
-//! - [`trace`]: trace files opened by content, replayed on many machines at once;
+//! - [`trace`]: trace files (opened by [`xlat_trace::open`]) replayed on many machines at once;
 //! - [`outcome`]: a run's [`outcome::Input`] and [`outcome::Outcome`];
+//! - [`run`]: runs of an input on one machine or a group ([`run::RunOpts`], [`run::Env`]:
+//!   how machines are made, the stop flag, progress);
+//! - [`attribution`]: the report's attribution section; [`kernel`]: a system trace's
+//!   kernel named;
 //! - [`RunError`]: why a run stopped;
 //! - [`Interrupted`]: a run stopped by request (Ctrl-C), between batches.
 //!
 //! Typed errors only (`thiserror`); no argument parsing, printing or progress bars: the
 //! caller reports progress through callbacks.
 
+pub mod attribution;
 pub mod canonical;
 pub mod drive;
 mod error;
 pub mod fanout;
 pub mod fold;
+pub mod kernel;
 pub mod outcome;
+pub mod run;
 pub mod trace;
 pub mod view;
 
@@ -28,3 +35,8 @@ pub use error::RunError;
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{0}")]
 pub struct Interrupted(pub String);
+
+/// A path as text for a message, control characters escaped.
+pub fn shown(p: &std::path::Path) -> String {
+    xlat_trace::escape(&p.display().to_string()).into_owned()
+}
