@@ -4,9 +4,9 @@
 
 use crate::output;
 use crate::OutputArgs;
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use std::path::PathBuf;
-use xlat_sim::{presets, Machine, MachineConfig};
+use xlat_sim::{Machine, MachineConfig};
 use xlat_types::EventSource;
 
 pub use xlat_runner::outcome::{Input, Outcome};
@@ -17,31 +17,10 @@ pub use crate::control::{
     INTERRUPTED, PORTABLE,
 };
 
-/// Machine `name` (a preset or TOML file) with each `PATH=VALUE` of `sets` applied
-/// (`tlb.levels[1].unified[0].entries=2048`, `os.thp=never`: a VALUE that is not TOML is
-/// a string); the name then lists them.
+/// Machine `name` with each `PATH=VALUE` of `sets` applied
+/// ([`xlat_runner::plan::machine_with_sets`]).
 pub fn machine_with_sets(name: &str, sets: &[String]) -> Result<MachineConfig> {
-    let cfg = presets::load(name)?;
-    if sets.is_empty() {
-        return Ok(cfg);
-    }
-    let mut parsed = Vec::new();
-    for s in sets {
-        let Some((path, value)) = s.split_once('=') else {
-            bail!("--set {s}: write PATH=VALUE, e.g. tlb.levels[0].d[0].entries=128");
-        };
-        let (path, value) = (path.trim(), value.trim());
-        let v = toml::from_str::<toml::Table>(&format!("v = {value}"))
-            .ok()
-            .and_then(|mut t| t.remove("v"))
-            .unwrap_or_else(|| toml::Value::String(value.to_string()));
-        parsed.push((path.to_string(), v));
-    }
-    let mut cfg = cfg
-        .with_overrides(parsed.iter().map(|(p, v)| (p.as_str(), v)))
-        .with_context(|| format!("machine {name}"))?;
-    cfg.name = format!("{} {}", cfg.name, sets.join(" "));
-    Ok(cfg)
+    Ok(xlat_runner::plan::machine_with_sets(name, sets)?)
 }
 
 /// Generates workload `spec` into `sim` ([`xlat_runner::run::drive_workload`]), with a
@@ -75,20 +54,6 @@ where
 /// Ctrl-C stops it.
 pub fn run_one(cfg: &MachineConfig, input: &Input, opts: RunOpts) -> Result<Outcome> {
     Ok(xlat_runner::run::run_one(cfg, input, opts, &env())?)
-}
-
-/// Runs `input` on every machine of `cfgs` from one read of it
-/// ([`xlat_runner::run::run_group`]) with progress bars; Ctrl-C stops it.
-pub fn run_group(cfgs: &[&MachineConfig], input: &Input, opts: RunOpts) -> Vec<Result<Outcome>> {
-    xlat_runner::run::run_group(cfgs, input, opts, &env())
-        .into_iter()
-        .map(|r| r.map_err(Into::into))
-        .collect()
-}
-
-/// Checks an input before any run ([`xlat_runner::run::check`]).
-pub fn check(input: &Input) -> Result<()> {
-    Ok(xlat_runner::run::check(input)?)
 }
 
 /// Checks every output of `out` before anything runs (a bad path fails at once, not

@@ -8,6 +8,7 @@
 //! - [`outcome`]: a run's [`outcome::Input`] and [`outcome::Outcome`];
 //! - [`run`]: runs of an input on one machine or a group ([`run::RunOpts`], [`run::Env`]:
 //!   how machines are made, the stop flag, progress);
+//! - [`plan`]: a sweep as data: its runs, shards and their files;
 //! - [`attribution`]: the report's attribution section; [`kernel`]: a system trace's
 //!   kernel named;
 //! - [`RunError`]: why a run stopped;
@@ -24,6 +25,7 @@ pub mod fanout;
 pub mod fold;
 pub mod kernel;
 pub mod outcome;
+pub mod plan;
 pub mod run;
 pub mod trace;
 pub mod view;
@@ -39,4 +41,26 @@ pub struct Interrupted(pub String);
 /// A path as text for a message, control characters escaped.
 pub fn shown(p: &std::path::Path) -> String {
     xlat_trace::escape(&p.display().to_string()).into_owned()
+}
+
+/// `s` for a message: at most `w` characters, the rest replaced by `… (N characters in
+/// all)` (a name from a foreign file may be of any length).
+pub fn clip(s: &str, w: usize) -> String {
+    let chars = s.chars().count();
+    if chars <= w {
+        return s.to_string();
+    }
+    format!(
+        "{}… ({chars} characters in all)",
+        s.chars().take(w).collect::<String>()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn clip_says_how_long_the_text_was() {
+        assert_eq!(super::clip("abc", 5), "abc");
+        assert_eq!(super::clip("abcdef", 3), "abc… (6 characters in all)");
+    }
 }
