@@ -403,3 +403,51 @@ pub fn check(input: &Input) -> Result<(), CheckError> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(name: &str) -> MachineConfig {
+        xlat_sim::presets::load(name).unwrap()
+    }
+
+    /// A group's reports are its machines' own runs', in order; an input that fails is
+    /// every machine's failure, with its whole message.
+    #[test]
+    fn a_group_equals_separate_runs_and_shares_its_input_error() {
+        let go = AtomicBool::new(false);
+        let env = Env {
+            host: Host::default(),
+            stop: &go,
+            progress: &Quiet,
+        };
+        let (a, b) = (cfg("skylake"), cfg("zen4"));
+        let input = Input::Workload("stride:refs=20000".into());
+        let opts = RunOpts::default();
+        let group = run_group(&[&a, &b], &input, opts, &env);
+        for (c, g) in [&a, &b].into_iter().zip(group) {
+            let g = g.unwrap();
+            let one = run_one(c, &input, opts, &env).unwrap();
+            assert_eq!(g.machine, one.machine);
+            assert_eq!(g.report.refs.total, 20_000);
+            assert_eq!(
+                format!("{:?}", g.report.tlb_levels),
+                format!("{:?}", one.report.tlb_levels)
+            );
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let empty = dir.path().join("empty.xlt");
+        std::fs::write(&empty, b"").unwrap();
+        let input = Input::Trace(empty);
+        for r in run_group(&[&a, &b], &input, opts, &env) {
+            let e = r.err().unwrap().to_string();
+            assert!(
+                e.starts_with("trace ") && e.ends_with(": empty trace (0 bytes)"),
+                "{e}"
+            );
+        }
+        assert!(check(&input).is_err());
+        assert!(check(&Input::Workload("stride:refs=1".into())).is_ok());
+    }
+}
