@@ -11,11 +11,11 @@
 //! - [`plan`]: a sweep as data: its runs, shards and their files;
 //! - [`attribution`]: the report's attribution section; [`kernel`]: a system trace's
 //!   kernel named;
-//! - [`RunError`]: why a run stopped;
+//! - [`RunError`]: why a run stopped; [`shown`], [`clip`]: text from outside for messages;
 //! - [`Interrupted`]: a run stopped by request (Ctrl-C), between batches.
 //!
 //! Typed errors only (`thiserror`); no argument parsing, printing or progress bars: the
-//! caller reports progress through callbacks.
+//! caller shows progress through callbacks ([`run::Progress`]).
 
 pub mod attribution;
 pub mod canonical;
