@@ -1,8 +1,9 @@
 //! The process's run controls, shared by every command that simulates: Ctrl-C (runs stop
-//! at their next batch), `--portable` and `--max-memory` in [`new_sim`].
+//! at their next batch), `--portable` and `--max-memory` in [`host`], the runner's [`env`].
 
 use anyhow::Result;
 use std::sync::atomic::{AtomicBool, Ordering};
+use xlat_runner::run::{Env, Host};
 use xlat_sim::{Machine, MachineConfig};
 
 /// `Ctrl-C` during `xlat sim`: runs stop at their next batch; finished ones are written.
@@ -53,11 +54,27 @@ pub fn catch_interrupt() {
 /// `--portable`: every simulator [`new_sim`] makes runs the portable hot path.
 pub static PORTABLE: AtomicBool = AtomicBool::new(false);
 
-/// A simulator for `cfg`, honouring `--portable` and `--max-memory` (the heap in use,
+/// How this process makes simulators: `--portable` and `--max-memory` (the heap in use,
 /// counted by [`crate::memory`], checked before each batch).
+pub fn host() -> Host {
+    Host {
+        max_memory: crate::memory::limit(),
+        in_use: Some(crate::memory::in_use),
+        portable: PORTABLE.load(Ordering::Relaxed),
+    }
+}
+
+/// A simulator for `cfg` as [`host`] makes it.
 pub fn new_sim(cfg: &MachineConfig) -> Result<Machine> {
-    let mut sim: Machine =
-        Machine::with_memory_limit(cfg, crate::memory::limit(), Some(crate::memory::in_use))?;
-    sim.set_portable(PORTABLE.load(Ordering::Relaxed));
-    Ok(sim)
+    Ok(host().machine(cfg)?)
+}
+
+/// What the runner's runs get from this process: [`host`], the Ctrl-C flag and
+/// progress lines.
+pub fn env() -> Env<'static> {
+    Env {
+        host: host(),
+        stop: &INTERRUPTED,
+        progress: &crate::progress::Lines,
+    }
 }

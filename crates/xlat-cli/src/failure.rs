@@ -1,8 +1,14 @@
-//! A run of a sweep that produced no report, and why.
+//! A run of a sweep that produced no report, and why: the runner's `Failure` with the
+//! binary's errors.
 
 /// A run of a sweep that produced no report.
-pub struct Failure {
-    pub machine: String,
-    pub input: String,
-    pub error: anyhow::Error,
+pub type Failure = xlat_runner::plan::Failure<anyhow::Error>;
+
+/// `f` with its message as the error.
+pub fn from_text(f: xlat_runner::plan::Failure<String>) -> Failure {
+    Failure {
+        machine: f.machine,
+        input: f.input,
+        error: anyhow::anyhow!("{}", f.error),
+    }
 }

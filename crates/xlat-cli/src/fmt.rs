@@ -1,13 +1,7 @@
 //! Text helpers every output uses: a path for a message (control characters escaped),
 //! counts with thousands separators, rates with enough digits. A leaf module.
 
-use std::path::Path;
-use xlat_trace::escape;
-
-/// A path as text for a message, control characters escaped.
-pub fn shown(p: &Path) -> String {
-    escape(&p.display().to_string()).into_owned()
-}
+pub use xlat_runner::shown;
 
 /// `1234567` → `1,234,567`: every count in a human table (files have plain numbers).
 pub fn n(v: u64) -> String {

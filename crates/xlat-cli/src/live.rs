@@ -82,7 +82,7 @@ pub fn run(a: RunArgs) -> Result<i32> {
         return run_many(a, machines, attribute_csv);
     }
     let (cfg, params) = machines.pop().expect("a machine");
-    let mut sim = a.opts().sim(&cfg)?;
+    let mut sim = a.opts().sim(&cfg, &crate::control::host())?;
     // Signals the program sends xlat are caught from here on (`xlat_capture::signals`).
     let mut cap = Capture::start(&a.program[0], &a.program[1..], &a.capture.options())?;
     let bits = cfg.va_bits();
@@ -309,8 +309,8 @@ impl RunArgs {
 fn capture_once(a: &RunArgs, machines: &Machines) -> Result<Captured> {
     let mut sims: Vec<xlat_sim::Machine> = machines
         .iter()
-        .map(|(c, _)| a.opts().sim(c))
-        .collect::<Result<_>>()?;
+        .map(|(c, _)| a.opts().sim(c, &crate::control::host()))
+        .collect::<Result<_, _>>()?;
     let cap = Capture::start(&a.program[0], &a.program[1..], &a.capture.options())?;
     let pb = crate::progress::bar(format!("events simulated on {} machines", sims.len()));
     let pbc = pb.clone();
@@ -354,7 +354,12 @@ fn capture_once(a: &RunArgs, machines: &Machines) -> Result<Captured> {
     let notes = xlat_capture::signals::take_notes();
     for (((sim, r), w), (_, params)) in sims.iter().zip(results).zip(warnings).zip(machines) {
         let params = params.clone();
-        let report = match r.and_then(|()| a.opts().report(sim, None, &names(&cap))) {
+        let report = r.and_then(|()| {
+            a.opts()
+                .report(sim, None, &names(&cap))
+                .map_err(anyhow::Error::from)
+        });
+        let report = match report {
             Ok(r) => r,
             Err(e) => {
                 failed.push(format!("{}: {e:#}", sim.config().name));

@@ -429,19 +429,6 @@ pub fn summary_table(outcomes: &[Outcome]) -> String {
     terminal_safe(summary_table_raw(outcomes))
 }
 
-/// `s` for a message: at most `w` characters, the rest replaced by `… (N characters in
-/// all)` (a name from a foreign file may be of any length).
-pub(crate) fn clip(s: &str, w: usize) -> String {
-    let chars = s.chars().count();
-    if chars <= w {
-        return s.to_string();
-    }
-    format!(
-        "{}… ({chars} characters in all)",
-        s.chars().take(w).collect::<String>()
-    )
-}
-
 /// Inputs longer than this are shown by their end in the summary table.
 const INPUT_SHOWN: usize = 60;
 
@@ -555,11 +542,5 @@ mod tests {
             format!("…/{}.xlt", "n".repeat(80))
         );
         assert_eq!(short_path(&"n".repeat(80)), None, "no directory: in full");
-    }
-
-    #[test]
-    fn clip_says_how_long_the_text_was() {
-        assert_eq!(clip("abc", 5), "abc");
-        assert_eq!(clip("abcdef", 3), "abc… (6 characters in all)");
     }
 }

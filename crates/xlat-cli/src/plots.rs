@@ -454,10 +454,7 @@ pub fn plottable(outcomes: &[Outcome]) -> bool {
     swept_field(outcomes).is_some()
 }
 
-/// A field path as compared (`tlb.levels[0].d[0].entries`): without blanks.
-pub fn field_key(path: &str) -> String {
-    path.chars().filter(|c| !c.is_whitespace()).collect()
-}
+pub use xlat_runner::plan::field_key;
 
 #[cfg(test)]
 mod tests {

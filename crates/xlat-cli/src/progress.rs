@@ -1,8 +1,9 @@
 //! Progress lines on stderr for long captures and replays (drawn only on a terminal).
 
 use indicatif::{MultiProgress, ProgressBar, ProgressState, ProgressStyle};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
+use xlat_runner::run::{Bar, Progress, Total};
 
 /// One line per concurrent task (sweeps replay several traces at once).
 fn multi() -> &'static MultiProgress {
@@ -79,4 +80,32 @@ pub fn events_bar(what: String, total: u64) -> ProgressBar {
         what,
         total,
     )
+}
+
+/// The runner's progress ([`Progress`]) as these lines.
+pub struct Lines;
+
+impl Progress for Lines {
+    fn start(&self, what: String, total: Total) -> Arc<dyn Bar> {
+        Arc::new(Line(match total {
+            Total::Events(n) => events_bar(what, n),
+            Total::Bytes(n) => bytes_bar(what, n),
+            Total::Unknown => bar(what),
+        }))
+    }
+}
+
+/// One task's line.
+struct Line(ProgressBar);
+
+impl Bar for Line {
+    fn inc(&self, n: u64) {
+        self.0.inc(n);
+    }
+    fn set(&self, pos: u64) {
+        self.0.set_position(pos);
+    }
+    fn finish(&self) {
+        self.0.finish_and_clear();
+    }
 }

@@ -3,7 +3,7 @@
 
 use crate::failure::Failure;
 use crate::plan::Plan;
-use crate::run::{catch_interrupt, check_interval_csv, check_outputs, interruption};
+use crate::run::{catch_interrupt, check_interval_csv, check_outputs, env};
 use crate::SimArgs;
 use anyhow::Result;
 use xlat_sim::{presets, MachineConfig};
@@ -25,6 +25,8 @@ pub fn sim(a: SimArgs) -> Result<()> {
         &sets,
         &a.sweeps,
         a.strict,
+        &crate::control::host(),
+        &mut |note| eprintln!("xlat: note: {note}"),
     )?;
     plan.warmup = a.warmup;
     plan.attribute = a.attribution.attribute;
@@ -53,11 +55,18 @@ pub fn sim(a: SimArgs) -> Result<()> {
         }),
     )?;
     let machines = plan.load_machines();
-    let checked = plan.check_inputs();
+    let checked: Vec<Result<()>> = plan
+        .check_inputs()
+        .into_iter()
+        .map(|r| r.map_err(Into::into))
+        .collect();
     catch_interrupt();
     let cfgs: Vec<&MachineConfig> = machines.iter().flatten().collect();
     crate::plots::check_metrics(out, &cfgs)?;
-    let mut failures = crate::plan::machine_failures(&plan, &machines);
+    let mut failures: Vec<Failure> = crate::plan::machine_failures(&plan, &machines)
+        .into_iter()
+        .map(crate::failure::from_text)
+        .collect();
     for (i, r) in plan.inputs.iter().zip(&checked) {
         if let Err(e) = r {
             failures.push(Failure {
@@ -71,11 +80,11 @@ pub fn sim(a: SimArgs) -> Result<()> {
     let all: Vec<usize> = (0..total).collect();
     let mut outcomes = Vec::new();
     let mut stopped = 0;
-    for (r, o) in plan.execute(&machines, &inputs_ok, &all) {
+    for (r, o) in plan.execute(&machines, &inputs_ok, &all, &env()) {
         match o {
             Ok(o) => outcomes.push(o),
-            Err(e) if interruption(&e).is_some() => stopped += 1,
-            Err(error) => failures.push(plan.failure(&machines, r, error)),
+            Err(e) if e.interrupted().is_some() => stopped += 1,
+            Err(error) => failures.push(plan.failure(&machines, r, error.into())),
         }
     }
     if let Some(f) = attribute_csv {

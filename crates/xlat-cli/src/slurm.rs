@@ -34,6 +34,7 @@ pub fn plan_and_submit(plan: &mut Plan, a: &SimArgs, out: &OutputArgs) -> Result
         .collect();
     for (i, r) in plan.inputs.iter().zip(plan.check_inputs()) {
         if let Err(e) = r {
+            let e = anyhow::Error::from(e);
             errors.push(format!("{}: {e:#}", i.input().label()));
         }
         if let crate::plan::PlanInput::Trace(p) = i {

@@ -11,12 +11,12 @@
 
 use crate::grid::{left, right, Grid};
 use crate::tableout::{Row, TableArgs};
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write;
 use std::path::Path;
-use xlat_system::Symbols;
+use xlat_runner::kernel::kernel_symbols;
 use xlat_trace::TraceReader;
 use xlat_types::{Event, EventSource, Privilege};
 
@@ -89,45 +89,6 @@ struct Kind {
     pages: HashMap<u64, u64>,
     /// The functions fetched on each page (start address → entries that fetched it).
     funcs: HashMap<u64, HashMap<u64, u64>>,
-}
-
-/// The kernel's symbols named by a system trace's header (its `kallsyms` path, in the
-/// guest cache of the run that made it). When they cannot be read, the error says how to
-/// rebuild that guest: a system run rebuilds a cached guest that is missing or damaged
-/// (`xlat_system::Guest::ensure`).
-pub fn kernel_symbols(r: &TraceReader<impl std::io::Read>, what: &str) -> Result<Symbols> {
-    let h = r.header();
-    if h.get("source") != Some("qemu-system") {
-        bail!("{what} is not a system trace (made by `xlat trace --system`)");
-    }
-    let path = h
-        .get("kallsyms")
-        .context("the trace does not name its kernel's symbols")?;
-    Symbols::load(Path::new(path), "the trace's `kallsyms` header").map_err(|e| {
-        match rebuild_command(Path::new(path), h.get("kernel")) {
-            Some(cmd) => anyhow::anyhow!(
-                "{e}; the guest kernel's symbols are gone or damaged: `{cmd}` rebuilds that \
-                 guest (any system run rebuilds a missing or damaged guest of its kernel)"
-            ),
-            None => anyhow::anyhow!("{e}"),
-        }
-    })
-}
-
-/// The command that rebuilds the guest whose symbols are at `kallsyms`
-/// (`<cache>/<kernel package>/kallsyms`), if the path has that shape.
-fn rebuild_command(kallsyms: &Path, kernel: Option<&str>) -> Option<String> {
-    let kernel = kernel?;
-    let dir = kallsyms.parent()?;
-    if kallsyms.file_name()? != "kallsyms" || dir.file_name()? != kernel {
-        return None;
-    }
-    let quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
-    Some(format!(
-        "XLAT_GUEST_CACHE={} XLAT_KERNEL_PACKAGE={} xlat trace --system -o /dev/null -- true",
-        quote(&dir.parent()?.display().to_string()),
-        quote(kernel)
-    ))
 }
 
 /// The table for trace `path` with pages of `page` bytes: every kind, most entries first;

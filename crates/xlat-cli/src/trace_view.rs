@@ -150,7 +150,7 @@ pub fn dump(path: &Path, w: &Window) -> Result<()> {
     let out = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(1 << 16, out.lock());
     let mut system = false;
-    if let xlat_runner::trace::TraceInput::Xlt(r) = &input {
+    if let xlat_trace::TraceInput::Xlt(r) = &input {
         let h = r.header();
         system = xlat_runner::trace::is_system(h);
         writeln!(out, "# arch {}", escape(&h.arch))?;
@@ -195,8 +195,8 @@ pub fn dump(path: &Path, w: &Window) -> Result<()> {
             );
         }
         let cut = match &input {
-            xlat_runner::trace::TraceInput::Xlt(r) => r.truncation().map(|t| t.to_string()),
-            xlat_runner::trace::TraceInput::Lackey(r) => r.truncation().map(|t| t.to_string()),
+            xlat_trace::TraceInput::Xlt(r) => r.truncation().map(|t| t.to_string()),
+            xlat_trace::TraceInput::Lackey(r) => r.truncation().map(|t| t.to_string()),
         };
         if let Some(t) = cut {
             eprintln!("xlat: warning: {name}: {t}");

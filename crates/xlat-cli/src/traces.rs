@@ -1,117 +1,40 @@
-//! Trace inputs (`.xlt` files and valgrind lackey text) as the binary shows them: the
-//! runner's `open` and `replay_many` with paths as shown and a progress bar; system traces'
-//! kernel names, `convert`, and the trace cases of `bench`.
+//! Trace inputs (`.xlt` files and valgrind lackey text) as the binary shows them:
+//! `xlat_trace::open` and the runner's `replay` with paths as shown and a progress bar;
+//! `convert`, and the trace cases of `bench`.
 
 use crate::output::shown;
 use anyhow::{ensure, Context, Result};
 use std::io::Write;
 use std::path::Path;
-use std::sync::atomic::Ordering;
 use std::time::Instant;
 use xlat_runner::drive::{drive, BATCH};
-use xlat_runner::trace::{is_system, InputNames, TraceInput};
-use xlat_runner::view::source_address;
+use xlat_runner::trace::InputNames;
 use xlat_sim::{presets, Machine};
-use xlat_trace::{Header, TraceReader, TraceWriter};
+use xlat_trace::{Header, TraceInput, TraceReader, TraceWriter};
 use xlat_types::{Event, EventSource, PageSize};
 
 /// Opens the trace at `path` and picks its reader from its first bytes
-/// ([`xlat_runner::trace::open`]): an empty, cut, damaged or unrecognized file is an error
+/// ([`xlat_trace::open`]): an empty, cut, damaged or unrecognized file is an error
 /// naming it. With `strict`, a cut-off trace is an error at its end.
 pub fn open(path: &Path, strict: bool) -> Result<TraceInput> {
-    Ok(xlat_runner::trace::open(path, strict, &shown(path))?.0)
+    Ok(xlat_trace::open(path, strict, &shown(path))?.0)
 }
 
-/// Replays a trace file into `sim`; a cut-off trace adds a warning (or fails if `strict`).
+/// Replays a trace file into `sim` ([`xlat_runner::run::replay`]); a cut-off trace adds a
+/// warning (or fails if `strict`).
 pub fn replay(
     path: &Path,
     strict: bool,
     sim: &mut Machine,
     warnings: &mut Vec<String>,
 ) -> Result<InputNames> {
-    let mut one = [(sim, Vec::new())];
-    let (mut results, names) = replay_many(path, strict, &mut one)?;
-    let r = results.pop().expect("one result");
-    warnings.append(&mut one[0].1);
-    r.map(|()| names)
-}
-
-/// Replays the trace at `path` into every simulator of `sims` from **one** decode
-/// ([`xlat_runner::trace::replay_many`]) with a progress bar through the file. Per
-/// machine: `Ok` or the error that stopped it (the others go on), and the warnings
-/// added to its list; also the programs' names from the trace's end meta. An error
-/// opening the trace is the whole call's.
-#[allow(clippy::type_complexity)]
-pub fn replay_many(
-    path: &Path,
-    strict: bool,
-    sims: &mut [(&mut Machine, Vec<String>)],
-) -> Result<(Vec<Result<()>>, InputNames)> {
-    let what = shown(path);
-    let (input, read) = xlat_runner::trace::open(path, strict, &what)?;
-    let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-    let label = match sims.len() {
-        1 => format!("replaying {what}"),
-        m => format!("replaying {what} on {m} machines"),
-    };
-    // Progress through the file (a pipe or special file: events counted instead).
-    let pb = match size {
-        0 => crate::progress::bar(label),
-        size => crate::progress::bytes_bar(label, size),
-    };
-    let pbc = pb.clone();
-    let progress = move |k: usize| match size {
-        0 => pbc.inc(k as u64),
-        _ => pbc.set_position(read.load(Ordering::Relaxed)),
-    };
-    let (results, names) = xlat_runner::trace::replay_many(
-        input,
-        &what,
-        sims,
-        &crate::control::INTERRUPTED,
-        progress,
-    )?;
-    pb.finish_and_clear();
-    let results = results
-        .into_iter()
-        .map(|r| r.map_err(anyhow::Error::from))
-        .collect();
-    Ok((results, names))
-}
-
-/// The guest kernel's function at each trace address, for a system trace (`None` for
-/// any other trace, or one whose symbols are gone).
-pub fn kernel_namer(path: &Path) -> Option<xlat_system::Symbols> {
-    let reader = TraceReader::open(path).ok()?;
-    if !is_system(reader.header()) {
-        return None;
-    }
-    crate::syscalls::kernel_symbols(&reader, &shown(path)).ok()
-}
-
-/// For a system trace: where each of the report's most-missed code pages came from in
-/// the trace, and the guest kernel's functions on it.
-pub fn name_fetch_misses(path: &Path, r: &mut xlat_sim::Report) -> Result<()> {
-    if r.fetch_miss_pages.is_empty() {
-        return Ok(());
-    }
-    let what = shown(path);
-    let reader = TraceReader::open(path).with_context(|| format!("trace {what}"))?;
-    let syms = crate::syscalls::kernel_symbols(&reader, &what)?;
-    let bits = r.machine.va_bits();
-    let page = r.machine.page_table.base_page().bytes();
-    for p in &mut r.fetch_miss_pages {
-        let src = source_address(p.page, bits);
-        p.source = src.filter(|&s| s != p.page);
-        if let Some(s) = src.filter(|s| s >> 63 == 1) {
-            p.functions = syms
-                .functions_in(s, s + page)
-                .into_iter()
-                .map(str::to_string)
-                .collect();
-        }
-    }
-    Ok(())
+    Ok(xlat_runner::run::replay(
+        path,
+        strict,
+        sim,
+        warnings,
+        &crate::control::env(),
+    )?)
 }
 
 /// Copies every event of `src` (named `what` in its errors) into `w` (writing `dest`).

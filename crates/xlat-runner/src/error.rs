@@ -1,7 +1,9 @@
 //! `RunError`: why a run of an input on a machine stopped (its source, the simulator, a
 //! machine that cannot replay the input, a stop request), with the context its callers add.
 
+use crate::drive::NothingCounted;
 use crate::fanout::FanOutError;
+use crate::kernel::KernelSymbolsError;
 use crate::Interrupted;
 
 /// Why a run stopped. Displayed as the failing part's own message; with
@@ -12,6 +14,22 @@ pub enum RunError {
     /// The input's source failed (its own error and sources).
     #[error(transparent)]
     Source(Box<dyn std::error::Error + Send + Sync + 'static>),
+    /// The machine cannot be made (its configuration, the host memory it needs).
+    #[error(transparent)]
+    Config(#[from] xlat_sim::ConfigError),
+    /// The workload spec does not parse.
+    #[error(transparent)]
+    Workload(#[from] xlat_workloads::WorkloadError),
+    /// The run ended before it counted anything.
+    #[error(transparent)]
+    NothingCounted(#[from] NothingCounted),
+    /// A system trace's kernel symbols are not to be had.
+    #[error(transparent)]
+    KernelSymbols(#[from] KernelSymbolsError),
+    /// An error every machine of a group shares (the input's), as text: the error and
+    /// its sources joined by `: `.
+    #[error("{0}")]
+    Shared(String),
     /// The simulator refused an event.
     #[error(transparent)]
     Sim(#[from] xlat_sim::SimError),
@@ -58,6 +76,11 @@ impl RunError {
             what: what.into(),
             source: Box::new(self),
         }
+    }
+
+    /// This error as [`RunError::Shared`], for each machine it stopped.
+    pub fn shared(&self) -> RunError {
+        RunError::Shared(crate::fanout::chain(self))
     }
 
     /// The stop request behind this error, if it is one (under any context).

@@ -32,7 +32,7 @@ impl fmt::Display for SharedError {
 impl std::error::Error for SharedError {}
 
 /// `e` and its sources, joined by `: ` (as the binary prints an error).
-fn chain(e: &dyn std::error::Error) -> String {
+pub(crate) fn chain(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();
     let mut cur = e.source();
     while let Some(c) = cur {

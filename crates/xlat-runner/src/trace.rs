@@ -1,81 +1,13 @@
-//! Trace files as inputs: [`open`] picks the reader a file's content calls for
-//! ([`TraceInput`]: `.xlt` or valgrind lackey text), and [`replay_many`] replays one on
-//! many machines from one decode, each through its [`view`](crate::view); what the trace
+//! Trace files as inputs (opened by content: [`xlat_trace::open`]): [`replay_many`]
+//! replays one on many machines from one decode, each through its [`view`](crate::view); what the trace
 //! names ([`InputNames`]) comes back with the results.
 
 use crate::fanout::{fan_out, run_jobs};
 use crate::view::{view, Feed, PIPELINE_BATCH};
 use crate::RunError;
-use std::fs::File;
-use std::io::BufReader;
-use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use xlat_sim::Machine;
-use xlat_trace::{Format, Header, LackeyReader, ProgramName, Rewound, TraceReader};
-use xlat_types::{Event, EventSource};
-
-/// What a trace is read through: the file (counting its bytes), rewound after detection.
-pub type Input = BufReader<Rewound<Counted>>;
-
-/// A file that counts the bytes read from it (progress of a replay).
-pub struct Counted {
-    file: File,
-    read: Arc<AtomicU64>,
-}
-
-impl std::io::Read for Counted {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = std::io::Read::read(&mut self.file, buf)?;
-        self.read.fetch_add(n as u64, Ordering::Relaxed);
-        Ok(n)
-    }
-}
-
-/// A trace file with the reader its content calls for.
-pub enum TraceInput {
-    Xlt(Box<TraceReader<Input>>),
-    Lackey(Box<LackeyReader<Input>>),
-}
-
-impl EventSource for TraceInput {
-    type Error = xlat_trace::TraceError;
-
-    fn fill(&mut self, buf: &mut Vec<Event>, max: usize) -> Result<bool, Self::Error> {
-        match self {
-            TraceInput::Xlt(r) => r.fill(buf, max),
-            TraceInput::Lackey(r) => r.fill(buf, max),
-        }
-    }
-}
-
-/// Opens the trace at `path` (named `what` in errors) and picks its reader from its first
-/// bytes ([`xlat_trace::detect`]): an empty, cut, damaged or unrecognized file is an error
-/// naming it. With `strict`, a cut-off trace is an error at its end. Also returns a
-/// counter of the bytes read from the file so far.
-pub fn open(
-    path: &Path,
-    strict: bool,
-    what: &str,
-) -> Result<(TraceInput, Arc<AtomicU64>), RunError> {
-    let file = File::open(path)
-        .map_err(|e| RunError::from_source(e).context(format!("cannot open trace {what}")))?;
-    let read = Arc::new(AtomicU64::new(0));
-    let f = Counted {
-        file,
-        read: read.clone(),
-    };
-    let in_trace = |e| RunError::from_source(e).context(format!("trace {what}"));
-    let (format, r) = xlat_trace::detect(f).map_err(in_trace)?;
-    let r = BufReader::with_capacity(1 << 20, r);
-    let input = match format {
-        Format::Xlt => TraceInput::Xlt(Box::new(
-            TraceReader::new(r).map_err(in_trace)?.strict(strict),
-        )),
-        Format::Lackey => TraceInput::Lackey(Box::new(LackeyReader::new(r).strict(strict))),
-    };
-    Ok((input, read))
-}
+use xlat_trace::{Header, ProgramName, TraceInput};
 
 /// Whether a trace was captured by `xlat trace --system`.
 pub fn is_system(h: &Header) -> bool {
@@ -228,9 +160,12 @@ impl Job<'_, '_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
     use xlat_sim::presets;
-    use xlat_trace::TraceWriter;
-    use xlat_types::PageSize;
+    use xlat_trace::{open, TraceWriter};
+    use xlat_types::{EventSource, PageSize};
 
     /// A `.xlt` of workload `spec` in `dir`.
     fn trace(dir: &Path, spec: &str) -> std::path::PathBuf {
@@ -292,19 +227,6 @@ mod tests {
                 &r.hash
             )
         )
-    }
-
-    #[test]
-    fn errors_name_the_trace() {
-        let dir = tempfile::tempdir().unwrap();
-        let missing = dir.path().join("none.xlt");
-        let e = open(&missing, false, "none.xlt").err().unwrap();
-        assert_eq!(e.to_string(), "cannot open trace none.xlt");
-        let empty = dir.path().join("empty.xlt");
-        std::fs::write(&empty, b"").unwrap();
-        let e = open(&empty, false, "empty.xlt").err().unwrap();
-        assert_eq!(e.to_string(), "trace empty.xlt");
-        assert!(std::error::Error::source(&e).is_some());
     }
 
     /// A set stop flag stops every machine of a replay with `Interrupted`.

@@ -17,6 +17,20 @@ pub enum TraceError {
         #[source]
         source: io::Error,
     },
+    /// A trace file (`what`: its name as shown) could not be opened ([`open`](crate::open)).
+    #[error("cannot open trace {what}")]
+    OpenTrace {
+        what: String,
+        #[source]
+        source: io::Error,
+    },
+    /// Trace `what` (its name as shown) cannot be read: the cause is the source.
+    #[error("trace {what}")]
+    InTrace {
+        what: String,
+        #[source]
+        source: Box<TraceError>,
+    },
     /// A read or write failed (`offset` is the file position of the operation).
     #[error("I/O error at byte {offset}")]
     Io {

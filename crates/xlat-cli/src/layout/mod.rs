@@ -120,7 +120,7 @@ const KERNEL_NAME: &str = "[kernel]";
 fn kernel_functions(trace: &Path) -> Result<Symbols> {
     let what = crate::output::shown(trace);
     let r = TraceReader::open(trace).with_context(|| format!("trace {what}"))?;
-    let k = crate::syscalls::kernel_symbols(&r, &what)?;
+    let k = xlat_runner::kernel::kernel_symbols(&r, &what)?;
     let funcs = k
         .sized_text()
         .into_iter()

@@ -1,13 +1,15 @@
-//! `xlat merge DIR`: a plan's shard results as the local run's table and files, and
-//! [`finish`], which prints and writes a sweep's outcomes either way.
+//! `xlat merge DIR`: a plan's shard results (`xlat_runner::plan::gather`) as the local
+//! run's table and files, and [`finish`], which prints and writes a sweep's outcomes
+//! either way.
 
-use super::{params_of, shard, Plan};
+use super::Plan;
 use crate::failure::Failure;
 use crate::run;
 use crate::OutputArgs;
-use anyhow::{bail, ensure, Context, Result};
+use anyhow::{bail, Result};
 use std::path::Path;
 use xlat_runner::outcome::Outcome;
+use xlat_runner::plan::Gathered;
 
 /// `xlat merge DIR`: every shard's runs, in the plan's order, printed and written as the
 /// local run would. Fails naming the shards without a result.
@@ -16,59 +18,11 @@ pub fn merge(dir: &Path, out: &OutputArgs, partial: bool) -> Result<()> {
     crate::plots::check(out, None)?;
     let plan = Plan::read(dir)?;
     run::check_interval_csv(out, plan.interval)?;
-    let ni = plan.inputs.len();
-    let mut runs: Vec<Option<shard::ShardRun>> = (0..plan.runs()).map(|_| None).collect();
-    let mut failures: Vec<(usize, Failure)> = Vec::new();
-    let mut missing = Vec::new();
-    // Each machine of the plan as a preset with its changes gives it, or (a machine
-    // file, which may have moved since) as its first report gives it: every report of
-    // it must have that machine.
-    let mut machines: Vec<Option<(String, String)>> = vec![None; plan.machines.len()];
-    for k in 0..plan.shards {
-        let Some(f) = shard::read(&plan, dir, k)? else {
-            missing.push(k);
-            continue;
-        };
-        let name = crate::output::shown(&dir.join(format!("shard-{k}.json")));
-        for r in f.runs {
-            let m = r.index / ni;
-            let toml = r.report.machine.to_toml();
-            if machines[m].is_none() {
-                machines[m] = Some(match plan.preset_machine(m) {
-                    Some(cfg) => {
-                        let cfg = cfg.with_context(|| {
-                            format!(
-                                "{}: machine {m}",
-                                crate::output::shown(&dir.join("plan.json"))
-                            )
-                        })?;
-                        (cfg.name.clone(), cfg.to_toml())
-                    }
-                    None => (r.machine.clone(), toml.clone()),
-                });
-            }
-            let (want, want_toml) = machines[m].as_ref().expect("set above");
-            ensure!(
-                r.machine == *want && toml == *want_toml,
-                "{name}: run {} has a machine {:?} other than the plan's {:?}",
-                r.index,
-                crate::output::clip(&r.machine, 80),
-                want
-            );
-            let i = r.index;
-            runs[i] = Some(r);
-        }
-        for x in f.failures {
-            failures.push((
-                x.index,
-                Failure {
-                    machine: x.machine,
-                    input: x.input,
-                    error: anyhow::anyhow!(x.error),
-                },
-            ));
-        }
-    }
+    let Gathered {
+        outcomes,
+        failures,
+        missing,
+    } = xlat_runner::plan::gather(&plan, dir)?;
     let list: Vec<String> = missing.iter().map(|k| k.to_string()).collect();
     if !missing.is_empty() && !partial {
         bail!(
@@ -81,25 +35,10 @@ pub fn merge(dir: &Path, out: &OutputArgs, partial: bool) -> Result<()> {
             crate::output::shown(dir)
         );
     }
-    failures.sort_by_key(|(i, _)| *i);
-    let outcomes: Vec<Outcome> = runs
+    let failures = failures
         .into_iter()
-        .enumerate()
-        .filter_map(|(i, r)| {
-            let r = r?;
-            let input = plan.inputs[i % ni].input();
-            Some(Outcome {
-                machine: r.machine,
-                input: r.input,
-                report: r.report,
-                seconds: r.seconds,
-                warnings: r.warnings,
-                params: params_of(&plan.machines[i / ni].sets),
-                workload: input.workload(),
-            })
-        })
+        .map(crate::failure::from_text)
         .collect();
-    let failures = failures.into_iter().map(|(_, f)| f).collect();
     if missing.is_empty() {
         return finish(out, plan.runs(), outcomes, failures, 0);
     }

@@ -2,13 +2,18 @@
 //! `xlat merge`, which trusts nothing in it: a file of the wrong shape is an error
 //! naming it, never a panic, a hang or a wrong table.
 
-use super::Plan;
-use crate::output::shown;
-use crate::run;
-use anyhow::{bail, ensure, Context, Result};
+use super::check::write_text;
+use super::error::{bail, ensure, Context};
+use super::{params_of, Failure, Plan, PlanError};
+use crate::fanout::chain;
+use crate::outcome::Outcome;
+use crate::run::Env;
+use crate::{clip, shown, RunError};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use xlat_sim::Report;
+
+type Result<T, E = PlanError> = std::result::Result<T, E>;
 
 /// One shard's results: `xlat shard DIR K` writes it complete, or not at all.
 #[derive(Serialize, Deserialize)]
@@ -43,21 +48,11 @@ pub struct ShardFailure {
     pub error: String,
 }
 
-/// `xlat shard DIR K`: runs shard `k` of the plan in `dir` and writes `shard-K.json`
-/// (complete, or absent if stopped). Fails if any of its runs failed (the file lists them).
-pub fn shard(dir: &Path, k: usize) -> Result<()> {
-    let plan = Plan::read(dir)?;
-    ensure!(
-        k < plan.shards,
-        "shard {k}: the plan in {} has shards 0 to {}",
-        crate::output::shown(dir),
-        plan.shards - 1
-    );
-    std::env::set_current_dir(&plan.cwd)
-        .with_context(|| format!("cannot enter {}", crate::output::shown(&plan.cwd)))?;
-    run::PORTABLE.store(plan.portable, std::sync::atomic::Ordering::Relaxed);
-    crate::memory::set_limit(plan.max_memory);
-    run::catch_interrupt();
+/// Runs shard `k` of `plan` (`k` is one of its shards) as `xlat shard DIR K` does, in
+/// the plan's directory: its results, and its failures (a machine that did not load, an
+/// input that did not check, a run that failed) as their messages. A run stopped by
+/// `env`'s flag stops the shard with that error.
+pub fn run_shard(plan: &Plan, k: usize, env: &Env) -> Result<ShardFile, RunError> {
     let ni = plan.inputs.len();
     let runs = plan.shard_runs(k);
     let machines = plan.load_machines();
@@ -71,25 +66,26 @@ pub fn shard(dir: &Path, k: usize) -> Result<()> {
         runs: Vec::new(),
         failures: Vec::new(),
     };
-    let fail = |index: usize, e: &anyhow::Error| {
-        let f = plan.failure(&machines, index, anyhow::anyhow!("{e:#}"));
+    let fail = |index: usize, e: &dyn std::error::Error| {
+        let f = plan.failure(&machines, index, chain(e));
         ShardFailure {
             index,
             machine: f.machine,
             input: f.input,
-            error: format!("{:#}", f.error),
+            error: f.error,
         }
     };
     for &r in &runs {
-        let early = machines[r / ni]
-            .as_ref()
-            .err()
-            .or(checked[r % ni].as_ref().err());
+        let early: Option<&dyn std::error::Error> = match (&machines[r / ni], &checked[r % ni]) {
+            (Err(e), _) => Some(e),
+            (_, Err(e)) => Some(e),
+            _ => None,
+        };
         if let Some(e) = early {
             file.failures.push(fail(r, e));
         }
     }
-    for (r, o) in plan.execute(&machines, &inputs_ok, &runs) {
+    for (r, o) in plan.execute(&machines, &inputs_ok, &runs, env) {
         match o {
             Ok(o) => file.runs.push(ShardRun {
                 index: r,
@@ -99,21 +95,107 @@ pub fn shard(dir: &Path, k: usize) -> Result<()> {
                 warnings: o.warnings,
                 report: o.report,
             }),
-            Err(e) if run::interruption(&e).is_some() => return Err(e),
+            Err(e) if e.interrupted().is_some() => return Err(e),
             Err(e) => file.failures.push(fail(r, &e)),
         }
     }
-    run::check_interrupt()?;
     file.failures.sort_by_key(|f| f.index);
-    let text = serde_json::to_string(&file)? + "\n";
-    crate::export::write_text(&dir.join(format!("shard-{k}.json")), &text)?;
-    let failed = file.failures.len();
-    ensure!(
-        failed == 0,
-        "{failed} of the shard's {} runs failed (listed in shard-{k}.json)",
-        runs.len()
-    );
-    Ok(())
+    Ok(file)
+}
+
+impl ShardFile {
+    /// Writes this file as `shard-K.json` in `dir`, complete or not at all.
+    pub fn write(&self, dir: &Path) -> Result<(), PlanError> {
+        let text = serde_json::to_string(self)? + "\n";
+        write_text(&dir.join(format!("shard-{}.json", self.shard)), &text)
+    }
+}
+
+/// A plan's shard files read back ([`gather`]).
+pub struct Gathered {
+    /// Every run with a result, in the plan's order.
+    pub outcomes: Vec<Outcome>,
+    /// Every failed run, in the plan's order (its error's message).
+    pub failures: Vec<Failure<String>>,
+    /// The shards without a file.
+    pub missing: Vec<usize>,
+}
+
+/// Every shard file of the plan in `dir` read ([`read`]) and its runs checked against
+/// the plan: each machine of the plan as a preset with its changes gives it, or (a
+/// machine file, which may have moved since) as its first report gives it; every report
+/// of it must have that machine.
+pub fn gather(plan: &Plan, dir: &Path) -> Result<Gathered, PlanError> {
+    let ni = plan.inputs.len();
+    let mut runs: Vec<Option<ShardRun>> = (0..plan.runs()).map(|_| None).collect();
+    let mut failures: Vec<(usize, Failure<String>)> = Vec::new();
+    let mut missing = Vec::new();
+    let mut machines: Vec<Option<(String, String)>> = vec![None; plan.machines.len()];
+    for k in 0..plan.shards {
+        let Some(f) = read(plan, dir, k)? else {
+            missing.push(k);
+            continue;
+        };
+        let name = shown(&dir.join(format!("shard-{k}.json")));
+        for r in f.runs {
+            let m = r.index / ni;
+            let toml = r.report.machine.to_toml();
+            if machines[m].is_none() {
+                machines[m] = Some(match plan.preset_machine(m) {
+                    Some(cfg) => {
+                        let cfg = cfg.with_context(|| {
+                            format!("{}: machine {m}", shown(&dir.join("plan.json")))
+                        })?;
+                        (cfg.name.clone(), cfg.to_toml())
+                    }
+                    None => (r.machine.clone(), toml.clone()),
+                });
+            }
+            let (want, want_toml) = machines[m].as_ref().expect("set above");
+            ensure!(
+                r.machine == *want && toml == *want_toml,
+                "{name}: run {} has a machine {:?} other than the plan's {:?}",
+                r.index,
+                clip(&r.machine, 80),
+                want
+            );
+            let i = r.index;
+            runs[i] = Some(r);
+        }
+        for x in f.failures {
+            failures.push((
+                x.index,
+                Failure {
+                    machine: x.machine,
+                    input: x.input,
+                    error: x.error,
+                },
+            ));
+        }
+    }
+    failures.sort_by_key(|(i, _)| *i);
+    let outcomes: Vec<Outcome> = runs
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, r)| {
+            let r = r?;
+            let input = plan.inputs[i % ni].input();
+            Some(Outcome {
+                machine: r.machine,
+                input: r.input,
+                report: r.report,
+                seconds: r.seconds,
+                warnings: r.warnings,
+                params: params_of(&plan.machines[i / ni].sets),
+                workload: input.workload(),
+            })
+        })
+        .collect();
+    Ok(Gathered {
+        outcomes,
+        failures: failures.into_iter().map(|(_, f)| f).collect(),
+        missing,
+    })
 }
 
 /// Bytes of a shard file read: 64 MiB, and 8 MiB more per run (a report of a system
@@ -154,7 +236,7 @@ pub fn read(plan: &Plan, dir: &Path, k: usize) -> Result<Option<ShardFile>> {
         "{name} belongs to another plan (schema {}, plan {}, shard {} of {}; this plan is {}, \
          shard {k} of {})",
         f.schema,
-        crate::output::clip(&xlat_trace::escape(&f.plan), 80),
+        clip(&xlat_trace::escape(&f.plan), 80),
         f.shard,
         f.shards,
         plan.id,
@@ -185,7 +267,7 @@ fn check(plan: &Plan, mine: &[usize], f: &ShardFile) -> Result<()> {
             r.input == label,
             "run {}: input {:?}, the plan's is {label:?}",
             r.index,
-            crate::output::clip(&r.input, 80)
+            clip(&r.input, 80)
         );
         let changes = m.sets.join(" ");
         ensure!(
@@ -193,8 +275,8 @@ fn check(plan: &Plan, mine: &[usize], f: &ShardFile) -> Result<()> {
                 && (changes.is_empty() || r.machine.ends_with(&format!(" {changes}"))),
             "run {}: machine {:?} (its report: {:?}), not the plan's {} {changes}",
             r.index,
-            crate::output::clip(&r.machine, 80),
-            crate::output::clip(&r.report.machine.name, 80),
+            clip(&r.machine, 80),
+            clip(&r.report.machine.name, 80),
             m.name
         );
         ensure!(
@@ -212,7 +294,7 @@ fn check(plan: &Plan, mine: &[usize], f: &ShardFile) -> Result<()> {
             x.input == label,
             "failed run {}: input {:?}, the plan's is {label:?}",
             x.index,
-            crate::output::clip(&x.input, 80)
+            clip(&x.input, 80)
         );
     }
     if let Some(at) = seen.iter().position(|s| !s) {

@@ -1,10 +1,13 @@
 //! `plan.json`: one check ([`Plan::check`]) for a plan being written and a plan read
 //! back, and a plan directory that keeps every file the plan did not make.
 
-use super::{Plan, PlanInput, MAX_RUNS, MAX_SHARDS, SCHEMA};
-use crate::output::shown;
-use anyhow::{bail, ensure, Context, Result};
+use super::error::{bail, ensure, Context};
+use super::{field_key, Plan, PlanError, PlanInput, MAX_RUNS, MAX_SHARDS, SCHEMA};
+use crate::{clip, shown};
+use std::io::Write;
 use std::path::{Path, PathBuf};
+
+type Result<T> = std::result::Result<T, PlanError>;
 
 /// Largest `plan.json` read: [`MAX_RUNS`] machines with their changed fields fit.
 pub const PLAN_CAP: u64 = 64 << 20;
@@ -28,7 +31,7 @@ impl Plan {
                     .chars()
                     .all(|c| c.is_ascii_alphanumeric() || c == '-'),
             "plan id {:?}: 1 to 64 letters, digits and `-`",
-            crate::output::clip(&self.id, 80)
+            clip(&self.id, 80)
         );
         ensure!(
             !self.machines.is_empty() && !self.inputs.is_empty(),
@@ -57,7 +60,7 @@ impl Plan {
                 let Some((p, _)) = s.split_once('=') else {
                     bail!("machine {k} ({}): change {s:?} is not PATH=VALUE", m.name);
                 };
-                let p = crate::plots::field_key(p);
+                let p = field_key(p);
                 ensure!(
                     !p.is_empty() && !seen.contains(&p),
                     "machine {k} ({}): field {p:?} changed twice or unnamed",
@@ -105,7 +108,7 @@ impl Plan {
             std::fs::create_dir_all(dir).with_context(|| format!("cannot create {name}"))?;
         }
         let text = serde_json::to_string_pretty(self)? + "\n";
-        crate::export::write_text(&dir.join("plan.json"), &text)
+        write_text(&dir.join("plan.json"), &text)
     }
 
     /// Removes the files this plan made in `dir` (not `plan.json`, which is replaced).
@@ -151,4 +154,13 @@ impl Plan {
             .with_context(|| format!("{} is not a plan xlat can run", shown(&path)))?;
         Ok(plan)
     }
+}
+
+/// Writes `text` to `path` complete or not at all (`xlat_fs::OutFile`).
+pub(crate) fn write_text(path: &Path, text: &str) -> Result<()> {
+    let name = shown(path);
+    let mut f = xlat_fs::OutFile::create(path).with_context(|| format!("cannot create {name}"))?;
+    f.write_all(text.as_bytes())
+        .and_then(|()| f.commit())
+        .with_context(|| format!("cannot write {name}"))
 }

@@ -1,13 +1,48 @@
 //! `--set` and `--sweep`: the changed fields of each machine of a sweep, counted before
-//! they are made.
+//! they are made ([`machine_with_sets`]: a machine with its changes).
 //!
 //! A field both set and swept takes the sweep's values: the machine simulated, its
 //! name, the CSV and JSON columns and the plot all show the swept value. A field set
 //! twice takes the last value (as the edits are applied in order); a field swept twice
 //! is an error (which combination would be meant is unclear).
 
-use super::MAX_RUNS;
-use anyhow::{bail, Result};
+use super::error::{bail, Context};
+use super::{PlanError, MAX_RUNS};
+use xlat_sim::{presets, MachineConfig};
+
+type Result<T> = std::result::Result<T, PlanError>;
+
+/// A field path as compared (`tlb.levels[0].d[0].entries`): without blanks.
+pub fn field_key(path: &str) -> String {
+    path.chars().filter(|c| !c.is_whitespace()).collect()
+}
+
+/// Machine `name` (a preset or TOML file) with each `PATH=VALUE` of `sets` applied
+/// (`tlb.levels[1].unified[0].entries=2048`, `os.thp=never`: a VALUE that is not TOML is
+/// a string); the name then lists them.
+pub fn machine_with_sets(name: &str, sets: &[String]) -> Result<MachineConfig> {
+    let cfg = presets::load(name)?;
+    if sets.is_empty() {
+        return Ok(cfg);
+    }
+    let mut parsed = Vec::new();
+    for s in sets {
+        let Some((path, value)) = s.split_once('=') else {
+            bail!("--set {s}: write PATH=VALUE, e.g. tlb.levels[0].d[0].entries=128");
+        };
+        let (path, value) = (path.trim(), value.trim());
+        let v = toml::from_str::<toml::Table>(&format!("v = {value}"))
+            .ok()
+            .and_then(|mut t| t.remove("v"))
+            .unwrap_or_else(|| toml::Value::String(value.to_string()));
+        parsed.push((path.to_string(), v));
+    }
+    let mut cfg = cfg
+        .with_overrides(parsed.iter().map(|(p, v)| (p.as_str(), v)))
+        .with_context(|| format!("machine {name}"))?;
+    cfg.name = format!("{} {}", cfg.name, sets.join(" "));
+    Ok(cfg)
+}
 
 /// The `--sweep PATH=V1,V2,...` specs parsed: (path, values), in order.
 fn parse(sweeps: &[String]) -> Result<Vec<(String, Vec<String>)>> {
@@ -29,10 +64,7 @@ fn parse(sweeps: &[String]) -> Result<Vec<(String, Vec<String>)>> {
         if values.is_empty() {
             bail!("--sweep {s}: no values");
         }
-        if out
-            .iter()
-            .any(|(p, _)| crate::plots::field_key(p) == crate::plots::field_key(path))
-        {
+        if out.iter().any(|(p, _)| field_key(p) == field_key(path)) {
             bail!("--sweep {path} is given twice: give its values in one --sweep");
         }
         out.push((path.to_string(), values));
@@ -84,8 +116,7 @@ pub fn combinations(sweeps: &[String]) -> Result<Vec<Vec<String>>> {
 /// The `--set` edits that take effect beside a `--sweep` combination, then the
 /// combination: a set field that is swept, or set again later, is left out.
 pub fn effective(sets: &[String], combination: &[String]) -> Vec<String> {
-    let key =
-        |s: &String| crate::plots::field_key(s.split_once('=').map_or(s.as_str(), |(p, _)| p));
+    let key = |s: &String| field_key(s.split_once('=').map_or(s.as_str(), |(p, _)| p));
     let later: Vec<String> = combination.iter().map(key).collect();
     let mut out: Vec<String> = Vec::new();
     for (i, s) in sets.iter().enumerate() {
@@ -105,10 +136,7 @@ pub fn params_of(sets: &[String]) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::new();
     for (p, v) in sets.iter().filter_map(|s| s.split_once('=')) {
         let (p, v) = (p.trim().to_string(), v.trim().to_string());
-        match out
-            .iter_mut()
-            .find(|(q, _)| crate::plots::field_key(q) == crate::plots::field_key(&p))
-        {
+        match out.iter_mut().find(|(q, _)| field_key(q) == field_key(&p)) {
             Some(slot) => slot.1 = v,
             None => out.push((p, v)),
         }

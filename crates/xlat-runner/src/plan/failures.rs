@@ -1,9 +1,8 @@
 //! Machines of a sweep that do not load, reported once per cause: an error every point
 //! shares is one message (with the valid values nearest each point), not one per point.
 
-use super::Plan;
-use crate::failure::Failure;
-use anyhow::Result;
+use super::{Failure, Plan, PlanError};
+use crate::fanout::chain;
 use xlat_sim::config::{geometry_fix, nearest_multiples, ConfigError};
 use xlat_sim::MachineConfig;
 
@@ -19,35 +18,38 @@ enum Cause {
 type Group = (String, Cause, Vec<(u32, u32)>, Vec<String>);
 
 /// The failures of the machines that did not load, one per cause and base machine, in
-/// order of first appearance.
-pub fn machine_failures(plan: &Plan, machines: &[Result<MachineConfig>]) -> Vec<Failure> {
+/// order of first appearance; each error is its message (a cause and its sources joined
+/// by `: `; more than one machine's: one message for all).
+pub fn machine_failures(
+    plan: &Plan,
+    machines: &[Result<MachineConfig, PlanError>],
+) -> Vec<Failure<String>> {
     let mut groups: Vec<Group> = Vec::new();
     for (m, r) in plan.machines.iter().zip(machines) {
         let Err(e) = r else { continue };
-        let geometry = e
-            .chain()
-            .find_map(|c| match c.downcast_ref::<ConfigError>() {
-                Some(ConfigError::Geometry {
-                    field,
-                    entries,
-                    ways,
-                }) => Some((field.clone(), *entries, *ways)),
-                _ => None,
-            });
+        let geometry = match e.config() {
+            Some(ConfigError::Geometry {
+                field,
+                entries,
+                ways,
+            }) => Some((field.clone(), *entries, *ways)),
+            _ => None,
+        };
+        let text = chain(e);
         let (cause, point) = match geometry {
             Some((field, entries, ways)) => (Cause::Geometry(field), Some((entries, ways))),
-            None => (Cause::Same(format!("{e:#}")), None),
+            None => (Cause::Same(text.clone()), None),
         };
         match groups.iter_mut().find(|g| g.0 == m.name && g.1 == cause) {
             Some(g) => {
                 g.2.extend(point);
-                g.3.push(format!("{e:#}"));
+                g.3.push(text);
             }
             None => groups.push((
                 m.name.clone(),
                 cause,
                 point.into_iter().collect(),
-                vec![format!("{e:#}")],
+                vec![text],
             )),
         }
     }
@@ -61,20 +63,20 @@ pub fn machine_failures(plan: &Plan, machines: &[Result<MachineConfig>]) -> Vec<
                 format!("{name} ({k} machines of the sweep)")
             };
             let error = match cause {
-                _ if k == 1 => anyhow::anyhow!("{}", messages[0]),
+                _ if k == 1 => messages[0].clone(),
                 Cause::Geometry(field) => {
                     let lines: Vec<String> = points
                         .iter()
                         .map(|&(e, w)| format!("  entries {e}, {w} ways: {}", geometry_fix(e, w)))
                         .collect();
-                    anyhow::anyhow!(
+                    format!(
                         "{field}: the entries must be a multiple of the ways, in each of \
                          these {k} machines:\n{}{}",
                         lines.join("\n"),
                         nearest_sweep(&field, &points)
                     )
                 }
-                Cause::Same(msg) => anyhow::anyhow!("{msg} (the same in each of {k} machines)"),
+                Cause::Same(msg) => format!("{msg} (the same in each of {k} machines)"),
             };
             Failure {
                 machine,
@@ -120,12 +122,14 @@ mod tests {
             &[],
             &["tlb.levels[1].unified[0].entries=512,1024,1536,2048".into()],
             false,
+            &crate::run::Host::default(),
+            &mut |_| {},
         )
         .unwrap();
         let f = machine_failures(&p, &p.load_machines());
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].machine, "skylake (3 machines of the sweep)");
-        let e = format!("{:#}", f[0].error);
+        let e = &f[0].error;
         assert!(e.contains("multiple of the ways"), "{e}");
         for near in ["504 or 516", "1020 or 1032", "2040 or 2052"] {
             assert_eq!(e.matches(near).count(), 1, "{e}");
