@@ -220,18 +220,15 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
         l1_missed: bool,
         f: impl FnOnce(&mut Self) -> Result<u32, SimError>,
     ) -> Result<u32, SimError> {
-        let before = self.mmu.stats.walks;
+        let before = self.acct.c.walks;
         if l1_missed {
             self.attribute_miss(kind, va, false);
         }
         self.acct.tracking = false;
         let r = f(self);
         self.acct.tracking = true;
-        debug_assert!(
-            self.mmu.stats.walks - before <= 1,
-            "one walk per translation"
-        );
-        if self.mmu.stats.walks > before {
+        debug_assert!(self.acct.c.walks - before <= 1, "one walk per translation");
+        if self.acct.c.walks > before {
             self.attribute_miss(kind, va, true);
         }
         r

@@ -34,7 +34,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
                         addr: va,
                     });
                 }
-                self.os.stats.faults.outside_mappings += 1;
+                self.acct.c.faults.outside_mappings += 1;
                 // The page gets an area of its own, so that every present translation
                 // lies in an area (what later mmaps, munmaps and forks rely on).
                 let page = va & !((1u64 << bs) - 1);
@@ -49,7 +49,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
                 p.vmas.insert(page, vma);
                 let f = match self.os.precleared.pop() {
                     Some(f) => {
-                        self.os.stats.faults.precleared += 1;
+                        self.acct.c.faults.precleared += 1;
                         f
                     }
                     None => {
@@ -108,7 +108,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
                     }
                     None if shift == bs && !populate => match self.os.precleared.pop() {
                         Some(f) => {
-                            self.os.stats.faults.precleared += 1;
+                            self.acct.c.faults.precleared += 1;
                             f
                         }
                         None => {
@@ -128,11 +128,11 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
                     }
                 };
                 if populate {
-                    self.os.stats.faults.populated += 1;
+                    self.acct.c.faults.populated += 1;
                 } else if shift > bs {
-                    self.os.stats.faults.demand_huge += 1;
+                    self.acct.c.faults.demand_huge += 1;
                 } else {
-                    self.os.stats.faults.demand += 1;
+                    self.acct.c.faults.demand += 1;
                 }
                 (shift, pfn, flags)
             }
@@ -222,14 +222,14 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
                     ..leaf
                 },
             );
-            self.os.stats.faults.cow_copies += 1;
+            self.acct.c.faults.cow_copies += 1;
             sat(
                 &mut self.acct.c.cyc.fault,
                 self.cfg.cost.copy_page_cycles.saturating_mul(n),
             );
         } else {
             p.pt.set_flags(base, leaf.flags | WRITABLE);
-            self.os.stats.faults.write_protect += 1;
+            self.acct.c.faults.write_protect += 1;
         }
         self.flush_page(base.0, leaf.shift as u32);
         Ok(())

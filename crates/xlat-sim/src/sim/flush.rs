@@ -73,7 +73,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
             }
             return;
         }
-        self.mmu.stats.flushes.page += pages;
+        self.acct.c.flushes.page += pages;
         sat(
             &mut self.acct.c.cyc.flush,
             pages.saturating_mul(self.cfg.cost.flush_page_cycles),

@@ -166,7 +166,7 @@ impl<P: PageTable> Sim<P, HashMmu> {
     /// A TLB miss in a `linear` region: the hardware search finds the bolted 16 MiB PTE
     /// (never evicted), a counted walk whose slot reads go through the cache model.
     fn reload_linear(&mut self, ea: u64, va: u64, pa: u64) -> Leaf {
-        self.mmu.stats.walks += 1;
+        self.acct.c.walks += 1;
         let h = &mut self.mmu.org;
         let found = h.search(va >> SEGMENT_SHIFT, crate::hashed::large_page(ea));
         debug_assert!(found.is_some(), "bolted PTEs stay");
@@ -211,7 +211,7 @@ impl<P: PageTable> Sim<P, HashMmu> {
             self.mmu.org.stats.tree_walks += 1;
             return Ok(strip(&w.leaf.expect("a fault always maps the page")));
         }
-        self.mmu.stats.walks += 1;
+        self.acct.c.walks += 1;
         let software = self.cfg.walker.kind == WalkerKind::Software;
         let vsid = va >> SEGMENT_SHIFT;
         let page = (ea >> PAGE_SHIFT) & 0xffff;
@@ -222,7 +222,7 @@ impl<P: PageTable> Sim<P, HashMmu> {
         // a protection fault, another miss and insert, then a hit.
         for _ in 0..4 * MAX_ATTEMPTS {
             if software {
-                self.mmu.stats.traps += 1;
+                self.acct.c.traps += 1;
                 self.acct.c.cyc.trap +=
                     self.cfg.walker.trap_cycles + self.cfg.walker.handler_cycles;
             }
@@ -251,7 +251,7 @@ impl<P: PageTable> Sim<P, HashMmu> {
                 self.mmu
                     .tlb
                     .fill(nl, side, va, &strip(&leaf), PAGE_SHIFT, 0);
-                self.mmu.stats.faulting_walks += 1;
+                self.acct.c.faulting_walks += 1;
                 self.write_fault(cur, ea, kind)?;
             } else {
                 self.hash_miss(cur, kind, ea, vsid, page)?;
@@ -346,7 +346,7 @@ impl Organization for HashMmu {
         for (b, k) in flush::tile(s, e, SEGMENT_SHIFT) {
             n += sim.mmu.tlb.flush_page(sim.os_va(b), k, 0);
         }
-        sim.mmu.stats.flushes.entries_invalidated += n;
+        sim.acct.c.flushes.entries_invalidated += n;
         sim.flush_range_hashed(s, e);
     }
 

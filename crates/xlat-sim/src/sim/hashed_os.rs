@@ -18,8 +18,8 @@ impl<P: PageTable> Sim<P, HashMmu> {
         let base = ea & !((1 << PAGE_SHIFT) - 1);
         let va = self.os_va(base);
         let n = self.mmu.tlb.flush_page(va, PAGE_SHIFT, 0);
-        self.mmu.stats.flushes.page += 1;
-        self.mmu.stats.flushes.entries_invalidated += n;
+        self.acct.c.flushes.page += 1;
+        self.acct.c.flushes.entries_invalidated += n;
         sat(&mut self.acct.c.cyc.flush, self.cfg.cost.flush_page_cycles);
         let present = self
             .os
@@ -59,7 +59,7 @@ impl<P: PageTable> Sim<P, HashMmu> {
     /// Flushes the current process's whole context per `page_table.hash.context_flush`.
     pub(super) fn flush_context(&mut self) {
         let Some(cur) = self.os.cur else { return };
-        self.mmu.stats.flushes.asid += 1;
+        self.acct.c.flushes.asid += 1;
         sat(&mut self.acct.c.cyc.flush, self.cfg.cost.flush_all_cycles);
         let h = &mut self.mmu.org;
         match h.flush {
@@ -94,13 +94,13 @@ impl<P: PageTable> Sim<P, HashMmu> {
     pub(super) fn flush_hashed_pages(&mut self, hashed: &[u64]) {
         for &va in hashed {
             let n = self.mmu.tlb.flush_page(self.os_va(va), PAGE_SHIFT, 0);
-            self.mmu.stats.flushes.entries_invalidated += n;
+            self.acct.c.flushes.entries_invalidated += n;
             self.flush_hash(va);
         }
         if self.cfg.walker.handler == Some(Handler::Tree) {
             let n = self.mmu.tlb.flush_asid(None);
-            self.mmu.stats.flushes.all += 1;
-            self.mmu.stats.flushes.entries_invalidated += n;
+            self.acct.c.flushes.all += 1;
+            self.acct.c.flushes.entries_invalidated += n;
         }
     }
 
@@ -153,10 +153,10 @@ impl<P: PageTable> Sim<P, HashMmu> {
             .access_run(first, n, h.htab.pte_bytes(), &mut prev);
         sat(&mut self.acct.c.cyc.flush, c);
         let n = self.mmu.tlb.flush_asid(None);
-        self.mmu.stats.flushes.all += 1;
-        self.mmu.stats.flushes.entries_invalidated += n;
+        self.acct.c.flushes.all += 1;
+        self.acct.c.flushes.entries_invalidated += n;
         sat(&mut self.acct.c.cyc.flush, self.cfg.cost.flush_all_cycles);
-        self.os.stats.ops.asid_rollovers += 1;
+        self.acct.c.os.asid_rollovers += 1;
         self.os.asid_gen += 1;
     }
 

@@ -9,7 +9,7 @@ use crate::config::IdleClear;
 impl<P: PageTable, O: Organization> Sim<P, O> {
     /// `cycles` of idle time.
     pub(super) fn idle(&mut self, cycles: u64) {
-        sat(&mut self.os.stats.ops.idle_cycles, cycles);
+        sat(&mut self.acct.c.os.idle_cycles, cycles);
         let left = O::idle(self, cycles);
         self.idle_clear(left);
     }
@@ -35,7 +35,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
                 }
             }
             self.os.precleared.push(f);
-            self.os.stats.ops.idle_pages_cleared += 1;
+            self.acct.c.os.idle_pages_cleared += 1;
         }
     }
 }

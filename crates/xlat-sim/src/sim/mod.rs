@@ -203,7 +203,6 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
                     .map(|n| crate::nested::Nested::new(n).map(Box::new))
                     .transpose()?,
                 asid: 0,
-                stats: Default::default(),
             },
             os: OsState {
                 mem,
@@ -226,7 +225,6 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
                 loaded_pid: Some(Pid::INIT.0),
                 thp_shift,
                 precleared: Vec::new(),
-                stats: Default::default(),
             },
             acct: Accounting::default(),
             event: 0,
@@ -322,10 +320,10 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
     fn run_in<const V3: bool>(&mut self, events: &[Event]) -> Result<(), SimError> {
         // Prefetch only while walks are frequent (they are what misses the host caches),
         // or first-level misses for a curve's stack (`profile.rs`).
-        let walking = self.mmu.stats.walks - self.acct.walks_at_batch > (events.len() / 32) as u64;
+        let walking = self.acct.c.walks - self.acct.walks_at_batch > (events.len() / 32) as u64;
         let profiled = self.acct.profiled.is_some() && self.profile_prefetching(events.len());
         let early = walking && O::early_prefetch(self);
-        self.acct.walks_at_batch = self.mmu.stats.walks;
+        self.acct.walks_at_batch = self.acct.c.walks;
         // Two copies of the loop: one that prefetches, one without the flags and tests it
         // needs (with them, the loop of TLB-resident runs spilled `self`: -18 % on
         // `xlat bench l1-resident`).

@@ -58,8 +58,8 @@ pub trait Organization: Sized {
     fn flush_all<P: PageTable>(sim: &mut Sim<P, Self>) {
         let n = sim.mmu.tlb.flush_all();
         sim.mmu.pwc.flush(None);
-        sim.mmu.stats.flushes.all += 1;
-        sim.mmu.stats.flushes.entries_invalidated += n;
+        sim.acct.c.flushes.all += 1;
+        sim.acct.c.flushes.entries_invalidated += n;
         sat(&mut sim.acct.c.cyc.flush, sim.cfg.cost.flush_all_cycles);
     }
 

@@ -35,9 +35,9 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
                     leaves.push((va, leaf.shift, leaf.flags));
                 }
             });
-        self.os.stats.ops.unmap_entries += sw.entries;
-        self.os.stats.ops.unmap_tables += sw.tables;
-        self.os.stats.ops.table_visits += sw.visits;
+        self.acct.c.os.unmap_entries += sw.entries;
+        self.acct.c.os.unmap_tables += sw.tables;
+        self.acct.c.os.table_visits += sw.visits;
         self.os_cycles(&sw);
         self.flush_leaves(&leaves, pages, true);
     }
@@ -155,7 +155,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
                 flags,
             } => {
                 let cur = self.current(what)?;
-                self.os.stats.ops.mmaps += 1;
+                self.acct.c.os.mmaps += 1;
                 let (start, end) = self.range(addr.0, len, what)?;
                 if start == end {
                     return Ok(());
@@ -234,7 +234,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
             }
             Event::Munmap { addr, len } => {
                 let cur = self.current(what)?;
-                self.os.stats.ops.munmaps += 1;
+                self.acct.c.os.munmaps += 1;
                 let (start, end) = self.range(addr.0, len, what)?;
                 self.outside_kernel(start, end, what)?;
                 let p = self.os.slots[cur].as_mut().expect("cur");
@@ -250,7 +250,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
             } => self.map_file(what, addr.0, len, offset, file)?,
             Event::Mprotect { addr, len, prot } => {
                 let cur = self.current(what)?;
-                self.os.stats.ops.mprotects += 1;
+                self.acct.c.os.mprotects += 1;
                 let (start, end) = self.range(addr.0, len, what)?;
                 self.outside_kernel(start, end, what)?;
                 let bs = self.base_shift;
@@ -269,13 +269,13 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
                             }
                         }
                     });
-                    self.os.stats.ops.table_visits += sw.visits;
+                    self.acct.c.os.table_visits += sw.visits;
                     self.flush_leaves(&leaves, pages, false);
                 }
             }
             Event::Madvise { addr, len, advice } => {
                 let cur = self.current(what)?;
-                self.os.stats.ops.madvises += 1;
+                self.acct.c.os.madvises += 1;
                 let (start, end) = self.range(addr.0, len, what)?;
                 self.outside_kernel(start, end, what)?;
                 match advice {
@@ -299,7 +299,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
             } => self.mremap(what, old.0, old_len, new.0, new_len)?,
             Event::Brk { addr } => {
                 let cur = self.current(what)?;
-                self.os.stats.ops.brks += 1;
+                self.acct.c.os.brks += 1;
                 // The new break, rounded up to a page; like mmap's, inside the address space.
                 let (_, a) = self.range(addr.0, 0, what)?;
                 if self.va_bits < 64 && a > 1u64 << self.va_bits {
@@ -353,7 +353,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
                 let cur = self.current(what)?;
                 self.attribute();
                 self.program_ends(self.os.slots[cur].as_ref().expect("cur").pid);
-                self.os.stats.ops.execs += matches!(ev, Event::Exec) as u64;
+                self.acct.c.os.execs += matches!(ev, Event::Exec) as u64;
                 self.exit(cur);
             }
             Event::ExecTraced => {
@@ -362,7 +362,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
                 let pid = self.os.slots[cur].as_ref().expect("cur").pid;
                 let n = self.program_ends(pid);
                 self.program_starts(pid, n + 1);
-                self.os.stats.ops.execs_traced += 1;
+                self.acct.c.os.execs_traced += 1;
                 self.exec(cur);
             }
             Event::Switch { pid } => {
@@ -371,7 +371,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
                     pid: pid.0,
                 })?;
                 self.attribute();
-                self.os.stats.ops.context_switches += 1;
+                self.acct.c.os.context_switches += 1;
                 if self.os.loaded_pid != Some(pid.0) {
                     O::switch_flush(self);
                 }
@@ -391,7 +391,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
                     FlushScope::All => O::flush_all(self),
                 }
             }
-            Event::ThreadStart { .. } => self.os.stats.ops.threads_started += 1,
+            Event::ThreadStart { .. } => self.acct.c.os.threads_started += 1,
             Event::ThreadExit { .. } => {}
             Event::Idle { cycles } => self.idle(cycles),
         }
@@ -407,7 +407,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
         new_len: u64,
     ) -> Result<(), SimError> {
         let cur = self.current(what)?;
-        self.os.stats.ops.mremaps += 1;
+        self.acct.c.os.mremaps += 1;
         let (os, oe) = self.range(old, old_len, what)?;
         let (ns, ne) = self.range(new, new_len, what)?;
         // Linux: EINVAL for a new length of 0 (an empty area cannot exist).
@@ -437,9 +437,9 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
         });
         p.vmas.remove(os, oe);
         p.notes.labels.move_range(os, oe, ns, ne);
-        self.os.stats.ops.unmap_entries += sw.entries;
-        self.os.stats.ops.unmap_tables += sw.tables;
-        self.os.stats.ops.table_visits += sw.visits;
+        self.acct.c.os.unmap_entries += sw.entries;
+        self.acct.c.os.unmap_tables += sw.tables;
+        self.acct.c.os.table_visits += sw.visits;
         let leaves: Vec<(u64, u8, u8)> =
             moved.iter().map(|(v, l)| (*v, l.shift, l.flags)).collect();
         self.flush_leaves(&leaves, pages, true);
@@ -530,10 +530,10 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
             asid_gen: 0,
             ctx: 0,
         };
-        self.os.stats.ops.forks += 1;
-        self.os.stats.ops.fork_entries += sw.entries;
-        self.os.stats.ops.fork_tables += sw.tables;
-        self.os.stats.ops.table_visits += sw.visits;
+        self.acct.c.os.forks += 1;
+        self.acct.c.os.fork_entries += sw.entries;
+        self.acct.c.os.fork_tables += sw.tables;
+        self.acct.c.os.table_visits += sw.visits;
         self.os_cycles(&sw);
         // The parent's writable entries became read-only: flush its address space.
         self.flush_space();
@@ -622,7 +622,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
 
     pub(super) fn exit(&mut self, cur: usize) {
         let _ = self.teardown(cur);
-        self.os.stats.ops.exits += 1;
+        self.acct.c.os.exits += 1;
     }
 
     /// Tears down process `cur`'s address space and frees its slot; returns its global
@@ -645,9 +645,9 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
         });
         O::exit(self, p.ctx, p.asid_gen, &hashed);
         self.os.pid_slot.remove(&p.pid);
-        self.os.stats.ops.exit_entries += sw.entries;
-        self.os.stats.ops.exit_tables += sw.tables;
-        self.os.stats.ops.table_visits += sw.visits;
+        self.acct.c.os.exit_entries += sw.entries;
+        self.acct.c.os.exit_tables += sw.tables;
+        self.acct.c.os.table_visits += sw.visits;
         self.os_cycles(&sw);
         self.os.cur = None;
         global

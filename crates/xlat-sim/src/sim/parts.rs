@@ -3,10 +3,7 @@
 //! ([`OsState`]: processes, areas, frames, tags) and the [`Accounting`] (counters,
 //! programs, privileges, attribution, warm-up, windows, curve profiling).
 //!
-//! Counters belong to the part that counts: the MMU its walks, traps and invalidations
-//! ([`MmuCounters`]), the OS its faults and operations ([`OsCounters`]), accounting the
-//! references and the cycle estimate ([`Counters`]); the report assembles them. One MMU for
-//! now: several CPUs (issue 41) will hold one per CPU over one OS.
+//! One MMU for now: several CPUs (issue 39) will hold one per CPU over one OS.
 
 use super::*;
 
@@ -21,9 +18,6 @@ pub(super) struct Mmu<O> {
     pub(super) nested: Option<Box<crate::nested::Nested>>,
     /// The tag loaded for the running process (its ASID; 0 without ASIDs).
     pub(super) asid: u16,
-    /// What this MMU did: walks, traps, invalidations (its TLBs, walk caches and
-    /// organization keep their own statistics).
-    pub(super) stats: MmuCounters,
 }
 
 /// The OS model's state.
@@ -47,8 +41,6 @@ pub(super) struct OsState<P> {
     pub(super) thp_shift: Option<u8>,
     /// Frames the idle task cleared, for the next demand faults (`os.idle_clear`).
     pub(super) precleared: Vec<u64>,
-    /// What the OS did: faults and operations.
-    pub(super) stats: OsCounters,
 }
 
 /// What the report is made of, beyond each structure's own statistics.
@@ -91,29 +83,6 @@ pub(super) struct Process<P> {
     pub(super) ctx: u32,
 }
 
-/// An MMU's own counts.
-#[derive(Default)]
-pub(super) struct MmuCounters {
-    pub(super) walks: u64,
-    pub(super) faulting_walks: u64,
-    pub(super) traps: u64,
-    /// Walks by the (first, past-the-last) hardware levels they referenced: the report
-    /// derives the per-level and total walk references (one increment per walk).
-    pub(super) walk_spans: [[u64; MAX_LEVELS + 1]; MAX_LEVELS],
-    /// Walk references past [`MAX_LEVELS`] (a clustered table's long chains): the
-    /// report adds them to the last position's row.
-    pub(super) walk_refs_past_levels: u64,
-    pub(super) flushes: Flushes,
-}
-
-/// The OS model's own counts.
-#[derive(Default)]
-pub(super) struct OsCounters {
-    pub(super) faults: Faults,
-    pub(super) ops: Os,
-}
-
-/// The run's counts of references and its cycle estimate.
 #[derive(Default)]
 pub(super) struct Counters {
     /// `refs.translations` is derived by the report: accesses past the range checks
@@ -124,5 +93,17 @@ pub(super) struct Counters {
     pub(super) rejected: u64,
     /// Pages past the first that accesses touched.
     pub(super) extra_pages: u64,
+    pub(super) walks: u64,
+    pub(super) faulting_walks: u64,
+    pub(super) traps: u64,
+    /// Walks by the (first, past-the-last) hardware levels they referenced: the report
+    /// derives the per-level and total walk references (one increment per walk).
+    pub(super) walk_spans: [[u64; MAX_LEVELS + 1]; MAX_LEVELS],
+    pub(super) faults: Faults,
+    pub(super) os: Os,
+    pub(super) flushes: Flushes,
     pub(super) cyc: CycleEstimate,
+    /// Walk references past [`MAX_LEVELS`] (a clustered table's long chains): the
+    /// report adds them to the last position's row.
+    pub(super) walk_refs_past_levels: u64,
 }

@@ -46,7 +46,7 @@ fn add(to: &mut Mark, from: Mark, now: Mark) {
 
 impl<P: PageTable, O: Organization> Sim<P, O> {
     fn privilege_mark(&self) -> Mark {
-        let f = &self.os.stats.faults;
+        let f = &self.acct.c.faults;
         Mark {
             fetches: self.acct.c.by_kind[0],
             loads: self.acct.c.by_kind[1],
@@ -55,7 +55,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
             instructions: self.acct.c.refs.instructions + self.acct.c.by_kind[0]
                 - self.acct.c.refs.blocks,
             l1_misses: self.mmu.tlb.l1_misses_by_side(),
-            walks: self.mmu.stats.walks,
+            walks: self.acct.c.walks,
             walk_cycles: self.acct.c.cyc.walk.saturating_add(self.acct.c.cyc.trap),
             faults: f.demand + f.demand_huge + f.cow_copies + f.write_protect,
         }

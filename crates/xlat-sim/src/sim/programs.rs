@@ -40,7 +40,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
         [
             self.acct.c.by_kind.iter().sum(),
             self.mmu.tlb.l1_misses_total(),
-            self.mmu.stats.walks,
+            self.acct.c.walks,
         ]
     }
 

@@ -15,7 +15,6 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
     /// Every count from the first event.
     fn report_all(&self) -> Report {
         let c = &self.acct.c;
-        let (ms, os_c) = (&self.mmu.stats, &self.os.stats);
         let mut refs = c.refs.clone();
         refs.fetch = c.by_kind[AccessKind::Fetch as usize];
         refs.load = c.by_kind[AccessKind::Load as usize];
@@ -51,7 +50,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
         }
         let names = self.cfg.page_table.walk_positions();
         let mut per_level = vec![0u64; names.len()];
-        for (start, spans) in ms.walk_spans.iter().enumerate() {
+        for (start, spans) in c.walk_spans.iter().enumerate() {
             for (end, &walks) in spans.iter().enumerate() {
                 for r in per_level.iter_mut().take(end).skip(start) {
                     *r += walks;
@@ -59,13 +58,13 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
             }
         }
         if let Some(last) = per_level.last_mut() {
-            *last += ms.walk_refs_past_levels;
+            *last += c.walk_refs_past_levels;
         }
         let m = &self.os.mem.counters;
         let mut cyc = c.cyc.clone();
         cyc.model = "latency sum without overlap (approximate)".into();
         cyc.derive(refs.total);
-        let mut os = os_c.ops.clone();
+        let mut os = c.os.clone();
         os.processes_live = self.os.slots.iter().flatten().count() as u64;
         Report {
             schema: 1,
@@ -91,8 +90,8 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
                 fills: self.mmu.tlb.prefetch_fills,
             },
             walks: Walks {
-                walks: ms.walks,
-                faulting: ms.faulting_walks,
+                walks: c.walks,
+                faulting: c.faulting_walks,
                 refs: per_level.iter().sum(),
                 refs_per_level: names
                     .iter()
@@ -107,9 +106,9 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
                 caches: self.mmu.caches.stats(),
                 memory_walk_refs: self.mmu.caches.memory_walk_refs(),
                 memory_data_refs: self.mmu.caches.memory_data_refs(),
-                traps: ms.traps,
+                traps: c.traps,
             },
-            faults: os_c.faults.clone(),
+            faults: c.faults.clone(),
             page_tables: PageTables {
                 tables_live: usage.iter().map(|u| u.1).sum(),
                 // The HTAB is page-table memory too.
@@ -133,7 +132,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
                 base_page_bytes: 1 << self.base_shift,
             },
             os,
-            flushes: ms.flushes.clone(),
+            flushes: c.flushes.clone(),
             cycles: cyc,
             hash: self.mmu.org.hash_report(),
             nested: self.mmu.nested.as_ref().map(|n| n.report()),

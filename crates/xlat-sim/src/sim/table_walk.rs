@@ -45,8 +45,8 @@ impl Organization for TableWalk {
     fn flush_page<P: PageTable>(sim: &mut Sim<P, Self>, base: u64, shift: u32, _: Option<u8>) {
         let n = sim.mmu.tlb.flush_page(base, shift, sim.mmu.asid);
         sim.mmu.pwc.flush(Some(sim.mmu.asid));
-        sim.mmu.stats.flushes.page += 1;
-        sim.mmu.stats.flushes.entries_invalidated += n;
+        sim.acct.c.flushes.page += 1;
+        sim.acct.c.flushes.entries_invalidated += n;
         sat(&mut sim.acct.c.cyc.flush, sim.cfg.cost.flush_page_cycles);
     }
 
@@ -56,7 +56,7 @@ impl Organization for TableWalk {
             n += sim.mmu.tlb.flush_page(b, k, sim.mmu.asid);
         }
         sim.mmu.pwc.flush(Some(sim.mmu.asid));
-        sim.mmu.stats.flushes.entries_invalidated += n;
+        sim.acct.c.flushes.entries_invalidated += n;
     }
 
     /// The ASID's entries, or every non-global one without ASIDs.
@@ -68,8 +68,8 @@ impl Organization for TableWalk {
         };
         let n = sim.mmu.tlb.flush_asid(tag);
         sim.mmu.pwc.flush(tag);
-        sim.mmu.stats.flushes.asid += 1;
-        sim.mmu.stats.flushes.entries_invalidated += n;
+        sim.acct.c.flushes.asid += 1;
+        sim.acct.c.flushes.entries_invalidated += n;
         sat(&mut sim.acct.c.cyc.flush, sim.cfg.cost.flush_all_cycles);
     }
 
@@ -93,10 +93,10 @@ impl Organization for TableWalk {
             if sim.os.next_asid > max {
                 let n = sim.mmu.tlb.flush_asid(None);
                 sim.mmu.pwc.flush(None);
-                sim.mmu.stats.flushes.all += 1;
-                sim.mmu.stats.flushes.entries_invalidated += n;
+                sim.acct.c.flushes.all += 1;
+                sim.acct.c.flushes.entries_invalidated += n;
                 sat(&mut sim.acct.c.cyc.flush, sim.cfg.cost.flush_all_cycles);
-                sim.os.stats.ops.asid_rollovers += 1;
+                sim.acct.c.os.asid_rollovers += 1;
                 sim.os.asid_gen += 1;
                 sim.os.next_asid = 1;
             }
@@ -115,8 +115,8 @@ impl Organization for TableWalk {
         }
         let n = sim.mmu.tlb.flush_asid(None);
         sim.mmu.pwc.flush(None);
-        sim.mmu.stats.flushes.switch += 1;
-        sim.mmu.stats.flushes.entries_invalidated += n;
+        sim.acct.c.flushes.switch += 1;
+        sim.acct.c.flushes.entries_invalidated += n;
         sat(&mut sim.acct.c.cyc.flush, sim.cfg.cost.flush_all_cycles);
     }
 

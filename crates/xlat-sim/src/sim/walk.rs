@@ -41,11 +41,11 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
         for _ in 0..MAX_ATTEMPTS {
             match w.leaf {
                 None => {
-                    self.mmu.stats.faulting_walks += 1;
+                    self.acct.c.faulting_walks += 1;
                     self.page_fault(cur, va, kind)?;
                 }
                 Some(l) if kind == AccessKind::Store && !l.writable() => {
-                    self.mmu.stats.faulting_walks += 1;
+                    self.acct.c.faulting_walks += 1;
                     self.write_fault(cur, va, kind)?;
                 }
                 Some(_) => break,
@@ -67,11 +67,11 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
         kind: AccessKind,
         w: &mut Walk,
     ) -> Result<(), SimError> {
-        self.mmu.stats.walks += 1;
+        self.acct.c.walks += 1;
         self.walk_present(cur, va, kind, w)?;
         let mut start = 0;
         if self.cfg.walker.kind == WalkerKind::Software {
-            self.mmu.stats.traps += 1;
+            self.acct.c.traps += 1;
             self.acct.c.cyc.trap += self.cfg.walker.trap_cycles + self.cfg.walker.handler_cycles;
         } else if self.mmu.pwc.split() {
             // Probes and fills in one pass (the same result as `lookup` then `fill`).
@@ -97,7 +97,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
         } else {
             self.acct.c.cyc.walk += self.mmu.caches.access_walk(&w.refs[start..w.n]);
         }
-        self.mmu.stats.walk_spans[start][w.n] += 1;
+        self.acct.c.walk_spans[start][w.n] += 1;
         if P::LONG_WALKS && w.n == MAX_LEVELS {
             self.walk_past_levels(cur, va);
         }
@@ -112,7 +112,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
         let mut refs = std::mem::take(&mut self.past_levels);
         refs.clear();
         let pt = &self.os.slots[cur].as_ref().expect("current process").pt;
-        self.mmu.stats.walk_refs_past_levels +=
+        self.acct.c.walk_refs_past_levels +=
             pt.walk_past_levels(VirtAddr(va), &mut |pa| refs.push(pa));
         self.acct.c.cyc.walk += self.mmu.caches.access_walk(&refs);
         self.past_levels = refs;

@@ -124,7 +124,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
             refs,
             instructions: c.refs.instructions + fetch - c.refs.blocks,
             misses,
-            walks: self.mmu.stats.walks,
+            walks: c.walks,
         }
     }
 
