@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use xlat_sim::{Machine, MachineConfig};
 use xlat_types::EventSource;
 
-pub use xlat_runner::outcome::{Input, Outcome};
+pub use xlat_runner::outcome::Input;
 pub use xlat_runner::run::RunOpts;
 
 pub use crate::control::{
@@ -48,12 +48,6 @@ where
     xlat_runner::drive::drive_progress(src, sim, batch, |k| pb.inc(k as u64))?;
     pb.finish_and_clear();
     Ok(())
-}
-
-/// Runs `input` on machine `cfg` ([`xlat_runner::run::run_one`]) with progress bars;
-/// Ctrl-C stops it.
-pub fn run_one(cfg: &MachineConfig, input: &Input, opts: RunOpts) -> Result<Outcome> {
-    Ok(xlat_runner::run::run_one(cfg, input, opts, &env())?)
 }
 
 /// Checks every output of `out` before anything runs (a bad path fails at once, not

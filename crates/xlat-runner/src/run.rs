@@ -225,15 +225,18 @@ pub fn replay_file(
     Ok(replayed)
 }
 
-/// The outcome of `sim`'s run of `input`.
+/// The outcome of `sim`'s run of `input`; its warnings start with the machine file's
+/// deprecation notes.
 fn outcome(
     sim: &Machine,
     input: &Input,
     opts: &RunOpts,
     names: &InputNames,
-    warnings: Vec<String>,
+    run_warnings: Vec<String>,
 ) -> Result<Outcome, RunError> {
     let report = opts.report(sim, input.trace(), names)?;
+    let mut warnings = sim.config().deprecated.clone();
+    warnings.extend(run_warnings);
     Ok(Outcome {
         machine: sim.config().name.clone(),
         input: input.label(),
@@ -449,5 +452,32 @@ mod tests {
         }
         assert!(check(&input).is_err());
         assert!(check(&Input::Workload("stride:refs=1".into())).is_ok());
+    }
+
+    /// A machine given a field by its old name runs, and every run's warnings say so.
+    #[test]
+    fn a_moved_field_is_a_warning_of_every_run() {
+        let go = AtomicBool::new(false);
+        let env = Env {
+            host: Host::default(),
+            stop: &go,
+            progress: &Quiet,
+        };
+        let old = toml::Value::Integer(120);
+        let c = cfg("ppc604")
+            .with_overrides([("walker.hash_miss_cycles", &old)])
+            .unwrap();
+        assert_eq!(c.page_table.hash().unwrap().miss_cycles, 120);
+        let input = Input::Workload("stride:refs=1000".into());
+        let b = cfg("ppc603");
+        let one = run_one(&c, &input, RunOpts::default(), &env).unwrap();
+        let group = run_group(&[&c, &b], &input, RunOpts::default(), &env);
+        let moved = |w: &[String]| {
+            w.iter()
+                .any(|w| w.contains("`walker.hash_miss_cycles` has moved"))
+        };
+        assert!(moved(&one.warnings), "{:?}", one.warnings);
+        assert!(moved(&group[0].as_ref().unwrap().warnings));
+        assert!(!moved(&group[1].as_ref().unwrap().warnings));
     }
 }

@@ -3,7 +3,7 @@
 //! ([`OsState`]: processes, areas, frames, tags) and the [`Accounting`] (counters,
 //! programs, privileges, attribution, warm-up, windows, curve profiling).
 //!
-//! One MMU for now: several CPUs (issue 39) will hold one per CPU over one OS.
+//! One MMU for now: several CPUs (issue 41) will hold one per CPU over one OS.
 
 use super::*;
 
