@@ -1,5 +1,5 @@
-//! `trace` (capture a program to `.xlt`, or `--info`) and what `xlat run` shares with it
-//! (`crate::live`): QEMU's options, signals, exit codes.
+//! `xlat trace`'s user-mode capture (to `.xlt`, or discarded with `--null`) and what
+//! `xlat run` and `--system` share with it: QEMU's options, signals, exit codes.
 
 use anyhow::{bail, Context, Result};
 use indicatif::ProgressBar;
@@ -54,7 +54,7 @@ pub struct TraceArgs {
         value_name = "TRACE",
         conflicts_with_all = ["output", "null", "level", "system", "timeout", "per_insn", "qemu", "plugin", "allow_untraced", "program", "dump"]
     )]
-    info: Option<PathBuf>,
+    pub(crate) info: Option<PathBuf>,
     /// Print a trace's records, one per line (like `perf script`): index, pid/tid,
     /// privilege (system traces), event and its fields. Streams the file.
     #[arg(
@@ -62,19 +62,19 @@ pub struct TraceArgs {
         value_name = "TRACE",
         conflicts_with_all = ["output", "null", "level", "system", "timeout", "per_insn", "qemu", "plugin", "allow_untraced", "program"]
     )]
-    dump: Option<PathBuf>,
+    pub(crate) dump: Option<PathBuf>,
     /// With --dump: start at record N (counting every record from 0).
     #[arg(long, value_name = "N", value_parser = crate::parse_count)]
-    skip: Option<u64>,
+    pub(crate) skip: Option<u64>,
     /// With --dump: print at most N records (and read no further).
     #[arg(long, value_name = "N", value_parser = crate::parse_count)]
-    count: Option<u64>,
+    pub(crate) count: Option<u64>,
     /// With --info: `--json FILE`, `--csv FILE` (see `xlat trace --info`).
     #[command(flatten)]
     pub(crate) table: crate::tableout::TableArgs,
     /// Capture and decode, but write nothing (measures capture overhead alone).
     #[arg(long, hide = true)]
-    null: bool,
+    pub(crate) null: bool,
     /// zstd level for the output (1 fastest … 19 smallest; 1 keeps up with QEMU).
     #[arg(long, default_value_t = 1)]
     pub(crate) level: i32,
@@ -319,47 +319,28 @@ pub(crate) fn label(program: &[OsString]) -> String {
     s
 }
 
-/// `xlat trace`: capture to a file, or `--info` on an existing one.
-pub fn trace(a: TraceArgs) -> Result<i32> {
-    if let Some(p) = &a.info {
-        crate::trace_view::info(p, &a.table)?;
-        return Ok(0);
+/// `xlat trace --null`: run the program under capture and discard the events.
+pub fn discard(a: &TraceArgs) -> Result<i32> {
+    let t = Instant::now();
+    let mut cap = Capture::start(&a.program[0], &a.program[1..], &a.capture.options())?;
+    let mut buf: Vec<Event> = Vec::with_capacity(BATCH);
+    let mut n = 0u64;
+    while cap.fill(&mut buf, BATCH)? {
+        n += buf.len() as u64;
     }
-    if a.table.json.is_some() || a.table.csv.is_some() {
-        bail!("--json and --csv go with --info (a capture writes its trace with -o)");
+    let code = exit_code(cap.exit_status(), cap.stats().processes)?;
+    for w in signals::take_notes() {
+        say(format_args!("xlat: warning: {w}"));
     }
-    if a.dump.is_none() && (a.skip.is_some() || a.count.is_some()) {
-        bail!("--skip and --count go with --dump");
-    }
-    if let Some(p) = &a.dump {
-        let w = crate::trace_view::Window {
-            skip: a.skip.unwrap_or(0),
-            count: a.count,
-        };
-        crate::trace_view::dump(p, &w)?;
-        return Ok(0);
-    }
-    if a.null {
-        let t = Instant::now();
-        let mut cap = Capture::start(&a.program[0], &a.program[1..], &a.capture.options())?;
-        let mut buf: Vec<Event> = Vec::with_capacity(BATCH);
-        let mut n = 0u64;
-        while cap.fill(&mut buf, BATCH)? {
-            n += buf.len() as u64;
-        }
-        let code = exit_code(cap.exit_status(), cap.stats().processes)?;
-        for w in signals::take_notes() {
-            say(format_args!("xlat: warning: {w}"));
-        }
-        say(format_args!(
-            "xlat: {n} events in {:.2} s (discarded)",
-            t.elapsed().as_secs_f64()
-        ));
-        return Ok(stopped().unwrap_or(code));
-    }
-    if a.system {
-        return crate::system::trace(&a);
-    }
+    say(format_args!(
+        "xlat: {n} events in {:.2} s (discarded)",
+        t.elapsed().as_secs_f64()
+    ));
+    Ok(stopped().unwrap_or(code))
+}
+
+/// `xlat trace -o FILE -- PROGRAM`: capture a user-mode run to a trace file.
+pub fn record(a: TraceArgs) -> Result<i32> {
     let out = a.output.as_ref().expect("clap requires --output");
     let header = Header::new("x86_64", PageSize::K4)
         .with_meta("source", "qemu-user")

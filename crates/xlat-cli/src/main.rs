@@ -34,6 +34,7 @@ mod system;
 mod tableout;
 mod tables;
 mod trace_view;
+mod trace_cmd;
 mod traces;
 
 use anyhow::Result;
@@ -335,7 +336,7 @@ fn main() {
     let r: Result<()> = match cli.cmd {
         // These pass the traced program's exit status through.
         Cmd::Run(a) => live::run(a).map(|c| std::process::exit(c)),
-        Cmd::Trace(a) => capture::trace(a).map(|c| std::process::exit(c)),
+        Cmd::Trace(a) => trace_cmd::trace(a).map(|c| std::process::exit(c)),
         Cmd::Sim(a) => sim_cmd::sim(a),
         Cmd::Curve(a) => curve::run(a),
         Cmd::Shard { dir, shard } => plan::shard(&dir, shard),

@@ -396,9 +396,7 @@ mod tests {
 
     fn report() -> xlat_sim::Report {
         let cfg = xlat_sim::presets::preset("skylake").unwrap();
-        xlat_sim::Sim::<xlat_sim::Radix>::new(&cfg)
-            .unwrap()
-            .report()
+        xlat_sim::Machine::new(&cfg).unwrap().report()
     }
 
     #[test]
