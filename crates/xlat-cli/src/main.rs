@@ -33,8 +33,8 @@ mod syscalls;
 mod system;
 mod tableout;
 mod tables;
-mod trace_view;
 mod trace_cmd;
+mod trace_view;
 mod traces;
 
 use anyhow::Result;

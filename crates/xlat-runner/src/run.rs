@@ -415,16 +415,20 @@ mod tests {
         xlat_sim::presets::load(name).unwrap()
     }
 
+    fn quiet(stop: &AtomicBool) -> Env<'_> {
+        Env {
+            host: Host::default(),
+            stop,
+            progress: &Quiet,
+        }
+    }
+
     /// A group's reports are its machines' own runs', in order; an input that fails is
     /// every machine's failure, with its whole message.
     #[test]
     fn a_group_equals_separate_runs_and_shares_its_input_error() {
         let go = AtomicBool::new(false);
-        let env = Env {
-            host: Host::default(),
-            stop: &go,
-            progress: &Quiet,
-        };
+        let env = quiet(&go);
         let (a, b) = (cfg("skylake"), cfg("zen4"));
         let input = Input::Workload("stride:refs=20000".into());
         let opts = RunOpts::default();
@@ -458,11 +462,7 @@ mod tests {
     #[test]
     fn a_moved_field_is_a_warning_of_every_run() {
         let go = AtomicBool::new(false);
-        let env = Env {
-            host: Host::default(),
-            stop: &go,
-            progress: &Quiet,
-        };
+        let env = quiet(&go);
         let old = toml::Value::Integer(120);
         let c = cfg("ppc604")
             .with_overrides([("walker.hash_miss_cycles", &old)])
