@@ -34,13 +34,16 @@
 //! SIGSEGV the program sent would reach Rust's stack-overflow handler, which then restores
 //! the default; and `SignalsInfo<WithOrigin>` keeps at most 5 origins per signal, dropping
 //! later ones until its thread catches up, so a traced program sending one signal fast could
-//! hide a user's stop request (the pipe here holds one record per delivery, 8192 of them).
+//! hide a user's stop request (the pipe here holds one record per delivery, 8192 of them,
+//! and a delivery that finds it full keeps its signal in a per-signal flag, its sender then
+//! unknown: a flood cannot hide a stop request; at worst a traced program that floods xlat
+//! with SIGTERM or SIGHUP has it count as one).
 //! The child's restore before `execve` has no counterpart there and would stay by hand.
 
 use crate::collector::{descends, Signaller};
 use crate::CaptureError;
 use std::os::raw::c_int;
-use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering::SeqCst};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -64,6 +67,10 @@ static WAKE_FD: AtomicI32 = AtomicI32::new(-1);
 /// Signals written to the pipe, and decided.
 static RECEIVED: AtomicU64 = AtomicU64::new(0);
 static DECIDED: AtomicU64 = AtomicU64::new(0);
+/// Per signal: a delivery found the pipe full (a flood); decided with an [`UNKNOWN`] sender.
+static OVERFLOWED: [AtomicBool; NSIG] = [const { AtomicBool::new(false) }; NSIG];
+/// The sender of a delivery the full pipe could not hold.
+const UNKNOWN: u32 = u32::MAX;
 /// The first stop request's signal (0: none), and how many came.
 static STOP: AtomicI32 = AtomicI32::new(0);
 static STOPS: AtomicUsize = AtomicUsize::new(0);
@@ -200,6 +207,12 @@ extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, _ctx: *mut libc:
         let n = unsafe { libc::write(fd, &rec as *const u64 as *const libc::c_void, 8) };
         if n != 8 {
             RECEIVED.fetch_sub(1, SeqCst);
+            // Full: keep the signal; the deciding thread looks after every record, and a
+            // record 0 wakes it if the pipe drained meanwhile.
+            overflow(sig);
+            let wake = 0u64;
+            // SAFETY: writes 8 bytes from a valid buffer.
+            unsafe { libc::write(fd, &wake as *const u64 as *const libc::c_void, 8) };
         }
     }
 }
@@ -298,14 +311,36 @@ fn traced(pid: u32) -> Option<bool> {
     exists.then_some(false)
 }
 
-fn decide(sig: c_int, sender: u32) {
-    let from = match sender {
+/// Marks `sig` as delivered when the pipe was full (async-signal-safe).
+fn overflow(sig: c_int) {
+    if sig > 0 {
+        if let Some(f) = OVERFLOWED.get(sig as usize) {
+            f.store(true, SeqCst);
+        }
+    }
+}
+
+/// The signals [`overflow`] marked since the last call, in order.
+fn take_overflowed() -> Vec<c_int> {
+    (1..NSIG)
+        .filter(|&s| OVERFLOWED[s].swap(false, SeqCst))
+        .map(|s| s as c_int)
+        .collect()
+}
+
+/// Whether `sig` from `sender` came from the traced program (`None`: unknown).
+fn origin(sig: c_int, sender: u32) -> Option<bool> {
+    match sender {
         // xlat owns no descriptor that signals (F_SETOWN): the program made one do so.
         0 if sig == libc::SIGIO => Some(true),
         0 => Some(false),
+        UNKNOWN => None,
         p => traced(p),
-    };
-    match from {
+    }
+}
+
+fn decide(sig: c_int, sender: u32) {
+    match origin(sig, sender) {
         Some(true) => note(sender, true, sig),
         None if !matches!(sig, libc::SIGTERM | libc::SIGHUP) => note(sender, false, sig),
         _ => match sig {
@@ -338,15 +373,24 @@ fn decide_loop(fd: c_int) {
         if n != 8 {
             return;
         }
-        decide(rec as u32 as c_int, (rec >> 32) as u32);
-        DECIDED.fetch_add(1, SeqCst);
+        let sig = rec as u32 as c_int;
+        if sig != 0 {
+            decide(sig, (rec >> 32) as u32);
+            DECIDED.fetch_add(1, SeqCst);
+        }
+        for sig in take_overflowed() {
+            decide(sig, UNKNOWN);
+        }
     }
 }
 
 /// Waits (at most a second) until every signal received so far is decided.
 fn settle() {
     let until = Instant::now() + Duration::from_secs(1);
-    while DECIDED.load(SeqCst) < RECEIVED.load(SeqCst) && Instant::now() < until {
+    let pending = || {
+        DECIDED.load(SeqCst) < RECEIVED.load(SeqCst) || OVERFLOWED.iter().any(|f| f.load(SeqCst))
+    };
+    while pending() && Instant::now() < until {
         std::thread::sleep(Duration::from_millis(5));
     }
 }
@@ -368,6 +412,9 @@ pub fn take_notes() -> Vec<String> {
             let who = match traced {
                 true if pid == 0 => "a descriptor the traced program set up (F_SETOWN)".into(),
                 true => format!("process {pid} of the traced program"),
+                false if pid == UNKNOWN => {
+                    "an unknown process (xlat's queue of signals was full)".into()
+                }
                 false => format!("process {pid} (gone before it could be identified)"),
             };
             format!(
@@ -470,5 +517,19 @@ mod tests {
         }
         assert_eq!(signal_name(libc::SIGRTMIN() + 2), "SIGRTMIN+2");
         assert_eq!(signal_name(libc::SIGALRM), "SIGALRM");
+    }
+
+    /// A flood that fills the pipe keeps each signal, not its sender: a SIGTERM from an
+    /// unknown sender is a stop request (decided as from outside), others are noted.
+    #[test]
+    fn a_delivery_the_full_pipe_cannot_hold_keeps_its_signal() {
+        overflow(libc::SIGTERM);
+        overflow(libc::SIGUSR1);
+        overflow(libc::SIGTERM);
+        overflow(0);
+        assert_eq!(take_overflowed(), vec![libc::SIGUSR1, libc::SIGTERM]);
+        assert!(take_overflowed().is_empty());
+        assert_eq!(origin(libc::SIGTERM, UNKNOWN), None);
+        assert_eq!(origin(libc::SIGIO, 0), Some(true));
     }
 }

@@ -546,9 +546,8 @@ fn calibrate_writes_a_machine_that_matches_the_measured_l2_ramp() {
     // The probe's deterministic mock machine (a KVM guest with a 64-entry L1 DTLB and a
     // 1536-entry 12-way hashed L2): the file loads, keeps the measured L1 and nested paging,
     // and its simulated chase misses half its loads where the measured one does.
-    let dir = std::env::temp_dir().join(format!("xlat-calibrate-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("host.toml");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("host.toml");
     let f = file.to_str().unwrap();
     let (ok, out, err) = xlat(&["calibrate", "--mock", "--base", "zen4", "-o", f]);
     assert!(ok, "{out}{err}");
@@ -580,7 +579,6 @@ fn calibrate_writes_a_machine_that_matches_the_measured_l2_ramp() {
     assert!(ok && out.contains("Calibration check: zen4"), "{out}");
     let (ok, _, err) = xlat(&["calibrate", "--mock", "-o", f]);
     assert!(!ok && err.contains("--base"), "{err}");
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 /// "refs" means one thing everywhere: `trace --info`'s refs of a block-level trace (a

@@ -371,13 +371,10 @@ mod tests {
         ] {
             assert!(names_own_exe(Path::new(&p)), "{p}");
         }
-        let d = std::env::temp_dir().join(format!("xlat-follow-test-{me}"));
-        let _ = std::fs::create_dir(&d);
-        let link = d.join("l");
-        let _ = std::fs::remove_file(&link);
+        let d = tempfile::tempdir().unwrap();
+        let link = d.path().join("l");
         std::os::unix::fs::symlink("/proc/self/exe", &link).unwrap();
         assert!(names_own_exe(&link));
-        std::fs::remove_dir_all(&d).unwrap();
         for p in ["/proc/1/exe", "/bin/sh", "/proc/self/cwd", "/no/such"] {
             assert!(!names_own_exe(Path::new(p)), "{p}");
         }

@@ -101,7 +101,8 @@ fn empty_trace() {
 
 #[test]
 fn end_metadata_and_instruction_totals_round_trip() {
-    let path = std::env::temp_dir().join(format!("xlat-endmeta-{}.xlt", std::process::id()));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("endmeta.xlt");
     let mut w = TraceWriter::create(&path, Header::new("x86_64", PageSize::K4)).unwrap();
     w.write(&Event::Block(xlat_types::Block {
         addr: xlat_types::VirtAddr(0x40_0000),
@@ -131,5 +132,4 @@ fn end_metadata_and_instruction_totals_round_trip() {
     assert!(info
         .to_string()
         .contains("end meta    warning = process 7 was killed"));
-    std::fs::remove_file(&path).unwrap();
 }
