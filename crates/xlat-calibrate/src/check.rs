@@ -6,12 +6,13 @@
 //! (second-level TLB hits plus walks, cold pass excluded). A dependent chase overlaps nothing,
 //! so the latency sum the simulator estimates is what the machine pays.
 
-use crate::{CalibrateError, SimSetup};
+use crate::CalibrateError;
 use std::fmt::Write as _;
 use xlat_probe::knees::{self, Step};
 use xlat_probe::tlb::{StepCause, TlbReport};
-use xlat_runner::drive::drive_workload;
-use xlat_sim::{Machine, MachineConfig};
+use xlat_runner::run::drive_workload;
+use xlat_runner::run::Env;
+use xlat_sim::MachineConfig;
 
 type Result<T> = std::result::Result<T, CalibrateError>;
 
@@ -44,20 +45,15 @@ pub struct Simulated {
 }
 
 /// Translation cycles and L2 DTLB misses of a chase of `pages` pages over `passes` passes.
-fn chase(cfg: &MachineConfig, pages: usize, passes: u64, setup: &SimSetup) -> Result<(u64, u64)> {
+fn chase(cfg: &MachineConfig, pages: usize, passes: u64, env: &Env) -> Result<(u64, u64)> {
     let spec = format!(
         "chase:footprint={},refs={},seed=7",
         pages * 4096,
         pages as u64 * passes
     );
-    let mut sim = Machine::with_memory_limit(cfg, setup.memory_limit, setup.memory_in_use)?;
-    sim.set_portable(setup.portable);
+    let mut sim = env.host.machine(cfg)?;
     let mut w = xlat_workloads::parse(&spec)?;
-    setup.progress.start(&spec, w.expected_events());
-    drive_workload(&mut w, &mut sim, &spec, setup.stop, |k| {
-        setup.progress.advance(k)
-    })?;
-    setup.progress.finish();
+    drive_workload(&mut w, &mut sim, &spec, env)?;
     let r = sim.report();
     let l2 = r
         .tlb_levels
@@ -69,9 +65,9 @@ fn chase(cfg: &MachineConfig, pages: usize, passes: u64, setup: &SimSetup) -> Re
 }
 
 /// Chase `pages` pages on `cfg`: one run of one pass and one of `1 + PASSES`, differenced.
-pub fn simulate(cfg: &MachineConfig, pages: usize, setup: &SimSetup) -> Result<Simulated> {
-    let (c1, m1) = chase(cfg, pages, 1, setup)?;
-    let (c2, m2) = chase(cfg, pages, 1 + PASSES, setup)?;
+pub fn simulate(cfg: &MachineConfig, pages: usize, env: &Env) -> Result<Simulated> {
+    let (c1, m1) = chase(cfg, pages, 1, env)?;
+    let (c2, m2) = chase(cfg, pages, 1 + PASSES, env)?;
     let n = (PASSES * pages as u64) as f64;
     Ok(Simulated {
         cycles: (c2 - c1) as f64 / n,
@@ -82,7 +78,7 @@ pub fn simulate(cfg: &MachineConfig, pages: usize, setup: &SimSetup) -> Result<S
 /// RMS relative error of `cfg`'s simulated curve against the measured excess, over the
 /// table's footprints from the L1 DTLB's step on where the measured cost is at least 1
 /// cycle.
-pub fn curve_error(cfg: &MachineConfig, tlb: &TlbReport, setup: &SimSetup) -> Result<f64> {
+pub fn curve_error(cfg: &MachineConfig, tlb: &TlbReport, env: &Env) -> Result<f64> {
     let from = tlb.levels.first().map_or(0.0, |l| l.step.settled);
     let (mut sum, mut n) = (0.0, 0usize);
     for p in &tlb.curve {
@@ -90,7 +86,7 @@ pub fn curve_error(cfg: &MachineConfig, tlb: &TlbReport, setup: &SimSetup) -> Re
         if x < from || p.pages > VALIDATE_MAX || p.excess_ticks < 1.0 {
             continue;
         }
-        let s = simulate(cfg, p.pages, setup)?;
+        let s = simulate(cfg, p.pages, env)?;
         sum += (s.cycles / p.excess_ticks - 1.0).powi(2);
         n += 1;
     }
@@ -150,15 +146,15 @@ pub struct Validation {
     pub simulated_half: Option<f64>,
 }
 
-/// `cfg` checked against the TLB curve `tlb`, its chases simulated as `setup` says.
-pub fn validate(cfg: &MachineConfig, tlb: &TlbReport, setup: &SimSetup) -> Result<Validation> {
+/// `cfg` checked against the TLB curve `tlb`, its chases simulated as `env` says.
+pub fn validate(cfg: &MachineConfig, tlb: &TlbReport, env: &Env) -> Result<Validation> {
     let mut rows = Vec::new();
     for p in &tlb.curve {
         if (VALIDATE_MIN..=VALIDATE_MAX).contains(&p.pages) {
             rows.push(Row {
                 pages: p.pages,
                 measured: p.excess_ticks,
-                simulated: simulate(cfg, p.pages, setup)?,
+                simulated: simulate(cfg, p.pages, env)?,
             });
         }
     }

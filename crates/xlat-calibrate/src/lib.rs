@@ -17,7 +17,8 @@
 //! to N times until it sizes both DTLB levels.
 //!
 //! Compared quantity: see [`check`]. Typed errors ([`CalibrateError`]); no printing: the
-//! caller measures, reports progress ([`Progress`]) and owns the stop flag ([`SimSetup`]).
+//! caller measures, and its [`xlat_runner::run::Env`] makes the simulators, holds the stop
+//! flag and shows each simulated chase's progress.
 
 pub mod check;
 mod error;
@@ -29,54 +30,8 @@ pub use check::{validate, Validation};
 pub use error::CalibrateError;
 pub use machine::{calibrated, fit_l2, fit_walk_cycles, WalkFit};
 
-use std::sync::atomic::AtomicBool;
 use xlat_probe::report::Report;
 use xlat_probe::tlb::TlbReport;
-use xlat_sim::{MemoryProbe, DEFAULT_MEMORY_LIMIT};
-
-/// Progress of the simulated chases (each a workload run): the CLI draws a bar per chase;
-/// `()` draws nothing.
-pub trait Progress {
-    /// A chase of `events` events, workload `spec`, starts.
-    fn start(&self, _spec: &str, _events: u64) {}
-    /// `events` more events ran.
-    fn advance(&self, _events: usize) {}
-    /// The chase ended.
-    fn finish(&self) {}
-}
-
-impl Progress for () {}
-
-/// How every simulated chase runs: the stop flag (read before each batch; a stop is
-/// [`CalibrateError::Run`] holding [`xlat_runner::Interrupted`]), the host memory limit and
-/// its probe (as [`xlat_sim::Machine::with_memory_limit`]), the portable hot path, progress.
-#[derive(Clone, Copy)]
-pub struct SimSetup<'a> {
-    /// Set by the caller (Ctrl-C) to stop.
-    pub stop: &'a AtomicBool,
-    /// Host heap bytes a simulator may use.
-    pub memory_limit: u64,
-    /// The heap in use, checked before each batch.
-    pub memory_in_use: Option<MemoryProbe>,
-    /// Run the portable hot path even where x86-64-v3 is available.
-    pub portable: bool,
-    /// Told of each chase.
-    pub progress: &'a dyn Progress,
-}
-
-impl<'a> SimSetup<'a> {
-    /// Stopped by `stop`; the default memory limit, no memory probe, the fast path, no
-    /// progress.
-    pub fn new(stop: &'a AtomicBool) -> Self {
-        SimSetup {
-            stop,
-            memory_limit: DEFAULT_MEMORY_LIMIT,
-            memory_in_use: None,
-            portable: false,
-            progress: &(),
-        }
-    }
-}
 
 /// The TLB probe's part of `r`.
 pub fn tlb_of(r: &Report) -> Result<&TlbReport, CalibrateError> {

@@ -3,9 +3,10 @@
 //! the median per walk of measured minus simulated ([`fit_walk_cycles`]).
 
 use crate::check;
-use crate::{tlb_of, CalibrateError, SimSetup};
+use crate::{tlb_of, CalibrateError};
 use xlat_probe::report::Report;
 use xlat_probe::tlb::TlbReport;
+use xlat_runner::run::Env;
 use xlat_sim::config::MAX_LATENCY;
 use xlat_sim::{presets, MachineConfig};
 
@@ -21,16 +22,16 @@ fn int(v: u64) -> toml::Value {
 }
 
 /// `base` (preset `base_name`) with the measured figures of `report` (see the crate
-/// documentation), its chases simulated as `setup` says; both DTLB levels must be trusted.
+/// documentation), its chases simulated as `env` says; both DTLB levels must be trusted.
 pub fn calibrated(
     base: &MachineConfig,
     base_name: &str,
     report: &Report,
-    setup: &SimSetup,
+    env: &Env,
 ) -> Result<MachineConfig> {
     let tlb = tlb_of(report)?;
-    let env = &report.environment;
-    let hypervisor = env.cpuid.hypervisor.as_deref();
+    let probed = &report.environment;
+    let hypervisor = probed.cpuid.hypervisor.as_deref();
     let (Some(l1), Some(l2)) = (
         tlb.levels.first().filter(|l| l.trusted),
         tlb.levels.get(1).filter(|l| l.trusted),
@@ -60,7 +61,7 @@ pub fn calibrated(
     for i in 0..n_cache {
         let hit = if i == 0 {
             control0
-        } else if let Some(c) = env.caches.get(i - 1) {
+        } else if let Some(c) = probed.caches.get(i - 1) {
             let lines = c.size as f64 / f64::from(c.line.max(1));
             tlb.control_steps
                 .iter()
@@ -85,7 +86,7 @@ pub fn calibrated(
         ));
     }
     let mut geometry = Vec::new();
-    for (i, c) in env.caches.iter().take(n_cache).enumerate() {
+    for (i, c) in probed.caches.iter().take(n_cache).enumerate() {
         let line = u64::from(c.line.max(1));
         let ways = u64::from(c.ways.max(1));
         // The model needs a power-of-two set count: round down, and say so.
@@ -158,12 +159,12 @@ pub fn calibrated(
             "tlb.levels[1].d[0].replacement",
             &toml::Value::String(policy.into()),
         )])?;
-        let mut c = fit_l2(&with, half, ways, setup)?;
-        let fit = fit_walk_cycles(&c, tlb, setup)?;
+        let mut c = fit_l2(&with, half, ways, env)?;
+        let fit = fit_walk_cycles(&c, tlb, env)?;
         if let Some(f) = &fit {
             c = c.with_overrides([("walker.walk_cycles", &int(f.cycles))])?;
         }
-        let err = check::curve_error(&c, tlb, setup)?;
+        let err = check::curve_error(&c, tlb, env)?;
         errors.push(format!("{policy} {err:.2}"));
         if best.as_ref().is_none_or(|b| err < b.0) {
             best = Some((err, c, fit, policy));
@@ -221,12 +222,7 @@ pub fn calibrated(
 /// The L2 DTLB of `cfg` resized (a multiple of `ways`, skewed index) so that the simulated
 /// chase over `half` pages misses it on half its loads: bisection on the set count (the miss
 /// fraction falls as sets are added).
-pub fn fit_l2(
-    cfg: &MachineConfig,
-    half: f64,
-    ways: u64,
-    setup: &SimSetup,
-) -> Result<MachineConfig> {
+pub fn fit_l2(cfg: &MachineConfig, half: f64, ways: u64, env: &Env) -> Result<MachineConfig> {
     let pages = half.round().max(1.0) as usize;
     let with_sets = |sets: u64| -> Result<MachineConfig> {
         let i = toml::Value::String("skewed".into());
@@ -239,7 +235,7 @@ pub fn fit_l2(
     let (mut lo, mut hi) = (1u64, (4 * pages as u64).div_ceil(ways).max(2));
     while hi - lo > 1 {
         let mid = (lo + hi) / 2;
-        if check::simulate(&with_sets(mid)?, pages, setup)?.l2_miss > 0.5 {
+        if check::simulate(&with_sets(mid)?, pages, env)?.l2_miss > 0.5 {
             lo = mid;
         } else {
             hi = mid;
@@ -265,11 +261,7 @@ pub struct WalkFit {
 /// where the simulated chase misses the L2 DTLB on at least half its loads of
 /// `(measured - simulated) / walks per load`. The median, not a mean: a busy host's late
 /// jumps do not drag it. `None` with fewer than two such footprints.
-pub fn fit_walk_cycles(
-    cfg: &MachineConfig,
-    tlb: &TlbReport,
-    setup: &SimSetup,
-) -> Result<Option<WalkFit>> {
+pub fn fit_walk_cycles(cfg: &MachineConfig, tlb: &TlbReport, env: &Env) -> Result<Option<WalkFit>> {
     let half = tlb
         .levels
         .get(1)
@@ -281,7 +273,7 @@ pub fn fit_walk_cycles(
         if (p.pages as f64) < 0.8 * half || p.pages > check::VALIDATE_MAX {
             continue;
         }
-        let s = check::simulate(cfg, p.pages, setup)?;
+        let s = check::simulate(cfg, p.pages, env)?;
         if s.l2_miss < 0.5 {
             continue;
         }

@@ -5,14 +5,23 @@ use std::sync::atomic::AtomicBool;
 use xlat_probe::measure::{MeasureOptions, Probe};
 use xlat_probe::mem::Backing;
 use xlat_probe::mock::{MockBackend, MockMachine};
+use xlat_runner::run::{Env, Host, Quiet};
 use xlat_sim::{presets, MachineConfig};
 use xlat_types::PageSize;
 
 /// Never set: the tests run to the end.
 static GO: AtomicBool = AtomicBool::new(false);
 
-fn setup() -> SimSetup<'static> {
-    SimSetup::new(&GO)
+fn env() -> Env<'static> {
+    quiet(&GO)
+}
+
+fn quiet(stop: &AtomicBool) -> Env<'_> {
+    Env {
+        host: Host::default(),
+        stop,
+        progress: &Quiet,
+    }
 }
 
 /// The probe's report of `m` (TLB sweep and the 4k/THP comparison), as the CLI measures.
@@ -34,7 +43,7 @@ fn default_calibration() -> &'static (Report, MachineConfig) {
     static CAL: std::sync::OnceLock<(Report, MachineConfig)> = std::sync::OnceLock::new();
     CAL.get_or_init(|| {
         let r = report(MockMachine::default(), 1);
-        let cfg = calibrated(&zen4(), "zen4", &r, &setup()).unwrap();
+        let cfg = calibrated(&zen4(), "zen4", &r, &env()).unwrap();
         (r, cfg)
     })
 }
@@ -45,7 +54,7 @@ fn the_host_page_size_comes_from_the_thp_comparison() {
         host_small_pages: true,
         ..Default::default()
     };
-    let small = calibrated(&zen4(), "zen4", &report(small, 1), &setup()).unwrap();
+    let small = calibrated(&zen4(), "zen4", &report(small, 1), &env()).unwrap();
     for (cfg, want) in [
         (&small, PageSize::K4),
         (&default_calibration().1, PageSize::M2),
@@ -85,17 +94,14 @@ fn the_fitted_walk_cost_brings_the_l2_miss_plateau_within_20_percent() {
     let tlb = r.tlb.as_ref().unwrap();
     let (mut checked, mut unfitted_off) = (0, 0);
     for p in tlb.curve.iter().filter(|p| p.pages <= check::VALIDATE_MAX) {
-        let s = check::simulate(cfg, p.pages, &setup()).unwrap();
+        let s = check::simulate(cfg, p.pages, &env()).unwrap();
         if s.l2_miss < 0.95 {
             continue;
         }
         checked += 1;
         let ratio = s.cycles / p.excess_ticks;
         assert!((ratio - 1.0).abs() <= 0.2, "{} pages: {ratio:.2}", p.pages);
-        let u = check::simulate(&unfitted, p.pages, &setup())
-            .unwrap()
-            .cycles
-            / p.excess_ticks;
+        let u = check::simulate(&unfitted, p.pages, &env()).unwrap().cycles / p.excess_ticks;
         unfitted_off += usize::from((u - 1.0).abs() > 0.2);
     }
     assert!(checked >= 10, "{checked} footprints on the plateau");
@@ -144,7 +150,7 @@ fn a_busy_machine_writes_no_machine() {
 fn a_stop_request_is_an_interruption() {
     let stop = AtomicBool::new(true);
     let (r, cfg) = default_calibration();
-    let e = validate(cfg, tlb_of(r).unwrap(), &SimSetup::new(&stop)).unwrap_err();
+    let e = validate(cfg, tlb_of(r).unwrap(), &quiet(&stop)).unwrap_err();
     assert!(e.interrupted().is_some(), "{e}");
     assert!(matches!(e, CalibrateError::Run(_)));
 }
@@ -154,7 +160,7 @@ fn the_check_agrees_with_its_own_calibration() {
     // The calibrated machine against the measurement it came from: the half-miss footprints
     // agree and the rendering has every part.
     let (r, cfg) = default_calibration();
-    let v = validate(cfg, tlb_of(r).unwrap(), &setup()).unwrap();
+    let v = validate(cfg, tlb_of(r).unwrap(), &env()).unwrap();
     assert_eq!(v.machine, "calibrated");
     assert!(v.rows.iter().all(|r| (16..=16_384).contains(&r.pages)));
     let (m, s) = (v.measured_half.unwrap(), v.simulated_half.unwrap());

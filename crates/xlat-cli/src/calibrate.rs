@@ -4,12 +4,10 @@
 //! on stderr; Ctrl-C stops the chases (exit status 130).
 
 use anyhow::{Context, Result};
-use std::cell::RefCell;
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
-use xlat_calibrate::{calibrated, default_base, tlb_of, trusted_report, SimSetup};
+use xlat_calibrate::{calibrated, default_base, tlb_of, trusted_report};
 use xlat_probe::measure::{MeasureOptions, Probe};
 use xlat_probe::mem::Backing;
 use xlat_probe::mock::MockBackend;
@@ -62,14 +60,7 @@ pub fn run(a: CalibrateArgs) -> Result<()> {
             Ok(xlat_probe::measure::measure(&mut b, &opts, err)?)
         }
     };
-    let bars = Bars::default();
-    let setup = SimSetup {
-        stop: &crate::control::INTERRUPTED,
-        memory_limit: crate::memory::limit(),
-        memory_in_use: Some(crate::memory::in_use),
-        portable: crate::control::PORTABLE.load(Ordering::Relaxed),
-        progress: &bars,
-    };
+    let env = crate::control::env();
     let mut out = String::new();
     let (machine, report) = match &a.machine {
         Some(m) => {
@@ -98,7 +89,7 @@ pub fn run(a: CalibrateArgs) -> Result<()> {
                 Some(b) => b.clone(),
                 None => default_base(&report.environment.cpuid.vendor)?.to_string(),
             };
-            let cfg = calibrated(&presets::load(&base)?, &base, &report, &setup)?;
+            let cfg = calibrated(&presets::load(&base)?, &base, &report, &env)?;
             let text = cfg.to_toml();
             // The file must load as it will be used.
             MachineConfig::from_toml(&text, "calibrated machine")
@@ -122,30 +113,10 @@ pub fn run(a: CalibrateArgs) -> Result<()> {
             (cfg, report)
         }
     };
-    let check = xlat_calibrate::validate(&machine, tlb_of(&report)?, &setup)?;
+    let check = xlat_calibrate::validate(&machine, tlb_of(&report)?, &env)?;
     out.push_str(&check.render(report.timer.ticks_per_ns));
     print!("{out}");
     Ok(())
-}
-
-/// A progress bar per simulated chase (drawn only on a terminal).
-#[derive(Default)]
-struct Bars(RefCell<Option<indicatif::ProgressBar>>);
-
-impl xlat_calibrate::Progress for Bars {
-    fn start(&self, spec: &str, events: u64) {
-        *self.0.borrow_mut() = Some(crate::progress::events_bar(spec.to_string(), events));
-    }
-    fn advance(&self, events: usize) {
-        if let Some(pb) = &*self.0.borrow() {
-            pb.inc(events as u64);
-        }
-    }
-    fn finish(&self) {
-        if let Some(pb) = self.0.borrow_mut().take() {
-            pb.finish_and_clear();
-        }
-    }
 }
 
 #[cfg(test)]
@@ -166,10 +137,17 @@ mod tests {
         let report = xlat_probe::measure::measure(&mut b, &opts, &mut std::io::sink()).unwrap();
         let stop = AtomicBool::new(true);
         let zen4 = presets::load("zen4").unwrap();
-        let e: anyhow::Error =
-            xlat_calibrate::validate(&zen4, tlb_of(&report).unwrap(), &SimSetup::new(&stop))
-                .unwrap_err()
-                .into();
+        let e: anyhow::Error = xlat_calibrate::validate(
+            &zen4,
+            tlb_of(&report).unwrap(),
+            &xlat_runner::run::Env {
+                host: Default::default(),
+                stop: &stop,
+                progress: &xlat_runner::run::Quiet,
+            },
+        )
+        .unwrap_err()
+        .into();
         assert!(crate::control::interruption(&e).is_some(), "{e:#}");
         let other: anyhow::Error = xlat_calibrate::CalibrateError::NoTlbCurve.into();
         assert!(crate::control::interruption(&other).is_none());
