@@ -19,11 +19,21 @@ struct Traced {
     stderr: std::sync::mpsc::Receiver<Vec<u8>>,
 }
 
-/// Starts `xlat trace -o NAME.xlt -- PROGRAM ARGS`, its stdout and stderr piped.
+/// Starts `xlat trace -o NAME.xlt -- PROGRAM ARGS`, its stdout and stderr piped, SIGHUP at
+/// its default (the test may run under `nohup`, and xlat keeps an inherited ignore).
 fn spawn_trace(d: &Dir, name: &str, program: &[&str]) -> (Traced, PathBuf) {
     use std::io::Read;
+    use std::os::unix::process::CommandExt;
     let t = d.path(&format!("{name}.xlt"));
-    let mut child = Command::new(XLAT)
+    let mut cmd = Command::new(XLAT);
+    // SAFETY: signal(2) is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGHUP, libc::SIG_DFL);
+            Ok(())
+        })
+    };
+    let mut child = cmd
         .args(["trace", "-o", t.to_str().unwrap(), "--"])
         .args(program)
         .current_dir(d.0.path())

@@ -35,8 +35,9 @@ const SIGNALS: [i32; 21] = [
     34, // SIGRTMIN under glibc
 ];
 
-/// `xlat ARGS` in its own process group (the program signals its group), with `setup`
-/// run in the child before exec.
+/// `xlat ARGS` in its own process group (the program signals its group), SIGHUP at its
+/// default (the test may run under `nohup`, and xlat keeps an inherited ignore), with
+/// `setup` run in the child before exec.
 fn xlat_alone(d: &Dir, args: &[&str], setup: fn()) -> Output {
     let mut c = Command::new(XLAT);
     c.args(args)
@@ -44,9 +45,10 @@ fn xlat_alone(d: &Dir, args: &[&str], setup: fn()) -> Output {
         .env_remove("XLAT_QEMU")
         .env_remove("XLAT_QEMU_PLUGIN")
         .process_group(0);
-    // SAFETY: `setup` makes only async-signal-safe calls.
+    // SAFETY: signal(2) and `setup` make only async-signal-safe calls.
     unsafe {
         c.pre_exec(move || {
+            libc::signal(libc::SIGHUP, libc::SIG_DFL);
             setup();
             Ok(())
         })
@@ -152,9 +154,10 @@ fn inherit_ignored_and_blocked() {
 fn native(prog: &Path, setup: fn()) -> Vec<String> {
     let mut c = Command::new(prog);
     c.arg("disp");
-    // SAFETY: as in `xlat_alone`.
+    // SAFETY: as in `xlat_alone` (whose SIGHUP reset this matches).
     unsafe {
         c.pre_exec(move || {
+            libc::signal(libc::SIGHUP, libc::SIG_DFL);
             setup();
             Ok(())
         })
