@@ -224,7 +224,7 @@ pub struct HashConfig {
     pub idle_pte_cycles: u64,
 }
 
-fn idle_pte_cycles() -> u64 {
+pub(super) fn idle_pte_cycles() -> u64 {
     10
 }
 

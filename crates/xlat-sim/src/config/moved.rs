@@ -5,15 +5,15 @@
 //! one on a hashed machine; on another machine it applied to nothing, so it is dropped
 //! when it holds the default value and is an error otherwise (as it always was).
 
-use super::{ConfigError, MOVED_TO_HASH};
+use super::{ConfigError, ContextFlush, MOVED_TO_HASH};
 use toml::{Table, Value};
 
-/// The value an old path had when it was not set (and the new key's default).
+/// The value an old path had when it was not set: the new key's serde default.
 fn default_of(key: &str) -> Value {
     match key {
-        "context_flush" => Value::String("eager".into()),
+        "context_flush" => Value::try_from(ContextFlush::default()).expect("a unit variant"),
         "idle_reclaim" => Value::Boolean(false),
-        "idle_pte_cycles" => Value::Integer(10),
+        "idle_pte_cycles" => Value::Integer(super::hashed::idle_pte_cycles() as i64),
         _ => Value::Integer(0),
     }
 }
