@@ -33,6 +33,7 @@ mod syscalls;
 mod system;
 mod tableout;
 mod tables;
+mod time_out;
 mod trace_cmd;
 mod trace_view;
 mod traces;

@@ -322,6 +322,7 @@ fn detailed_raw(o: &Outcome) -> String {
         cost.flush_page_cycles,
         cost.flush_all_cycles
     );
+    crate::time_out::time_lines(&mut s, r);
     s
 }
 

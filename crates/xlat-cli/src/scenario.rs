@@ -70,11 +70,23 @@ struct Variant {
 struct Check {
     /// `a.b + c.d / e.f`: report fields (JSON paths) summed, optionally divided by one.
     metric: String,
-    /// `A < B`, `A > B` or `A ~ B` (within 10%), naming variants by label; `B` may be a
-    /// number instead (a per-unit figure the seed gives, e.g. bytes per touched page).
+    /// A direction: `A < B`, `A > B` or `A ~ B` (within 10%), naming variants by label;
+    /// `B` may be a number instead (a per-unit figure the seed gives). Or a magnitude
+    /// against the seed's figure: `A = X ± T` (the metric of `A`, times `scale`) or
+    /// `A / B = X ± T` (a ratio of two variants), `T` absolute or `N%` of `X`.
     expect: String,
     /// What the seed reports.
     seed: String,
+    /// The metric times this before a magnitude check (1e6: seconds to µs).
+    #[serde(default)]
+    scale: Option<f64>,
+    /// The unit of a magnitude check's figure, for the output.
+    #[serde(default)]
+    unit: Option<String>,
+    /// Why xlat cannot match the seed here: the check is shown, and a disagreement does not
+    /// fail `--check` (an agreement does: the explanation is stale).
+    #[serde(default)]
+    why_not: Option<String>,
 }
 
 fn load(name: &str) -> Result<Scenario> {
@@ -163,13 +175,20 @@ struct MetricJson<'a> {
 #[derive(Serialize)]
 struct CheckJson<'a> {
     metric: &'a str,
-    /// `A < B`, `A > B` or `A ~ B`, as the scenario states it.
+    /// As the scenario states it (a direction or a magnitude).
     expect: &'a str,
+    /// A direction's two sides; a magnitude's xlat value (`a`) and the seed's (`b`).
     a: f64,
     b: f64,
+    /// A magnitude's accepted distance from the seed's figure (absolute).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tolerance: Option<f64>,
     /// What the seed reports.
     seed: &'a str,
     agrees: bool,
+    /// Why xlat cannot match the seed here, as the scenario says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    why_not: Option<&'a str>,
 }
 
 /// `--csv`: one row per metric and variant (`value` empty where the variant lacks it).
@@ -240,7 +259,6 @@ pub fn run(name: &str, check: bool, quick: bool, out: &TableArgs) -> Result<()> 
     let mut disagree = Vec::new();
     let mut checks = Vec::new();
     for c in &s.checks {
-        let (a, op, b) = parse_expect(&c.expect)?;
         let get = |l: &str| -> Result<f64> {
             if let Ok(v) = l.parse::<f64>() {
                 return Ok(v);
@@ -252,29 +270,67 @@ pub fn run(name: &str, check: bool, quick: bool, out: &TableArgs) -> Result<()> 
                 .1;
             metric(j, &c.metric)
         };
-        let (x, y) = (get(a)?, get(b)?);
-        let ok = match op {
-            "<" => x < y,
-            ">" => x > y,
-            _ => (x - y).abs() <= 0.1 * x.abs().max(y.abs()),
+        let (x, y, tolerance, ok) = match parse_magnitude(&c.expect)? {
+            Some(m) => {
+                let mut v = get(m.a)? * c.scale.unwrap_or(1.0);
+                if let Some(b) = m.b {
+                    let d = get(b)? * c.scale.unwrap_or(1.0);
+                    v = if d == 0.0 { f64::NAN } else { v / d };
+                }
+                let ok = (v - m.seed).abs() <= m.tolerance;
+                let unit = c.unit.as_deref().unwrap_or("");
+                let _ = writeln!(
+                    text,
+                    "{}: {}   xlat {v:.4}{unit}   seed {} ± {:.4}{unit}   within: {}",
+                    c.metric,
+                    m.what,
+                    m.seed,
+                    m.tolerance,
+                    if ok { "yes" } else { "NO" }
+                );
+                (v, m.seed, Some(m.tolerance), ok)
+            }
+            None => {
+                let (a, op, b) = parse_expect(&c.expect)?;
+                let (x, y) = (get(a)?, get(b)?);
+                let ok = match op {
+                    "<" => x < y,
+                    ">" => x > y,
+                    _ => (x - y).abs() <= 0.1 * x.abs().max(y.abs()),
+                };
+                let _ = writeln!(
+                    text,
+                    "{}: {a} {x:.4} {op} {b} {y:.4}   seed: {}   xlat agrees: {}",
+                    c.metric,
+                    c.seed,
+                    if ok { "yes" } else { "NO" }
+                );
+                (x, y, None, ok)
+            }
         };
-        let _ = writeln!(
-            text,
-            "{}: {a} {x:.4} {op} {b} {y:.4}   seed: {}   xlat agrees: {}",
-            c.metric,
-            c.seed,
-            if ok { "yes" } else { "NO" }
-        );
-        if !ok {
-            disagree.push(format!("{} ({})", c.metric, c.expect));
+        if tolerance.is_some() {
+            let _ = writeln!(text, "  seed: {}", c.seed);
+        }
+        match (&c.why_not, ok) {
+            (Some(why), false) => {
+                let _ = writeln!(text, "  why xlat cannot match: {why}");
+            }
+            (Some(_), true) => disagree.push(format!(
+                "{} ({}): agrees although the scenario says why it cannot (update why_not)",
+                c.metric, c.expect
+            )),
+            (None, false) => disagree.push(format!("{} ({})", c.metric, c.expect)),
+            (None, true) => {}
         }
         checks.push(CheckJson {
             metric: &c.metric,
             expect: &c.expect,
             a: x,
             b: y,
+            tolerance,
             seed: &c.seed,
             agrees: ok,
+            why_not: c.why_not.as_deref(),
         });
     }
     outputs.print(&text);
@@ -296,6 +352,45 @@ pub fn run(name: &str, check: bool, quick: bool, out: &TableArgs) -> Result<()> 
         );
     }
     Ok(())
+}
+
+/// A magnitude check: `A = X ± T` or `A / B = X ± T` (`T` absolute or `N%` of `X`).
+struct Magnitude<'a> {
+    what: &'a str,
+    a: &'a str,
+    b: Option<&'a str>,
+    seed: f64,
+    tolerance: f64,
+}
+
+fn parse_magnitude(e: &str) -> Result<Option<Magnitude<'_>>> {
+    let Some((lhs, rhs)) = e.split_once('=') else {
+        return Ok(None);
+    };
+    let (x, t) = rhs
+        .split_once('±')
+        .with_context(|| format!("check `{e}`: a magnitude is written `A = X ± T`"))?;
+    let seed: f64 = x
+        .trim()
+        .parse()
+        .with_context(|| format!("check `{e}`: `{}` is not a number", x.trim()))?;
+    let t = t.trim();
+    let tolerance = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|p| p / 100.0 * seed.abs()),
+        None => t.parse::<f64>(),
+    }
+    .with_context(|| format!("check `{e}`: tolerance `{t}` is not a number or N%"))?;
+    let (a, b) = match lhs.split_once('/') {
+        Some((a, b)) => (a.trim(), Some(b.trim())),
+        None => (lhs.trim(), None),
+    };
+    Ok(Some(Magnitude {
+        what: lhs.trim(),
+        a,
+        b,
+        seed,
+        tolerance,
+    }))
 }
 
 fn parse_expect(e: &str) -> Result<(&str, &'static str, &str)> {

@@ -455,6 +455,13 @@ impl Caches {
         self.memory_refs[1]
     }
 
+    /// Data references served per level, then by memory.
+    pub fn data_served(&self) -> Vec<u64> {
+        let mut v: Vec<u64> = self.levels.iter().map(|l| l.hits[1]).collect();
+        v.push(self.memory_refs[1]);
+        v
+    }
+
     /// Line size of the first level (64 if there are no levels).
     pub fn line_bytes(&self) -> u64 {
         self.levels.first().map_or(64, |l| 1 << l.line_shift)

@@ -30,6 +30,7 @@ mod sets;
 mod sim;
 mod simd;
 pub mod stats;
+pub mod time;
 pub mod tlb;
 pub mod vma;
 mod zeroed;

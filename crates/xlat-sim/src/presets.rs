@@ -207,4 +207,32 @@ mod tests {
         let e = load(bad.to_str().unwrap()).unwrap_err().to_string();
         assert!(e.contains("no_such"), "{e}");
     }
+
+    /// Every parameter the time model uses has a stated source in every preset (issue
+    /// 38), and a source naming no field is an error.
+    #[test]
+    fn every_preset_states_where_each_time_parameter_comes_from() {
+        for (name, _) in PRESETS {
+            let m = preset(name).unwrap();
+            let unsourced: Vec<String> = crate::time::parameters(&m)
+                .into_iter()
+                .filter(|p| p.source == crate::time::UNSOURCED)
+                .map(|p| p.key)
+                .collect();
+            assert!(unsourced.is_empty(), "{name}: no source for {unsourced:?}");
+            assert!(m.time.clock_mhz.is_some(), "{name}: no clock");
+        }
+        let dir = dir();
+        let bad = dir.path().join("bad.toml");
+        std::fs::write(
+            &bad,
+            "base = \"skylake\"\n[parameter_sources]\n\"cache.memory_cycle\" = \"x\"\n",
+        )
+        .unwrap();
+        let e = load(bad.to_str().unwrap()).unwrap_err().to_string();
+        assert!(
+            e.contains("cache.memory_cycle") && e.contains("names no field"),
+            "{e}"
+        );
+    }
 }

@@ -138,6 +138,29 @@ pub struct Os {
     pub idle_cycles: u64,
     /// Pages the idle task cleared in advance (`os.idle_clear`).
     pub idle_pages_cleared: u64,
+    /// The kernel's page-table loops per operation (`fork`, `exit`, `unmap`, `mprotect`)
+    /// and configured level, folded ones included ([`crate::pagetable::Loops`]).
+    #[serde(default)]
+    pub loops: Vec<OsLoops>,
+    /// References of the idle task's cached clearing served per cache level, then by
+    /// memory: idle time, left out of the time model's stalls.
+    #[serde(default)]
+    pub idle_data_hits: Vec<u64>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
+pub struct OsLoops {
+    pub op: String,
+    pub per_level: Vec<LevelLoops>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
+pub struct LevelLoops {
+    pub level: String,
+    /// Calls of the level's range loop (per area and table entered).
+    pub calls: u64,
+    /// Entries the loop tested, present or not.
+    pub entries: u64,
 }
 
 #[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
@@ -246,6 +269,9 @@ pub struct Report {
     /// (`xlat sim --attribute`: named by the CLI from `Sim::attribution`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attribution: Option<AttributionReport>,
+    /// The time model's estimate, term by term ([`crate::time`]).
+    #[serde(default)]
+    pub time: crate::time::TimeEstimate,
 }
 
 /// The main counters' growth per interval of counted references: the rows add up to the

@@ -1,17 +1,22 @@
 //! `forkexit`: lmbench's `lat_proc fork`: a process with a footprint forks and the child exits.
 
 use crate::params::{Params, WorkloadError};
-use crate::Prologue;
 use xlat_types::{Access, AccessKind, Event, Pid};
 
-/// lmbench's `lat_proc fork`: the parent ([`Pid::INIT`]) maps `footprint` and stores
-/// once per 4 KiB page, then `iterations` times: `Fork{child}`, `Switch{child}`, the
+/// lmbench's `lat_proc fork`: the parent ([`Pid::INIT`]) maps `footprint` (split into
+/// `areas` equal anonymous areas, `area_gap` bytes apart: a process's text, data, heap,
+/// libraries and stack) and stores once per 4 KiB page, then `iterations` times: `Fork{child}`, `Switch{child}`, the
 /// child stores to its first `child_touch` pages, `Exit`, `Switch{parent}`. Children
 /// are pids 2, 3, 4, ...
 #[derive(Debug, Clone)]
 pub struct ForkExit {
     pub(crate) params: Params,
-    pro: Prologue,
+    /// Areas mapped so far, of `areas`.
+    mapped: u64,
+    areas: u64,
+    gap: u64,
+    /// Pages per area.
+    per: u64,
     base: u64,
     pages: u64,
     touched: u64,
@@ -28,8 +33,30 @@ impl ForkExit {
         let footprint = p.bytes("footprint", 4096)?;
         let base = p.addr("base")?;
         let len = crate::page_up(footprint);
-        p.fits("base", base, len)?;
         let pages = len / 4096;
+        let areas = p.count("areas", 1)?;
+        if areas == 0 || areas > 4096 || !pages.is_multiple_of(areas) {
+            return Err(p.invalid(
+                "areas",
+                format!("1 to 4096, dividing the footprint's {pages} pages"),
+            ));
+        }
+        let per = pages / areas;
+        let gap = p.bytes("area_gap", 64 << 20)?;
+        if !gap.is_multiple_of(4096) || gap < per * 4096 {
+            return Err(p.invalid(
+                "area_gap",
+                format!(
+                    "a multiple of 4 KiB, at least an area's {} bytes",
+                    per * 4096
+                ),
+            ));
+        }
+        let span = (areas - 1)
+            .checked_mul(gap)
+            .and_then(|s| s.checked_add(per * 4096))
+            .ok_or_else(|| p.invalid("area_gap", "areas that fit below 2^64"))?;
+        p.fits("base", base, span)?;
         let iterations = p.count("iterations", 0)?;
         if iterations > (u32::MAX - 2) as u64 {
             return Err(p.invalid("iterations", "at most 4294967293 (one pid per child)"));
@@ -43,7 +70,10 @@ impl ForkExit {
         }
         Ok(ForkExit {
             params: p.clone(),
-            pro: Prologue::one(crate::anon_map(base, len)),
+            mapped: 0,
+            areas,
+            gap,
+            per,
             base,
             pages,
             touched: 0,
@@ -58,23 +88,27 @@ impl ForkExit {
         self.pages + self.iterations * self.child_touch
     }
     pub(crate) fn total_events(&self) -> u64 {
-        self.pro.total() + self.pages + self.iterations * (self.child_touch + 4)
+        self.areas + self.pages + self.iterations * (self.child_touch + 4)
     }
     pub(crate) fn is_done(&self) -> bool {
-        self.pro.done() && self.touched == self.pages && self.done == self.iterations
+        self.mapped == self.areas && self.touched == self.pages && self.done == self.iterations
     }
 
     #[inline]
     pub(crate) fn append(&mut self, buf: &mut Vec<Event>, max: usize) {
-        if !self.pro.emit(buf, max) {
-            return;
+        while self.mapped < self.areas {
+            if buf.len() >= max {
+                return;
+            }
+            let a = self.base + self.mapped * self.gap;
+            buf.push(crate::anon_map(a, self.per * 4096));
+            self.mapped += 1;
         }
-        let base = self.base;
         let k = crate::room(buf, max, self.pages - self.touched);
         let first = self.touched;
         buf.extend(
             (first..first + k as u64)
-                .map(|i| Event::Access(Access::new(AccessKind::Store, base + i * 4096, 8))),
+                .map(|i| Event::Access(Access::new(AccessKind::Store, self.page(i), 8))),
         );
         self.touched += k as u64;
         let ct = self.child_touch;
@@ -84,7 +118,7 @@ impl ForkExit {
                 0 => Event::Fork { child },
                 1 => Event::Switch { pid: child },
                 s if s < ct + 2 => {
-                    Event::Access(Access::new(AccessKind::Store, base + (s - 2) * 4096, 8))
+                    Event::Access(Access::new(AccessKind::Store, self.page(s - 2), 8))
                 }
                 s if s == ct + 2 => Event::Exit,
                 _ => Event::Switch { pid: Pid::INIT },
@@ -96,6 +130,13 @@ impl ForkExit {
                 self.done += 1;
             }
         }
+    }
+}
+
+impl ForkExit {
+    /// The address of page `i` of the footprint, area after area.
+    fn page(&self, i: u64) -> u64 {
+        self.base + (i / self.per) * self.gap + (i % self.per) * 4096
     }
 }
 

@@ -109,6 +109,8 @@ pub const REGISTRY: &[WorkloadInfo] = &[
             p("footprint", "16MiB", "bytes the parent maps and touches (one store per page)"),
             p("iterations", "100", "fork+exit pairs (children are pids 2, 3, ...)"),
             p("child_touch", "0", "pages each child stores to before exiting"),
+            p("areas", "1", "areas the footprint is split into (text, data, libraries, stack...)"),
+            p("area_gap", "64MiB", "distance between the areas' starts"),
             p("base", "0x40000000", "first address"),
         ],
     },

@@ -193,6 +193,43 @@ fn forkexit_structure() {
         ]
     );
     assert!(parse("forkexit:footprint=8KiB,child_touch=3").is_err());
+    // Areas: three of two pages, 1 MiB apart; the child touches the first three pages.
+    let mut w =
+        parse("forkexit:footprint=24KiB,areas=3,area_gap=1MiB,iterations=1,child_touch=3").unwrap();
+    let ev = drain(&mut w, 2);
+    let maps: Vec<(u64, u64)> = ev
+        .iter()
+        .filter_map(|e| match e {
+            Event::Mmap { addr, len, .. } => Some((addr.0, *len)),
+            _ => None,
+        })
+        .collect();
+    let m = 1 << 20;
+    assert_eq!(maps, vec![(B, 8192), (B + m, 8192), (B + 2 * m, 8192)]);
+    assert_eq!(
+        addrs(&ev[3..9]),
+        vec![
+            B,
+            B + 4096,
+            B + m,
+            B + m + 4096,
+            B + 2 * m,
+            B + 2 * m + 4096
+        ]
+    );
+    assert_eq!(addrs(&ev[11..14]), vec![B, B + 4096, B + m]);
+    assert_eq!(w.expected_events(), ev.len() as u64);
+    for bad in [
+        "areas=0",
+        "areas=3",
+        "areas=2,area_gap=4KiB",
+        "areas=2,area_gap=5000",
+    ] {
+        assert!(
+            parse(&format!("forkexit:footprint=40KiB,{bad}")).is_err(),
+            "{bad}"
+        );
+    }
 }
 
 #[test]

@@ -10,6 +10,7 @@ mod moved;
 mod nested;
 mod overlap;
 mod overrides;
+mod time;
 mod validate;
 
 pub use hashed::{
@@ -19,6 +20,8 @@ pub use hashed::{
 
 pub(crate) use moved::migrate as migrate_moved;
 pub use nested::{NestedCache, NestedConfig};
+pub(crate) use time::lookup;
+pub use time::{ParameterSources, TimeConfig};
 use validate::at_most;
 pub(crate) use validate::geometry;
 pub use validate::{
@@ -123,6 +126,13 @@ pub struct MachineConfig {
     pub os: OsConfig,
     #[serde(default)]
     pub cost: CostConfig,
+    /// The time model's parameters ([`crate::time`]).
+    #[serde(default)]
+    pub time: TimeConfig,
+    /// Where each parameter's value comes from, by field path or section (`cost`,
+    /// `cache.memory_cycles`): a manual, a measurement, a fit, a seed's table, or assumed.
+    #[serde(default, skip_serializing_if = "ParameterSources::is_empty")]
+    pub parameter_sources: ParameterSources,
     /// Present on a guest: the host's page tables behind every guest-physical address.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nested: Option<NestedConfig>,
@@ -598,6 +608,22 @@ pub struct CostConfig {
     /// took 227 µs and a 4 KiB fault 1.9 µs, so zeroing is ~0.44 µs per 4 KiB (~1,300
     /// cycles at 3 GHz) and a 2 MiB fault costs ~120 base faults, not one.
     pub clear_page_cycles: u64,
+    /// Per entry the kernel's range loops test at each level, present or not, a folded
+    /// level once per parent entry (Linux `copy_page_range`, `zap_page_range`,
+    /// `change_protection`: per VMA, `*_addr_end` per level). 0: not modelled.
+    pub loop_entry_cycles: u64,
+    /// Per call of a level's range loop (per VMA and table entered, a folded level's
+    /// too: seed 002's "one level deeper"). 0: not modelled.
+    pub loop_call_cycles: u64,
+    /// Per page table allocated (fork) or freed (exit, unmap). 0: not modelled.
+    pub table_cycles: u64,
+    /// Per system call (mmap family, brk, fork, exit, exec): entry and exit. 0: not modelled.
+    pub syscall_cycles: u64,
+    /// Per context switch, besides its flushes. 0: not modelled.
+    pub switch_cycles: u64,
+    /// Per fork and per exit, besides the page tables: the task, files, signals,
+    /// scheduling (lmbench's fork+exit without its page-table work). 0: not modelled.
+    pub process_cycles: u64,
 }
 
 impl Default for CostConfig {
@@ -610,6 +636,12 @@ impl Default for CostConfig {
             flush_page_cycles: 100,
             flush_all_cycles: 500,
             clear_page_cycles: 1000,
+            loop_entry_cycles: 0,
+            loop_call_cycles: 0,
+            table_cycles: 0,
+            syscall_cycles: 0,
+            switch_cycles: 0,
+            process_cycles: 0,
         }
     }
 }

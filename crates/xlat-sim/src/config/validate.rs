@@ -387,6 +387,12 @@ impl MachineConfig {
             ("cost.table_visit_cycles", self.cost.table_visit_cycles),
             ("cost.flush_page_cycles", self.cost.flush_page_cycles),
             ("cost.flush_all_cycles", self.cost.flush_all_cycles),
+            ("cost.loop_entry_cycles", self.cost.loop_entry_cycles),
+            ("cost.loop_call_cycles", self.cost.loop_call_cycles),
+            ("cost.table_cycles", self.cost.table_cycles),
+            ("cost.syscall_cycles", self.cost.syscall_cycles),
+            ("cost.switch_cycles", self.cost.switch_cycles),
+            ("cost.process_cycles", self.cost.process_cycles),
         ] {
             at_most(f, v, MAX_CYCLES)?;
         }
@@ -406,6 +412,7 @@ impl MachineConfig {
         )?;
         at_most("os.zero_pool", self.os.zero_pool, MAX_ENTRIES as u64)?;
         self.validate_organization()?;
+        self.validate_time()?;
         self.validate_nested()
     }
 

@@ -329,6 +329,15 @@ impl PageTable for Clustered {
         }
     }
 
+    /// One loop per node in range (a node is a table of `2^k` words), testing its words
+    /// in range.
+    fn range_loops(&self, start: u64, end: u64, out: &mut super::Loops) {
+        for n in self.nodes_in(start, end) {
+            out.calls[0] += 1;
+            out.entries[0] += self.words_in(n, start, end).len() as u64;
+        }
+    }
+
     fn fork(
         &mut self,
         mem: &mut PhysMem,

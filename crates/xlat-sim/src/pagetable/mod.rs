@@ -56,6 +56,27 @@ pub struct SoftWalk {
     pub visits: u64,
 }
 
+/// The kernel's range loops over one range of one address space (Linux 2.6.11
+/// `copy_page_range`, `zap_page_range`, `change_protection`: a loop per level, each
+/// iteration `*_addr_end` and a none check): per configured level, folded ones included,
+/// the loop's calls and the entries it tested, present or not. A folded level is called
+/// once per present entry above it and tests one entry (seed 002: "Now they are 1 level
+/// deeper").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Loops {
+    pub calls: [u64; MAX_LEVELS],
+    pub entries: [u64; MAX_LEVELS],
+}
+
+impl Loops {
+    pub fn add(&mut self, o: &Loops) {
+        for i in 0..MAX_LEVELS {
+            self.calls[i] += o.calls[i];
+            self.entries[i] += o.entries[i];
+        }
+    }
+}
+
 /// A page-table organization. Implementations must be exact: the table bytes they
 /// report are the bytes their tables occupy in [`PhysMem`].
 pub trait PageTable: Sized {
@@ -109,6 +130,8 @@ pub trait PageTable: Sized {
     /// virtual base; changes nothing (no split at the bounds). The work is the tables
     /// and entries present there, not the range's length.
     fn leaves(&self, start: u64, end: u64, f: &mut dyn FnMut(u64, Leaf));
+    /// Adds the kernel's range loops over `[start, end)` to `out` (changes nothing).
+    fn range_loops(&self, start: u64, end: u64, out: &mut Loops);
     /// A copy for a forked child: `f(va, &mut leaf)` adjusts each leaf (copy-on-write)
     /// in both parent and child.
     fn fork(

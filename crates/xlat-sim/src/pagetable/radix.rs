@@ -15,6 +15,7 @@ use xlat_types::{PageSize, VirtAddr};
 
 mod hints;
 mod level;
+mod loops;
 use hints::{peek_hint, Hint, Hints, HINTS, HINT_REFS};
 use level::*;
 
@@ -575,6 +576,10 @@ impl PageTable for Radix {
         if end > start {
             self.leaves_rec((0, self.root, 0), (start, end), f);
         }
+    }
+
+    fn range_loops(&self, start: u64, end: u64, out: &mut super::Loops) {
+        self.loops(start, end, out);
     }
 
     fn fork(

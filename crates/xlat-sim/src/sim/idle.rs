@@ -30,8 +30,15 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
             let f = self.os.mem.alloc_frames(0);
             spent = spent.saturating_add(self.cfg.cost.clear_page_cycles.max(1));
             if mode == IdleClear::Cached {
+                let before = self.mmu.caches.data_served();
                 for off in (0..page).step_by(line as usize) {
                     self.mmu.caches.access((f << self.base_shift) + off, false);
+                }
+                let after = self.mmu.caches.data_served();
+                let idle = &mut self.acct.c.os.idle_data_hits;
+                idle.resize(after.len(), 0);
+                for (i, (a, b)) in after.iter().zip(&before).enumerate() {
+                    idle[i] += a - b;
                 }
             }
             self.os.precleared.push(f);

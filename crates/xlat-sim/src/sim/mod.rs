@@ -35,6 +35,7 @@ mod inspect;
 mod nested;
 mod organization;
 mod os;
+mod os_loops;
 mod parts;
 mod privilege;
 mod profile;

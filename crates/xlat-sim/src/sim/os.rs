@@ -12,13 +12,22 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
         let c = sw
             .entries
             .saturating_mul(cost.pte_cycles)
-            .saturating_add(sw.visits.saturating_mul(cost.table_visit_cycles));
+            .saturating_add(sw.visits.saturating_mul(cost.table_visit_cycles))
+            .saturating_add(sw.tables.saturating_mul(cost.table_cycles));
         sat(&mut self.acct.c.cyc.os, c);
     }
 
     /// Removes the translations of `[start, end)` in the current process, frees their
     /// frames and flushes.
     pub(super) fn unmap_pages(&mut self, cur: usize, start: u64, end: u64) {
+        // The range as one area: its areas are already gone from the map.
+        let mut loops = crate::pagetable::Loops::default();
+        self.os.slots[cur]
+            .as_ref()
+            .expect("current process")
+            .pt
+            .range_loops(start, end, &mut loops);
+        self.charge_loops(super::os_loops::LoopOp::Unmap, &loops);
         let bs = self.base_shift;
         let ceiling = self.cfg.os.flush_ceiling;
         let mut leaves: Vec<(u64, u8, u8)> = Vec::new();
@@ -156,6 +165,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
             } => {
                 let cur = self.current(what)?;
                 self.acct.c.os.mmaps += 1;
+                self.syscall();
                 let (start, end) = self.range(addr.0, len, what)?;
                 if start == end {
                     return Ok(());
@@ -235,6 +245,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
             Event::Munmap { addr, len } => {
                 let cur = self.current(what)?;
                 self.acct.c.os.munmaps += 1;
+                self.syscall();
                 let (start, end) = self.range(addr.0, len, what)?;
                 self.outside_kernel(start, end, what)?;
                 let p = self.os.slots[cur].as_mut().expect("cur");
@@ -251,11 +262,14 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
             Event::Mprotect { addr, len, prot } => {
                 let cur = self.current(what)?;
                 self.acct.c.os.mprotects += 1;
+                self.syscall();
                 let (start, end) = self.range(addr.0, len, what)?;
                 self.outside_kernel(start, end, what)?;
                 let bs = self.base_shift;
                 let p = self.os.slots[cur].as_mut().expect("cur");
                 p.vmas.modify(start, end, |v| v.prot = prot);
+                self.count_loops(super::os_loops::LoopOp::Protect, cur, start, end);
+                let p = self.os.slots[cur].as_mut().expect("cur");
                 if !prot.writable() {
                     let mut leaves = Vec::new();
                     let mut pages = 0u64;
@@ -276,6 +290,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
             Event::Madvise { addr, len, advice } => {
                 let cur = self.current(what)?;
                 self.acct.c.os.madvises += 1;
+                self.syscall();
                 let (start, end) = self.range(addr.0, len, what)?;
                 self.outside_kernel(start, end, what)?;
                 match advice {
@@ -300,6 +315,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
             Event::Brk { addr } => {
                 let cur = self.current(what)?;
                 self.acct.c.os.brks += 1;
+                self.syscall();
                 // The new break, rounded up to a page; like mmap's, inside the address space.
                 let (_, a) = self.range(addr.0, 0, what)?;
                 if self.va_bits < 64 && a > 1u64 << self.va_bits {
@@ -363,6 +379,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
                 let n = self.program_ends(pid);
                 self.program_starts(pid, n + 1);
                 self.acct.c.os.execs_traced += 1;
+                self.syscall();
                 self.exec(cur);
             }
             Event::Switch { pid } => {
@@ -372,6 +389,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
                 })?;
                 self.attribute();
                 self.acct.c.os.context_switches += 1;
+                sat(&mut self.acct.c.cyc.os, self.cfg.cost.switch_cycles);
                 if self.os.loaded_pid != Some(pid.0) {
                     O::switch_flush(self);
                 }
@@ -408,6 +426,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
     ) -> Result<(), SimError> {
         let cur = self.current(what)?;
         self.acct.c.os.mremaps += 1;
+        self.syscall();
         let (os, oe) = self.range(old, old_len, what)?;
         let (ns, ne) = self.range(new, new_len, what)?;
         // Linux: EINVAL for a new length of 0 (an empty area cannot exist).
@@ -495,6 +514,9 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
                 pid: child.0,
             });
         }
+        self.count_loops(super::os_loops::LoopOp::Fork, cur, 0, u64::MAX);
+        self.syscall();
+        sat(&mut self.acct.c.cyc.os, self.cfg.cost.process_cycles);
         let bs = self.base_shift;
         let p = self.os.slots[cur].as_mut().expect("cur");
         // The child's tables cost what the parent's do.
@@ -621,6 +643,8 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
     }
 
     pub(super) fn exit(&mut self, cur: usize) {
+        self.syscall();
+        sat(&mut self.acct.c.cyc.os, self.cfg.cost.process_cycles);
         let _ = self.teardown(cur);
         self.acct.c.os.exits += 1;
     }
@@ -628,6 +652,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
     /// Tears down process `cur`'s address space and frees its slot; returns its global
     /// (kernel) leaves, which every address space maps.
     fn teardown(&mut self, cur: usize) -> Vec<(u64, Leaf)> {
+        self.count_loops(super::os_loops::LoopOp::Exit, cur, 0, u64::MAX);
         let bs = self.base_shift;
         let mut p = self.os.slots[cur].take().expect("cur");
         let mut hashed: Vec<u64> = Vec::new();

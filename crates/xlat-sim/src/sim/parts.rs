@@ -106,4 +106,6 @@ pub(super) struct Counters {
     /// Walk references past [`MAX_LEVELS`] (a clustered table's long chains): the
     /// report adds them to the last position's row.
     pub(super) walk_refs_past_levels: u64,
+    /// The OS's page-table loops per [`super::os_loops::LoopOp`].
+    pub(super) os_loops: [crate::pagetable::Loops; 4],
 }

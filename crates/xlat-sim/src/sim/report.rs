@@ -9,6 +9,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
     pub fn report(&self) -> Report {
         let mut r = self.since_warm(self.report_all());
         self.window_report(&mut r);
+        r.time = crate::time::estimate(&r, None);
         r
     }
 
@@ -66,6 +67,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
         cyc.derive(refs.total);
         let mut os = c.os.clone();
         os.processes_live = self.os.slots.iter().flatten().count() as u64;
+        os.loops = self.loops_report();
         Report {
             schema: 1,
             warmup: 0,
@@ -136,6 +138,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
             cycles: cyc,
             hash: self.mmu.org.hash_report(),
             nested: self.mmu.nested.as_ref().map(|n| n.report()),
+            time: Default::default(),
         }
     }
 }

@@ -53,6 +53,7 @@ const KEPT: &[&str] = &[
     "nested.host_levels",
     "programs[].pid",
     "programs[].exec",
+    "time",
 ];
 
 impl<P: PageTable, O: Organization> Sim<P, O> {

@@ -178,7 +178,11 @@ impl Level {
     ) -> Vec<(u32, u64)> {
         let span = 1u64 << self.shift;
         let lo = if start > base { self.index(start) } else { 0 };
-        let hi = if end - 1 < base.wrapping_add(span * self.fanout as u64).wrapping_sub(1) {
+        let hi = if end - 1
+            < base
+                .wrapping_add(span.wrapping_mul(self.fanout as u64))
+                .wrapping_sub(1)
+        {
             self.index(end - 1)
         } else {
             self.fanout as u32 - 1

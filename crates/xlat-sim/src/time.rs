@@ -1,0 +1,182 @@
+//! The time model (issue 38): the counts of a [`Report`] turned into cycles and seconds,
+//! term by term, with the parameters used and where each comes from.
+//!
+//! `total = compute + memory_stall + translation_fetch + translation_data + os`, where
+//! - `compute` = instructions × `time.base_cpi`: the core's work with every reference
+//!   hitting the first cache level and the first TLB level;
+//! - `memory_stall` = references the cache model served past its first level, each at its
+//!   level's hit cycles (or `cache.memory_cycles`) minus the first level's, ÷ `time.mlp`.
+//!   Only with `cache.data_refs` (otherwise absent, and said); the idle task's clearing is
+//!   idle time, not counted. Fetches go through the same caches and are divided too;
+//! - `translation_fetch`: instruction-side TLB misses (later TLB levels, walks at their
+//!   cache latencies, traps, nested walks), fully exposed: a fetch miss stops the front end;
+//! - `translation_data`: data-side TLB misses ÷ `time.mlp` (out-of-order cores overlap
+//!   them with other misses). Without a per-side split all of it is exposed (said);
+//! - `os`: page faults (zeroing and copies included), the OS's page-table loops, system
+//!   calls, context switches and flushes (`cycles.fault + cycles.os + cycles.flush`).
+//!
+//! Seconds = total / `time.clock_mhz`. Left out, and said in `assumptions`: overlap of
+//! compute with stalls beyond `mlp`, branch and pipeline effects (in `base_cpi`), idle time.
+
+use crate::config::MachineConfig;
+use crate::stats::Report;
+use serde::{Deserialize, Serialize};
+
+/// The estimate, term by term (cycles are `f64`: `mlp` divides).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct TimeEstimate {
+    pub model: String,
+    pub instructions: u64,
+    pub compute: f64,
+    /// `None`: data references are not modelled (`cache.data_refs = false`).
+    pub memory_stall: Option<f64>,
+    pub translation_fetch: f64,
+    pub translation_data: f64,
+    pub os: f64,
+    pub total_cycles: f64,
+    /// `None` without `time.clock_mhz`.
+    pub seconds: Option<f64>,
+    /// `(translation_fetch + translation_data) / total_cycles`.
+    pub translation_share: f64,
+    /// What the estimate assumes or leaves out, for this run.
+    pub assumptions: Vec<String>,
+    /// Every parameter used, with its value and source.
+    pub parameters: Vec<Parameter>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Parameter {
+    pub key: String,
+    pub value: serde_json::Value,
+    pub source: String,
+}
+
+/// Said of a parameter the machine gives no source for.
+pub const UNSOURCED: &str = "not stated: assumed";
+
+/// The translation cycles per side, when the run knows them: `(fetch, data)`.
+pub type SideSplit = Option<(u64, u64)>;
+
+/// The time model applied to `r` (its machine is `r.machine`).
+pub fn estimate(r: &Report, split: SideSplit) -> TimeEstimate {
+    let m = &r.machine;
+    let t = &m.time;
+    let mut assumptions = Vec::new();
+    let compute = r.refs.instructions as f64 * t.base_cpi;
+    if r.refs.instructions == 0 && r.refs.total > 0 {
+        assumptions.push(
+            "no instruction records in the input: compute time is 0 (data-only trace)".into(),
+        );
+    }
+    let memory_stall = m.cache.data_refs.then(|| memory_stall(r) / t.mlp);
+    if memory_stall.is_none() {
+        assumptions.push(
+            "cache.data_refs = false: data references do not go through the caches, so their \
+             stalls (and their competition with page-table lines) are not in the estimate"
+                .into(),
+        );
+    }
+    let c = &r.cycles;
+    let (translation_fetch, translation_data) = match split {
+        Some((f, d)) => (f as f64, d as f64 / t.mlp),
+        None => {
+            if t.mlp != 1.0 {
+                assumptions.push(
+                    "no per-side split of translation cycles: all of them counted exposed".into(),
+                );
+            }
+            (0.0, c.translation as f64)
+        }
+    };
+    let os = c.fault as f64 + c.os as f64 + c.flush as f64;
+    let total = compute + memory_stall.unwrap_or(0.0) + translation_fetch + translation_data + os;
+    assumptions.push(
+        "stalls add to compute (no overlap beyond time.mlp); branch and pipeline effects are \
+         in time.base_cpi; idle time is not counted"
+            .into(),
+    );
+    let seconds = t.clock_mhz.map(|mhz| total / (mhz * 1e6));
+    let share = if total > 0.0 {
+        (translation_fetch + translation_data) / total
+    } else {
+        0.0
+    };
+    TimeEstimate {
+        model: "compute + memory stalls/mlp + translation (fetch exposed, data/mlp) + OS; no \
+                overlap otherwise"
+            .into(),
+        instructions: r.refs.instructions,
+        compute,
+        memory_stall,
+        translation_fetch,
+        translation_data,
+        os,
+        total_cycles: total,
+        seconds,
+        translation_share: share,
+        assumptions,
+        parameters: parameters(m),
+    }
+}
+
+/// Cycles past the first cache level of the references the caches served, the idle
+/// task's clearing left out.
+fn memory_stall(r: &Report) -> f64 {
+    let caches = &r.walks.caches;
+    let Some(first) = caches.first() else {
+        return 0.0;
+    };
+    let idle = &r.os.idle_data_hits;
+    let idle_at = |i: usize| idle.get(i).copied().unwrap_or(0);
+    let mut stall = 0.0;
+    for (i, l) in caches.iter().enumerate().skip(1) {
+        let n = l.data_hits.saturating_sub(idle_at(i));
+        stall += n as f64 * l.hit_cycles.saturating_sub(first.hit_cycles) as f64;
+    }
+    let mem = r
+        .walks
+        .memory_data_refs
+        .saturating_sub(idle_at(caches.len()));
+    stall
+        + mem as f64
+            * r.machine
+                .cache
+                .memory_cycles
+                .saturating_sub(first.hit_cycles) as f64
+}
+
+/// The parameters the model used (`--set` paths), with values and sources.
+pub fn parameters(m: &MachineConfig) -> Vec<Parameter> {
+    let mut keys: Vec<String> = vec![
+        "time.clock_mhz".into(),
+        "time.base_cpi".into(),
+        "time.mlp".into(),
+    ];
+    keys.extend((0..m.tlb.levels.len()).map(|i| format!("tlb.levels[{i}].hit_cycles")));
+    keys.extend((0..m.cache.levels.len()).map(|i| format!("cache.levels[{i}].hit_cycles")));
+    keys.push("cache.memory_cycles".into());
+    for k in [
+        "trap_cycles",
+        "handler_cycles",
+        "pwc_hit_cycles",
+        "walk_cycles",
+    ] {
+        keys.push(format!("walker.{k}"));
+    }
+    if m.page_table.hash().is_some() {
+        for k in ["miss_cycles", "idle_pte_cycles"] {
+            keys.push(format!("page_table.hash.{k}"));
+        }
+    }
+    let json = serde_json::to_value(m).unwrap_or_default();
+    if let Some(cost) = json.get("cost").and_then(|c| c.as_object()) {
+        keys.extend(cost.keys().map(|k| format!("cost.{k}")));
+    }
+    keys.into_iter()
+        .filter_map(|key| {
+            let value = crate::config::lookup(&json, &key)?.clone();
+            let source = m.source_of(&key).unwrap_or(UNSOURCED).to_string();
+            Some(Parameter { key, value, source })
+        })
+        .collect()
+}

@@ -1,0 +1,129 @@
+//! The time model (issue 38) on hand-computed cases: each term from the counts and the
+//! machine's parameters, and the OS's page-table loops as the kernel runs them.
+
+mod common;
+use common::*;
+use xlat_sim::MachineConfig;
+use xlat_types::{Event, Pid};
+
+/// One data TLB entry per page, one cache level of 2 cycles, memory 100, `mlp` 2: six
+/// loads to three lines of one page, twice over, miss to memory three times (98 cycles
+/// past the first level each, halved) and hit three times (no stall). 100 MHz clock.
+#[test]
+fn memory_stall_is_each_miss_past_the_first_level_divided_by_mlp() {
+    let cfg = machine(
+        "{ entries = 4, sizes = [\"4KiB\"] }",
+        r#"[cache]
+data_refs = true
+memory_cycles = 100
+levels = [ { name = "L1D", size = "4KiB", ways = 4, line = 64, hit_cycles = 2 } ]
+[time]
+clock_mhz = 100
+base_cpi = 1.5
+mlp = 2
+[parameter_sources]
+"time" = "test"
+"#,
+    );
+    let mut ev = vec![mmap(0x10000, 0x1000)];
+    for _ in 0..2 {
+        ev.extend([load(0x10000), load(0x10040), load(0x10080)]);
+    }
+    let r = run(&cfg, &ev);
+    let t = &r.time;
+    assert_eq!(r.walks.memory_data_refs, 3);
+    assert_eq!(t.memory_stall, Some(3.0 * 98.0 / 2.0));
+    assert_eq!(t.instructions, 0);
+    assert_eq!(t.compute, 0.0);
+    // No per-side split yet: all translation counted exposed on the data side.
+    assert_eq!(t.translation_data, r.cycles.translation as f64);
+    let os = (r.cycles.fault + r.cycles.os + r.cycles.flush) as f64;
+    assert_eq!(t.os, os);
+    let total = 147.0 + r.cycles.translation as f64 + os;
+    assert_eq!(t.total_cycles, total);
+    assert_eq!(t.seconds, Some(total / 100e6));
+    let p = t.parameters.iter().find(|p| p.key == "time.mlp").unwrap();
+    assert_eq!((p.value.as_f64(), p.source.as_str()), (Some(2.0), "test"));
+    let p = t
+        .parameters
+        .iter()
+        .find(|p| p.key == "cache.memory_cycles")
+        .unwrap();
+    assert_eq!(p.source, xlat_sim::time::UNSOURCED);
+}
+
+/// Without `cache.data_refs` the memory term is absent and the report says so.
+#[test]
+fn without_data_refs_the_memory_term_is_absent_and_said() {
+    let cfg = machine("{ entries = 4, sizes = [\"4KiB\"] }", "");
+    let r = run(&cfg, &[mmap(0x10000, 0x1000), load(0x10000)]);
+    assert_eq!(r.time.memory_stall, None);
+    assert!(r
+        .time
+        .assumptions
+        .iter()
+        .any(|a| a.contains("cache.data_refs = false")));
+    assert_eq!(r.time.seconds, None);
+}
+
+/// i386 with and without a folded PUD: a fork of a process with one 8 KiB area and
+/// one 4 KiB area in another 4 MiB region, then the child's exit. The kernel's loops:
+/// PD one call per area testing its one slot; PT one call per area testing 2 and 1
+/// entries; a folded PUD once per PT call, testing one entry. With 7 cycles per call
+/// and 3 per entry the folded level adds 2 × (7 + 3) per operation.
+#[test]
+fn fork_and_exit_loops_count_a_folded_level_per_parent_entry() {
+    let mut os_cycles = Vec::new();
+    for folded in [false, true] {
+        let mut cfg: MachineConfig = xlat_sim::presets::load("i386").unwrap();
+        if folded {
+            let l = cfg.page_table.levels_mut().unwrap();
+            l.insert(
+                1,
+                xlat_sim::config::LevelConfig {
+                    name: "PUD".into(),
+                    bits: 0,
+                    leaf: false,
+                    folded: true,
+                },
+            );
+        }
+        cfg.cost = Default::default();
+        for (k, v) in [
+            ("cost.loop_call_cycles", 7),
+            ("cost.loop_entry_cycles", 3),
+            ("cost.pte_cycles", 0),
+            ("cost.table_visit_cycles", 0),
+        ] {
+            cfg = cfg.with_overrides([(k, &toml::Value::Integer(v))]).unwrap();
+        }
+        let ev = vec![
+            mmap(0x40_0000, 0x2000),
+            mmap(0x80_0000, 0x1000),
+            load(0x40_0000),
+            load(0x40_1000),
+            load(0x80_0000),
+            Event::Fork { child: Pid(2) },
+            Event::Switch { pid: Pid(2) },
+            Event::Exit,
+        ];
+        let r = run(&cfg, &ev);
+        let l = |op: &str| {
+            let o = r.os.loops.iter().find(|o| o.op == op).unwrap();
+            o.per_level
+                .iter()
+                .map(|l| (l.level.as_str(), l.calls, l.entries))
+                .collect::<Vec<_>>()
+        };
+        let mut want = vec![("PD", 2, 2), ("PT", 2, 3)];
+        if folded {
+            want.insert(1, ("PUD", 2, 2));
+        }
+        assert_eq!(l("fork"), want, "folded {folded}");
+        assert_eq!(l("exit"), want, "folded {folded}");
+        os_cycles.push(r.cycles.os);
+    }
+    // Per operation: calls 4 + 2 and entries 5 + 2; fork and exit.
+    assert_eq!(os_cycles[0], 2 * (4 * 7 + 5 * 3));
+    assert_eq!(os_cycles[1] - os_cycles[0], 2 * 2 * (7 + 3));
+}
