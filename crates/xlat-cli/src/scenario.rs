@@ -234,7 +234,12 @@ pub fn run(name: &str, check: bool, quick: bool, out: &TableArgs) -> Result<()> 
     let mut g = crate::grid::Grid::new(0, &head);
     let mut metrics = Vec::new();
     let mut rows = Vec::new();
+    let mut shown = std::collections::BTreeSet::new();
     for c in &s.checks {
+        // A metric several checks share is one row.
+        if !shown.insert(c.metric.as_str()) {
+            continue;
+        }
         let mut cells = vec![c.metric.clone()];
         let mut values = BTreeMap::new();
         for (label, j) in &reports {
