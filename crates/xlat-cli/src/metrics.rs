@@ -67,6 +67,9 @@ pub const METRICS: &[&str] = &[
     "cycles_per_ref",
     "translation_cycles_estimate",
     "cycles_estimate",
+    "time_cycles",
+    "time_us",
+    "translation_share",
 ];
 
 /// The columns of each TLB level and side, after its key (`L1_d`, `STLB_unified`).
@@ -149,6 +152,9 @@ pub fn columns(o: &Outcome) -> Vec<(String, Val)> {
         Val::Rate(r.cycles.per_ref),
         Val::Count(r.cycles.translation),
         Val::Count(r.cycles.total),
+        Val::Rate(r.time.total_cycles),
+        r.time.seconds.map_or(Val::Unknown, |s| Val::Rate(s * 1e6)),
+        Val::Rate(r.time.translation_share),
     ];
     let mut out: Vec<(String, Val)> = METRICS.iter().map(|m| m.to_string()).zip(fixed).collect();
     for l in &r.tlb_levels {

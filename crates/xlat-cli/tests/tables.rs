@@ -121,6 +121,9 @@ fn sim_csv_and_json_give_mpki_misses_walks_and_the_estimate_per_level_and_side()
         "walks",
         "cycles_estimate",
         "translation_cycles_estimate",
+        "time_cycles",
+        "time_us",
+        "translation_share",
         "L1_i_misses",
         "L1_i_mpki",
         "L1_d_misses",
@@ -164,6 +167,9 @@ fn sim_csv_and_json_give_mpki_misses_walks_and_the_estimate_per_level_and_side()
         assert_eq!(row["l1_misses"], l1.to_string());
         assert_eq!(row["walks"], r["walks"]["walks"].to_string());
         assert_eq!(row["cycles_estimate"], r["cycles"]["total"].to_string());
+        let us: f64 = row["time_us"].parse().unwrap();
+        let want = r["time"]["seconds"].as_f64().unwrap() * 1e6;
+        assert!((us - want).abs() <= 1e-6 * want.max(1.0), "{us} vs {want}");
         if instr > 0 {
             with_instructions += 1;
             assert_eq!(row["instructions"], instr.to_string());
