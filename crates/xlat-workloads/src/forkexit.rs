@@ -42,7 +42,7 @@ impl ForkExit {
             ));
         }
         let per = pages / areas;
-        let gap = p.bytes("area_gap", 64 << 20)?;
+        let gap = p.bytes("area_gap", 4096)?;
         if !gap.is_multiple_of(4096) || gap < per * 4096 {
             return Err(p.invalid(
                 "area_gap",
