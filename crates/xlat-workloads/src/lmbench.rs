@@ -9,11 +9,15 @@
 //! **Measuring.** [`Lmbench::ops`] is the number of operations lmbench divides by (the
 //! `iterations` parameter, times the pages per pass for `fault`, times the processes for
 //! `ctxsw`), [`Lmbench::bytes`] the bytes `pipe` moves. Then µs per op = `time.seconds` /
-//! ops × 1e6 and, for `pipe`, MB/s = bytes / `time.seconds` / 1e6. Both include the
-//! one-time setup (the program's first touches, the children's start): exactly, subtract
-//! the same spec with `iterations=0`. lmbench itself subtracts an overhead for `fault`
-//! (the munmap + mmap of each pass) and `ctxsw` (the pipe and sum loop in one process):
-//! the same spec with `baseline=1` generates that overhead, to subtract as lmbench does.
+//! ops × 1e6 and, for `pipe`, MB/s = bytes / 2^20 / `time.seconds` (lmbench's `mb()`,
+//! `MB` = 1024 × 1024). Both include the setup: the program's first touches, the
+//! children's start and one untimed warm-up iteration (`procs` of them for the `ctxsw`
+//! baseline, one per pipe), as lmbench's `benchmp` runs the loop before timing it and
+//! lat_ctx's `create_daemons` sends the token once around the ring. Every timed
+//! iteration is then the same, so subtracting the same spec with `iterations=0` leaves
+//! exactly the timed ones. lmbench itself subtracts an overhead for `fault` (the munmap +
+//! mmap of each pass) and `ctxsw` (the pipe and sum loop in one process): the same spec
+//! with `baseline=1` generates that overhead, to subtract as lmbench does.
 //!
 //! **The process.** lmbench's processes are small dynamically linked programs: their
 //! areas (text, data, heap, ld.so, libc, stack, sizes as parameters, 0 leaving an area
@@ -162,6 +166,8 @@ pub struct Lmbench {
     op: Op,
     baseline: bool,
     iterations: u64,
+    /// Untimed iterations before the timed ones (part of the setup).
+    warmups: u64,
     /// The program's areas: (start, bytes, code?, anonymous?).
     areas: Vec<(u64, u64, bool, bool)>,
     procs: u64,
@@ -182,7 +188,7 @@ pub struct Lmbench {
     cur: Vec<Seg>,
     seg: usize,
     pos: u64,
-    /// Iterations begun.
+    /// Iterations begun, warm-ups included.
     done: u64,
 }
 
@@ -245,8 +251,8 @@ impl Lmbench {
         }
         let baseline = flag(p, "baseline")?;
         let iterations = p.count("iterations", 0)?;
-        if matches!(op, Op::Fork | Op::Exec) && iterations > (u32::MAX - 2) as u64 {
-            return Err(p.invalid("iterations", "at most 4294967293 (one pid per child)"));
+        if matches!(op, Op::Fork | Op::Exec) && iterations > (u32::MAX - 3) as u64 {
+            return Err(p.invalid("iterations", "at most 4294967292 (one pid per child)"));
         }
         let area = |key: &'static str, min: u64| -> Result<u64, WorkloadError> {
             let v = crate::page_up(p.bytes(key, min)?);
@@ -328,6 +334,11 @@ impl Lmbench {
             op,
             baseline,
             iterations,
+            warmups: if op == Op::Ctxsw && baseline {
+                procs
+            } else {
+                1
+            },
             areas,
             procs,
             ctx_size,
@@ -353,8 +364,8 @@ impl Lmbench {
         w.iter_events = it.iter().map(Seg::len).sum();
         w.iter_refs = it.iter().map(Seg::refs).sum();
         w.setup(kmap);
-        w.setup_events = w.cur.iter().map(Seg::len).sum();
-        w.setup_refs = w.cur.iter().map(Seg::refs).sum();
+        w.setup_events = w.cur.iter().map(Seg::len).sum::<u64>() + w.warmups * w.iter_events;
+        w.setup_refs = w.cur.iter().map(Seg::refs).sum::<u64>() + w.warmups * w.iter_refs;
         iterations
             .checked_mul(w.iter_events)
             .and_then(|e| e.checked_add(w.setup_events))
@@ -381,7 +392,8 @@ impl Lmbench {
         }
     }
 
-    /// The references before the first operation (the setup), e.g. for `--warmup`.
+    /// The references before the first timed operation (the setup and warm-up), e.g. for
+    /// `--warmup`.
     pub fn setup_refs(&self) -> u64 {
         self.setup_refs
     }
@@ -393,7 +405,7 @@ impl Lmbench {
         self.setup_events + self.iterations * self.iter_events
     }
     pub(crate) fn is_done(&self) -> bool {
-        self.seg == self.cur.len() && self.done == self.iterations
+        self.seg == self.cur.len() && self.done == self.warmups + self.iterations
     }
 
     /// A process's program: its areas mapped, then one touch per page.
@@ -507,7 +519,7 @@ impl Lmbench {
         self.cur = out;
     }
 
-    /// Iteration `i`'s segments into `out` (cleared first).
+    /// Iteration `i`'s segments into `out` (cleared first); the warm-ups are the first.
     fn iteration(&self, i: u64, out: &mut Vec<Seg>) {
         out.clear();
         let parent = Pid::INIT;
@@ -617,7 +629,7 @@ impl Lmbench {
     pub(crate) fn append(&mut self, buf: &mut Vec<Event>, max: usize) {
         while buf.len() < max {
             if self.seg == self.cur.len() {
-                if self.done == self.iterations {
+                if self.done == self.warmups + self.iterations {
                     return;
                 }
                 let mut cur = std::mem::take(&mut self.cur);

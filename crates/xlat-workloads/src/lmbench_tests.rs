@@ -50,7 +50,8 @@ fn tiny_program() -> Vec<Event> {
 fn lmbench_fork_structure() {
     let (w, ev) = drain(&format!("lmbench:op=fork,iterations=2,{TINY}"), 3);
     let mut want = tiny_program();
-    for child in [Pid(2), Pid(3)] {
+    // One untimed warm-up fork (pid 2), then the two timed ones.
+    for child in [Pid(2), Pid(3), Pid(4)] {
         want.extend([
             Event::Fork { child },
             acc(AccessKind::Store, MSG, 4),
@@ -62,12 +63,12 @@ fn lmbench_fork_structure() {
     }
     assert_eq!(ev, want);
     assert_eq!(lm(&w).ops(), 2);
-    assert_eq!(lm(&w).setup_refs(), 2);
-    // The default program: six areas mapped, every page touched once.
+    assert_eq!(lm(&w).setup_refs(), 2 + 2);
+    // The default program: six areas mapped, every page touched once; the warm-up.
     let (w, ev) = drain("lmbench:iterations=0", 1000);
     let pages = (16 + 32 + 32 + 1024 + 192 + 16) / 4;
-    assert_eq!(ev.len(), 6 + pages);
-    assert_eq!(w.expected_refs(), Some(pages as u64));
+    assert_eq!(ev.len(), 6 + pages + 6);
+    assert_eq!(w.expected_refs(), Some(pages as u64 + 2));
     let maps: Vec<(u64, u64, Prot, u8)> = ev
         .iter()
         .filter_map(|e| match *e {
@@ -98,15 +99,17 @@ fn lmbench_fork_structure() {
 fn lmbench_exec_structure() {
     let (w, ev) = drain(&format!("lmbench:op=exec,iterations=1,{TINY}"), 2);
     let mut want = tiny_program();
-    want.extend([
-        Event::Fork { child: Pid(2) },
-        acc(AccessKind::Store, MSG, 4),
-        Event::Switch { pid: Pid(2) },
-        acc(AccessKind::Store, MSG, 4),
-        Event::ExecTraced,
-    ]);
-    want.extend(tiny_program());
-    want.extend([Event::Exit, Event::Switch { pid: Pid::INIT }]);
+    for child in [Pid(2), Pid(3)] {
+        want.extend([
+            Event::Fork { child },
+            acc(AccessKind::Store, MSG, 4),
+            Event::Switch { pid: child },
+            acc(AccessKind::Store, MSG, 4),
+            Event::ExecTraced,
+        ]);
+        want.extend(tiny_program());
+        want.extend([Event::Exit, Event::Switch { pid: Pid::INIT }]);
+    }
     assert_eq!(ev, want);
     assert_eq!(lm(&w).ops(), 1);
 }
@@ -149,7 +152,10 @@ fn lmbench_fault_visits_every_page_once_per_pass() {
         }
     );
     assert!(file(&pass[257]));
-    assert_eq!(ev[5..5 + 258], ev[5 + 258..]);
+    // The warm-up pass and two timed ones, all the same.
+    assert_eq!(ev.len(), 5 + 3 * 258);
+    assert_eq!(ev[5..5 + 258], ev[5 + 258..5 + 2 * 258]);
+    assert_eq!(ev[5..5 + 258], ev[5 + 2 * 258..]);
     assert_eq!(lm(&w).ops(), 512);
     // The baseline: munmap and mmap only.
     let (_, ev) = drain(
@@ -158,7 +164,7 @@ fn lmbench_fault_visits_every_page_once_per_pass() {
     );
     assert_eq!(
         names(&ev[4..]),
-        vec!["mmap", "munmap", "mmap", "munmap", "mmap"]
+        vec!["mmap", "munmap", "mmap", "munmap", "mmap", "munmap", "mmap"]
     );
     // lat_pagefault rounds the file down to pages.
     let (w, _) = drain(
@@ -173,7 +179,10 @@ fn lmbench_mmap_touches_at_lmbench_strides() {
     let run = |extra: &str| {
         let (w, ev) = drain(&format!("lmbench:op=mmap,iterations=1,{TINY},{extra}"), 4);
         assert_eq!(lm(&w).ops(), 1);
-        ev[4..].to_vec()
+        // The warm-up and the timed iteration are the same.
+        let (warm, timed) = ev[4..].split_at((ev.len() - 4) / 2);
+        assert_eq!(warm, timed);
+        timed.to_vec()
     };
     let m = 0x5000_0000u64;
     let map = |len| Event::Mmap {
@@ -238,21 +247,25 @@ fn lmbench_ctxsw_ring() {
             acc(AccessKind::Load, arr(j) + 2048, 2048),
         ]
     };
-    want.extend([ld(MSG), st(kb), Event::Switch { pid: Pid(2) }]);
-    want.extend([ld(kb), st(MSG)]);
-    want.extend(sum(1));
-    want.extend([ld(MSG), st(kb + 4096), Event::Switch { pid: Pid(3) }]);
-    want.extend([ld(kb + 4096), st(MSG)]);
-    want.extend(sum(2));
-    want.extend([ld(MSG), st(kb + 8192), Event::Switch { pid: Pid::INIT }]);
-    want.extend([ld(kb + 8192), st(MSG)]);
-    want.extend(sum(0));
+    // The warm-up trip (create_daemons' token), then the timed one.
+    for _ in 0..2 {
+        want.extend([ld(MSG), st(kb), Event::Switch { pid: Pid(2) }]);
+        want.extend([ld(kb), st(MSG)]);
+        want.extend(sum(1));
+        want.extend([ld(MSG), st(kb + 4096), Event::Switch { pid: Pid(3) }]);
+        want.extend([ld(kb + 4096), st(MSG)]);
+        want.extend(sum(2));
+        want.extend([ld(MSG), st(kb + 8192), Event::Switch { pid: Pid::INIT }]);
+        want.extend([ld(kb + 8192), st(MSG)]);
+        want.extend(sum(0));
+    }
     assert_eq!(ev, want);
     assert_eq!(lm(&w).ops(), 3);
     // The overhead loop: the parent alone, pipe i mod procs.
     let (_, ev) = drain(&format!("{spec},baseline=1,iterations=4,kmap=0"), 6);
+    // Three warm-up loops (one per pipe), then four timed.
     let loops = &ev[4 + 2..];
-    assert_eq!(loops.len(), 4 * 6);
+    assert_eq!(loops.len(), (3 + 4) * 6);
     for (i, it) in loops.chunks(6).enumerate() {
         let k = kb + (i as u64 % 3) * 4096;
         assert_eq!(it[..4], [ld(MSG), st(k), ld(k), st(MSG)]);
@@ -264,7 +277,7 @@ fn lmbench_ctxsw_ring() {
         .iter()
         .filter(|e| matches!(e, Event::Switch { .. }))
         .count();
-    assert_eq!(switches, 2 + 2 * 5);
+    assert_eq!(switches, 2 + 2 * (1 + 5));
     assert_eq!(lm(&w).ops(), 10);
 }
 
@@ -294,7 +307,7 @@ fn lmbench_pipe_pieces() {
     ]);
     let l = |va| acc(AccessKind::Load, va, 4096);
     let s = |va| acc(AccessKind::Store, va, 4096);
-    for _ in 0..2 {
+    for _ in 0..3 {
         for off in [0, 4096] {
             want.extend([l(wb + off), s(kb), Event::Switch { pid: Pid::INIT }]);
             want.extend([l(kb), s(r + 128), Event::Switch { pid: Pid(2) }]);
