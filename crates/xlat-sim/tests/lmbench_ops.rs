@@ -177,4 +177,3 @@ fn ppc604_munmaps_beyond_the_cutoff_flush_the_context() {
     assert_eq!(lazy("lmbench:op=mmap", 3), 3);
     assert_eq!(lazy("lmbench:op=mmap,map_size=320KiB", 3), 0);
 }
-

@@ -30,10 +30,13 @@
 //! 0x8000, libraries from 0x40000000 (`TASK_UNMAPPED_BASE`), the stack below 0xbf000000;
 //! files at 0x50000000, other buffers at 0x60000000; the kernel's buffers at `kbase`.
 
-use crate::params::{Params, WorkloadError};
-use xlat_types::{Access, AccessKind, Event, MapFlags, Pid, Prot, VirtAddr};
+mod seg;
 
-const PAGE: u64 = 4096;
+use crate::params::{Params, WorkloadError};
+use seg::{load, map, one, store, touch, unmap, Seg};
+use xlat_types::{AccessKind, Event, MapFlags, Pid, Prot};
+
+pub(super) const PAGE: u64 = 4096;
 const TEXT: u64 = 0x8000;
 const LIBS: u64 = 0x4000_0000;
 const FILES: u64 = 0x5000_0000;
@@ -54,108 +57,6 @@ enum Op {
     Mmap,
     Ctxsw,
     Pipe,
-}
-
-/// A piece of the stream: one event, or a run of accesses made as they are handed out.
-#[derive(Clone, Copy, Debug)]
-enum Seg {
-    One(Event),
-    /// `count` accesses of `size` bytes at `base + k·stride`.
-    Run {
-        base: u64,
-        stride: u64,
-        count: u64,
-        kind: AccessKind,
-        size: u32,
-    },
-    /// A copy by lines: load `src + k·line`, store `dst + k·line`, for k below `count`.
-    Copy {
-        src: u64,
-        dst: u64,
-        count: u64,
-        line: u32,
-    },
-    /// A 1-byte load from each of the `n` pages at `base`, page `k·mul mod n` k-th.
-    Perm {
-        base: u64,
-        n: u64,
-        mul: u64,
-    },
-}
-
-impl Seg {
-    fn len(&self) -> u64 {
-        match *self {
-            Seg::One(_) => 1,
-            Seg::Run { count, .. } => count,
-            Seg::Copy { count, .. } => 2 * count,
-            Seg::Perm { n, .. } => n,
-        }
-    }
-    fn refs(&self) -> u64 {
-        match self {
-            Seg::One(Event::Access(_)) => 1,
-            Seg::One(_) => 0,
-            _ => self.len(),
-        }
-    }
-    #[inline]
-    fn at(&self, k: u64) -> Event {
-        let a = |kind, va, size| Event::Access(Access::new(kind, va, size));
-        match *self {
-            Seg::One(e) => e,
-            Seg::Run {
-                base,
-                stride,
-                kind,
-                size,
-                ..
-            } => a(kind, base + k * stride, size),
-            Seg::Copy { src, dst, line, .. } => {
-                let off = (k / 2) * line as u64;
-                if k % 2 == 0 {
-                    a(AccessKind::Load, src + off, line)
-                } else {
-                    a(AccessKind::Store, dst + off, line)
-                }
-            }
-            Seg::Perm { base, n, mul } => a(AccessKind::Load, base + (k * mul % n) * PAGE, 1),
-        }
-    }
-}
-
-fn one(e: Event) -> Seg {
-    Seg::One(e)
-}
-fn load(va: u64) -> Seg {
-    Seg::One(Event::Access(Access::new(AccessKind::Load, va, 4)))
-}
-fn store(va: u64) -> Seg {
-    Seg::One(Event::Access(Access::new(AccessKind::Store, va, 4)))
-}
-fn map(addr: u64, len: u64, prot: Prot, flags: u8) -> Seg {
-    Seg::One(Event::Mmap {
-        addr: VirtAddr(addr),
-        len,
-        prot,
-        flags: MapFlags(flags),
-    })
-}
-fn unmap(addr: u64, len: u64) -> Seg {
-    Seg::One(Event::Munmap {
-        addr: VirtAddr(addr),
-        len,
-    })
-}
-/// One access per page of `[base, base + len)`.
-fn touch(base: u64, len: u64, kind: AccessKind) -> Seg {
-    Seg::Run {
-        base,
-        stride: PAGE,
-        count: len / PAGE,
-        kind,
-        size: 4,
-    }
 }
 
 /// lmbench's operations as events; see the module's documentation and the registry's
@@ -192,6 +93,19 @@ pub struct Lmbench {
     done: u64,
 }
 
+const OPS: [(&str, Op); 6] = [
+    ("fork", Op::Fork),
+    ("exec", Op::Exec),
+    ("fault", Op::Fault),
+    ("mmap", Op::Mmap),
+    ("ctxsw", Op::Ctxsw),
+    ("pipe", Op::Pipe),
+];
+
+fn op_name(op: Op) -> &'static str {
+    OPS.iter().find(|o| o.1 == op).map_or("", |o| o.0)
+}
+
 /// Which operations read each operation-specific parameter.
 const USES: &[(&str, &[Op])] = &[
     ("baseline", &[Op::Fault, Op::Ctxsw]),
@@ -225,28 +139,14 @@ fn gcd(a: u64, b: u64) -> u64 {
 
 impl Lmbench {
     pub(crate) fn new(p: &Params) -> Result<Self, WorkloadError> {
-        let op = match p.choice("op", &["fork", "exec", "fault", "mmap", "ctxsw", "pipe"])? {
-            "fork" => Op::Fork,
-            "exec" => Op::Exec,
-            "fault" => Op::Fault,
-            "mmap" => Op::Mmap,
-            "ctxsw" => Op::Ctxsw,
-            _ => Op::Pipe,
-        };
-        let name = format!("{op:?}").to_lowercase();
+        let name = p.choice("op", &OPS.map(|o| o.0))?;
+        let op = OPS.iter().find(|o| o.0 == name).map_or(Op::Fork, |o| o.1);
         for (key, ops) in USES {
             if p.changed(key) && !ops.contains(&op) {
-                let names: Vec<String> = ops
-                    .iter()
-                    .map(|o| format!("{o:?}").to_lowercase())
-                    .collect();
-                return Err(p.invalid(
-                    key,
-                    format!(
-                        "not a parameter of op={name} (only of op={})",
-                        names.join(", ")
-                    ),
-                ));
+                let names: Vec<&str> = ops.iter().map(|&o| op_name(o)).collect();
+                let only = names.join(", ");
+                let why = format!("not a parameter of op={name} (only of op={only})");
+                return Err(p.invalid(key, why));
             }
         }
         let baseline = flag(p, "baseline")?;
@@ -329,16 +229,17 @@ impl Lmbench {
             ));
         }
         let kmap = flag(p, "kmap")?;
+        let warmups = if baseline && op == Op::Ctxsw {
+            procs
+        } else {
+            1
+        };
         let mut w = Lmbench {
             params: p.clone(),
             op,
             baseline,
             iterations,
-            warmups: if op == Op::Ctxsw && baseline {
-                procs
-            } else {
-                1
-            },
+            warmups,
             areas,
             procs,
             ctx_size,
