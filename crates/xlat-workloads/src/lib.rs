@@ -8,6 +8,7 @@
 //! | `sparse` | one touch every `step` over a huge mapping (page-table memory) |
 //! | `forkexit` | a process with a footprint forks and the child exits, repeatedly |
 //! | `churn` | fork, a child that maps, touches, unmaps and exits, idle time: process churn |
+//! | `lmbench` | lmbench's fork, exec, page fault, mmap, context switch and pipe operations (`op=`) |
 //! | `code` | instruction fetches of a hot loop spread over code pages (ITLB) |
 //! | `mixed` | a hot code loop interleaved with random loads/stores over data |
 //!
@@ -23,6 +24,9 @@ mod churn;
 mod code;
 mod forkexit;
 mod gups;
+mod lmbench;
+#[cfg(test)]
+mod lmbench_tests;
 mod mixed;
 mod params;
 mod sparse;
@@ -35,6 +39,7 @@ pub use churn::Churn;
 pub use code::Code;
 pub use forkexit::ForkExit;
 pub use gups::Gups;
+pub use lmbench::Lmbench;
 pub use mixed::Mixed;
 pub use params::{ParamInfo, WorkloadError, WorkloadInfo};
 pub use sparse::Sparse;
@@ -56,6 +61,7 @@ pub enum Workload {
     Sparse(Sparse),
     ForkExit(ForkExit),
     Churn(Churn),
+    Lmbench(Lmbench),
     Code(Code),
     Mixed(Mixed),
 }
@@ -86,6 +92,7 @@ pub fn parse(spec: &str) -> Result<Workload, WorkloadError> {
         "sparse" => Workload::Sparse(Sparse::new(&p)?),
         "forkexit" => Workload::ForkExit(ForkExit::new(&p)?),
         "churn" => Workload::Churn(Churn::new(&p)?),
+        "lmbench" => Workload::Lmbench(Lmbench::new(&p)?),
         "code" => Workload::Code(Code::new(&p)?),
         "mixed" => Workload::Mixed(Mixed::new(&p)?),
         other => unreachable!("registry lists {other} without a constructor"),
@@ -108,6 +115,7 @@ macro_rules! each {
             Workload::Sparse($w) => $e,
             Workload::ForkExit($w) => $e,
             Workload::Churn($w) => $e,
+            Workload::Lmbench($w) => $e,
             Workload::Code($w) => $e,
             Workload::Mixed($w) => $e,
         }

@@ -155,6 +155,31 @@ pub const REGISTRY: &[WorkloadInfo] = &[
             p("data", "0x80000000", "first data address"),
         ],
     },
+    WorkloadInfo {
+        name: "lmbench",
+        description: "lmbench's operations as event streams (op=fork, exec, fault, mmap, ctxsw, pipe): µs per op = time.seconds / ops × 1e6",
+        params: &[
+            p("op", "fork", "fork (lat_proc fork), exec (lat_proc exec), fault (lat_pagefault), mmap (lat_mmap), ctxsw (lat_ctx), pipe (bw_pipe)"),
+            p("iterations", "100", "operations timed: fork+exits, fork+execs, passes over the file, mmap+munmaps, trips around the ring, chunks moved"),
+            p("baseline", "0", "1: lmbench's subtracted overhead instead (fault: munmap+mmap only; ctxsw: the pipe and sum loop in one process)"),
+            p("procs", "2", "ctxsw: processes in the ring (lat_ctx's #procs)"),
+            p("ctx_size", "0", "ctxsw: bytes each process sums per hop (lat_ctx -s), a multiple of 2KiB"),
+            p("map_size", "8MiB", "mmap: bytes mapped per iteration (lat_mmap size; lmbench's script: its largest, MB = 8)"),
+            p("random", "0", "mmap: 1 touches the whole mapping every 160KiB (lat_mmap -r); 0 its first tenth every 16KiB"),
+            p("file_size", "8MiB", "fault: bytes of the mapped file (lat_pagefault's $FILE, MB = 8 MiB), at least 1MiB"),
+            p("chunk", "64KiB", "pipe: bytes per write and read (bw_pipe -m, XFERSIZE)"),
+            p("pipe_buf", "64KiB", "pipe: the kernel's pipe buffer (Linux since 2.6.11: 16 pages); a write moves at most this much per switch"),
+            p("line", "32", "bytes per access of the copy and sum loops (one access per cache line)"),
+            p("text", "16KiB", "program text mapped and fetched from (read/execute, file-backed)"),
+            p("data", "32KiB", "program and library data mapped and stored to (read/write, file-backed private)"),
+            p("heap", "32KiB", "heap mapped and stored to (anonymous)"),
+            p("libc", "1MiB", "libc text mapped and fetched from"),
+            p("ld", "192KiB", "ld.so text mapped and fetched from"),
+            p("stack", "16KiB", "stack mapped and stored to (anonymous, ending at 0xbf000000)"),
+            p("kbase", "0xc0000000", "first address of the kernel's pipe buffers (a global area)"),
+            p("kmap", "1", "1: map the kernel area (a global mmap); 0: it is mapped already (a pinned region or BAT)"),
+        ],
+    },
 ];
 
 /// Parsed key/values of one spec, validated against its registry entry.
@@ -303,6 +328,15 @@ impl Params {
             .copied()
             .find(|c| *c == v)
             .ok_or_else(|| self.bad(key, format!("one of {}", choices.join(", "))))
+    }
+
+    /// Whether the spec gave `key` a value other than its default (a resolved spec
+    /// names every parameter with its default).
+    pub fn changed(&self, key: &str) -> bool {
+        let default = self.info.params.iter().find(|p| p.name == key);
+        self.given
+            .iter()
+            .any(|(k, v)| *k == key && default.is_some_and(|d| d.default != v))
     }
 
     /// Every parameter with its effective value.
