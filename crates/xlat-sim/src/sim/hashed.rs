@@ -120,6 +120,23 @@ impl<P: PageTable> Sim<P, HashMmu> {
         if self.acct.tracking {
             return self.past_l1_hashed_attributed(kind, ea, va, l1);
         }
+        let before = self.translation_cycles();
+        let r = self.resolve_hashed(kind, ea, va, l1);
+        if l1.is_none() && r.is_ok() {
+            self.note_miss_cycles(kind, before);
+        }
+        r
+    }
+
+    /// [`Sim::past_l1_hashed`] without the latency histogram.
+    #[inline(always)]
+    fn resolve_hashed(
+        &mut self,
+        kind: AccessKind,
+        ea: u64,
+        va: u64,
+        l1: Option<Entry>,
+    ) -> Result<u32, SimError> {
         self.note_fetch_miss(kind, ea, &l1);
 
         let side = (kind != AccessKind::Fetch) as usize;

@@ -39,7 +39,9 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
             }
         }
         let mut usage: Vec<(u64, u64)> = Vec::new();
+        let mut chains = Vec::new();
         for p in self.os.slots.iter().flatten() {
+            p.pt.chain_lengths(&mut chains);
             for (i, (b, t)) in p.pt.table_usage().into_iter().enumerate() {
                 if usage.len() <= i {
                     usage.push((0, 0));
@@ -125,6 +127,11 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
                         bytes: u.0,
                     })
                     .collect(),
+                chains: (0..)
+                    .zip(chains)
+                    .filter(|&(_, n)| n > 0)
+                    .map(|(len, n)| [len, n])
+                    .collect(),
             },
             memory: Memory {
                 frames_allocated: m.frames_allocated,
@@ -136,6 +143,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
             cycles: cyc,
             hash: self.mmu.org.hash_report(),
             nested: self.mmu.nested.as_ref().map(|n| n.report()),
+            miss_latency: self.acct.latency.report(),
         }
     }
 }
