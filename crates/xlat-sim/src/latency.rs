@@ -145,7 +145,7 @@ impl LatencyHistogram {
         self.cycles = self
             .counts
             .iter()
-            .fold(self.over_cycles, |s, c| s.saturating_add(c[0] * c[1]));
+            .fold(self.over_cycles, |s, c| s.saturating_add(c[0].saturating_mul(c[1])));
         self.max = if self.over > 0 {
             over_max
         } else {
