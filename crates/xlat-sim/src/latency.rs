@@ -142,10 +142,9 @@ impl LatencyHistogram {
     /// miss at or above `exact_below`, used when there is one).
     fn derive(&mut self, over_max: u64) {
         self.misses = self.counts.iter().map(|c| c[1]).sum::<u64>() + self.over;
-        self.cycles = self
-            .counts
-            .iter()
-            .fold(self.over_cycles, |s, c| s.saturating_add(c[0].saturating_mul(c[1])));
+        self.cycles = self.counts.iter().fold(self.over_cycles, |s, c| {
+            s.saturating_add(c[0].saturating_mul(c[1]))
+        });
         self.max = if self.over > 0 {
             over_max
         } else {
