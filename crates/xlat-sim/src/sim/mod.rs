@@ -445,42 +445,10 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
     /// [`Sim::translate_past_l1`]'s body. Its callers attribute out of line when asked
     /// (one test): hooks inside it cost ~17 instructions per miss in spills, and a second
     /// caller of this body stopped LLVM inlining its callees. A first-level miss's
-    /// translation cycles go to the latency histogram (`latency.rs`) once, at the end.
+    /// translation cycles (the level's hit cycles, or the last level's and the walk's)
+    /// go to the latency histogram (`latency.rs`) where they are charged.
     #[inline(always)]
     fn past_l1(&mut self, kind: AccessKind, va: u64, l1: Option<Entry>) -> Result<u32, SimError> {
-        let before = self.translation_cycles();
-        let r = self.resolve_past_l1(kind, va, l1);
-        if l1.is_none() && r.is_ok() {
-            self.note_miss_cycles(kind, before);
-        }
-        r
-    }
-
-    /// `cycles.translation` so far (wrapping: only differences are used).
-    #[inline(always)]
-    fn translation_cycles(&self) -> u64 {
-        let c = &self.acct.c.cyc;
-        c.tlb_hit.wrapping_add(c.walk).wrapping_add(c.trap)
-    }
-
-    /// A first-level miss of `kind` was resolved: its cycles are the translation cycles
-    /// charged since `before`.
-    #[inline(always)]
-    fn note_miss_cycles(&mut self, kind: AccessKind, before: u64) {
-        let side = (kind != AccessKind::Fetch) as usize;
-        let cycles = self.translation_cycles().wrapping_sub(before);
-        self.acct.latency.record(side, cycles);
-    }
-
-    /// [`Sim::past_l1`] without the latency histogram: the other TLB levels, the prefetch
-    /// buffer, then the walk.
-    #[inline(always)]
-    fn resolve_past_l1(
-        &mut self,
-        kind: AccessKind,
-        va: u64,
-        l1: Option<Entry>,
-    ) -> Result<u32, SimError> {
         self.note_fetch_miss(kind, va, &l1);
         let side = (kind != AccessKind::Fetch) as usize;
         let store = kind == AccessKind::Store;
@@ -488,6 +456,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
         let asid = self.mmu.asid;
         let nl = self.mmu.tlb.levels();
         let mut found = l1.map(|e| (0, e));
+        let mut lookup = 0;
         if found.is_none() {
             if nl == 2 {
                 // The common two-level hierarchy, without the general loop's set-up.
@@ -507,8 +476,15 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
         match found {
             Some((li, e)) if !store || e.writable => {
                 debug_assert!(li > 0);
-                if li < nl {
-                    self.acct.c.cyc.tlb_hit += self.mmu.tlb.hit_cycles(li);
+                // The prefetch buffer (`li == nl`) costs nothing.
+                let hit = if li < nl {
+                    self.mmu.tlb.hit_cycles(li)
+                } else {
+                    0
+                };
+                self.acct.c.cyc.tlb_hit += hit;
+                if l1.is_none() {
+                    self.acct.latency.record(side, hit);
                 }
                 self.mmu
                     .tlb
@@ -521,7 +497,8 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
             Some(_) => self.write_fault(cur, va, kind)?,
             None => {
                 if nl > 1 {
-                    self.acct.c.cyc.tlb_hit += self.mmu.tlb.hit_cycles(nl - 1);
+                    lookup = self.mmu.tlb.hit_cycles(nl - 1);
+                    self.acct.c.cyc.tlb_hit += lookup;
                 }
             }
         }
@@ -529,7 +506,10 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
         // `Leaf` (padding skipped) is made of overlapping narrow moves that cannot be
         // store-forwarded from the walk's stores.
         let mut w = Walk::default();
-        self.walk(cur, va, kind, &mut w)?;
+        let walked = self.walk(cur, va, kind, &mut w)?;
+        if l1.is_none() {
+            self.acct.latency.record(side, lookup + walked);
+        }
         let leaf = w.leaf.as_ref().expect("a fault always maps the page");
         self.mmu.tlb.fill(nl, side, va, leaf, self.base_shift, asid);
         if self.mmu.tlb.has_prefetch() {
