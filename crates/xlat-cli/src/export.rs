@@ -87,7 +87,8 @@ pub fn one_to_stdout(outputs: &[&Option<std::path::PathBuf>]) -> Result<bool> {
         .count();
     anyhow::ensure!(
         n <= 1,
-        "only one of --json, --csv, --interval-csv and --html can be `-` (standard output)"
+        "only one of --json, --csv, --interval-csv, --latency-csv and --html can be `-` \
+         (standard output)"
     );
     Ok(n == 1)
 }
@@ -220,6 +221,16 @@ fn id_record(o: &Outcome, fields: &[String], wparams: &[String]) -> Vec<String> 
     rec
 }
 
+/// The identifying columns of the tidy CSVs ([`id_header`]) and each run's values.
+pub(crate) fn id_columns(outcomes: &[Outcome]) -> (Vec<String>, Vec<Vec<String>>) {
+    let (fields, wparams) = param_columns(outcomes);
+    let ids = outcomes
+        .iter()
+        .map(|o| id_record(o, &fields, &wparams))
+        .collect();
+    (id_header(&fields, &wparams), ids)
+}
+
 fn param_columns(outcomes: &[Outcome]) -> (Vec<String>, Vec<String>) {
     let (mut fields, mut wparams) = (Vec::new(), Vec::new());
     for o in outcomes {
@@ -278,8 +289,9 @@ pub fn write_csv(path: &Path, outcomes: &[Outcome]) -> Result<()> {
 /// workload parameters), then `interval` (0, 1, ...), `first_ref` (the counted
 /// references before it: after `--skip` and `--warmup`), `refs`, `instructions`, a
 /// `LEVEL_SIDE_misses` column per TLB level and side (every run's, in order of first
-/// appearance; empty where a run's machine has no such level) and `walks`. Runs without
-/// intervals have no rows.
+/// appearance; empty where a run's machine has no such level), `walks`, then
+/// `fetch_miss_cycles` and `data_miss_cycles` (the first-level misses' translation
+/// cycles). Runs without intervals have no rows.
 pub fn write_interval_csv(path: &Path, outcomes: &[Outcome]) -> Result<()> {
     let (fields, wparams) = param_columns(outcomes);
     let key = |level: &str| -> String {
@@ -302,7 +314,7 @@ pub fn write_interval_csv(path: &Path, outcomes: &[Outcome]) -> Result<()> {
             .map(|c| c.to_string()),
     );
     head.extend(levels.iter().cloned());
-    head.push("walks".into());
+    head.extend(["walks", "fetch_miss_cycles", "data_miss_cycles"].map(String::from));
     w.write_record(&head)?;
     for o in outcomes {
         let Some(iv) = &o.report.intervals else {
@@ -328,6 +340,7 @@ pub fn write_interval_csv(path: &Path, outcomes: &[Outcome]) -> Result<()> {
                 );
             }
             rec.push(r.walks.to_string());
+            rec.extend(r.miss_cycles.map(|c| c.to_string()));
             w.write_record(&rec)?;
             first = first.saturating_add(r.refs);
         }

@@ -14,6 +14,7 @@ mod fmt;
 mod grid;
 mod html;
 mod interval_plot;
+mod latency;
 mod layout;
 mod live;
 mod memory;
@@ -67,9 +68,14 @@ pub struct OutputArgs {
     pub csv: Option<PathBuf>,
     /// Write `--interval`'s time series as CSV: a row per run and interval (`machine`,
     /// `input`, changed fields, `interval`, `first_ref`, `refs`, `instructions`, the
-    /// misses of each TLB level and side, `walks`).
+    /// misses of each TLB level and side, `walks`, the misses' translation cycles).
     #[arg(long, value_name = "FILE")]
     pub interval_csv: Option<PathBuf>,
+    /// Write the translation cycles per first-level TLB miss as CSV: a row per run, side
+    /// and cycle count (`machine`, `input`, changed fields, `side`, `cycles`, `misses`,
+    /// `percent`, `cycles_sum`).
+    #[arg(long, value_name = "FILE")]
+    pub latency_csv: Option<PathBuf>,
     /// Write a self-contained HTML report of the runs: the table, charts of a numeric
     /// `--sweep` field (inline SVG), failures, warnings and each machine in full.
     #[arg(long)]
@@ -78,7 +84,8 @@ pub struct OutputArgs {
     /// against its swept numeric field, one line per machine and input (`--plot-metric`,
     /// by default the misses per 1000 references of the swept structure's TLB level);
     /// or, for one run with `--interval`, its misses per interval. `METRIC=FILE`: that
-    /// metric; `intervals=FILE`: the misses per interval (of every run).
+    /// metric; `intervals=FILE`: the misses per interval (of every run); `latency=FILE`:
+    /// the share of first-level misses resolved within x cycles (per run and side).
     #[arg(long, value_name = "[METRIC=]FILE")]
     pub plot: Vec<PathBuf>,
     /// The metric of the `--plot` files that name none: a column of the CSV (`l1_mpki`,

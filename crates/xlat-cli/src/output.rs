@@ -211,6 +211,7 @@ fn detailed_raw(o: &Outcome) -> String {
         bytes(pt.bytes_peak),
         pl.join(", ")
     );
+    s.push_str(&crate::latency::chains(r));
     let _ = writeln!(
         s,
         "memory        {} frames of {} live ({} allocated in all)",
@@ -323,6 +324,7 @@ fn detailed_raw(o: &Outcome) -> String {
         cost.flush_all_cycles
     );
     crate::time_out::time_lines(&mut s, r);
+    s.push_str(&crate::latency::text(r));
     s
 }
 

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use xlat_runner::outcome::Outcome;
 
 pub use crate::interval_plot::INTERVALS;
+use crate::latency::LATENCY;
 
 /// One `--plot` file and what it draws (`None`: the default).
 pub struct Request {
@@ -67,6 +68,9 @@ pub fn check(out: &OutputArgs, planned: Option<&Planned>) -> Result<()> {
         let shown = crate::output::shown(&r.path);
         check_path(&r.path)?;
         let Some(p) = planned else { continue };
+        if r.metric.as_deref() == Some(LATENCY) {
+            continue;
+        }
         let series = r.metric.as_deref() == Some(INTERVALS);
         if series && p.interval == 0 {
             bail!("--plot {INTERVALS}={shown}: a time series needs --interval N (e.g. 1M)");
@@ -110,7 +114,7 @@ pub fn check_metrics(out: &OutputArgs, cfgs: &[&xlat_sim::MachineConfig]) -> Res
         crate::metrics::check_metric(m, cfgs)?;
     }
     for r in requests(out) {
-        let Some(m) = r.metric.filter(|m| m != INTERVALS) else {
+        let Some(m) = r.metric.filter(|m| m != INTERVALS && m != LATENCY) else {
             continue;
         };
         let all = crate::metrics::all_metrics(cfgs);
@@ -118,8 +122,8 @@ pub fn check_metrics(out: &OutputArgs, cfgs: &[&xlat_sim::MachineConfig]) -> Res
             let shown = crate::output::shown(&r.path);
             let hint = xlat_types::did_you_mean(&m, all.iter().map(String::as_str));
             bail!(
-                "--plot {m}={shown}: {m} is not a metric{hint} (one of {}, or {INTERVALS}; \
-                 a file whose name has `=`: write ./{m}={shown})",
+                "--plot {m}={shown}: {m} is not a metric{hint} (one of {}, or {INTERVALS}, \
+                 or {LATENCY}; a file whose name has `=`: write ./{m}={shown})",
                 all.join(", ")
             );
         }
@@ -144,6 +148,10 @@ fn numeric_sweep(sweeps: &[String]) -> bool {
 /// Writes every `--plot` file of `outcomes`.
 pub fn write_all(outcomes: &[Outcome], out: &OutputArgs) -> Result<()> {
     for r in requests(out) {
+        if r.metric.as_deref() == Some(LATENCY) {
+            xlat_plot::write(&crate::latency::chart(outcomes)?, &r.path)?;
+            continue;
+        }
         let series = match r.metric.as_deref() {
             Some(INTERVALS) => true,
             Some(_) => false,

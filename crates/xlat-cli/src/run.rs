@@ -54,11 +54,18 @@ where
 /// after the simulation): the files' directories take a new file, at most one of them
 /// is standard output; `--plot`'s files and metrics are [`crate::plots::check`]'s.
 pub fn check_outputs(out: &OutputArgs) -> Result<()> {
-    crate::export::one_to_stdout(&[&out.json, &out.csv, &out.interval_csv, &out.html])?;
+    crate::export::one_to_stdout(&[
+        &out.json,
+        &out.csv,
+        &out.interval_csv,
+        &out.latency_csv,
+        &out.html,
+    ])?;
     check_files(&[
         ("--json", &out.json),
         ("--csv", &out.csv),
         ("--interval-csv", &out.interval_csv),
+        ("--latency-csv", &out.latency_csv),
         ("--html", &out.html),
     ])
 }

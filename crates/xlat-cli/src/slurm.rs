@@ -20,11 +20,12 @@ pub fn plan_and_submit(plan: &mut Plan, a: &SimArgs, out: &OutputArgs) -> Result
     let outputs = out.json.is_some()
         || out.csv.is_some()
         || out.interval_csv.is_some()
+        || out.latency_csv.is_some()
         || !out.plot.is_empty()
         || out.html.is_some();
     ensure!(
         !outputs || (submit && a.wait),
-        "--json, --csv, --interval-csv, --plot and --html are written by `xlat merge DIR` (or \
+        "--json, --csv, --interval-csv, --latency-csv, --plot and --html are written by `xlat merge DIR` (or \
          by --slurm with --wait)"
     );
     // Fail here, not in a thousand tasks: every machine loads, every input opens.

@@ -387,6 +387,7 @@ pub fn hash_lines(s: &mut String, h: &xlat_sim::hashed::HashStats) {
         n(h.zombies_reclaimed),
         n(h.idle_reclaim_cycles)
     );
+    crate::latency::htab_groups(s, h);
 }
 
 #[cfg(test)]

@@ -519,3 +519,69 @@ fn layout_json_and_csv_match_the_text() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(csv_rows(&stdout(&o)).1, rows);
 }
+
+/// Issue 38: `--latency-csv` and `--plot latency=FILE` hold the JSON report's histogram,
+/// whose misses are the first-level misses and whose cycles are the translation cycles;
+/// the text report shows its table; a bad path fails before the run.
+#[test]
+fn sim_miss_latency_csv_plot_and_text_agree_with_the_json() {
+    let d = tempfile::tempdir().unwrap();
+    let p = |f: &str| d.path().join(f).to_str().unwrap().to_string();
+    let w = "stride:footprint=64MiB,stride=4KiB,refs=20000";
+    let text = ok(&[
+        "sim",
+        "-m",
+        "skylake",
+        "-w",
+        w,
+        "--json",
+        &p("r.json"),
+        "--latency-csv",
+        &p("l.csv"),
+        "--plot",
+        &format!("latency={}", p("l.svg")),
+    ]);
+    let j: Value = serde_json::from_str(&std::fs::read_to_string(p("r.json")).unwrap()).unwrap();
+    let r = &j["runs"][0]["report"];
+    let m = &r["miss_latency"]["data"];
+    let l1d = r["tlb_levels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["name"] == "L1" && l["side"] == "d")
+        .unwrap();
+    assert_eq!(m["misses"], l1d["misses"]);
+    assert_eq!(m["cycles"], r["cycles"]["translation"]);
+    assert_eq!(r["miss_latency"]["fetch"]["misses"], 0);
+    let (head, rows) = csv_rows(&std::fs::read_to_string(p("l.csv")).unwrap());
+    let col = |c: &str| head.iter().position(|h| h == c).unwrap();
+    let sum = |c: &str| -> u64 { rows.iter().map(|x| x[col(c)].parse::<u64>().unwrap()).sum() };
+    assert!(rows
+        .iter()
+        .all(|x| &x[col("side")] == "data" && &x[col("machine")] == "skylake"));
+    assert_eq!(sum("misses"), m["misses"].as_u64().unwrap());
+    assert_eq!(sum("cycles_sum"), m["cycles"].as_u64().unwrap());
+    let counts: Vec<[u64; 2]> = serde_json::from_value(m["counts"].clone()).unwrap();
+    let csv_counts: Vec<[u64; 2]> = rows
+        .iter()
+        .map(|x| {
+            [
+                x[col("cycles")].parse().unwrap(),
+                x[col("misses")].parse().unwrap(),
+            ]
+        })
+        .collect();
+    assert_eq!(csv_counts, counts);
+    assert!(std::fs::read_to_string(p("l.svg"))
+        .unwrap()
+        .contains("<svg"));
+    assert!(text.contains("miss latency"), "{text}");
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("data "))
+        .unwrap();
+    let max = format!(" {}", m["max"]);
+    assert!(line.replace(',', "").ends_with(&max), "{line}");
+    let e = fails(&["sim", "-w", w, "--latency-csv", "/nonexistent-dir/l.csv"]);
+    assert!(e.contains("--latency-csv"), "{e}");
+}

@@ -19,6 +19,7 @@ pub mod curve;
 mod error;
 pub mod hashed;
 mod hugepage;
+pub mod latency;
 mod machine;
 pub mod nested;
 pub mod pagetable;

@@ -96,6 +96,10 @@ pub struct PageTables {
     pub tables_allocated: u64,
     pub tables_freed: u64,
     pub per_level: Vec<LevelTables>,
+    /// Clustered tables: `[length, buckets]` for each hash-chain length some bucket has
+    /// now (nodes per chain, every live process's table), ascending.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub chains: Vec<[u64; 2]>,
 }
 
 #[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
@@ -272,6 +276,10 @@ pub struct Report {
     /// The time model's estimate, term by term ([`crate::time`]).
     #[serde(default)]
     pub time: crate::time::TimeEstimate,
+    /// Translation cycles per first-level TLB miss, per side, exact per cycle count
+    /// ([`crate::latency`]; absent before the first miss).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub miss_latency: Option<crate::latency::MissLatency>,
 }
 
 /// The main counters' growth per interval of counted references: the rows add up to the
@@ -294,6 +302,10 @@ pub struct Interval {
     /// Misses per TLB level and side (`Intervals::levels`).
     pub misses: Vec<u64>,
     pub walks: u64,
+    /// Translation cycles of the first-level misses (fetch, data): the growth of
+    /// `miss_latency`'s `cycles` per side.
+    #[serde(default)]
+    pub miss_cycles: [u64; 2],
 }
 
 /// Misses and walks by mapping (of the address that missed) and by function (the code

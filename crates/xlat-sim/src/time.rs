@@ -11,7 +11,8 @@
 //! - `translation_fetch`: instruction-side TLB misses (later TLB levels, walks at their
 //!   cache latencies, traps, nested walks), fully exposed: a fetch miss stops the front end;
 //! - `translation_data`: data-side TLB misses ÷ `time.mlp` (out-of-order cores overlap
-//!   them with other misses). Without a per-side split all of it is exposed (said);
+//!   them with other misses), with what no first-level miss caused (SLB misses, write
+//!   faults on a hit);
 //! - `os`: page faults (zeroing and copies included), the OS's page-table loops, system
 //!   calls, context switches and flushes (`cycles.fault + cycles.os + cycles.flush`).
 //!
@@ -54,11 +55,8 @@ pub struct Parameter {
 /// Said of a parameter the machine gives no source for.
 pub const UNSOURCED: &str = "not stated: assumed";
 
-/// The translation cycles per side, when the run knows them: `(fetch, data)`.
-pub type SideSplit = Option<(u64, u64)>;
-
 /// The time model applied to `r` (its machine is `r.machine`).
-pub fn estimate(r: &Report, split: SideSplit) -> TimeEstimate {
+pub fn estimate(r: &Report) -> TimeEstimate {
     let m = &r.machine;
     let t = &m.time;
     let mut assumptions = Vec::new();
@@ -77,17 +75,16 @@ pub fn estimate(r: &Report, split: SideSplit) -> TimeEstimate {
         );
     }
     let c = &r.cycles;
-    let (translation_fetch, translation_data) = match split {
-        Some((f, d)) => (f as f64, d as f64 / t.mlp),
-        None => {
-            if t.mlp != 1.0 {
-                assumptions.push(
-                    "no per-side split of translation cycles: all of them counted exposed".into(),
-                );
-            }
-            (0.0, c.translation as f64)
-        }
-    };
+    // The fetch side's share from the per-miss histogram; the rest of the translation
+    // cycles (data misses, and what no first-level miss caused: write faults on a hit,
+    // SLB misses) is the data side's.
+    let fetch = r
+        .miss_latency
+        .as_ref()
+        .map_or(0, |m| m.fetch.cycles)
+        .min(c.translation);
+    let (translation_fetch, translation_data) =
+        (fetch as f64, (c.translation - fetch) as f64 / t.mlp);
     let os = c.fault as f64 + c.os as f64 + c.flush as f64;
     let total = compute + memory_stall.unwrap_or(0.0) + translation_fetch + translation_data + os;
     assumptions.push(

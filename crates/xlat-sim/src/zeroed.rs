@@ -65,6 +65,13 @@ impl<T> Deref for Zeroed<T> {
     }
 }
 
+impl<T> std::ops::DerefMut for Zeroed<T> {
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: as `deref`, and `&mut self` makes the access unique.
+        unsafe { self.ptr.as_mut() }
+    }
+}
+
 impl<T> Drop for Zeroed<T> {
     fn drop(&mut self) {
         // SAFETY: the pointer came from `new` with this size/layout, and `T` needs no

@@ -35,11 +35,12 @@ mlp = 2
     assert_eq!(t.memory_stall, Some(3.0 * 98.0 / 2.0));
     assert_eq!(t.instructions, 0);
     assert_eq!(t.compute, 0.0);
-    // No per-side split yet: all translation counted exposed on the data side.
-    assert_eq!(t.translation_data, r.cycles.translation as f64);
+    // Loads only: every translation cycle is the data side's, halved by the mlp.
+    assert_eq!(t.translation_fetch, 0.0);
+    assert_eq!(t.translation_data, r.cycles.translation as f64 / 2.0);
     let os = (r.cycles.fault + r.cycles.os + r.cycles.flush) as f64;
     assert_eq!(t.os, os);
-    let total = 147.0 + r.cycles.translation as f64 + os;
+    let total = 147.0 + r.cycles.translation as f64 / 2.0 + os;
     assert_eq!(t.total_cycles, total);
     assert_eq!(t.seconds, Some(total / 100e6));
     let p = t.parameters.iter().find(|p| p.key == "time.mlp").unwrap();

@@ -75,8 +75,13 @@ pub fn finish(
         }
     }
     // `--json -` or `--csv -`: standard output carries that and nothing else.
-    let to_stdout =
-        crate::export::one_to_stdout(&[&out.json, &out.csv, &out.interval_csv, &out.html])?;
+    let to_stdout = crate::export::one_to_stdout(&[
+        &out.json,
+        &out.csv,
+        &out.interval_csv,
+        &out.latency_csv,
+        &out.html,
+    ])?;
     if !outcomes.is_empty() {
         if !to_stdout && total == 1 {
             print!("{}", crate::output::detailed(&outcomes[0]));
@@ -91,6 +96,9 @@ pub fn finish(
         }
         if let Some(p) = &out.interval_csv {
             crate::export::write_interval_csv(p, &outcomes)?;
+        }
+        if let Some(p) = &out.latency_csv {
+            crate::latency::write_csv(p, &outcomes)?;
         }
         crate::plots::write_all(&outcomes, out)?;
         if let Some(p) = &out.html {

@@ -97,7 +97,16 @@ pub struct HashStats {
     /// Ratios derived from the counters above (0 when undefined).
     pub hit_rate: f64,
     pub evicts_per_insert: f64,
+    /// `live / slots`: the OSDI'99 paper's "use of the hash table" (§5.2, §7: PTEs in use,
+    /// zombies not counted).
     pub use_fraction: f64,
+    /// PTEGs by the live PTEs they hold now: `groups_live[k]` groups hold `k` (0..=8), so
+    /// Σ k·groups_live[k] = `live` (where the VSID rule's hot spots show).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups_live: Vec<u64>,
+    /// The same by valid PTEs, zombies included (what an insert finds full).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups_valid: Vec<u64>,
 }
 
 /// The hashed MMU: HTAB, context bookkeeping, BATs.
@@ -490,7 +499,27 @@ impl HashMmu {
         s.hit_rate = div(s.reload_hits, s.reloads);
         s.evicts_per_insert = div(s.evicts_live + s.evicts_zombie, s.inserts);
         s.use_fraction = div(s.live, s.slots);
+        (s.groups_live, s.groups_valid) = self.group_occupancy();
         s
+    }
+
+    /// PTEGs by the live and by the valid PTEs they hold (index: PTEs, 0..=8).
+    fn group_occupancy(&self) -> (Vec<u64>, Vec<u64>) {
+        let mut live = vec![0u64; htab::SLOTS + 1];
+        let mut valid = vec![0u64; htab::SLOTS + 1];
+        for g in 0..self.htab.ptegs() {
+            let (mut l, mut v) = (0, 0);
+            for i in self.htab.group(g) {
+                let p = self.htab.pte(i);
+                if p.valid() {
+                    v += 1;
+                    l += self.live[p.ctx as usize] as usize;
+                }
+            }
+            live[l] += 1;
+            valid[v] += 1;
+        }
+        (live, valid)
     }
 
     /// Host bytes of an HTAB of `slots` PTEs (the simulator's estimate).

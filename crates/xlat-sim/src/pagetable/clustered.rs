@@ -418,6 +418,21 @@ impl PageTable for Clustered {
         (self.heads.len() as u64 * 4).saturating_add(self.blocks.len() as u64 * per_node)
     }
 
+    fn chain_lengths(&self, hist: &mut Vec<u64>) {
+        for &head in &self.heads {
+            let mut len = 0;
+            let mut n = head;
+            while n != NIL {
+                len += 1;
+                n = self.nodes[n as usize].next;
+            }
+            if hist.len() <= len {
+                hist.resize(len + 1, 0);
+            }
+            hist[len] += 1;
+        }
+    }
+
     fn pwc_level(&self, _name: &str) -> Option<(usize, u32)> {
         None
     }

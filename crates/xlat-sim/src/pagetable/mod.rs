@@ -165,6 +165,9 @@ pub trait PageTable: Sized {
             .iter()
             .fold(0u64, |a, u| a.saturating_add(u.0).saturating_add(64 * u.1))
     }
+    /// Hashed tables: counts each bucket's chain in `hist` (`hist[n]`: buckets whose
+    /// chain has `n` nodes, grown as needed); other tables count nothing.
+    fn chain_lengths(&self, _hist: &mut Vec<u64>) {}
     /// Hardware-level index and key shift for a page-walk cache of config level `name`.
     fn pwc_level(&self, name: &str) -> Option<(usize, u32)>;
     /// A hint that `va` will be walked soon: may prefetch host memory for the walk, and

@@ -127,6 +127,7 @@ impl<P: PageTable> Sim<P, HashMmu> {
         let cur = self.os.cur.expect("checked by translate");
         let nl = self.mmu.tlb.levels();
         let mut found = l1.map(|e| (0, e));
+        let mut lookup = 0;
         if found.is_none() {
             for li in 1..nl {
                 if let Some(e) = self.mmu.tlb.probe(li, side, va, 0) {
@@ -137,7 +138,11 @@ impl<P: PageTable> Sim<P, HashMmu> {
         }
         match found {
             Some((li, e)) if !store || e.writable => {
-                self.acct.c.cyc.tlb_hit += self.mmu.tlb.hit_cycles(li);
+                let hit = self.mmu.tlb.hit_cycles(li);
+                self.acct.c.cyc.tlb_hit += hit;
+                if l1.is_none() {
+                    self.acct.latency.record(side, hit);
+                }
                 self.mmu
                     .tlb
                     .fill(li, side, va, &entry_leaf(&e), PAGE_SHIFT, 0);
@@ -147,10 +152,13 @@ impl<P: PageTable> Sim<P, HashMmu> {
             Some(_) => self.write_fault(cur, ea, kind)?,
             None => {
                 if nl > 1 {
-                    self.acct.c.cyc.tlb_hit += self.mmu.tlb.hit_cycles(nl - 1);
+                    lookup = self.mmu.tlb.hit_cycles(nl - 1);
+                    self.acct.c.cyc.tlb_hit += lookup;
                 }
             }
         }
+        // The reload's cycles: its growth of the walk and trap counters.
+        let before = self.acct.c.cyc.walk.wrapping_add(self.acct.c.cyc.trap);
         let leaf = match self.mmu.org.linear(ea) {
             Some(pa) => self.reload_linear(ea, va, pa),
             None => {
@@ -158,6 +166,12 @@ impl<P: PageTable> Sim<P, HashMmu> {
                 self.reload(cur, kind, ea, va)?
             }
         };
+        if l1.is_none() {
+            let after = self.acct.c.cyc.walk.wrapping_add(self.acct.c.cyc.trap);
+            self.acct
+                .latency
+                .record(side, lookup + after.wrapping_sub(before));
+        }
         self.mmu.tlb.fill(nl, side, va, &leaf, PAGE_SHIFT, 0);
         self.data_ref(leaf.pfn, leaf.shift, va);
         Ok(leaf.shift as u32)

@@ -33,6 +33,7 @@ mod host;
 mod idle;
 mod inspect;
 mod nested;
+mod new;
 mod organization;
 mod os;
 mod os_loops;
@@ -116,136 +117,6 @@ const PREFETCH_DISTANCE: usize = 2;
 const MAX_ATTEMPTS: usize = 4;
 
 impl<P: PageTable, O: Organization> Sim<P, O> {
-    /// A simulator within [`DEFAULT_MEMORY_LIMIT`] (checked by estimates only).
-    pub fn new(cfg: &MachineConfig) -> Result<Self, ConfigError> {
-        Self::with_memory_limit(cfg, DEFAULT_MEMORY_LIMIT, None)
-    }
-
-    /// A simulator that keeps the host memory in use within `limit` bytes: the
-    /// machine's structures are estimated first (a configuration over the limit is an
-    /// error naming its largest field); events that would need more (a populate, a
-    /// fork) are refused before the work; and with a `probe`, the memory in use is
-    /// checked before each batch and while populating (the error names the event).
-    pub fn with_memory_limit(
-        cfg: &MachineConfig,
-        limit: u64,
-        probe: Option<MemoryProbe>,
-    ) -> Result<Self, ConfigError> {
-        cfg.validate()?;
-        if !P::serves(&cfg.page_table) || !O::serves(&cfg.page_table) {
-            return Err(ConfigError::Invalid {
-                field: "page_table.kind".into(),
-                msg: format!(
-                    "this simulator is compiled for {} tables under {}: use xlat_sim::Machine, which picks the types",
-                    std::any::type_name::<P>(),
-                    std::any::type_name::<O>()
-                ),
-            });
-        }
-        let (need, field) = cfg.host_bytes();
-        if need > limit {
-            return Err(ConfigError::Invalid {
-                field,
-                msg: format!(
-                    "this machine's structures need ~{} MiB of host memory, over the limit of {} MiB (--max-memory)",
-                    need >> 20,
-                    limit >> 20
-                ),
-            });
-        }
-        let base_shift = cfg.page_table.base_page().shift();
-        let mut mem = PhysMem::new(base_shift);
-        let org = O::new(cfg, &mut mem)?;
-        let pt = P::empty(cfg, &mut mem);
-        let pwc = Pwc::new(&cfg.walker.pwc, &pt)?;
-        let shifts = pt.leaf_shifts();
-        let thp_shift = shifts.iter().copied().find(|&s| s as u32 > base_shift);
-        let pinned = cfg
-            .tlb
-            .pinned
-            .iter()
-            .map(|p| {
-                (
-                    p.va.0,
-                    Vma {
-                        end: p.va.0 + p.size.bytes(),
-                        prot: Prot::RWX,
-                        flags: MapFlags(MapFlags::GLOBAL),
-                        thp: Some(false),
-                        phys: Some(p.pa.0),
-                        implicit: false,
-                    },
-                )
-            })
-            .collect::<Vec<_>>();
-        let mut vmas = Vmas::default();
-        for (s, v) in &pinned {
-            vmas.insert(*s, *v);
-        }
-        let kernel = vmas.clone();
-        let mut sim = Sim {
-            busy: std::time::Duration::ZERO,
-            base_shift,
-            va_bits: cfg.va_bits(),
-            va_high: if cfg.va_bits() >= 64 {
-                0
-            } else {
-                !((1u64 << cfg.va_bits()) - 1)
-            },
-            data_refs: cfg.cache.data_refs,
-            mmu: Mmu {
-                tlb: Tlbs::new(&cfg.tlb)?,
-                pwc,
-                caches: Caches::new(&cfg.cache)?,
-                org,
-                nested: cfg
-                    .nested
-                    .as_ref()
-                    .map(|n| crate::nested::Nested::new(n).map(Box::new))
-                    .transpose()?,
-                asid: 0,
-            },
-            os: OsState {
-                mem,
-                slots: vec![Some(Process {
-                    pid: Pid::INIT.0,
-                    pt,
-                    vmas,
-                    heap: None,
-                    notes: Default::default(),
-                    asid: 0,
-                    asid_gen: 0,
-                    ctx: 0,
-                })],
-                kernel,
-                kernel_pages: FxHashMap::default(),
-                pid_slot: FxHashMap::default(),
-                cur: Some(0),
-                next_asid: 1,
-                asid_gen: 1,
-                loaded_pid: Some(Pid::INIT.0),
-                thp_shift,
-                precleared: Vec::new(),
-            },
-            acct: Accounting::default(),
-            event: 0,
-            scratch: Vec::new(),
-            portable: false,
-            mem_limit: limit,
-            mem_probe: probe,
-            past_levels: Vec::new(),
-            cfg: cfg.clone(),
-        };
-        sim.os.pid_slot.insert(Pid::INIT.0, 0);
-        sim.program_starts(Pid::INIT.0, 0);
-        sim.assign_asid(0);
-        Ok(sim)
-    }
-
-    pub fn config(&self) -> &MachineConfig {
-        &self.cfg
-    }
-
     /// Replays a batch of events. On error, `events_done()` says how far it got.
     pub fn run(&mut self, events: &[Event]) -> Result<(), SimError> {
         let t = thread_cpu();
@@ -574,7 +445,9 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
 
     /// [`Sim::translate_past_l1`]'s body. Its callers attribute out of line when asked
     /// (one test): hooks inside it cost ~17 instructions per miss in spills, and a second
-    /// caller of this body stopped LLVM inlining its callees.
+    /// caller of this body stopped LLVM inlining its callees. A first-level miss's
+    /// translation cycles (the level's hit cycles, or the last level's and the walk's)
+    /// go to the latency histogram (`latency.rs`) where they are charged.
     #[inline(always)]
     fn past_l1(&mut self, kind: AccessKind, va: u64, l1: Option<Entry>) -> Result<u32, SimError> {
         self.note_fetch_miss(kind, va, &l1);
@@ -584,6 +457,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
         let asid = self.mmu.asid;
         let nl = self.mmu.tlb.levels();
         let mut found = l1.map(|e| (0, e));
+        let mut lookup = 0;
         if found.is_none() {
             if nl == 2 {
                 // The common two-level hierarchy, without the general loop's set-up.
@@ -603,8 +477,15 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
         match found {
             Some((li, e)) if !store || e.writable => {
                 debug_assert!(li > 0);
-                if li < nl {
-                    self.acct.c.cyc.tlb_hit += self.mmu.tlb.hit_cycles(li);
+                // The prefetch buffer (`li == nl`) costs nothing.
+                let hit = if li < nl {
+                    self.mmu.tlb.hit_cycles(li)
+                } else {
+                    0
+                };
+                self.acct.c.cyc.tlb_hit += hit;
+                if l1.is_none() {
+                    self.acct.latency.record(side, hit);
                 }
                 self.mmu
                     .tlb
@@ -617,7 +498,8 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
             Some(_) => self.write_fault(cur, va, kind)?,
             None => {
                 if nl > 1 {
-                    self.acct.c.cyc.tlb_hit += self.mmu.tlb.hit_cycles(nl - 1);
+                    lookup = self.mmu.tlb.hit_cycles(nl - 1);
+                    self.acct.c.cyc.tlb_hit += lookup;
                 }
             }
         }
@@ -625,7 +507,10 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
         // `Leaf` (padding skipped) is made of overlapping narrow moves that cannot be
         // store-forwarded from the walk's stores.
         let mut w = Walk::default();
-        self.walk(cur, va, kind, &mut w)?;
+        let walked = self.walk(cur, va, kind, &mut w)?;
+        if l1.is_none() {
+            self.acct.latency.record(side, lookup + walked);
+        }
         let leaf = w.leaf.as_ref().expect("a fault always maps the page");
         self.mmu.tlb.fill(nl, side, va, leaf, self.base_shift, asid);
         if self.mmu.tlb.has_prefetch() {

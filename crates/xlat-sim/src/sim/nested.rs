@@ -10,9 +10,9 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
     /// `start..w.n` (a page-walk-cache hit skipped the levels above): each guest entry's
     /// guest-physical address is translated, then the entry read; then the leaf's data
     /// page is translated. Leaves `w.leaf` as the TLB may hold it: the smaller of the
-    /// guest and host pages.
+    /// guest and host pages. Returns its cycles (the caller charges them).
     #[inline(never)]
-    pub(super) fn nested_walk(&mut self, va: u64, start: usize, w: &mut Walk) {
+    pub(super) fn nested_walk(&mut self, va: u64, start: usize, w: &mut Walk) -> u64 {
         let n = self.mmu.nested.as_deref_mut().expect("a guest");
         let mut refs = std::mem::take(&mut n.refs);
         refs.clear();
@@ -36,7 +36,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
             });
         }
         cycles += self.mmu.caches.access_walk(&refs);
-        self.acct.c.cyc.walk += cycles;
         self.mmu.nested.as_deref_mut().expect("a guest").refs = refs;
+        cycles
     }
 }

@@ -50,6 +50,8 @@ pub(super) struct Accounting {
     /// Per-program accounting (`programs.rs`).
     pub(super) programs: programs::Programs,
     pub(super) privileges: privilege::Privileges,
+    /// Translation cycles per first-level miss, per side (`crate::latency`).
+    pub(super) latency: crate::latency::LatencyCounts,
     /// First-level misses of instruction fetches per page (`count_fetch_misses`).
     pub(super) fetch_misses: Option<FxHashMap<u64, u64>>,
     /// Misses and walks by region and code (`attribute_misses`).

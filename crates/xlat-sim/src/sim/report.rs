@@ -9,7 +9,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
     pub fn report(&self) -> Report {
         let mut r = self.since_warm(self.report_all());
         self.window_report(&mut r);
-        r.time = crate::time::estimate(&r, None);
+        r.time = crate::time::estimate(&r);
         r
     }
 
@@ -40,7 +40,9 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
             }
         }
         let mut usage: Vec<(u64, u64)> = Vec::new();
+        let mut chains = Vec::new();
         for p in self.os.slots.iter().flatten() {
+            p.pt.chain_lengths(&mut chains);
             for (i, (b, t)) in p.pt.table_usage().into_iter().enumerate() {
                 if usage.len() <= i {
                     usage.push((0, 0));
@@ -127,6 +129,11 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
                         bytes: u.0,
                     })
                     .collect(),
+                chains: (0..)
+                    .zip(chains)
+                    .filter(|&(_, n)| n > 0)
+                    .map(|(len, n)| [len, n])
+                    .collect(),
             },
             memory: Memory {
                 frames_allocated: m.frames_allocated,
@@ -139,6 +146,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
             hash: self.mmu.org.hash_report(),
             nested: self.mmu.nested.as_ref().map(|n| n.report()),
             time: Default::default(),
+            miss_latency: self.acct.latency.report(),
         }
     }
 }

@@ -58,7 +58,8 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
     /// One hardware walk (or software miss handler run) for `va`. A missing
     /// translation is faulted in first and a store to a read-only page takes its write
     /// fault first, so the walk counted is the one that completes (one per miss).
-    /// The walk is left in `w`, its leaf present.
+    /// The walk is left in `w`, its leaf present; returns the walk and trap cycles it
+    /// charged (summed here, added to the counters once).
     #[inline(always)]
     pub(super) fn walk(
         &mut self,
@@ -66,55 +67,59 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
         va: u64,
         kind: AccessKind,
         w: &mut Walk,
-    ) -> Result<(), SimError> {
+    ) -> Result<u64, SimError> {
         self.acct.c.walks += 1;
         self.walk_present(cur, va, kind, w)?;
         let mut start = 0;
+        let mut trap = 0;
+        // Plain adds on the hot path: latencies are capped (`config::MAX_LATENCY`), so
+        // these sums cannot wrap in any feasible run; the cold costs saturate (`sat`).
+        // `walk_cycles` is 0 unless the walker is a radix hardware one (validated).
+        let mut cycles = self.cfg.walker.walk_cycles;
         if self.cfg.walker.kind == WalkerKind::Software {
             self.acct.c.traps += 1;
-            self.acct.c.cyc.trap += self.cfg.walker.trap_cycles + self.cfg.walker.handler_cycles;
+            trap = self.cfg.walker.trap_cycles + self.cfg.walker.handler_cycles;
+            self.acct.c.cyc.trap += trap;
         } else if self.mmu.pwc.split() {
             // Probes and fills in one pass (the same result as `lookup` then `fill`).
             if let Some(h) = self.mmu.pwc.lookup_filling(va, self.mmu.asid, w.n - 1) {
                 start = (h + 1).min(w.n - 1);
-                self.acct.c.cyc.walk += self.cfg.walker.pwc_hit_cycles;
+                cycles += self.cfg.walker.pwc_hit_cycles;
             }
         } else if !self.mmu.pwc.is_empty() {
             if let Some(h) = self.mmu.pwc.lookup(va, self.mmu.asid) {
                 start = (h + 1).min(w.n - 1);
-                self.acct.c.cyc.walk += self.cfg.walker.pwc_hit_cycles;
+                cycles += self.cfg.walker.pwc_hit_cycles;
             }
             if w.n > 1 {
                 self.mmu.pwc.fill(va, start, w.n - 1, self.mmu.asid);
             }
         }
-        // Plain adds on the hot path: latencies are capped (`config::MAX_LATENCY`), so
-        // these sums cannot wrap in any feasible run; the cold costs saturate (`sat`).
-        // `walk_cycles` is 0 unless the walker is a radix hardware one (validated).
-        self.acct.c.cyc.walk += self.cfg.walker.walk_cycles;
         if self.mmu.nested.is_some() {
-            self.nested_walk(va, start, w);
+            cycles += self.nested_walk(va, start, w);
         } else {
-            self.acct.c.cyc.walk += self.mmu.caches.access_walk(&w.refs[start..w.n]);
+            cycles += self.mmu.caches.access_walk(&w.refs[start..w.n]);
         }
         self.acct.c.walk_spans[start][w.n] += 1;
         if P::LONG_WALKS && w.n == MAX_LEVELS {
-            self.walk_past_levels(cur, va);
+            cycles += self.walk_past_levels(cur, va);
         }
-        Ok(())
+        self.acct.c.cyc.walk += cycles;
+        Ok(cycles + trap)
     }
 
     /// A walk longer than [`Walk::refs`] holds (a clustered table's long chain): its
-    /// remaining references through the cache model, counted apart.
+    /// remaining references through the cache model, counted apart; returns their cycles.
     #[cold]
     #[inline(never)]
-    fn walk_past_levels(&mut self, cur: usize, va: u64) {
+    fn walk_past_levels(&mut self, cur: usize, va: u64) -> u64 {
         let mut refs = std::mem::take(&mut self.past_levels);
         refs.clear();
         let pt = &self.os.slots[cur].as_ref().expect("current process").pt;
         self.acct.c.walk_refs_past_levels +=
             pt.walk_past_levels(VirtAddr(va), &mut |pa| refs.push(pa));
-        self.acct.c.cyc.walk += self.mmu.caches.access_walk(&refs);
+        let cycles = self.mmu.caches.access_walk(&refs);
         self.past_levels = refs;
+        cycles
     }
 }

@@ -39,6 +39,7 @@ const KEPT: &[&str] = &[
     "page_tables.bytes_live",
     "page_tables.bytes_peak",
     "page_tables.per_level",
+    "page_tables.chains",
     "memory.frames_live",
     "memory.base_page_bytes",
     "os.processes_live",
@@ -50,10 +51,13 @@ const KEPT: &[&str] = &[
     "hash.zombies",
     "hash.peak_live",
     "hash.peak_zombies",
+    "hash.groups_live",
+    "hash.groups_valid",
     "nested.host_levels",
     "programs[].pid",
     "programs[].exec",
     "time",
+    "miss_latency",
 ];
 
 impl<P: PageTable, O: Organization> Sim<P, O> {
@@ -93,6 +97,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
         let m = &mut self.os.mem.counters;
         m.table_bytes_peak = m.table_bytes_live;
         self.mmu.org.reset_peaks();
+        self.acct.latency.reset_max();
         if let Some(f) = &mut self.acct.fetch_misses {
             f.clear();
         }
@@ -134,6 +139,10 @@ impl Report {
             l.misses_per_kref = l.misses as f64 * 1000.0 / total;
         }
         r.cycles.derive(r.refs.total);
+        r.miss_latency = match (&self.miss_latency, &base.miss_latency) {
+            (Some(now), Some(then)) => Some(now.since(then)),
+            (now, _) => now.clone(),
+        };
         if let Some(h) = &mut r.hash {
             let div = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
             h.hit_rate = div(h.reload_hits, h.reloads);

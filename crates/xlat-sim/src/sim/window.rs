@@ -63,6 +63,7 @@ impl Interval {
                 .map(|(a, b)| a - b)
                 .collect(),
             walks: self.walks - base.walks,
+            miss_cycles: [0, 1].map(|s| self.miss_cycles[s].wrapping_sub(base.miss_cycles[s])),
         }
     }
 }
@@ -125,6 +126,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
             instructions: c.refs.instructions + fetch - c.refs.blocks,
             misses,
             walks: c.walks,
+            miss_cycles: self.acct.latency.cycles(),
         }
     }
 
