@@ -52,7 +52,9 @@ impl LatencyCounts {
         self.counts[s][..EXACT_BELOW]
             .iter()
             .enumerate()
-            .fold(self.total[s], |a, (c, &n)| a.wrapping_sub((c as u64).wrapping_mul(n)))
+            .fold(self.total[s], |a, (c, &n)| {
+                a.wrapping_sub((c as u64).wrapping_mul(n))
+            })
     }
 
     /// The warm-up ended: the maximum of the misses past [`EXACT_BELOW`] restarts (the

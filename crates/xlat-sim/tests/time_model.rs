@@ -128,3 +128,26 @@ fn fork_and_exit_loops_count_a_folded_level_per_parent_entry() {
     assert_eq!(os_cycles[0], 2 * (4 * 7 + 5 * 3));
     assert_eq!(os_cycles[1] - os_cycles[0], 2 * 2 * (7 + 3));
 }
+
+/// Fetch-side translation is fully exposed, the data side divided by `mlp`: each side's
+/// cycles are its first-level misses' (the per-miss histogram), and they add up to
+/// `cycles.translation`.
+#[test]
+fn fetch_misses_are_exposed_and_data_misses_divided_by_mlp() {
+    use xlat_types::{Access, AccessKind};
+    let cfg = machine("{ entries = 1, sizes = [\"4KiB\"] }", "[time]\nmlp = 4\n");
+    let fetch = |a| Event::Access(Access::new(AccessKind::Fetch, a, 4));
+    let mut ev = vec![mmap(0x10000, 0x4000)];
+    for _ in 0..3 {
+        ev.extend([fetch(0x10000), load(0x12000), fetch(0x11000), load(0x13000)]);
+    }
+    let r = run(&cfg, &ev);
+    let m = r.miss_latency.as_ref().expect("misses");
+    assert_eq!((m.fetch.misses, m.data.misses), (6, 6));
+    assert_eq!(m.fetch.cycles + m.data.cycles, r.cycles.translation);
+    assert!(m.fetch.cycles > 0 && m.data.cycles > 0);
+    assert_eq!(r.time.translation_fetch, m.fetch.cycles as f64);
+    assert_eq!(r.time.translation_data, m.data.cycles as f64 / 4.0);
+    assert_eq!(r.time.instructions, 6);
+    assert_eq!(r.time.compute, 6.0);
+}

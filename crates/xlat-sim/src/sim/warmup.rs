@@ -148,6 +148,7 @@ impl Report {
             h.hit_rate = div(h.reload_hits, h.reloads);
             h.evicts_per_insert = div(h.evicts_live + h.evicts_zombie, h.inserts);
         }
+        r.time = crate::time::estimate(&r);
         r
     }
 }
