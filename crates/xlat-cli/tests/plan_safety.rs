@@ -204,6 +204,10 @@ fn a_merged_report_with_the_largest_counts_is_drawn() {
                 l["misses"] = json!(u64::MAX);
                 l["misses_per_kref"] = json!(u64::MAX as f64 * 1000.0 / refs);
             }
+            // The time estimate follows the counts, as a real report's does.
+            let mut full: xlat_sim::Report = serde_json::from_value(rep.clone()).unwrap();
+            full.time = xlat_sim::time::estimate(&full);
+            *rep = serde_json::to_value(&full).unwrap();
         }
         write_json(&f, &v);
     }

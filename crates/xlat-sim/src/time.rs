@@ -48,7 +48,7 @@ pub struct TimeEstimate {
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Parameter {
     pub key: String,
-    pub value: serde_json::Value,
+    pub value: f64,
     pub source: String,
 }
 
@@ -171,9 +171,39 @@ pub fn parameters(m: &MachineConfig) -> Vec<Parameter> {
     }
     keys.into_iter()
         .filter_map(|key| {
-            let value = crate::config::lookup(&json, &key)?.clone();
+            let value = crate::config::lookup(&json, &key)?.as_f64()?;
             let source = m.source_of(&key).unwrap_or(UNSOURCED).to_string();
             Some(Parameter { key, value, source })
         })
         .collect()
+}
+
+impl TimeEstimate {
+    /// Whether `self` is what [`estimate`] gives for `r` (floats within a relative 1e-9):
+    /// a report read back (a shard) must carry its own estimate.
+    pub fn matches(&self, r: &Report) -> bool {
+        let t = estimate(r);
+        let near = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0);
+        let near_opt = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(a), Some(b)) => near(a, b),
+            (a, b) => a.is_none() && b.is_none(),
+        };
+        self.model == t.model
+            && self.instructions == t.instructions
+            && near(self.compute, t.compute)
+            && near_opt(self.memory_stall, t.memory_stall)
+            && near(self.translation_fetch, t.translation_fetch)
+            && near(self.translation_data, t.translation_data)
+            && near(self.os, t.os)
+            && near(self.total_cycles, t.total_cycles)
+            && near_opt(self.seconds, t.seconds)
+            && near(self.translation_share, t.translation_share)
+            && self.assumptions == t.assumptions
+            && self.parameters.len() == t.parameters.len()
+            && self
+                .parameters
+                .iter()
+                .zip(&t.parameters)
+                .all(|(a, b)| a.key == b.key && a.source == b.source && near(a.value, b.value))
+    }
 }

@@ -44,7 +44,7 @@ mlp = 2
     assert_eq!(t.total_cycles, total);
     assert_eq!(t.seconds, Some(total / 100e6));
     let p = t.parameters.iter().find(|p| p.key == "time.mlp").unwrap();
-    assert_eq!((p.value.as_f64(), p.source.as_str()), (Some(2.0), "test"));
+    assert_eq!((p.value, p.source.as_str()), (2.0, "test"));
     let p = t
         .parameters
         .iter()

@@ -336,6 +336,10 @@ pub fn check_report(r: &Report) -> Result<()> {
         c.per_ref
     );
     rate("cycles translation_per_ref", r.cycles.translation_per_ref)?;
+    ensure!(
+        r.time.matches(r),
+        "time: not the time model's estimate for these counts and this machine"
+    );
     if let Some(h) = &r.hash {
         for (what, v) in [
             ("hash hit_rate", h.hit_rate),
