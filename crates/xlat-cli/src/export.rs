@@ -290,8 +290,9 @@ pub fn write_csv(path: &Path, outcomes: &[Outcome]) -> Result<()> {
 /// references before it: after `--skip` and `--warmup`), `refs`, `instructions`, a
 /// `LEVEL_SIDE_misses` column per TLB level and side (every run's, in order of first
 /// appearance; empty where a run's machine has no such level), `walks`, then
-/// `fetch_miss_cycles` and `data_miss_cycles` (the first-level misses' translation
-/// cycles). Runs without intervals have no rows.
+/// `fetch_miss_cycles` and `data_miss_cycles` (each side's translation cycles: its
+/// first-level misses', and on the data side a store's write fault on a first-level
+/// hit). Runs without intervals have no rows.
 pub fn write_interval_csv(path: &Path, outcomes: &[Outcome]) -> Result<()> {
     let (fields, wparams) = param_columns(outcomes);
     let key = |level: &str| -> String {

@@ -35,7 +35,7 @@ pub fn text(r: &xlat_sim::Report) -> String {
     };
     let _ = writeln!(
         s,
-        "\nmiss latency  translation cycles per first-level TLB miss (exact; --latency-csv, --plot latency=FILE)"
+        "\nmiss latency  translation cycles per first-level TLB miss (exact; recorded with --miss-latency; --latency-csv, --plot latency=FILE)"
     );
     let mut g = Grid::new(
         2,

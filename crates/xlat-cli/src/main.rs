@@ -94,6 +94,16 @@ pub struct OutputArgs {
     pub plot_metric: Option<String>,
 }
 
+impl OutputArgs {
+    /// Whether an output needs the runs' miss-latency histograms.
+    pub fn wants_miss_latency(&self) -> bool {
+        self.latency_csv.is_some()
+            || plots::requests(self)
+                .iter()
+                .any(|r| r.metric.as_deref() == Some(latency::LATENCY))
+    }
+}
+
 /// How the simulator runs: the flags of the commands that simulate.
 #[derive(clap::Args, Clone, Copy, Debug)]
 pub struct SimFlags {
@@ -285,6 +295,11 @@ pub struct SimArgs {
     /// and `--plot`'s time series.
     #[arg(long, value_name = "N", default_value = "0", value_parser = parse_count)]
     interval: u64,
+    /// Record the translation cycles of every first-level TLB miss: the report's
+    /// `miss_latency` histogram (implied by `--latency-csv` and `--plot latency=FILE`).
+    /// Off by default: it costs the miss path ~19 instructions per miss.
+    #[arg(long)]
+    miss_latency: bool,
     #[command(flatten)]
     attribution: attribution::AttributeArgs,
     /// Change a field of every machine, e.g. `tlb.levels[1].unified[0].entries=2048`

@@ -34,6 +34,7 @@ pub fn sim(a: SimArgs) -> Result<()> {
     plan.skip = a.skip;
     plan.simulate = a.simulate;
     plan.interval = a.interval;
+    plan.miss_latency = a.miss_latency || a.out.wants_miss_latency();
     let out = &a.out;
     check_interval_csv(out, a.interval)?;
     if a.plan.is_some() || a.slurm.is_some() {

@@ -520,6 +520,42 @@ fn layout_json_and_csv_match_the_text() {
     assert_eq!(csv_rows(&stdout(&o)).1, rows);
 }
 
+/// The per-miss histogram costs the miss path, so a run records it only when asked
+/// (`--miss-latency`, or an output that needs it); the side totals of the time model
+/// are there either way, and the same.
+#[test]
+fn sim_records_miss_latency_only_when_asked() {
+    let d = tempfile::tempdir().unwrap();
+    let mut fetch = Vec::new();
+    for (flag, recorded) in [(None, false), (Some("--miss-latency"), true)] {
+        let json = d.path().join(format!("{recorded}.json"));
+        let mut args = vec![
+            "sim",
+            "-m",
+            "skylake",
+            "-w",
+            "code:refs=20000",
+            "--json",
+            json.to_str().unwrap(),
+        ];
+        args.extend(flag);
+        let text = ok(&args);
+        assert_eq!(text.contains("miss latency"), recorded, "{text}");
+        let j: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let r = &j["runs"][0]["report"];
+        assert_eq!(r["miss_latency"].is_null(), !recorded);
+        if recorded {
+            assert_eq!(
+                r["miss_latency"]["fetch"]["cycles"],
+                r["cycles"]["translation_fetch"]
+            );
+        }
+        fetch.push(r["cycles"]["translation_fetch"].as_u64().unwrap());
+    }
+    assert!(fetch[0] > 0);
+    assert_eq!(fetch[0], fetch[1]);
+}
+
 /// Issue 38: `--latency-csv` and `--plot latency=FILE` hold the JSON report's histogram,
 /// whose misses are the first-level misses and whose cycles are the translation cycles;
 /// the text report shows its table; a bad path fails before the run.

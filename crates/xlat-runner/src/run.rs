@@ -98,7 +98,8 @@ pub struct Env<'a> {
 /// How runs go: `strict` about cut traces, the first `warmup` references not counted,
 /// misses attributed to mappings and functions (`attribute`), and the window: `skip`
 /// references dropped first (OS events applied), `simulate` counted ones at most (0: all),
-/// the main counters per `interval` references (0: none).
+/// the main counters per `interval` references (0: none); `miss_latency`: the per-miss
+/// latency histogram recorded (`Sim::record_miss_latency`).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RunOpts {
     pub strict: bool,
@@ -109,6 +110,7 @@ pub struct RunOpts {
     pub skip: u64,
     pub simulate: u64,
     pub interval: u64,
+    pub miss_latency: bool,
 }
 
 impl RunOpts {
@@ -121,6 +123,9 @@ impl RunOpts {
         sim.set_interval(self.interval);
         if self.attribute {
             sim.attribute_misses();
+        }
+        if self.miss_latency {
+            sim.record_miss_latency();
         }
         Ok(sim)
     }

@@ -14,13 +14,13 @@ use serde::{Deserialize, Serialize};
 /// memory at 300 cycles stays below it).
 pub const EXACT_BELOW: usize = 8192;
 
-/// The simulator's counts: `counts[side][c]` misses of exactly `c` cycles (side 0:
-/// instruction fetches, 1: data), `counts[side][EXACT_BELOW]` the misses at or above it;
-/// `total` every miss's cycles and `max` the most one took. Kernel-zeroed: only the pages
-/// touched cost memory. One update per miss, without a branch. It is not free: callgrind
-/// measures about 31 instructions per first-level miss on radix machines over the code
-/// without histograms (skylake stride +3.4 %), part of it from the walk returning its
-/// cycles; issue 38 wants it opt-in.
+/// The simulator's counts, kept only when recording (`Sim::record_miss_latency`):
+/// `counts[side][c]` misses of exactly `c` cycles (side 0: instruction fetches, 1:
+/// data), `counts[side][EXACT_BELOW]` the misses at or above it; `total` every miss's
+/// cycles and `max` the most one took. Kernel-zeroed: only the pages touched cost memory.
+/// One update per miss, without a branch, but not free (~19 instructions per
+/// first-level miss; skylake stride +3.4 % per reference under callgrind): the simulator
+/// runs a copy of the miss path with it only when asked.
 pub(crate) struct LatencyCounts {
     counts: Zeroed<[[u64; EXACT_BELOW + 1]; 2]>,
     total: [u64; 2],
@@ -65,12 +65,7 @@ impl LatencyCounts {
         self.max = [0; 2];
     }
 
-    /// The cycles of every miss so far, per side (wrapping: intervals take differences).
-    pub(crate) fn cycles(&self) -> [u64; 2] {
-        self.total
-    }
-
-    /// The report section; `None` before the first miss.
+    /// The report section (of a recording run); `None` before the first miss.
     pub(crate) fn report(&self) -> Option<MissLatency> {
         let side = |s: usize| {
             let counts: Vec<[u64; 2]> = self.counts[s][..EXACT_BELOW]

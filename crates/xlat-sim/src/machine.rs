@@ -98,6 +98,11 @@ impl Machine {
     pub fn count_fetch_misses(&mut self) {
         each!(self, s => s.count_fetch_misses())
     }
+    /// See [`Sim::record_miss_latency`].
+    #[inline]
+    pub fn record_miss_latency(&mut self) {
+        each!(self, s => s.record_miss_latency())
+    }
     /// See [`Sim::attribute_misses`].
     #[inline]
     pub fn attribute_misses(&mut self) {

@@ -194,6 +194,10 @@ pub struct CycleEstimate {
     /// `tlb_hit + walk + trap`: the translation cost proper (faults and OS work are not).
     #[serde(default)]
     pub translation: u64,
+    /// The part of `translation` that instruction fetches took (their first-level TLB
+    /// misses and SLB misses; the rest is the data side's).
+    #[serde(default)]
+    pub translation_fetch: u64,
     #[serde(default)]
     pub translation_per_ref: f64,
     /// Page faults: `cost.fault_cycles` each, plus copies and the zeroing of each new
@@ -220,6 +224,7 @@ impl CycleEstimate {
             .tlb_hit
             .saturating_add(self.walk)
             .saturating_add(self.trap);
+        self.translation_fetch = self.translation_fetch.min(self.translation);
         self.total = [self.fault, self.os, self.flush]
             .iter()
             .fold(self.translation, |a, &b| a.saturating_add(b));
@@ -302,8 +307,9 @@ pub struct Interval {
     /// Misses per TLB level and side (`Intervals::levels`).
     pub misses: Vec<u64>,
     pub walks: u64,
-    /// Translation cycles of the first-level misses (fetch, data): the growth of
-    /// `miss_latency`'s `cycles` per side.
+    /// Translation cycles per side (fetch, data): the growth of `cycles.translation_fetch`
+    /// and of the rest of `cycles.translation` (their first-level misses', and on the data
+    /// side a store's write fault on a first-level hit).
     #[serde(default)]
     pub miss_cycles: [u64; 2],
 }

@@ -8,11 +8,12 @@
 //!   level's hit cycles (or `cache.memory_cycles`) minus the first level's, ÷ `time.mlp`.
 //!   Only with `cache.data_refs` (otherwise absent, and said); the idle task's clearing is
 //!   idle time, not counted. Fetches go through the same caches and are divided too;
-//! - `translation_fetch`: instruction-side TLB misses (later TLB levels, walks at their
-//!   cache latencies, traps, nested walks), fully exposed: a fetch miss stops the front end;
-//! - `translation_data`: data-side TLB misses ÷ `time.mlp` (out-of-order cores overlap
-//!   them with other misses), with what no first-level miss caused (SLB misses, write
-//!   faults on a hit);
+//! - `translation_fetch` (`cycles.translation_fetch`): instruction-side TLB misses (later
+//!   TLB levels, walks at their cache latencies, traps, nested walks, SLB misses), fully
+//!   exposed: a fetch miss stops the front end;
+//! - `translation_data`: the data side's (the rest of `cycles.translation`: data TLB
+//!   misses, SLB misses, a store's write fault on a first-level hit) ÷ `time.mlp`
+//!   (out-of-order cores overlap them with other misses);
 //! - `os`: page faults (zeroing and copies included), the OS's page-table loops, system
 //!   calls, context switches and flushes (`cycles.fault + cycles.os + cycles.flush`).
 //!
@@ -75,14 +76,10 @@ pub fn estimate(r: &Report) -> TimeEstimate {
         );
     }
     let c = &r.cycles;
-    // The fetch side's share from the per-miss histogram; the rest of the translation
-    // cycles (data misses, and what no first-level miss caused: write faults on a hit,
-    // SLB misses) is the data side's.
-    let fetch = r
-        .miss_latency
-        .as_ref()
-        .map_or(0, |m| m.fetch.cycles)
-        .min(c.translation);
+    // The fetch side's first-level misses; the rest of the translation cycles (data
+    // misses, and what no first-level miss caused: write faults on a hit, SLB misses) is
+    // the data side's.
+    let fetch = c.translation_fetch.min(c.translation);
     let (translation_fetch, translation_data) =
         (fetch as f64, (c.translation - fetch) as f64 / t.mlp);
     let os = c.fault as f64 + c.os as f64 + c.flush as f64;

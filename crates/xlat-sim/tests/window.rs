@@ -200,9 +200,11 @@ fn a_window_is_the_input_cut_at_its_edges() {
                 assert_eq!(sum(&|x| x.refs), r.refs.total);
                 assert_eq!(sum(&|x| x.instructions), r.refs.instructions);
                 assert_eq!(sum(&|x| x.walks), r.walks.walks);
-                let m = r.miss_latency.clone().unwrap_or_default();
-                assert_eq!(sum(&|x| x.miss_cycles[0]), m.fetch.cycles);
-                assert_eq!(sum(&|x| x.miss_cycles[1]), m.data.cycles);
+                assert_eq!(sum(&|x| x.miss_cycles[0]), r.cycles.translation_fetch);
+                assert_eq!(
+                    sum(&|x| x.miss_cycles[0] + x.miss_cycles[1]),
+                    r.cycles.translation
+                );
                 for (k, l) in r.tlb_levels.iter().enumerate() {
                     assert_eq!(
                         sum(&|x| x.misses[k]),

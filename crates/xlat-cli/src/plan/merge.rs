@@ -18,6 +18,11 @@ pub fn merge(dir: &Path, out: &OutputArgs, partial: bool) -> Result<()> {
     crate::plots::check(out, None)?;
     let plan = Plan::read(dir)?;
     run::check_interval_csv(out, plan.interval)?;
+    if out.wants_miss_latency() && !plan.miss_latency {
+        bail!(
+            "--latency-csv and --plot latency=FILE need the runs' miss-latency histograms:              this plan's runs did not record them (make the plan with --miss-latency)"
+        );
+    }
     let Gathered {
         outcomes,
         failures,

@@ -81,6 +81,9 @@ pub struct Plan {
     pub simulate: u64,
     #[serde(default)]
     pub interval: u64,
+    /// The per-miss latency histogram recorded (`--miss-latency`).
+    #[serde(default)]
+    pub miss_latency: bool,
     pub portable: bool,
     pub max_memory: u64,
     pub shards: usize,
@@ -189,6 +192,7 @@ impl Plan {
             skip: 0,
             simulate: 0,
             interval: 0,
+            miss_latency: false,
             portable: host.portable,
             max_memory: host.max_memory,
             shards: 1,
@@ -269,6 +273,7 @@ impl Plan {
                 skip: self.skip,
                 simulate: self.simulate,
                 interval: self.interval,
+                miss_latency: self.miss_latency,
             };
             let out = run::run_group(&cfgs, &input, opts, env);
             ms.iter()

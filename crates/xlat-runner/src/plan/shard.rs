@@ -328,6 +328,12 @@ pub fn check_report(r: &Report) -> Result<()> {
     c.derive(r.refs.total);
     let near = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0);
     ensure!(
+        c.translation_fetch == r.cycles.translation_fetch,
+        "cycles: translation_fetch {} is more than translation {}",
+        r.cycles.translation_fetch,
+        r.cycles.translation
+    );
+    ensure!(
         c.total == r.cycles.total && near(c.per_ref, r.cycles.per_ref),
         "cycles: total {} and per_ref {} are not the sum of the parts ({}, {} per reference)",
         r.cycles.total,

@@ -132,6 +132,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
     pub fn attribute_misses(&mut self) {
         self.acct.attrib.get_or_insert_with(Default::default);
         self.acct.tracking = true;
+        self.acct.miss_hooks = true;
     }
 
     /// The counts since [`Sim::attribute_misses`] (or the end of the warm-up).

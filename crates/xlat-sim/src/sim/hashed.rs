@@ -54,7 +54,7 @@ impl<P: PageTable> Sim<P, HashMmu> {
         }
         let (vsid, slb_miss) = h.translate_vsid(ea >> SEGMENT_SHIFT);
         if slb_miss {
-            self.acct.c.cyc.trap += h.slb_miss_cycles;
+            self.acct.c.side_cyc[side].trap += h.slb_miss_cycles;
         }
         let va = (vsid << SEGMENT_SHIFT) | (ea & ((1 << SEGMENT_SHIFT) - 1));
         if let Some(e) = self.mmu.tlb.memo_hit(side, va, 0, store) {
@@ -107,10 +107,25 @@ impl<P: PageTable> Sim<P, HashMmu> {
         })
     }
 
-    /// Past the first level: the other levels, then the reload (attributed out of line
-    /// when asked, as on radix machines).
+    /// Past the first level: the other levels, then the reload (attributed or recorded
+    /// in the latency histogram out of line when asked, as on radix machines).
     #[inline(never)]
     fn past_l1_hashed(
+        &mut self,
+        kind: AccessKind,
+        ea: u64,
+        va: u64,
+        l1: Option<Entry>,
+    ) -> Result<u32, SimError> {
+        if self.acct.miss_hooks {
+            return self.past_l1_hashed_hooked(kind, ea, va, l1);
+        }
+        self.past_l1_hashed_in::<false>(kind, ea, va, l1)
+    }
+
+    /// [`Sim::past_l1_hashed`] with hooks (`Sim::past_l1_hooked`).
+    #[inline(never)]
+    fn past_l1_hashed_hooked(
         &mut self,
         kind: AccessKind,
         ea: u64,
@@ -120,6 +135,21 @@ impl<P: PageTable> Sim<P, HashMmu> {
         if self.acct.tracking {
             return self.past_l1_hashed_attributed(kind, ea, va, l1);
         }
+        if self.acct.recording {
+            return self.past_l1_hashed_in::<true>(kind, ea, va, l1);
+        }
+        self.past_l1_hashed_in::<false>(kind, ea, va, l1)
+    }
+
+    /// [`Sim::past_l1_hashed`]'s body; `HIST`: misses go to the latency histogram too.
+    #[inline(always)]
+    fn past_l1_hashed_in<const HIST: bool>(
+        &mut self,
+        kind: AccessKind,
+        ea: u64,
+        va: u64,
+        l1: Option<Entry>,
+    ) -> Result<u32, SimError> {
         self.note_fetch_miss(kind, ea, &l1);
 
         let side = (kind != AccessKind::Fetch) as usize;
@@ -139,8 +169,8 @@ impl<P: PageTable> Sim<P, HashMmu> {
         match found {
             Some((li, e)) if !store || e.writable => {
                 let hit = self.mmu.tlb.hit_cycles(li);
-                self.acct.c.cyc.tlb_hit += hit;
-                if l1.is_none() {
+                self.acct.c.side_cyc[side].tlb_hit += hit;
+                if HIST && l1.is_none() {
                     self.acct.latency.record(side, hit);
                 }
                 self.mmu
@@ -153,21 +183,21 @@ impl<P: PageTable> Sim<P, HashMmu> {
             None => {
                 if nl > 1 {
                     lookup = self.mmu.tlb.hit_cycles(nl - 1);
-                    self.acct.c.cyc.tlb_hit += lookup;
+                    self.acct.c.side_cyc[side].tlb_hit += lookup;
                 }
             }
         }
-        // The reload's cycles: its growth of the walk and trap counters.
-        let before = self.acct.c.cyc.walk.wrapping_add(self.acct.c.cyc.trap);
+        // The reload's cycles: its growth of the side's counters.
+        let before = self.acct.c.side_cyc[side].sum();
         let leaf = match self.mmu.org.linear(ea) {
-            Some(pa) => self.reload_linear(ea, va, pa),
+            Some(pa) => self.reload_linear(side, ea, va, pa),
             None => {
                 self.kernel_segment_check(kind, ea)?;
                 self.reload(cur, kind, ea, va)?
             }
         };
-        if l1.is_none() {
-            let after = self.acct.c.cyc.walk.wrapping_add(self.acct.c.cyc.trap);
+        if HIST && l1.is_none() {
+            let after = self.acct.c.side_cyc[side].sum();
             self.acct
                 .latency
                 .record(side, lookup + after.wrapping_sub(before));
@@ -179,7 +209,7 @@ impl<P: PageTable> Sim<P, HashMmu> {
 
     /// A TLB miss in a `linear` region: the hardware search finds the bolted 16 MiB PTE
     /// (never evicted), a counted walk whose slot reads go through the cache model.
-    fn reload_linear(&mut self, ea: u64, va: u64, pa: u64) -> Leaf {
+    fn reload_linear(&mut self, side: usize, ea: u64, va: u64, pa: u64) -> Leaf {
         self.acct.c.walks += 1;
         let h = &mut self.mmu.org;
         let found = h.search(va >> SEGMENT_SHIFT, crate::hashed::large_page(ea));
@@ -187,7 +217,7 @@ impl<P: PageTable> Sim<P, HashMmu> {
         h.stats.reloads += 1;
         h.stats.reload_hits += found.is_some() as u64;
         h.stats.large_reloads += 1;
-        self.acct.c.cyc.walk +=
+        self.acct.c.side_cyc[side].walk +=
             Self::access_runs(&mut self.mmu.caches, &h.runs, h.htab.pte_bytes());
         Leaf {
             pfn: pa >> PAGE_SHIFT,
@@ -237,7 +267,7 @@ impl<P: PageTable> Sim<P, HashMmu> {
         for _ in 0..4 * MAX_ATTEMPTS {
             if software {
                 self.acct.c.traps += 1;
-                self.acct.c.cyc.trap +=
+                self.acct.c.side_cyc[side].trap +=
                     self.cfg.walker.trap_cycles + self.cfg.walker.handler_cycles;
             }
             let h = &mut self.mmu.org;
@@ -245,7 +275,7 @@ impl<P: PageTable> Sim<P, HashMmu> {
             if first {
                 h.stats.reloads += 1;
             }
-            self.acct.c.cyc.walk +=
+            self.acct.c.side_cyc[side].walk +=
                 Self::access_runs(&mut self.mmu.caches, &h.runs, h.htab.pte_bytes());
             if let Some(f) = f {
                 let pte = h.htab.pte(f.slot);
@@ -294,10 +324,11 @@ impl<P: PageTable> Sim<P, HashMmu> {
         vsid: u64,
         page: u64,
     ) -> Result<(), SimError> {
-        self.acct.c.cyc.trap += self.mmu.org.miss_cycles;
+        let side = (kind != AccessKind::Fetch) as usize;
+        self.acct.c.side_cyc[side].trap += self.mmu.org.miss_cycles;
         let mut w = Walk::default();
         self.walk_present(cur, ea, kind, &mut w)?;
-        self.acct.c.cyc.walk += self.mmu.caches.access_walk(&w.refs[..w.n]);
+        self.acct.c.side_cyc[side].walk += self.mmu.caches.access_walk(&w.refs[..w.n]);
         let leaf = w.leaf.expect("a fault always maps the page");
         let k = self.os.slots[cur].as_ref().expect("current").ctx;
         let h = &mut self.mmu.org;
@@ -305,7 +336,7 @@ impl<P: PageTable> Sim<P, HashMmu> {
         h.stats.tree_walks += 1;
         let owner = h.owner(k, ea >> SEGMENT_SHIFT);
         h.insert(vsid, page, leaf.pfn, leaf.flags & !HASHPTE, owner);
-        self.acct.c.cyc.walk +=
+        self.acct.c.side_cyc[side].walk +=
             Self::access_runs(&mut self.mmu.caches, &h.runs, h.htab.pte_bytes());
         if leaf.flags & HASHPTE == 0 {
             let p = self.os.slots[cur].as_mut().expect("current");

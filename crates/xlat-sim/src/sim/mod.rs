@@ -377,10 +377,10 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
     #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
     #[inline(never)]
     fn translate_past_l1_v3(&mut self, kind: AccessKind, va: u64) -> Result<u32, SimError> {
-        if self.acct.tracking {
-            return self.past_l1_attributed(kind, va, None);
+        if self.acct.miss_hooks {
+            return self.past_l1_hooked(kind, va, None);
         }
-        self.past_l1(kind, va, None)
+        self.past_l1::<false>(kind, va, None)
     }
 
     /// A store hit a read-only first-level entry (apart from `translate_past_l1`, so the
@@ -405,10 +405,10 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
         va: u64,
         l1: Option<Entry>,
     ) -> Result<u32, SimError> {
-        if self.acct.tracking {
-            return self.past_l1_attributed(kind, va, l1);
+        if self.acct.miss_hooks {
+            return self.past_l1_hooked(kind, va, l1);
         }
-        self.past_l1(kind, va, l1)
+        self.past_l1::<false>(kind, va, l1)
     }
 
     /// Counts first-level misses of instruction fetches per page from now on (the report's
@@ -417,6 +417,32 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
         self.acct
             .fetch_misses
             .get_or_insert_with(FxHashMap::default);
+    }
+
+    /// Records the translation cycles of every first-level miss in the report's
+    /// `miss_latency` histogram from now on (call before the first event). Off by
+    /// default: the histogram's update costs the miss path ~19 instructions.
+    pub fn record_miss_latency(&mut self) {
+        self.acct.recording = true;
+        self.acct.miss_hooks = true;
+    }
+
+    /// [`Sim::past_l1`] with hooks: attributed (the translation itself then comes back
+    /// here untracked) or recorded in the latency histogram.
+    #[inline(never)]
+    fn past_l1_hooked(
+        &mut self,
+        kind: AccessKind,
+        va: u64,
+        l1: Option<Entry>,
+    ) -> Result<u32, SimError> {
+        if self.acct.tracking {
+            return self.past_l1_attributed(kind, va, l1);
+        }
+        if self.acct.recording {
+            return self.past_l1::<true>(kind, va, l1);
+        }
+        self.past_l1::<false>(kind, va, l1)
     }
 
     /// [`Sim::past_l1`] while attributing: the translation itself runs untracked.
@@ -447,9 +473,14 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
     /// (one test): hooks inside it cost ~17 instructions per miss in spills, and a second
     /// caller of this body stopped LLVM inlining its callees. A first-level miss's
     /// translation cycles (the level's hit cycles, or the last level's and the walk's)
-    /// go to the latency histogram (`latency.rs`) where they are charged.
+    /// are charged to its side, and go to the histogram with `HIST` (`latency.rs`).
     #[inline(always)]
-    fn past_l1(&mut self, kind: AccessKind, va: u64, l1: Option<Entry>) -> Result<u32, SimError> {
+    fn past_l1<const HIST: bool>(
+        &mut self,
+        kind: AccessKind,
+        va: u64,
+        l1: Option<Entry>,
+    ) -> Result<u32, SimError> {
         self.note_fetch_miss(kind, va, &l1);
         let side = (kind != AccessKind::Fetch) as usize;
         let store = kind == AccessKind::Store;
@@ -483,8 +514,8 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
                 } else {
                     0
                 };
-                self.acct.c.cyc.tlb_hit += hit;
-                if l1.is_none() {
+                self.acct.c.side_cyc[side].tlb_hit += hit;
+                if HIST && l1.is_none() {
                     self.acct.latency.record(side, hit);
                 }
                 self.mmu
@@ -499,7 +530,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
             None => {
                 if nl > 1 {
                     lookup = self.mmu.tlb.hit_cycles(nl - 1);
-                    self.acct.c.cyc.tlb_hit += lookup;
+                    self.acct.c.side_cyc[side].tlb_hit += lookup;
                 }
             }
         }
@@ -508,7 +539,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
         // store-forwarded from the walk's stores.
         let mut w = Walk::default();
         let walked = self.walk(cur, va, kind, &mut w)?;
-        if l1.is_none() {
+        if HIST && l1.is_none() {
             self.acct.latency.record(side, lookup + walked);
         }
         let leaf = w.leaf.as_ref().expect("a fault always maps the page");

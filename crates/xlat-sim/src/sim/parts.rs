@@ -43,6 +43,32 @@ pub(super) struct OsState<P> {
     pub(super) precleared: Vec<u64>,
 }
 
+/// One side's translation cycles: TLB levels past the first, walks, traps.
+#[derive(Clone, Copy, Default)]
+pub(super) struct SideCycles {
+    pub(super) tlb_hit: u64,
+    pub(super) walk: u64,
+    pub(super) trap: u64,
+}
+
+impl SideCycles {
+    /// All of them (wrapping: differences are taken).
+    pub(super) fn sum(&self) -> u64 {
+        self.tlb_hit.wrapping_add(self.walk).wrapping_add(self.trap)
+    }
+}
+
+impl Counters {
+    /// Walk and trap cycles of both sides.
+    pub(super) fn walk_and_trap(&self) -> u64 {
+        let [f, d] = &self.side_cyc;
+        f.walk
+            .saturating_add(f.trap)
+            .saturating_add(d.walk)
+            .saturating_add(d.trap)
+    }
+}
+
 /// What the report is made of, beyond each structure's own statistics.
 #[derive(Default)]
 pub(super) struct Accounting {
@@ -52,6 +78,11 @@ pub(super) struct Accounting {
     pub(super) privileges: privilege::Privileges,
     /// Translation cycles per first-level miss, per side (`crate::latency`).
     pub(super) latency: crate::latency::LatencyCounts,
+    /// Whether they go to the histogram too (`Sim::record_miss_latency`).
+    pub(super) recording: bool,
+    /// `tracking || recording`: a first-level miss takes the hooked copy of the miss
+    /// path (one test, where the attribution's test was).
+    pub(super) miss_hooks: bool,
     /// First-level misses of instruction fetches per page (`count_fetch_misses`).
     pub(super) fetch_misses: Option<FxHashMap<u64, u64>>,
     /// Misses and walks by region and code (`attribute_misses`).
@@ -105,6 +136,10 @@ pub(super) struct Counters {
     pub(super) os: Os,
     pub(super) flushes: Flushes,
     pub(super) cyc: CycleEstimate,
+    /// Translation cycles per side (0: instruction fetches, 1: data): indexed adds on
+    /// the miss path instead of plain ones, so the time model's fetch/data split costs
+    /// nothing; the report sums them into `cyc`.
+    pub(super) side_cyc: [SideCycles; 2],
     /// Walk references past [`MAX_LEVELS`] (a clustered table's long chains): the
     /// report adds them to the last position's row.
     pub(super) walk_refs_past_levels: u64,

@@ -56,7 +56,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
                 - self.acct.c.refs.blocks,
             l1_misses: self.mmu.tlb.l1_misses_by_side(),
             walks: self.acct.c.walks,
-            walk_cycles: self.acct.c.cyc.walk.saturating_add(self.acct.c.cyc.trap),
+            walk_cycles: self.acct.c.walk_and_trap(),
             faults: f.demand + f.demand_huge + f.cow_copies + f.write_protect,
         }
     }

@@ -66,6 +66,12 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
         let m = &self.os.mem.counters;
         let mut cyc = c.cyc.clone();
         cyc.model = "latency sum without overlap (approximate)".into();
+        for s in &c.side_cyc {
+            cyc.tlb_hit = cyc.tlb_hit.saturating_add(s.tlb_hit);
+            cyc.walk = cyc.walk.saturating_add(s.walk);
+            cyc.trap = cyc.trap.saturating_add(s.trap);
+        }
+        cyc.translation_fetch = c.side_cyc[0].sum();
         cyc.derive(refs.total);
         let mut os = c.os.clone();
         os.processes_live = self.os.slots.iter().flatten().count() as u64;
@@ -146,7 +152,11 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
             hash: self.mmu.org.hash_report(),
             nested: self.mmu.nested.as_ref().map(|n| n.report()),
             time: Default::default(),
-            miss_latency: self.acct.latency.report(),
+            miss_latency: self
+                .acct
+                .recording
+                .then(|| self.acct.latency.report())
+                .flatten(),
         }
     }
 }

@@ -59,7 +59,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
     /// translation is faulted in first and a store to a read-only page takes its write
     /// fault first, so the walk counted is the one that completes (one per miss).
     /// The walk is left in `w`, its leaf present; returns the walk and trap cycles it
-    /// charged (summed here, added to the counters once).
+    /// charged to `kind`'s side (summed here, added to the counters once).
     #[inline(always)]
     pub(super) fn walk(
         &mut self,
@@ -70,6 +70,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
     ) -> Result<u64, SimError> {
         self.acct.c.walks += 1;
         self.walk_present(cur, va, kind, w)?;
+        let side = (kind != AccessKind::Fetch) as usize;
         let mut start = 0;
         let mut trap = 0;
         // Plain adds on the hot path: latencies are capped (`config::MAX_LATENCY`), so
@@ -79,7 +80,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
         if self.cfg.walker.kind == WalkerKind::Software {
             self.acct.c.traps += 1;
             trap = self.cfg.walker.trap_cycles + self.cfg.walker.handler_cycles;
-            self.acct.c.cyc.trap += trap;
+            self.acct.c.side_cyc[side].trap += trap;
         } else if self.mmu.pwc.split() {
             // Probes and fills in one pass (the same result as `lookup` then `fill`).
             if let Some(h) = self.mmu.pwc.lookup_filling(va, self.mmu.asid, w.n - 1) {
@@ -104,7 +105,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
         if P::LONG_WALKS && w.n == MAX_LEVELS {
             cycles += self.walk_past_levels(cur, va);
         }
-        self.acct.c.cyc.walk += cycles;
+        self.acct.c.side_cyc[side].walk += cycles;
         Ok(cycles + trap)
     }
 

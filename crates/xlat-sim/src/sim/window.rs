@@ -126,7 +126,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
             instructions: c.refs.instructions + fetch - c.refs.blocks,
             misses,
             walks: c.walks,
-            miss_cycles: self.acct.latency.cycles(),
+            miss_cycles: [c.side_cyc[0].sum(), c.side_cyc[1].sum()],
         }
     }
 
