@@ -176,6 +176,37 @@ fn range_flush_cutoff() {
     assert_eq!((h.live, h.zombies), (0, 30));
 }
 
+/// `flush_search = "every-page"` (Linux 2.2): a munmap searches every page of its range,
+/// touched or not, and the ceiling counts the range's pages, not the present ones.
+#[test]
+fn every_page_range_flush_searches_untouched_pages() {
+    let cfg = machine("ppc604", |c| {
+        hash(c).flush_search = xlat_sim::config::FlushSearch::EveryPage;
+    });
+    let mut ev = vec![map(A, 64 * 4096)];
+    ev.extend((0..5).map(|p| load(A + p * 4096)));
+    let unmap = |pages: u64| Event::Munmap {
+        addr: VirtAddr(A),
+        len: pages * 4096,
+    };
+    // 20 pages: 20 searches (5 find their PTE), no context flush.
+    let (r, h) = run(&cfg, &[ev.clone(), vec![unmap(20)]].concat());
+    assert_eq!(
+        (h.flush_searches, h.flush_cleared, h.lazy_flushes),
+        (20, 5, 0)
+    );
+    // A tlbie per page of the range.
+    assert_eq!(r.flushes.page, 20);
+    // 21 pages with 5 present: past the ceiling by the range, so the context is flushed.
+    let (_, h) = run(&cfg, &[ev.clone(), vec![unmap(21)]].concat());
+    assert_eq!((h.flush_searches, h.lazy_flushes), (0, 1));
+    assert_eq!(h.zombies, 5);
+    // The 2.4 rule on the same 21 pages: 5 present pages, under the ceiling.
+    let cfg = presets::preset("ppc604").unwrap();
+    let (_, h) = run(&cfg, &[ev, vec![unmap(21)]].concat());
+    assert_eq!((h.flush_searches, h.lazy_flushes), (5, 0));
+}
+
 /// The 603 `tree` handler: one trap per TLB miss, two tree references, the HTAB never
 /// read. `search-hash` searches in software with a trap per search.
 #[test]

@@ -75,6 +75,7 @@ pub struct Lmbench {
     ctx_size: u64,
     map_size: u64,
     random: bool,
+    untouched: bool,
     file_pages: u64,
     perm_mul: u64,
     chunk: u64,
@@ -113,6 +114,7 @@ const USES: &[(&str, &[Op])] = &[
     ("ctx_size", &[Op::Ctxsw]),
     ("map_size", &[Op::Mmap]),
     ("random", &[Op::Mmap]),
+    ("untouched", &[Op::Mmap]),
     ("file_size", &[Op::Fault]),
     ("chunk", &[Op::Pipe]),
     ("pipe_buf", &[Op::Pipe]),
@@ -198,6 +200,7 @@ impl Lmbench {
             return Err(p.invalid("map_size", "at most 256MiB"));
         }
         let random = flag(p, "random")?;
+        let untouched = flag(p, "untouched")?;
         let file_size = p.bytes("file_size", 1 << 20)?;
         if file_size > 256 << 20 {
             return Err(p.invalid("file_size", "at most 256MiB"));
@@ -245,6 +248,7 @@ impl Lmbench {
             ctx_size,
             map_size,
             random,
+            untouched,
             file_pages,
             perm_mul,
             chunk,
@@ -460,6 +464,17 @@ impl Lmbench {
                 }
                 out.push(unmap(FILES, len));
                 out.push(map(FILES, len, Prot(Prot::READ), MapFlags::SHARED));
+            }
+            // lmbench 1.x lat_mmap.c (SCCS deltas 1.1-1.9, 1994-96): mmap(size,
+            // PROT_READ, MAP_SHARED) of the file and munmap, nothing touched.
+            Op::Mmap if self.untouched => {
+                out.push(map(
+                    FILES,
+                    self.map_size,
+                    Prot(Prot::READ),
+                    MapFlags::SHARED,
+                ));
+                out.push(unmap(FILES, self.map_size));
             }
             // lat_mmap.c domapping: mmap(size, PROT_READ|PROT_WRITE, MAP_SHARED) of the
             // file, a 1-byte store every PSIZE over the first size/N bytes (-r: every

@@ -206,6 +206,19 @@ fn lmbench_mmap_touches_at_lmbench_strides() {
         run("map_size=320KiB,random=1"),
         vec![map(320 * k), st(0), st(160 * k), unmap(320 * k)]
     );
+    // lmbench 1.x: read-only, untouched.
+    assert_eq!(
+        run("map_size=320KiB,untouched=1"),
+        vec![
+            Event::Mmap {
+                addr: VirtAddr(m),
+                len: 320 * k,
+                prot: Prot(Prot::READ),
+                flags: MapFlags(MapFlags::SHARED),
+            },
+            unmap(320 * k)
+        ]
+    );
     // The default, 8 MiB: 838860 bytes every 16 KiB is 52 stores.
     let ev = run("");
     assert_eq!(ev.len(), 54);

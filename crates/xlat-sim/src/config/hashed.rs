@@ -82,6 +82,22 @@ pub enum ContextFlush {
     Lazy,
 }
 
+/// Which pages of a range flush (munmap, mprotect) the OS searches the HTAB for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FlushSearch {
+    /// Only pages whose tree PTE says a copy is in the HTAB (`_PAGE_HASHPTE`, Linux/PPC
+    /// 2.4 on); the ceiling `os.flush_ceiling` compares the pages the operation removed
+    /// or changed.
+    #[default]
+    Hashpte,
+    /// Every page of the range, present or not, and the ceiling compares the range's
+    /// pages: Linux 2.2's `flush_tlb_range`, which called `flush_hash_page` for each page
+    /// ("the kernel was clearing the range of addresses by searching the hash table for
+    /// each PTE in turn", Dougan et al., OSDI'99, §7; 16 references per page at worst).
+    EveryPage,
+}
+
 /// How the OS turns a context number into the VSIDs of its segments.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -214,6 +230,9 @@ pub struct HashConfig {
     /// OS policy: how a whole context is flushed. Was `os.context_flush`.
     #[serde(default)]
     pub context_flush: ContextFlush,
+    /// OS policy: which pages of a range flush are searched for in the HTAB.
+    #[serde(default)]
+    pub flush_search: FlushSearch,
     /// OS policy: the idle task scans the HTAB and invalidates zombie PTEs (during `Idle`
     /// events). Was `os.idle_reclaim`.
     #[serde(default)]

@@ -14,8 +14,8 @@ mod time;
 mod validate;
 
 pub use hashed::{
-    BatConfig, ContextFlush, HashArch, HashConfig, HashVictim, LinearConfig, SlbConfig, VsidRule,
-    BAT_MAX, BAT_MIN, LARGE_PAGE, MOVED_TO_HASH, VSID_BITS_64,
+    BatConfig, ContextFlush, FlushSearch, HashArch, HashConfig, HashVictim, LinearConfig,
+    SlbConfig, VsidRule, BAT_MAX, BAT_MIN, LARGE_PAGE, MOVED_TO_HASH, VSID_BITS_64,
 };
 
 pub(crate) use moved::migrate as migrate_moved;

@@ -14,7 +14,8 @@ pub mod htab;
 pub mod slb;
 
 use crate::config::{
-    ConfigError, ContextFlush, HashArch, HashConfig, MachineConfig, Side, VsidRule, LARGE_PAGE,
+    ConfigError, ContextFlush, FlushSearch, HashArch, HashConfig, MachineConfig, Side, VsidRule,
+    LARGE_PAGE,
 };
 use crate::physmem::PhysMem;
 use htab::{Htab, Pte};
@@ -131,6 +132,8 @@ pub struct HashMmu {
     /// Idle reclaim's position (a slot index), as Linux's `reclaim_ptr`.
     cursor: usize,
     pub flush: ContextFlush,
+    /// Which pages of a range flush are searched for (`page_table.hash.flush_search`).
+    pub flush_search: FlushSearch,
     /// The OS's hash-miss path besides its references (`page_table.hash.miss_cycles`).
     pub miss_cycles: u64,
     /// Idle reclaim of zombie PTEs, and its cost per slot examined.
@@ -209,6 +212,7 @@ impl HashMmu {
             zombies: 0,
             cursor: 0,
             flush: h.context_flush,
+            flush_search: h.flush_search,
             miss_cycles: h.miss_cycles,
             idle_reclaim: h.idle_reclaim,
             idle_pte_cycles: h.idle_pte_cycles,

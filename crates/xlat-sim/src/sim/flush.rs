@@ -49,6 +49,30 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
         }
     }
 
+    /// The flush of an operation on `[start, end)` that removed or changed `leaves`
+    /// (`pages` base pages): [`Sim::flush_leaves`], or, where the OS flushes whole ranges
+    /// ([`Organization::flushes_whole_ranges`]), every page of the range up to the
+    /// ceiling (counted in the range's pages), the whole address space beyond it.
+    pub(super) fn flush_op(
+        &mut self,
+        (start, end): (u64, u64),
+        leaves: &[(u64, u8, u8)],
+        pages: u64,
+        removed: bool,
+    ) {
+        if !O::flushes_whole_ranges(self) {
+            return self.flush_leaves(leaves, pages, removed);
+        }
+        if (end - start) >> self.base_shift > self.cfg.os.flush_ceiling {
+            self.flush_space();
+            if removed {
+                O::flush_removed(self, leaves);
+            }
+        } else {
+            self.flush_range(start, end);
+        }
+    }
+
     /// `Event::Flush(Range)` of `[s, e)` (base-page aligned) in the current process: each
     /// page counted and charged as one page flush ([`Sim::flush_page`]) up to the ceiling,
     /// the whole address space beyond it (Linux x86 `flush_tlb_range`: one INVLPG per page

@@ -420,6 +420,10 @@ impl Organization for HashMmu {
         flags & HASHPTE != 0
     }
 
+    fn flushes_whole_ranges<P: PageTable>(sim: &Sim<P, Self>) -> bool {
+        sim.mmu.org.flush_search == crate::config::FlushSearch::EveryPage
+    }
+
     fn assign<P: PageTable>(sim: &mut Sim<P, Self>, slot: usize) {
         sim.assign_context(slot);
     }

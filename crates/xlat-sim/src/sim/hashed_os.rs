@@ -4,7 +4,7 @@
 //! hardware and OS state live in [`crate::hashed`]; the translate path in `hashed.rs`.
 
 use super::*;
-use crate::config::Handler;
+use crate::config::{FlushSearch, Handler};
 use crate::hashed::SEGMENT_SHIFT;
 
 /// A hashed machine's pages are 4 KiB.
@@ -27,7 +27,7 @@ impl<P: PageTable> Sim<P, HashMmu> {
             .and_then(|c| self.os.slots[c].as_ref())
             .and_then(|p| p.pt.lookup(VirtAddr(base)));
         let flags = flags.or(present.map(|(l, _)| l.flags)).unwrap_or(0);
-        if flags & HASHPTE == 0 {
+        if flags & HASHPTE == 0 && self.mmu.org.flush_search == FlushSearch::Hashpte {
             return;
         }
         if let (Some((leaf, _)), Some(c)) = (present, self.os.cur) {
@@ -240,10 +240,20 @@ impl<P: PageTable> Sim<P, HashMmu> {
                 marked.push((va.max(s), leaf.flags));
             }
         });
-        for (va, flags) in marked {
+        for &(va, flags) in &marked {
             let p = self.os.slots[cur].as_mut().expect("current");
             p.pt.set_flags(VirtAddr(va), flags & !HASHPTE);
-            self.flush_hash(va);
+        }
+        if self.mmu.org.flush_search == FlushSearch::EveryPage {
+            // Every page of the range (at most `os.flush_ceiling` of them: beyond it the
+            // caller flushes the context instead).
+            for va in (s..e).step_by(1 << PAGE_SHIFT) {
+                self.flush_hash(va);
+            }
+        } else {
+            for (va, _) in marked {
+                self.flush_hash(va);
+            }
         }
     }
 }

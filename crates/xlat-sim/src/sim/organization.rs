@@ -71,6 +71,13 @@ pub trait Organization: Sized {
     /// even past the flush ceiling.
     fn keeps_removed(flags: u8) -> bool;
 
+    /// Whether the OS flushes an operation's whole range page by page, present or not
+    /// (Linux 2.2's `flush_tlb_range` on a hashed MMU), rather than the leaves it removed
+    /// or changed.
+    fn flushes_whole_ranges<P: PageTable>(_: &Sim<P, Self>) -> bool {
+        false
+    }
+
     /// Process `slot` is about to run (a switch, an exec, a new process): gives it a tag
     /// (ASID, context) if it needs one and loads it.
     fn assign<P: PageTable>(sim: &mut Sim<P, Self>, slot: usize);

@@ -48,7 +48,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
         self.acct.c.os.unmap_tables += sw.tables;
         self.acct.c.os.table_visits += sw.visits;
         self.os_cycles(&sw);
-        self.flush_leaves(&leaves, pages, true);
+        self.flush_op((start, end), &leaves, pages, true);
     }
 
     /// Process `slot` runs next: its ASID or context ([`Organization::assign`]).
@@ -284,7 +284,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
                         }
                     });
                     self.acct.c.os.table_visits += sw.visits;
-                    self.flush_leaves(&leaves, pages, false);
+                    self.flush_op((start, end), &leaves, pages, false);
                 }
             }
             Event::Madvise { addr, len, advice } => {
