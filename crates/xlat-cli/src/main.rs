@@ -250,6 +250,12 @@ enum ScenarioCmd {
         /// Run the scenario's smaller workload (seconds, not minutes, in a debug build).
         #[arg(long)]
         quick: bool,
+        /// Replay this captured trace on every variant instead of the built-in workloads
+        /// (a multi-process trace, e.g. of a compile: `experiments/make-compile.sh`); checks
+        /// marked `trace_agrees` must then agree, their `why_not` being about the
+        /// synthetic workload.
+        #[arg(long, value_name = "FILE", conflicts_with = "quick")]
+        trace: Option<std::path::PathBuf>,
         #[command(flatten)]
         sim: SimFlags,
         /// `--json FILE`: the metrics per variant and the checks; `--csv FILE`: a row per
@@ -388,9 +394,10 @@ fn main() {
                 name,
                 check,
                 quick,
+                trace,
                 table,
                 ..
-            } => scenario::run(&name, check, quick, &table),
+            } => scenario::run(&name, check, quick, trace.as_deref(), &table),
         },
         Cmd::Probe(a) => probe_cmd::run(a),
         Cmd::Layout(a) => layout::run(&a),

@@ -87,6 +87,10 @@ struct Check {
     /// fail `--check` (an agreement does: the explanation is stale).
     #[serde(default)]
     why_not: Option<String>,
+    /// `why_not` is about the built-in workload: on a captured trace (`--trace`) the check
+    /// must agree.
+    #[serde(default)]
+    trace_agrees: bool,
 }
 
 fn load(name: &str) -> Result<Scenario> {
@@ -203,12 +207,24 @@ impl Row for MetricRow<'_> {
     const HEADER: &'static [&'static str] = &["metric", "variant", "value"];
 }
 
-/// Runs scenario `name` (its `quick` workload with `quick`); with `check`, an error if
-/// xlat disagrees with any direction. The files of `out` are written either way.
-pub fn run(name: &str, check: bool, quick: bool, out: &TableArgs) -> Result<()> {
+/// Runs scenario `name` (its `quick` workload with `quick`, or the captured `trace` on
+/// every variant); with `check`, an error if xlat disagrees with any direction. The files
+/// of `out` are written either way.
+pub fn run(
+    name: &str,
+    check: bool,
+    quick: bool,
+    trace: Option<&std::path::Path>,
+    out: &TableArgs,
+) -> Result<()> {
     let outputs = out.open()?;
     let s = load(name)?;
-    let workload = if quick { &s.quick } else { &s.workload };
+    let shown = trace.map(crate::output::shown);
+    let workload = match &shown {
+        Some(t) => t,
+        None if quick => &s.quick,
+        None => &s.workload,
+    };
     let mut text = format!(
         "scenario {name}: {}\nseed: {}\n{}\nworkload: {workload}\n\n",
         s.title,
@@ -222,10 +238,15 @@ pub fn run(name: &str, check: bool, quick: bool, out: &TableArgs) -> Result<()> 
             .with_overrides(v.set.iter().map(|(k, x)| (k.as_str(), x)))
             .with_context(|| format!("variant {}", v.label))?;
         let mut sim = crate::control::new_sim(&cfg)?;
-        let spec = if quick { &v.quick } else { &v.workload };
-        let mut w = xlat_workloads::parse(spec.as_deref().unwrap_or(workload))?;
-        xlat_runner::drive::drive(&mut w, &mut sim, &crate::control::INTERRUPTED)
-            .with_context(|| format!("variant {}", v.label))?;
+        if let Some(t) = trace {
+            crate::traces::replay(t, false, &mut sim, &mut Vec::new())
+                .with_context(|| format!("variant {}", v.label))?;
+        } else {
+            let spec = if quick { &v.quick } else { &v.workload };
+            let mut w = xlat_workloads::parse(spec.as_deref().unwrap_or(workload))?;
+            xlat_runner::drive::drive(&mut w, &mut sim, &crate::control::INTERRUPTED)
+                .with_context(|| format!("variant {}", v.label))?;
+        }
         let r: Report = sim.report();
         reports.push((v.label.clone(), serde_json::to_value(&r)?));
     }
@@ -316,7 +337,12 @@ pub fn run(name: &str, check: bool, quick: bool, out: &TableArgs) -> Result<()> 
         if tolerance.is_some() {
             let _ = writeln!(text, "  seed: {}", c.seed);
         }
-        match (&c.why_not, ok) {
+        // On a captured trace, a reason that concerns the synthetic workload does not hold.
+        let why_not = c
+            .why_not
+            .as_ref()
+            .filter(|_| !(trace.is_some() && c.trace_agrees));
+        match (why_not, ok) {
             (Some(why), false) => {
                 let _ = writeln!(text, "  why xlat cannot match: {why}");
             }
@@ -335,7 +361,7 @@ pub fn run(name: &str, check: bool, quick: bool, out: &TableArgs) -> Result<()> 
             tolerance,
             seed: &c.seed,
             agrees: ok,
-            why_not: c.why_not.as_deref(),
+            why_not: why_not.map(String::as_str),
         });
     }
     outputs.print(&text);

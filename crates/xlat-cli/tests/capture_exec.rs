@@ -289,6 +289,26 @@ fn make_of_a_c_project_is_traced_whole_and_replays_on_every_preset() {
         err.contains("moved to free ones"),
         "the 32-bit presets fold: {err}"
     );
+
+    // Issue 38: on this real multi-process trace the vsid-flush scenario's total-time check
+    // (whose `why_not` concerns the synthetic churn) must agree with Paul Mackerras: the
+    // eager flush is faster than new VSIDs.
+    let o = d.xlat(&[
+        "scenario",
+        "run",
+        "vsid-flush",
+        "--trace",
+        t.to_str().unwrap(),
+        "--check",
+    ]);
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert_eq!(code(&o), 0, "{out}{err}");
+    let total = out
+        .lines()
+        .find(|l| l.starts_with("time.total_cycles: eager"))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(total.contains("xlat agrees: yes"), "{total}");
+    assert!(!out.contains("why xlat cannot match"), "{out}");
 }
 
 /// A forked child that execs before the collector has finished checking its first
