@@ -27,6 +27,7 @@ fn every_scenario_agrees_with_its_seed() {
         "arm926-lockdown",
         "idle-clear",
         "clustered",
+        "miss-cost",
     ] {
         assert!(names.contains(&want), "{list}");
     }

@@ -16,6 +16,7 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("mpc855t", include_str!("../machines/mpc855t.toml")),
     ("ppc603", include_str!("../machines/ppc603.toml")),
     ("ppc604", include_str!("../machines/ppc604.toml")),
+    ("mpc7410", include_str!("../machines/mpc7410.toml")),
     ("power4", include_str!("../machines/power4.toml")),
     ("clustered", include_str!("../machines/clustered.toml")),
 ];

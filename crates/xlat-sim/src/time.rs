@@ -158,7 +158,7 @@ pub fn parameters(m: &MachineConfig) -> Vec<Parameter> {
         keys.push(format!("walker.{k}"));
     }
     if m.page_table.hash().is_some() {
-        for k in ["miss_cycles", "idle_pte_cycles"] {
+        for k in ["miss_cycles", "search_cycles", "idle_pte_cycles"] {
             keys.push(format!("page_table.hash.{k}"));
         }
     }

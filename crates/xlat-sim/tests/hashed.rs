@@ -55,6 +55,36 @@ fn a_cold_reload_on_the_604() {
     assert_eq!(h2.searches, 2);
 }
 
+/// `page_table.hash.search_cycles` is charged once per search a reload makes, on top of
+/// its slot reads: a cold load searches twice (the miss, then the re-search that finds
+/// the inserted PTE), a reload after the TLB lost the entry once.
+#[test]
+fn search_cycles_are_charged_per_reload_search() {
+    let search = |s: u64| {
+        machine("ppc604", move |c| {
+            if let PageTableConfig::Hashed { hash, .. } = &mut c.page_table {
+                hash.search_cycles = s;
+            }
+        })
+    };
+    let cold = [map(A, 4096), load(A)];
+    let (r0, h0) = run(&search(0), &cold);
+    let (r7, h7) = run(&search(7), &cold);
+    assert_eq!((h0.searches, h7.searches), (2, 2));
+    assert_eq!(r7.cycles.walk, r0.cycles.walk + 2 * 7);
+    assert_eq!(r7.cycles.trap, r0.cycles.trap);
+    // Three pages 256 KiB apart share a DTLB set (EA14-EA19: 64 sets of two ways), so the
+    // third evicts the first: loading it again is one search that hits, one more charge.
+    let mut ev = vec![map(A, 1 << 20)];
+    ev.extend((0..3).map(|j| load(A + (j << 18))));
+    ev.push(load(A));
+    let (r0, h0) = run(&search(0), &ev);
+    let (r7, h7) = run(&search(7), &ev);
+    assert_eq!(h0.searches, 3 * 2 + 1);
+    assert_eq!(h7.searches, h0.searches);
+    assert_eq!(r7.cycles.walk, r0.cycles.walk + 7 * h0.searches);
+}
+
 /// 17 pages sharing a primary group: 8 go to the primary group, 8 to the secondary,
 /// the 17th overwrites primary slot 1 (the global `next_slot` is advanced before use),
 /// the 18th slot 2. Reloading the first evicted page misses again.

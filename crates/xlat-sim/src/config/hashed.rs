@@ -227,6 +227,12 @@ pub struct HashConfig {
     /// and return) besides its memory references, in cycles. Was `walker.hash_miss_cycles`.
     #[serde(default)]
     pub miss_cycles: u64,
+    /// Fixed cycles of each HTAB search a TLB reload makes, besides the slot reads the
+    /// cache model charges: the hardware sequencer's hashing and set-up (MPC7400 manual
+    /// §5.4.5.3: the primary PTEG's address formed, then PTE by PTE), or a software
+    /// handler's. Default 0: a search costs its slot reads only.
+    #[serde(default)]
+    pub search_cycles: u64,
     /// OS policy: how a whole context is flushed. Was `os.context_flush`.
     #[serde(default)]
     pub context_flush: ContextFlush,

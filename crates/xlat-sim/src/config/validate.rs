@@ -400,6 +400,11 @@ impl MachineConfig {
         if let Some(h) = self.page_table.hash() {
             at_most("page_table.hash.miss_cycles", h.miss_cycles, MAX_LATENCY)?;
             at_most(
+                "page_table.hash.search_cycles",
+                h.search_cycles,
+                MAX_LATENCY,
+            )?;
+            at_most(
                 "page_table.hash.idle_pte_cycles",
                 h.idle_pte_cycles,
                 MAX_LATENCY,

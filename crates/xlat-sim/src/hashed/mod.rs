@@ -136,6 +136,8 @@ pub struct HashMmu {
     pub flush_search: FlushSearch,
     /// The OS's hash-miss path besides its references (`page_table.hash.miss_cycles`).
     pub miss_cycles: u64,
+    /// Each reload search's fixed cycles (`page_table.hash.search_cycles`).
+    pub search_cycles: u64,
     /// Idle reclaim of zombie PTEs, and its cost per slot examined.
     pub idle_reclaim: bool,
     pub idle_pte_cycles: u64,
@@ -214,6 +216,7 @@ impl HashMmu {
             flush: h.context_flush,
             flush_search: h.flush_search,
             miss_cycles: h.miss_cycles,
+            search_cycles: h.search_cycles,
             idle_reclaim: h.idle_reclaim,
             idle_pte_cycles: h.idle_pte_cycles,
             sr: [0; 16],

@@ -218,7 +218,7 @@ impl<P: PageTable> Sim<P, HashMmu> {
         h.stats.reload_hits += found.is_some() as u64;
         h.stats.large_reloads += 1;
         self.acct.c.side_cyc[side].walk +=
-            Self::access_runs(&mut self.mmu.caches, &h.runs, h.htab.pte_bytes());
+            h.search_cycles + Self::access_runs(&mut self.mmu.caches, &h.runs, h.htab.pte_bytes());
         Leaf {
             pfn: pa >> PAGE_SHIFT,
             shift: 24,
@@ -275,8 +275,8 @@ impl<P: PageTable> Sim<P, HashMmu> {
             if first {
                 h.stats.reloads += 1;
             }
-            self.acct.c.side_cyc[side].walk +=
-                Self::access_runs(&mut self.mmu.caches, &h.runs, h.htab.pte_bytes());
+            self.acct.c.side_cyc[side].walk += h.search_cycles
+                + Self::access_runs(&mut self.mmu.caches, &h.runs, h.htab.pte_bytes());
             if let Some(f) = f {
                 let pte = h.htab.pte(f.slot);
                 if first {
