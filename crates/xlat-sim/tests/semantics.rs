@@ -353,6 +353,7 @@ preset_test!(mpc855t, "mpc855t");
 preset_test!(arm926ejs, "arm926ejs");
 preset_test!(ppc603, "ppc603");
 preset_test!(ppc604, "ppc604");
+preset_test!(mpc7410, "mpc7410");
 preset_test!(power4, "power4");
 preset_test!(clustered, "clustered");
 
@@ -368,6 +369,7 @@ fn every_preset_is_covered() {
         "arm926ejs",
         "ppc603",
         "ppc604",
+        "mpc7410",
         "power4",
         "clustered",
     ];
