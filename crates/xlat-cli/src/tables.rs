@@ -333,7 +333,7 @@ pub fn fetch_miss_pages(r: &xlat_sim::Report) -> String {
 pub fn hash_lines(s: &mut String, h: &xlat_sim::hashed::HashStats) {
     let _ = writeln!(
         s,
-        "hash table    {} in {} slots: {} live, {} zombie, {} free (peak {} live, {} zombie); use {:.1}%",
+        "hash table    {} in {} slots: {} live, {} zombie, {} free (peak {} live, {} zombie); use {:.1}% (mean over reloads {:.1}%)",
         xlat_types::format_bytes(h.htab_bytes),
         n(h.slots),
         n(h.live),
@@ -341,7 +341,8 @@ pub fn hash_lines(s: &mut String, h: &xlat_sim::hashed::HashStats) {
         n(h.slots.saturating_sub(h.live).saturating_sub(h.zombies)),
         n(h.peak_live),
         n(h.peak_zombies),
-        100.0 * h.use_fraction
+        100.0 * h.use_fraction,
+        100.0 * h.use_mean
     );
     let _ = writeln!(
         s,

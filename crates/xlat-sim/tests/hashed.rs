@@ -85,6 +85,26 @@ fn search_cycles_are_charged_per_reload_search() {
     assert_eq!(r7.cycles.walk, r0.cycles.walk + 7 * h0.searches);
 }
 
+/// The table's use averaged over the reloads: each reload samples the live PTEs before
+/// it inserts. Three cold pages see 0, 1 and 2; reloading the first after the DTLB lost
+/// it sees 3. A warm-up's reloads are left out of the mean.
+#[test]
+fn use_mean_samples_the_table_at_each_reload() {
+    let cfg = presets::preset("ppc604").unwrap();
+    let mut ev = vec![map(A, 1 << 20)];
+    ev.extend((0..3).map(|j| load(A + (j << 18))));
+    ev.push(load(A));
+    let (_, h) = run(&cfg, &ev);
+    assert_eq!((h.reloads, h.live_at_reloads), (4, 3 + 3));
+    assert_eq!(h.use_mean, 6.0 / 4.0 / h.slots as f64);
+    let mut m = Machine::new(&cfg).unwrap();
+    m.set_warmup(2);
+    m.run(&ev).unwrap();
+    let h = m.report().hash.unwrap();
+    assert_eq!((h.reloads, h.live_at_reloads), (2, 2 + 3));
+    assert_eq!(h.use_mean, 5.0 / 2.0 / h.slots as f64);
+}
+
 /// 17 pages sharing a primary group: 8 go to the primary group, 8 to the secondary,
 /// the 17th overwrites primary slot 1 (the global `next_slot` is advanced before use),
 /// the 18th slot 2. Reloading the first evicted page misses again.

@@ -351,9 +351,15 @@ pub fn check_report(r: &Report) -> Result<()> {
             ("hash hit_rate", h.hit_rate),
             ("hash evicts_per_insert", h.evicts_per_insert),
             ("hash use_fraction", h.use_fraction),
+            ("hash use_mean", h.use_mean),
         ] {
             rate(what, v)?;
         }
+        ensure!(
+            h.use_mean == h.mean_use(),
+            "hash: use_mean {} is not live_at_reloads / reloads / slots",
+            h.use_mean
+        );
         ensure!(
             h.live.checked_add(h.zombies).is_some_and(|u| u <= h.slots),
             "hash: {} live and {} zombie of {} slots",

@@ -101,6 +101,14 @@ pub struct HashStats {
     /// `live / slots`: the OSDI'99 paper's "use of the hash table" (§5.2, §7: PTEs in use,
     /// zombies not counted).
     pub use_fraction: f64,
+    /// The live PTEs the table held at each TLB reload (before the reload inserts),
+    /// summed over the reloads: each reload samples the table's use once.
+    #[serde(default)]
+    pub live_at_reloads: u64,
+    /// `live_at_reloads / reloads / slots`: the use over the run as the TLB misses saw it
+    /// (§5.2's "average of 57 %" is a use over time; the end-of-run `use_fraction` is not).
+    #[serde(default)]
+    pub use_mean: f64,
     /// PTEGs by the live PTEs they hold now: `groups_live[k]` groups hold `k` (0..=8), so
     /// Σ k·groups_live[k] = `live` (where the VSID rule's hot spots show).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -108,6 +116,17 @@ pub struct HashStats {
     /// The same by valid PTEs, zombies included (what an insert finds full).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub groups_valid: Vec<u64>,
+}
+
+impl HashStats {
+    /// `use_mean` from the counters (0 without reloads).
+    pub fn mean_use(&self) -> f64 {
+        if self.reloads == 0 || self.slots == 0 {
+            0.0
+        } else {
+            self.live_at_reloads as f64 / self.reloads as f64 / self.slots as f64
+        }
+    }
 }
 
 /// The hashed MMU: HTAB, context bookkeeping, BATs.
@@ -452,6 +471,11 @@ impl HashMmu {
         self.kernel_seg << SEGMENT_SHIFT
     }
 
+    /// Valid PTEs of live contexts now.
+    pub fn live(&self) -> u64 {
+        self.htab.valid() - self.zombies
+    }
+
     pub fn reset_peaks(&mut self) {
         self.stats.peak_live = 0;
         self.stats.peak_zombies = 0;
@@ -459,7 +483,7 @@ impl HashMmu {
     }
 
     fn note_peaks(&mut self) {
-        let live = self.htab.valid() - self.zombies;
+        let live = self.live();
         self.stats.peak_live = self.stats.peak_live.max(live);
         self.stats.peak_zombies = self.stats.peak_zombies.max(self.zombies);
     }
@@ -506,6 +530,7 @@ impl HashMmu {
         s.hit_rate = div(s.reload_hits, s.reloads);
         s.evicts_per_insert = div(s.evicts_live + s.evicts_zombie, s.inserts);
         s.use_fraction = div(s.live, s.slots);
+        s.use_mean = s.mean_use();
         (s.groups_live, s.groups_valid) = self.group_occupancy();
         s
     }

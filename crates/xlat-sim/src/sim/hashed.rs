@@ -215,6 +215,7 @@ impl<P: PageTable> Sim<P, HashMmu> {
         let found = h.search(va >> SEGMENT_SHIFT, crate::hashed::large_page(ea));
         debug_assert!(found.is_some(), "bolted PTEs stay");
         h.stats.reloads += 1;
+        h.stats.live_at_reloads += h.live();
         h.stats.reload_hits += found.is_some() as u64;
         h.stats.large_reloads += 1;
         self.acct.c.side_cyc[side].walk +=
@@ -274,6 +275,7 @@ impl<P: PageTable> Sim<P, HashMmu> {
             let f = h.search(vsid, page);
             if first {
                 h.stats.reloads += 1;
+                h.stats.live_at_reloads += h.live();
             }
             self.acct.c.side_cyc[side].walk += h.search_cycles
                 + Self::access_runs(&mut self.mmu.caches, &h.runs, h.htab.pte_bytes());
