@@ -281,6 +281,8 @@ pub fn run(
             sim.set_warmup(s.warmup);
             xlat_runner::drive::drive(&mut w, &mut sim, &crate::control::INTERRUPTED)
                 .with_context(|| format!("variant {}", v.label))?;
+            xlat_runner::drive::check_warm(&sim, s.warmup)
+                .with_context(|| format!("scenario {name}, variant {}", v.label))?;
         }
         let r: Report = sim.report();
         reports.push((v.label.clone(), serde_json::to_value(&r)?));
