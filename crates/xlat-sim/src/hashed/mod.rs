@@ -119,6 +119,15 @@ pub struct HashStats {
 }
 
 impl HashStats {
+    /// The ratios of counters (`hit_rate`, `evicts_per_insert`, `use_mean`) from the
+    /// counters: after the simulation and after a warm-up's subtraction.
+    pub fn derive_rates(&mut self) {
+        let div = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
+        self.hit_rate = div(self.reload_hits, self.reloads);
+        self.evicts_per_insert = div(self.evicts_live + self.evicts_zombie, self.inserts);
+        self.use_mean = self.mean_use();
+    }
+
     /// `use_mean` from the counters (0 without reloads).
     pub fn mean_use(&self) -> f64 {
         if self.reloads == 0 || self.slots == 0 {
@@ -527,10 +536,8 @@ impl HashMmu {
         s.zombies = self.zombies;
         s.live = self.htab.valid() - self.zombies;
         let div = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
-        s.hit_rate = div(s.reload_hits, s.reloads);
-        s.evicts_per_insert = div(s.evicts_live + s.evicts_zombie, s.inserts);
+        s.derive_rates();
         s.use_fraction = div(s.live, s.slots);
-        s.use_mean = s.mean_use();
         (s.groups_live, s.groups_valid) = self.group_occupancy();
         s
     }

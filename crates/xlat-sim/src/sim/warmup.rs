@@ -144,10 +144,7 @@ impl Report {
             (now, _) => now.clone(),
         };
         if let Some(h) = &mut r.hash {
-            let div = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
-            h.hit_rate = div(h.reload_hits, h.reloads);
-            h.evicts_per_insert = div(h.evicts_live + h.evicts_zombie, h.inserts);
-            h.use_mean = h.mean_use();
+            h.derive_rates();
         }
         r.time = crate::time::estimate(&r);
         r
