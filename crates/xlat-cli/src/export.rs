@@ -171,7 +171,7 @@ pub fn write_json_with_failures(
             .map(|f| JsonFailure {
                 machine: f.machine.clone(),
                 input: f.input.clone(),
-                error: format!("{:#}", f.error),
+                error: crate::output::error_chain(&f.error),
             })
             .collect(),
     };

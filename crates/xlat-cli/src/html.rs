@@ -140,7 +140,7 @@ pub fn render(outcomes: &[Outcome], failures: &[Failure], command: &str) -> Resu
                 "<li class=\"fail\">{} × {}: {}</li>",
                 esc(&f.machine),
                 esc(&f.input),
-                esc(&format!("{:#}", f.error))
+                esc(&crate::output::error_chain(&f.error))
             );
         }
         h.push_str("</ul>\n");

@@ -362,7 +362,11 @@ fn capture_once(a: &RunArgs, machines: &Machines) -> Result<Captured> {
         let report = match report {
             Ok(r) => r,
             Err(e) => {
-                failed.push(format!("{}: {e:#}", sim.config().name));
+                failed.push(format!(
+                    "{}: {}",
+                    sim.config().name,
+                    crate::output::error_chain(&e)
+                ));
                 continue;
             }
         };

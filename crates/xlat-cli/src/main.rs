@@ -415,7 +415,10 @@ fn main() {
         }
         // Messages quote input files and names: no raw control bytes to the terminal
         // (line breaks of a message of several lines kept).
-        eprintln!("xlat: error: {}", output::escape_lines(&format!("{e:#}")));
+        eprintln!(
+            "xlat: error: {}",
+            output::escape_lines(&output::error_chain(&e))
+        );
         std::process::exit(1);
     }
 }

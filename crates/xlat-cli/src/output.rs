@@ -25,6 +25,23 @@ fn rate(refs: u64, secs: f64) -> f64 {
     refs as f64 / secs.max(1e-9) / 1e6
 }
 
+/// An error and its causes joined by ": ", each cause once: a cause whose text its
+/// outer message already ends with (a thiserror `{source}` in the message) is not
+/// repeated.
+pub fn error_chain(e: &anyhow::Error) -> String {
+    let mut s = String::new();
+    for cause in e.chain() {
+        let c = cause.to_string();
+        if s.is_empty() {
+            s = c;
+        } else if !s.ends_with(&c) {
+            s.push_str(": ");
+            s.push_str(&c);
+        }
+    }
+    s
+}
+
 /// `s` with control characters other than line breaks escaped, line by line (a
 /// message of several lines keeps its line breaks).
 pub fn escape_lines(s: &str) -> String {
@@ -533,6 +550,31 @@ fn summary_table_raw(outcomes: &[Outcome]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_error_chain_names_each_cause_once() {
+        /// What thiserror derives for `#[error("cannot start qemu: {source}")]`.
+        #[derive(Debug)]
+        struct Spawn {
+            source: std::io::Error,
+        }
+        impl std::fmt::Display for Spawn {
+            fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                write!(f, "cannot start qemu: {}", self.source)
+            }
+        }
+        impl std::error::Error for Spawn {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                Some(&self.source)
+            }
+        }
+        let io = || std::io::Error::from_raw_os_error(11);
+        let e = anyhow::Error::new(Spawn { source: io() }).context("capture");
+        let os = io().to_string();
+        assert_eq!(error_chain(&e), format!("capture: cannot start qemu: {os}"));
+        let e = anyhow::Error::new(io()).context("reading x");
+        assert_eq!(error_chain(&e), format!("reading x: {os}"));
+    }
 
     #[test]
     fn long_paths_keep_their_end_from_a_directory() {

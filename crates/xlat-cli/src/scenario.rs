@@ -35,6 +35,7 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     ("idle-clear", include_str!("../scenarios/idle-clear.toml")),
     ("clustered", include_str!("../scenarios/clustered.toml")),
     ("miss-cost", include_str!("../scenarios/miss-cost.toml")),
+    ("vsid-skew", include_str!("../scenarios/vsid-skew.toml")),
 ];
 
 #[derive(Deserialize)]

@@ -31,12 +31,16 @@ pub fn plan_and_submit(plan: &mut Plan, a: &SimArgs, out: &OutputArgs) -> Result
     // Fail here, not in a thousand tasks: every machine loads, every input opens.
     let mut errors: Vec<String> = crate::plan::machine_failures(plan, &plan.load_machines())
         .into_iter()
-        .map(|f| format!("{}: {:#}", f.machine, f.error).replace('\n', "\n    "))
+        .map(|f| format!("{}: {}", f.machine, f.error).replace('\n', "\n    "))
         .collect();
     for (i, r) in plan.inputs.iter().zip(plan.check_inputs()) {
         if let Err(e) = r {
             let e = anyhow::Error::from(e);
-            errors.push(format!("{}: {e:#}", i.input().label()));
+            errors.push(format!(
+                "{}: {}",
+                i.input().label(),
+                crate::output::error_chain(&e)
+            ));
         }
         if let crate::plan::PlanInput::Trace(p) = i {
             if !std::fs::metadata(p).is_ok_and(|m| m.is_file()) {

@@ -28,6 +28,7 @@ fn every_scenario_agrees_with_its_seed() {
         "idle-clear",
         "clustered",
         "miss-cost",
+        "vsid-skew",
     ] {
         assert!(names.contains(&want), "{list}");
     }

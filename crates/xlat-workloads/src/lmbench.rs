@@ -344,9 +344,13 @@ impl Lmbench {
         }
     }
 
-    /// Process `j`'s (0: the parent's) lat_ctx array.
+    /// Process `j`'s (0: the parent's) lat_ctx array. Every child's is at the same
+    /// address, just past the parent's: lat_ctx.c's `doit` mallocs it after `fork`, from
+    /// the heap state every child inherits. (Their VSIDs alone then keep a hashed page
+    /// table's groups apart: Dougan et al., OSDI'99 §5.3, "the logical address spaces of
+    /// processes tend to be similar".)
     fn array(&self, j: u64) -> u64 {
-        BUFFERS + j * crate::page_up(self.ctx_size)
+        BUFFERS + j.min(1) * crate::page_up(self.ctx_size)
     }
 
     /// lat_ctx.c `sumit`: reads the whole array (here a load per line).

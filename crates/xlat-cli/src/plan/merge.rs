@@ -126,7 +126,7 @@ pub fn finish(
             "xlat: error: {} × {}: {}",
             escape(&f.machine),
             escape(&f.input),
-            crate::output::escape_lines(&format!("{:#}", f.error))
+            crate::output::escape_lines(&crate::output::error_chain(&f.error))
         );
     }
     let list: Vec<String> = failures

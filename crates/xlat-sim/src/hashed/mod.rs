@@ -597,6 +597,40 @@ mod tests {
         HashMmu::new(&cfg, &h, &mut PhysMem::new(12)).unwrap()
     }
 
+    /// ppc604's MUNGE_CONTEXT with multiplier `skew` on an HTAB of `htab` bytes.
+    fn munge(skew: u64, htab: u64) -> HashMmu {
+        let mut cfg = crate::presets::preset("ppc604").unwrap();
+        if let crate::config::PageTableConfig::Hashed { hash, .. } = &mut cfg.page_table {
+            hash.vsid_skew = Some(skew);
+            hash.htab = crate::config::Bytes(htab);
+        }
+        let h = cfg.page_table.hash().unwrap().clone();
+        HashMmu::new(&cfg, &h, &mut PhysMem::new(12)).unwrap()
+    }
+
+    /// On a 128 KiB HTAB (2,048 PTEGs) the hash keeps 11 bits, of which the context
+    /// contributes (k × skew) mod 128: 897 = 7 × 128 + 1 places every page of every
+    /// context where the linear rule does. On 512 KiB (8,192 PTEGs) it does not.
+    #[test]
+    fn munge_897_is_linear_on_a_128k_table_only() {
+        let placement = |m: &HashMmu| {
+            let mut v = Vec::new();
+            for k in 1..300u32 {
+                for page in (0..0x1_0000u64).step_by(97) {
+                    v.push(m.htab.groups(m.vsid(k, 6), page));
+                }
+            }
+            v
+        };
+        let (a, b) = (munge(897, 128 << 10), munge(1, 128 << 10));
+        assert_ne!(a.vsid(5, 6), b.vsid(5, 6), "different VSIDs");
+        assert_eq!(placement(&a), placement(&b));
+        let (a, b) = (munge(897, 512 << 10), munge(1, 512 << 10));
+        assert_ne!(placement(&a), placement(&b));
+        let (a, b) = (munge(3, 128 << 10), munge(1, 128 << 10));
+        assert_ne!(placement(&a), placement(&b));
+    }
+
     /// `vsid_scramble` is (proto × 268435399) mod (2^36 − 1).
     #[test]
     fn scramble_by_hand() {
