@@ -98,13 +98,21 @@ pub fn curve_error(cfg: &MachineConfig, tlb: &TlbReport, env: &Env) -> Result<f6
 pub struct Row {
     /// Pages chased.
     pub pages: usize,
-    /// Measured translation cycles per load (the probe's excess).
+    /// Measured translation cycles per load (the probe's excess, median over its passes).
     pub measured: f64,
+    /// The least and largest of the probe's passes (each in its own random footprint
+    /// order): the envelope the machine is checked against.
+    pub envelope: [f64; 2],
     /// The simulated chase.
     pub simulated: Simulated,
 }
 
 impl Row {
+    /// Whether the simulated cost lies inside the measured envelope.
+    pub fn inside(&self) -> bool {
+        (self.envelope[0]..=self.envelope[1]).contains(&self.simulated.cycles)
+    }
+
     /// Simulated over measured, where the measured cost is at least 1 cycle.
     pub fn ratio(&self) -> Option<f64> {
         let m = self.measured;
@@ -144,6 +152,8 @@ pub struct Validation {
     pub measured_half: Option<f64>,
     /// and the simulated chase's.
     pub simulated_half: Option<f64>,
+    /// Passes of the probe's sweep (the envelope's measurements per footprint).
+    pub passes: usize,
 }
 
 /// `cfg` checked against the TLB curve `tlb`, its chases simulated as `env` says.
@@ -154,6 +164,7 @@ pub fn validate(cfg: &MachineConfig, tlb: &TlbReport, env: &Env) -> Result<Valid
             rows.push(Row {
                 pages: p.pages,
                 measured: p.excess_ticks,
+                envelope: xlat_probe::stats::range(&p.excess_passes).unwrap_or([p.excess_ticks; 2]),
                 simulated: simulate(cfg, p.pages, env)?,
             });
         }
@@ -193,6 +204,12 @@ pub fn validate(cfg: &MachineConfig, tlb: &TlbReport, env: &Env) -> Result<Valid
         knees_simulated: knees(rows.iter().map(|r| r.simulated.cycles).collect()),
         measured_half: tlb.levels.get(1).and_then(|l| l.half_miss_pages),
         simulated_half: knees::crossing(&xs, &frac, 0.5),
+        passes: tlb
+            .curve
+            .iter()
+            .map(|p| p.excess_passes.len())
+            .max()
+            .unwrap_or(1),
         regions,
         rows,
     })
@@ -209,7 +226,9 @@ impl Validation {
                 vec![
                     r.pages.to_string(),
                     format!("{:.1}", r.measured),
+                    format!("{:.1}..{:.1}", r.envelope[0], r.envelope[1]),
                     format!("{:.1}", r.simulated.cycles),
+                    if r.inside() { "yes" } else { "no" }.into(),
                     r.ratio().map_or("-".into(), |x| format!("{x:.2}")),
                     format!("{:.0}%", r.simulated.l2_miss * 100.0),
                 ]
@@ -226,7 +245,9 @@ impl Validation {
             &[
                 "pages",
                 "measured",
+                "passes min..max",
                 "simulated",
+                "inside",
                 "sim/meas",
                 "sim L2 misses",
             ],
@@ -244,6 +265,19 @@ impl Validation {
         for r in self.regions.iter().filter(|r| r.of > 0) {
             let _ = writeln!(s, "  - {}: {} of {}", r.name, r.within, r.of);
         }
+        let costly: Vec<&Row> = self
+            .rows
+            .iter()
+            .filter(|r| r.measured.abs() >= 1.0)
+            .collect();
+        let _ = writeln!(
+            s,
+            "- inside the envelope of the probe's {} passes (min..max, each pass in its own \
+             random footprint order): {} of {}",
+            self.passes,
+            costly.iter().filter(|r| r.inside()).count(),
+            costly.len()
+        );
         let knees = |ks: &[Step]| {
             ks.iter()
                 .map(|k| format!("{:.0}..{:.0} (+{:.1})", k.last_flat, k.settled, k.height()))

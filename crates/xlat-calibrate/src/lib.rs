@@ -13,8 +13,9 @@
 //! the L2 misses and the page tables still sit in the caches. A VM gets the base's nested paging. Everything else is the
 //! base preset's, and the file's `sources` say which is which ([`calibrated`]).
 //!
-//! A file is written only from a trusted measurement: [`trusted_report`] runs the probe up
-//! to N times until it sizes both DTLB levels.
+//! A file is written when the probe sizes both DTLB levels (on a shared VM with an
+//! interval, which the sources quote: a wide interval is an answer); [`trusted_report`]
+//! runs the probe up to N times only when a level has no signal at all.
 //!
 //! Compared quantity: see [`check`]. Typed errors ([`CalibrateError`]); no printing: the
 //! caller measures, and its [`xlat_runner::run::Env`] makes the simulators, holds the stop

@@ -22,7 +22,7 @@ fn int(v: u64) -> toml::Value {
 }
 
 /// `base` (preset `base_name`) with the measured figures of `report` (see the crate
-/// documentation), its chases simulated as `env` says; both DTLB levels must be trusted.
+/// documentation), its chases simulated as `env` says; both DTLB levels must be sized.
 pub fn calibrated(
     base: &MachineConfig,
     base_name: &str,
@@ -48,8 +48,15 @@ pub fn calibrated(
         ("cache.data_refs".into(), toml::Value::Boolean(true)),
     ];
     let mut measured = vec![format!(
-        "L1 DTLB {} entries and the L1-miss/L2-hit cost {:.1} cycles",
-        l1.entries, l1.miss_penalty_ticks
+        "L1 DTLB {} entries (effective {:.0}..{:.0} over the visiting orders; CPUID {}) and \
+         the L1-miss/L2-hit cost {:.1} cycles",
+        l1.entries,
+        l1.interval[0],
+        l1.interval[1],
+        l1.cpuid
+            .as_ref()
+            .map_or("-".into(), |d| d.entries.to_string()),
+        l1.miss_penalty_ticks
     )];
     // Cache hit latencies: the dense control's first plateau is the L1D's; level i + 1's
     // is the plateau after the control's step where level i overflows (its sysfs size in
@@ -173,14 +180,30 @@ pub fn calibrated(
     let (_, c, fit, policy) = best.expect("two candidates");
     cfg = c;
     let e = &cfg.tlb.levels[1].d[0];
+    // The half-miss footprint moves with the capacity this process gets: its range over
+    // the visiting orders, scaled to entries (the fitted organization's half-miss point is
+    // proportional to its size).
+    let spread = l2.half_miss_interval.map_or(String::new(), |[lo, hi]| {
+        format!(
+            " (half-miss footprints {lo:.0}..{hi:.0} pages over the visiting orders: about \
+             {:.0}..{:.0} entries, scaled)",
+            e.entries as f64 * lo / half,
+            e.entries as f64 * hi / half
+        )
+    });
     measured.push(format!(
-        "L2 DTLB {} entries, {}-way skewed, {policy} replacement: the simulated chase misses half its \
-         loads at {half:.0} pages, where the measured one does (probe estimate {:.0}); \
-         {policy} replacement fits the measured curve better (RMS relative error from the \
-         L1 DTLB's step on: {})",
+        "L2 DTLB {} entries{spread}, {}-way skewed, {policy} replacement: the simulated chase \
+         misses half its loads at {half:.0} pages, where the measured one does (probe \
+         estimate {:.0}, effective {:.0}..{:.0}; CPUID {}); {policy} replacement fits the \
+         measured curve better (RMS relative error from the L1 DTLB's step on: {})",
         e.entries,
         ways,
         l2.raw_entries,
+        l2.interval[0],
+        l2.interval[1],
+        l2.cpuid
+            .as_ref()
+            .map_or("-".into(), |d| d.entries.to_string()),
         errors.join(", ")
     ));
     let fitted = match &fit {
@@ -188,8 +211,9 @@ pub fn calibrated(
             "fitted, not measured: walker.walk_cycles = {} (the cost each walk pays besides \
              its references: walker start-up, TLB fill, what the model does not see): the \
              median per walk of measured minus simulated over the {} footprints of {}..{} \
-             pages where the simulated L2 DTLB misses on at least half the loads",
-            f.cycles, f.points, f.from, f.to
+             pages where the simulated L2 DTLB misses on at least half the loads (quartiles \
+             {:.0}..{:.0})",
+            f.cycles, f.points, f.from, f.to, f.quartiles[0], f.quartiles[1]
         ),
         None => "walker.walk_cycles not fitted (fewer than two footprints where the L2 DTLB \
                  misses): 0"
@@ -255,6 +279,8 @@ pub struct WalkFit {
     pub from: usize,
     /// to this many.
     pub to: usize,
+    /// The per-footprint values' quartiles (25th..75th percentile), cycles per walk.
+    pub quartiles: [f64; 2],
 }
 
 /// `walker.walk_cycles` for `cfg` (which has none yet): the median over the footprints
@@ -288,6 +314,10 @@ pub fn fit_walk_cycles(cfg: &MachineConfig, tlb: &TlbReport, env: &Env) -> Resul
             .round()
             .clamp(0.0, MAX_LATENCY as f64) as u64,
         points: used.len(),
+        quartiles: [
+            xlat_probe::stats::percentile(&per_walk, 25.0),
+            xlat_probe::stats::percentile(&per_walk, 75.0),
+        ],
         from: used[0],
         to: *used.last().expect("two or more"),
     }))

@@ -72,7 +72,9 @@ fn cache_latencies_and_geometry_are_the_mocks() {
     let cfg = &default_calibration().1;
     let c = &cfg.cache.levels;
     let hits: Vec<u64> = c.iter().map(|l| l.hit_cycles).collect();
-    assert_eq!(hits, [3, 9, 34]);
+    // 2.5, 8.5 and 33.5 ticks measured with noise: 8.5 rounds either way.
+    assert_eq!((hits[0], hits[2]), (3, 34), "{hits:?}");
+    assert!((8..=9).contains(&hits[1]), "{hits:?}");
     assert_eq!((c[0].size.0, c[1].size.0), (32 << 10, 1 << 20));
     assert_eq!(
         c[2].size.0,
@@ -109,41 +111,44 @@ fn the_fitted_walk_cost_brings_the_l2_miss_plateau_within_20_percent() {
 }
 
 #[test]
-fn a_busy_machine_writes_no_machine() {
+fn a_busy_machine_still_gets_a_machine_with_intervals() {
+    // Issue 39: an intermittent tenant spreads the estimates; calibrate answers with the
+    // interval at the first attempt instead of refusing.
     let busy = MockMachine {
-        busy_from: Some(1_000),
+        busy_rate: 0.15,
         ..Default::default()
     };
     let mut runs = 0;
-    let mut untrusted = Vec::new();
-    let e = trusted_report::<CalibrateError>(
-        2,
+    let r = trusted_report::<CalibrateError>(
+        3,
         |seed| {
             runs += 1;
             Ok(report(busy.clone(), seed))
         },
+        |_| panic!("sized at once"),
+    )
+    .unwrap();
+    assert_eq!(runs, 1);
+    let cfg = calibrated(&zen4(), "zen4", &r, &env()).unwrap();
+    let text = cfg.sources.join("\n");
+    assert!(text.contains("effective "), "{text}");
+    assert!(text.contains("half-miss footprints "), "{text}");
+    // No TLB step at all is no signal: no machine.
+    let flat = MockMachine {
+        tlbs: Vec::new(),
+        cache_steps: Vec::new(),
+        ..Default::default()
+    };
+    let mut untrusted = Vec::new();
+    let e = trusted_report::<CalibrateError>(
+        2,
+        |seed| Ok(report(flat.clone(), seed)),
         |seed| untrusted.push(seed),
     )
     .unwrap_err()
     .to_string();
-    assert_eq!(runs, 2);
     assert_eq!(untrusted, [1, 2]);
-    assert!(
-        e.contains("no machine written") && e.contains("L2 DTLB"),
-        "{e}"
-    );
-    // A quiet machine is accepted at the first attempt.
-    let mut runs = 0;
-    trusted_report::<CalibrateError>(
-        3,
-        |seed| {
-            runs += 1;
-            Ok(report(MockMachine::default(), seed))
-        },
-        |_| panic!("trusted at once"),
-    )
-    .unwrap();
-    assert_eq!(runs, 1);
+    assert!(e.contains("no machine written"), "{e}");
 }
 
 #[test]

@@ -31,7 +31,7 @@ pub struct CalibrateArgs {
     /// Validate this machine (preset or file) against a fresh measurement; writes nothing.
     #[arg(short, long)]
     machine: Option<String>,
-    /// Probe runs allowed to get a trusted measurement of both DTLB levels.
+    /// Probe runs allowed to get a signal (a size, with its interval) from both DTLB levels.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=20))]
     attempts: u32,
     /// Use the probe's deterministic mock backend (for tests).

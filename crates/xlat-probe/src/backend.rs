@@ -215,6 +215,9 @@ pub struct Environment {
     /// Data and unified caches, innermost first (sysfs; empty where it has none).
     #[serde(default)]
     pub caches: Vec<crate::caches::CacheDesc>,
+    /// Hardware threads per core online (sysfs; 2: an SMT sibling shares the TLBs).
+    #[serde(default)]
+    pub smt_threads: Option<usize>,
 }
 
 /// A source of measurements. See the module documentation.
@@ -227,6 +230,12 @@ pub trait Backend {
 
     /// Describe the machine.
     fn environment(&mut self) -> Environment;
+
+    /// All CPUs' cumulative busy, idle and stolen time (`/proc/stat`), to say what ran
+    /// beside a measurement; `None` where there is no such record (the mock).
+    fn cpu_times(&mut self) -> Option<crate::sharing::CpuTimes> {
+        None
+    }
 
     /// Run a pointer chase.
     fn chase(&mut self, spec: &ChaseSpec) -> Result<ChaseResult, ProbeError>;

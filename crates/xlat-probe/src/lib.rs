@@ -18,6 +18,7 @@ pub mod perf;
 pub mod rdtsc;
 pub mod report;
 pub mod rng;
+pub mod sharing;
 pub mod stats;
 pub mod timer;
 pub mod tlb;

@@ -48,6 +48,7 @@ pub fn measure<B: Backend>(
         source: Box::new(e),
     })?;
     let environment = b.environment();
+    let before = b.cpu_times();
     let notes = report::environment_notes(&environment);
     let (do_tlb, do_hist, do_os, compare_list) = match (opts.probe, opts.compare.clone()) {
         (Some(Probe::Tlb), c) => (true, false, false, c),
@@ -95,6 +96,15 @@ pub fn measure<B: Backend>(
         None
     };
     say("done");
+    let sharing = match (before, b.cpu_times()) {
+        (Some(a), Some(z)) => Some(crate::sharing::Sharing::between(
+            a,
+            z,
+            environment.smt_threads,
+            environment.cpus,
+        )),
+        _ => None,
+    };
     Ok(Report {
         schema: SCHEMA.into(),
         backend: b.name().into(),
@@ -106,5 +116,6 @@ pub fn measure<B: Backend>(
         os,
         compare,
         elapsed_s: start.elapsed().as_secs_f64(),
+        sharing,
     })
 }

@@ -56,6 +56,9 @@ pub struct MockMachine {
     /// A competing process from this footprint on (pages): chase samples and single loads
     /// are delayed at random, as on a busy machine.
     pub busy_from: Option<usize>,
+    /// An intermittent tenant: each measurement (a chase, a run of single loads) runs
+    /// beside competing work with this probability, whatever its footprint.
+    pub busy_rate: f64,
     /// A guest whose host maps its memory with 4 KiB pages: huge pages do not extend the
     /// TLB's reach (a nested translation is cached at the smaller page size).
     pub host_small_pages: bool,
@@ -87,6 +90,7 @@ impl Default for MockMachine {
             cache_residual: 0.0,
             walk_steps: Vec::new(),
             busy_from: None,
+            busy_rate: 0.0,
             host_small_pages: false,
             tlbs: vec![
                 MockTlb {
@@ -333,6 +337,7 @@ impl Backend for MockBackend {
                     line: 64,
                 })
                 .collect(),
+            smt_threads: None,
         }
     }
 
@@ -352,7 +357,8 @@ impl Backend for MockBackend {
             self.machine
                 .chase_ticks(spec.pattern, spec.targets, spec.spacing, spec.backing);
         let mut out = Vec::with_capacity(spec.samples);
-        let busy = self.machine.busy_from.is_some_and(|p| spec.targets >= p);
+        let busy = self.machine.busy_from.is_some_and(|p| spec.targets >= p)
+            || self.rng.unit() < self.machine.busy_rate;
         for _ in 0..spec.samples {
             let mut v = truth * (1.0 + self.machine.noise * self.rng.normal());
             if self.rng.unit() < self.machine.outlier_rate {
@@ -387,6 +393,7 @@ impl Backend for MockBackend {
     }
 
     fn single_accesses(&mut self, spec: &HistSpec) -> Result<Vec<f64>, ProbeError> {
+        let tenant = self.rng.unit() < self.machine.busy_rate;
         let m = &self.machine;
         let (targets, tlb_pages) = match spec.kind {
             HistKind::Baseline => (1, 1),
@@ -397,7 +404,7 @@ impl Backend for MockBackend {
             HistKind::Spread => m.spread_cache_cost(targets),
             _ => m.cache_cost(targets),
         };
-        let busy = m.busy_from.is_some_and(|p| spec.targets >= p);
+        let busy = m.busy_from.is_some_and(|p| spec.targets >= p) || tenant;
         let n = targets * spec.passes;
         let mut rng =
             SplitMix64::new(m.seed ^ spec.seed ^ (targets as u64) << 20 ^ spec.kind as u64);

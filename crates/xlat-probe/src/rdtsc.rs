@@ -113,11 +113,13 @@ impl Backend for RdtscBackend {
         let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
             .map(|s| s.trim().to_string())
             .unwrap_or_default();
+        let cpus = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1);
         Environment {
             cpuid: crate::cpuid::read(),
-            cpus: std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(1),
+            cpus,
+            smt_threads: crate::sharing::smt_threads(cpus),
             kernel,
             thp_policy: mem::thp_policy(),
             hugetlb_2m_pages: mem::hugetlb_pool_pages(2048),
@@ -125,6 +127,10 @@ impl Backend for RdtscBackend {
             perf,
             caches: crate::caches::read(),
         }
+    }
+
+    fn cpu_times(&mut self) -> Option<crate::sharing::CpuTimes> {
+        crate::sharing::CpuTimes::read()
     }
 
     fn chase(&mut self, spec: &ChaseSpec) -> Result<ChaseResult, ProbeError> {

@@ -43,6 +43,9 @@ pub struct Report {
     pub compare: Option<CompareReport>,
     /// Wall-clock seconds of the whole run.
     pub elapsed_s: f64,
+    /// What shared the machine while it was measured.
+    #[serde(default)]
+    pub sharing: Option<crate::sharing::Sharing>,
 }
 
 /// Notes derived from the environment: hypervisor, counters, huge pages.
@@ -183,6 +186,9 @@ pub fn render(r: &Report) -> String {
              machine, miss costs include the nested page walk)"
         );
     }
+    if let Some(sh) = &r.sharing {
+        let _ = writeln!(s, "- shared with: {}", sh.describe(c.hypervisor.as_deref()));
+    }
     let t = &r.timer;
     let advertised = t
         .advertised_ticks_per_ns
@@ -296,9 +302,13 @@ fn render_tlb(s: &mut String, tlb: &TlbReport, t: &TimerInfo) {
                 if l.trusted {
                     l.entries.to_string()
                 } else {
-                    "rerun".into()
+                    "-".into()
                 },
-                format!("{:.0}", l.raw_entries),
+                if l.trusted {
+                    format!("{:.0}..{:.0}", l.interval[0], l.interval[1])
+                } else {
+                    "-".into()
+                },
                 l.estimates
                     .iter()
                     .map(|e| format!("{e:.0}"))
@@ -327,7 +337,7 @@ fn render_tlb(s: &mut String, tlb: &TlbReport, t: &TimerInfo) {
         &[
             "level",
             "entries",
-            "raw",
+            "effective",
             "estimates",
             "method",
             "confidence",
@@ -406,7 +416,7 @@ fn render_tlb(s: &mut String, tlb: &TlbReport, t: &TimerInfo) {
     }
     let _ = writeln!(
         s,
-        "- confidence: high = the estimates from five independent visiting orders (an outlying one set aside) agree within 3% and the samples are quiet; medium = within 10%; low = otherwise, and no size is given ('rerun'). 'entries' is the median estimate, not rounded to a common size; a model fit (miss-fraction method) is accurate to ~10%\n"
+        "- confidence: high = the estimates from five independent visiting orders (an outlying one set aside) agree within 3% and the samples are quiet; medium = within 10%; low = otherwise, or signs of competing work (the size is still given: a wide interval is the answer on a shared machine). 'entries' is the median estimate, not rounded to a common size; 'effective' the least..largest estimate: the capacity this process got while it was measured (CPUID gives the nominal one); a model fit (miss-fraction method) is accurate to ~10%. The coarse sweep makes several passes, each over every footprint in its own random order\n"
     );
     // Curve, thinned to about 24 rows.
     let step = (tlb.curve.len() / 24).max(1);

@@ -10,6 +10,13 @@ use serde::{Deserialize, Serialize};
 /// Threshold of the modified z-score above which a sample is an outlier.
 pub const OUTLIER_Z: f64 = 3.5;
 
+/// `[min, max]` of `xs`, `None` when empty.
+pub fn range(xs: &[f64]) -> Option<[f64; 2]> {
+    let lo = xs.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    (!xs.is_empty()).then_some([lo, hi])
+}
+
 /// The median of `xs` (mean of the two middle values for even lengths); `NaN` when empty.
 pub fn median(xs: &[f64]) -> f64 {
     percentile(xs, 50.0)

@@ -52,10 +52,19 @@ pub struct TlbOptions {
     pub min_accesses: usize,
     /// Independent visiting orders used for refinement.
     pub repeats: usize,
+    /// Passes of the coarse sweep, each over every footprint in its own random order, so
+    /// that a competing process or a busy SMT sibling spreads over footprints instead of
+    /// bending one part of the curve; each point keeps every pass's excess.
+    #[serde(default = "one_pass")]
+    pub passes: usize,
     /// Timed single loads per footprint in the miss-fraction refinement.
     pub fraction_samples: usize,
     /// Base seed.
     pub seed: u64,
+}
+
+fn one_pass() -> usize {
+    1
 }
 
 impl Default for TlbOptions {
@@ -67,6 +76,7 @@ impl Default for TlbOptions {
             samples: 5,
             min_accesses: 20_000,
             repeats: 5,
+            passes: 3,
             fraction_samples: 40_000,
             seed: 1,
         }
@@ -109,8 +119,12 @@ pub struct CurvePoint {
     pub linear: Measure,
     /// Same lines within few pages.
     pub control: Measure,
-    /// `random - control` medians, ticks per access.
+    /// `random - control` medians, ticks per access: the median over the passes.
     pub excess_ticks: f64,
+    /// Each pass's `random - control` medians (ticks per access, in pass order): the
+    /// envelope (min..max) that a calibrated machine is checked against.
+    #[serde(default)]
+    pub excess_passes: Vec<f64>,
     /// `random - control` medians, ns per access.
     pub excess_ns: f64,
     /// Hardware counters during the random chase, when available.
@@ -153,8 +167,20 @@ pub struct LevelEstimate {
     pub nearest_size: u64,
     /// Miss-fraction method: median footprint (pages) where half the loads miss.
     pub half_miss_pages: Option<f64>,
-    /// False when the measurement gives no size (estimates disagree, or loads missed where
-    /// the TLB holds every page): the warnings say why and ask for a rerun.
+    /// The effective capacity's interval: the least and largest independent estimate (on a
+    /// shared machine the capacity this process gets moves from run to run; a wide interval
+    /// is the answer, not a failure).
+    #[serde(default)]
+    pub interval: [f64; 2],
+    /// Least and largest half-miss footprint over the visiting orders.
+    #[serde(default)]
+    pub half_miss_interval: Option<[f64; 2]>,
+    /// Signs of competing work while this level was measured (each makes the confidence
+    /// low and is repeated in the warnings).
+    #[serde(default)]
+    pub doubts: Vec<String>,
+    /// True when the level has a size: at least one estimate (a signal). Doubts lower
+    /// the confidence, they do not withhold the size.
     pub trusted: bool,
     /// Confidence in `entries`.
     pub confidence: Confidence,
@@ -282,50 +308,62 @@ pub fn run<B: Backend>(
     opts: &TlbOptions,
 ) -> Result<TlbReport, ProbeError> {
     let timer = b.timer()?;
+    let fps = footprints(opts.min_pages, opts.max_pages, opts.ratio);
+    // Per footprint: the samples of each chase over all passes, and each pass's excess.
+    let mut acc: Vec<[Vec<f64>; 3]> = vec![Default::default(); fps.len()];
+    let mut excess_passes = vec![Vec::new(); fps.len()];
+    let mut point_counters = vec![None; fps.len()];
+    let mut checks = vec![None; fps.len()];
+    let mut order: Vec<usize> = (0..fps.len()).collect();
+    let mut rng = crate::rng::SplitMix64::new(opts.seed ^ 0x7061_7373);
+    for pass in 0..opts.passes.max(1) {
+        for i in (1..order.len()).rev() {
+            order.swap(i, rng.below(i + 1));
+        }
+        let seed = opts.seed + 1_000 * pass as u64;
+        for &i in &order {
+            let pages = fps[i];
+            let mut medians = [0.0; 3];
+            for (k, pattern) in [Pattern::Random, Pattern::Linear, Pattern::Control]
+                .into_iter()
+                .enumerate()
+            {
+                let spec = ChaseSpec {
+                    pattern,
+                    backing: Backing::Small,
+                    targets: pages,
+                    spacing: SMALL_PAGE,
+                    accesses: (pages * 2).max(opts.min_accesses),
+                    samples: opts.samples,
+                    seed,
+                };
+                let r = b.chase(&spec)?;
+                medians[k] = stats::median(&r.ticks_per_access);
+                acc[i][k].extend_from_slice(&r.ticks_per_access);
+                if pattern == Pattern::Random {
+                    checks[i] = r.backing_check.or(checks[i].take());
+                    point_counters[i] = r.counters.or(point_counters[i].take());
+                }
+            }
+            excess_passes[i].push(medians[0] - medians[2]);
+        }
+    }
+    // The largest footprint's backing check and counters stand for the sweep.
+    let backing_check = checks.iter().rev().find_map(Clone::clone);
+    let counters = point_counters.iter().rev().find_map(Clone::clone);
     let mut curve = Vec::new();
-    let mut backing_check = None;
-    let mut counters = None;
-    for pages in footprints(opts.min_pages, opts.max_pages, opts.ratio) {
-        let (random, r) = chase_measure(
-            b,
-            &timer,
-            Pattern::Random,
-            pages,
-            opts.samples,
-            opts.min_accesses,
-            opts.seed,
-        )?;
-        backing_check = r.backing_check.or(backing_check);
-        counters = r.counters.clone().or(counters);
-        let point_counters = r.counters;
-        let (linear, _) = chase_measure(
-            b,
-            &timer,
-            Pattern::Linear,
-            pages,
-            opts.samples,
-            opts.min_accesses,
-            opts.seed,
-        )?;
-        let (control, _) = chase_measure(
-            b,
-            &timer,
-            Pattern::Control,
-            pages,
-            opts.samples,
-            opts.min_accesses,
-            opts.seed,
-        )?;
-        let excess_ticks = random.summary.median - control.summary.median;
+    for (i, [random, linear, control]) in acc.into_iter().enumerate() {
+        let excess_ticks = stats::median(&excess_passes[i]);
         curve.push(CurvePoint {
-            pages,
-            bytes: pages * SMALL_PAGE,
+            pages: fps[i],
+            bytes: fps[i] * SMALL_PAGE,
             excess_ns: timer.ns(excess_ticks),
             excess_ticks,
-            random,
-            linear,
-            control,
-            counters: point_counters,
+            excess_passes: std::mem::take(&mut excess_passes[i]),
+            random: Measure::new(random, &timer),
+            linear: Measure::new(linear, &timer),
+            control: Measure::new(control, &timer),
+            counters: point_counters[i].take(),
         });
     }
     let xs: Vec<f64> = curve.iter().map(|p| p.pages as f64).collect();
@@ -468,11 +506,8 @@ pub fn run<B: Backend>(
             (method, estimates, None)
         };
         let raw_entries = stats::median(&estimates);
-        let (confidence, confidence_reason) = knees::confidence(&estimates, noisy);
+        let (mut confidence, mut confidence_reason) = knees::confidence(&estimates, noisy);
         let mut doubts = Vec::new();
-        if confidence == Confidence::Low {
-            doubts.push(format!("the estimates disagree ({confidence_reason})"));
-        }
         if let Some(f) = fraction.as_ref().filter(|_| cross_check.is_none()) {
             doubts.extend(f.doubts.iter().cloned());
         }
@@ -491,16 +526,20 @@ pub fn run<B: Backend>(
                 local * 100.0
             ));
         }
-        let trusted = doubts.is_empty() && !estimates.is_empty();
+        let trusted = !estimates.is_empty();
+        let interval = stats::range(&estimates).unwrap_or([f64::NAN; 2]);
         if !trusted {
+            warnings.push(format!("{name}: no size: no estimate (no signal)"));
+        } else if !doubts.is_empty() {
+            confidence = Confidence::Low;
+            confidence_reason.push_str(&format!("; {}", doubts.join("; ")));
             warnings.push(format!(
-                "{name}: no size given: {}; another process was probably competing for the \
-                 CPU, caches or TLB - rerun on an idle machine",
-                if doubts.is_empty() {
-                    "no estimate".to_string()
-                } else {
-                    doubts.join("; ")
-                }
+                "{name}: {raw_entries:.0} entries, effective capacity {:.0}..{:.0}: {}; other \
+                 work was competing for the CPU, caches or TLB (see 'shared with'), so the \
+                 interval is what this process got, not the TLB's size",
+                interval[0],
+                interval[1],
+                doubts.join("; ")
             ));
         }
         let (cpuid, cpuid_agrees, cpuid_note) = compare_cpuid(env, k, raw_entries);
@@ -515,6 +554,9 @@ pub fn run<B: Backend>(
             entries: raw_entries.round().max(0.0) as u64,
             nearest_size: knees::snap_entries(raw_entries),
             half_miss_pages: fraction.as_ref().and_then(|f| f.half_miss_pages),
+            interval,
+            half_miss_interval: fraction.as_ref().and_then(|f| f.half_miss_interval),
+            doubts,
             trusted,
             confidence,
             confidence_reason,

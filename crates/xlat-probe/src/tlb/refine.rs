@@ -76,7 +76,9 @@ pub(super) struct FractionResult {
     pub(super) estimates: Vec<f64>,
     /// Median footprint where half the loads miss.
     pub(super) half_miss_pages: Option<f64>,
-    /// Signs of a busy machine (each makes the level untrusted).
+    /// Least and largest footprint where half the loads miss, over the visiting orders.
+    pub(super) half_miss_interval: Option<[f64; 2]>,
+    /// Signs of a busy machine (each makes the confidence low).
     pub(super) doubts: Vec<String>,
 }
 
@@ -84,7 +86,7 @@ pub(super) struct FractionResult {
 /// were not timed on a quiet machine.
 const FRACTION_DOUBT: f64 = 0.1;
 
-/// Miss-fraction method; `None` when the fraction never reaches one half in the range.
+/// Miss-fraction method; `None` when the fraction reaches one half in no visiting order.
 pub(super) fn refine_by_fraction<B: Backend>(
     b: &mut B,
     timer: &TimerInfo,
@@ -175,14 +177,23 @@ pub(super) fn refine_by_fraction<B: Backend>(
                 halves.extend(knees::crossing(&xs, &ys, 0.5));
                 out.fits.push((name.to_string(), fit));
             }
-            None => return Ok(None),
+            // No crossing in this visiting order (a burst of competing work can flatten
+            // one): the others still measure.
+            None => doubts.push(format!(
+                "visiting order {} gave no fit (its miss fractions never cross one half)",
+                r + 1
+            )),
         }
+    }
+    if estimates.is_empty() {
+        return Ok(None);
     }
     // One doubt of each kind (the first visiting order's wording).
     doubts.dedup_by(|a, b| a.split(" (").next() == b.split(" (").next());
     Ok(Some(FractionResult {
         estimates,
         half_miss_pages: (!halves.is_empty()).then(|| stats::median(&halves)),
+        half_miss_interval: stats::range(&halves),
         doubts,
     }))
 }
