@@ -85,7 +85,12 @@ fn full_mock_run_recovers_the_scripted_machine() {
 
     // OS: medians near the script; the deliberately wide fork+exec is flagged, others not.
     let os = report.os.as_ref().unwrap();
-    assert_eq!(os.ops.len(), OsOp::ALL.len());
+    let swept: usize = OsOp::SWEEPS.iter().map(|(_, sizes)| sizes.len()).sum();
+    assert_eq!(os.ops.len(), OsOp::ALL.len() + swept);
+    // A sweep's medians follow the script: median + per page × pages.
+    let at = |size: u64| os.median_ns(OsOp::MmapTouch, size).unwrap();
+    assert!((at(1 << 20) - (2_000.0 + 900.0 * 256.0)).abs() < 0.1 * at(1 << 20));
+    assert!(text.contains("| mmap+touch+munmap 4 MiB "), "{text}");
     for m in &os.ops {
         assert_eq!(
             m.warning.is_some(),

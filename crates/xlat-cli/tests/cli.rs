@@ -571,7 +571,10 @@ fn calibrate_writes_a_machine_that_matches_the_measured_l2_ramp() {
         out.contains("| pages | measured | passes min..max | simulated | inside | sim/meas |"),
         "{out}"
     );
-    assert!(out.contains("- inside the envelope of the probe's 3 passes"), "{out}");
+    assert!(
+        out.contains("- inside the envelope of the probe's 3 passes"),
+        "{out}"
+    );
     // The file is a machine `xlat sim` accepts.
     let (ok, out, err) = xlat(&["sim", "-m", f, "-w", "chase:footprint=8MiB,refs=100K"]);
     assert!(ok, "{out}{err}");

@@ -134,6 +134,13 @@ pub enum OsOp {
     /// One context switch between two processes ping-ponging a byte over two pipes on the
     /// same CPU (round trip / 2).
     ContextSwitch,
+    /// `fork`, child `_exit(0)`, parent `waitpid`, with `size` bytes of anonymous memory
+    /// mapped and written once per page in the parent beforehand (a sweep: the page-table
+    /// work grows with the size).
+    ForkExitMapped,
+    /// `mmap` of `size` bytes of anonymous memory, a 1-byte store per 4 KiB page (a fault
+    /// each), `munmap` (a sweep over the size).
+    MmapTouch,
 }
 
 impl OsOp {
@@ -158,8 +165,22 @@ impl OsOp {
             OsOp::ForkExit => "fork+exit",
             OsOp::ForkExec => "fork+exec",
             OsOp::ContextSwitch => "context switch",
+            OsOp::ForkExitMapped => "fork+exit, mapped",
+            OsOp::MmapTouch => "mmap+touch+munmap",
         }
     }
+
+    /// The sweeps after the fixed operations: each operation at these sizes (bytes).
+    pub const SWEEPS: [(OsOp, [u64; 5]); 2] = [
+        (
+            OsOp::ForkExitMapped,
+            [0, 4 << 20, 16 << 20, 32 << 20, 64 << 20],
+        ),
+        (
+            OsOp::MmapTouch,
+            [16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20],
+        ),
+    ];
 
     /// Operations per timed run and number of runs used by the `os` probe; chosen so that
     /// each operation takes well under a second here.
@@ -172,8 +193,26 @@ impl OsOp {
             OsOp::ForkExit => (20, 15),
             OsOp::ForkExec => (20, 15),
             OsOp::ContextSwitch => (2_000, 15),
+            OsOp::ForkExitMapped => (10, 9),
+            OsOp::MmapTouch => (20, 9),
         };
-        OsSpec { iterations, runs }
+        OsSpec {
+            iterations,
+            runs,
+            size: 0,
+        }
+    }
+
+    /// The plan of a sweep's operation at `size` bytes (fewer operations per run as the
+    /// size grows, so that every run stays short).
+    pub fn sized(self, size: u64) -> OsSpec {
+        let mut s = self.plan();
+        let pages = (size >> 12).max(1) as usize;
+        if self == OsOp::MmapTouch {
+            s.iterations = (4096 / pages).clamp(2, 200);
+        }
+        s.size = size;
+        s
     }
 }
 
@@ -184,6 +223,9 @@ pub struct OsSpec {
     pub iterations: usize,
     /// Timed runs.
     pub runs: usize,
+    /// Bytes, for a sweep's operation ([`OsOp::SWEEPS`]); 0 otherwise.
+    #[serde(default)]
+    pub size: u64,
 }
 
 /// Raw result of an OS operation.

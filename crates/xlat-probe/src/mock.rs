@@ -72,6 +72,8 @@ pub struct MockMachine {
     pub outlier_rate: f64,
     /// Median ns and relative noise of each OS operation.
     pub os: Vec<(OsOp, f64, f64)>,
+    /// ns per 4 KiB page of a sweep's operation, added to its median (`os`) at each size.
+    pub os_per_page: Vec<(OsOp, f64)>,
     /// Whether the scripted machine has TLB-miss counters (exact miss fractions, with a
     /// little noise, for every level).
     pub counters: bool,
@@ -118,7 +120,12 @@ impl Default for MockMachine {
                 // Deliberately wide, so the spread warning is exercised.
                 (OsOp::ForkExec, 150_000.0, 0.40),
                 (OsOp::ContextSwitch, 1_500.0, 0.03),
+                (OsOp::ForkExitMapped, 60_000.0, 0.03),
+                (OsOp::MmapTouch, 2_000.0, 0.03),
             ],
+            // Per page: a PTE copied and cleared (fork+exit), a fault with its zeroing
+            // (mmap+touch).
+            os_per_page: vec![(OsOp::ForkExitMapped, 15.0), (OsOp::MmapTouch, 900.0)],
             counters: false,
             seed: 0x5EED,
         }
@@ -455,6 +462,13 @@ impl Backend for MockBackend {
             .find(|(o, _, _)| *o == op)
             .map(|&(_, m, n)| (m, n))
             .unwrap_or((1000.0, 0.05));
+        let per_page = self
+            .machine
+            .os_per_page
+            .iter()
+            .find(|(o, _)| *o == op)
+            .map_or(0.0, |&(_, p)| p);
+        let median = median + per_page * (spec.size / 4096) as f64;
         let v = (0..spec.runs)
             .map(|_| (median * (1.0 + noise * self.rng.normal())).max(1.0))
             .collect();

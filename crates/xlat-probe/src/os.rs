@@ -22,6 +22,10 @@ pub struct OsMeasurement {
     pub name: String,
     /// Operations per batch.
     pub iterations: usize,
+    /// Bytes, for a sweep's operation (mapped before a fork, or mapped and touched); 0
+    /// for the fixed operations.
+    #[serde(default)]
+    pub size: u64,
     /// ns per operation, one value per batch.
     pub samples_ns: Vec<f64>,
     /// Summary (ns).
@@ -35,15 +39,28 @@ pub struct OsMeasurement {
 /// Result of the `os` probe.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OsReport {
-    /// One entry per operation, in [`OsOp::ALL`] order.
+    /// One entry per operation, in [`OsOp::ALL`] order, then each sweep's sizes in
+    /// [`OsOp::SWEEPS`] order.
     pub ops: Vec<OsMeasurement>,
+}
+
+impl OsReport {
+    /// The median ns per operation of `op` (at `size` bytes for a sweep).
+    pub fn median_ns(&self, op: OsOp, size: u64) -> Option<f64> {
+        self.ops
+            .iter()
+            .find(|m| m.op == op && m.size == size)
+            .map(|m| m.summary.median)
+    }
 }
 
 /// Run every operation.
 pub fn run<B: Backend>(b: &mut B) -> Result<OsReport, ProbeError> {
     let mut ops = Vec::new();
-    for op in OsOp::ALL {
-        let plan = op.plan();
+    let sweeps = OsOp::SWEEPS
+        .iter()
+        .flat_map(|(op, sizes)| sizes.iter().map(|&s| op.sized(s)).map(move |p| (*op, p)));
+    for (op, plan) in OsOp::ALL.iter().map(|&op| (op, op.plan())).chain(sweeps) {
         let r = b.os_op(op, &plan)?;
         let summary = Summary::of(&r.ns_per_op);
         let rel = summary.relative_spread();
@@ -55,9 +72,15 @@ pub fn run<B: Backend>(b: &mut B) -> Result<OsReport, ProbeError> {
                 summary.n
             )
         });
+        let name = if OsOp::SWEEPS.iter().any(|(o, _)| *o == op) {
+            format!("{} {}", op.name(), crate::report::bytes(plan.size as usize))
+        } else {
+            op.name().into()
+        };
         ops.push(OsMeasurement {
             op,
-            name: op.name().into(),
+            name,
+            size: plan.size,
             iterations: plan.iterations,
             samples_ns: r.ns_per_op,
             summary,

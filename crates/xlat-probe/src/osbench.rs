@@ -41,7 +41,52 @@ pub fn run(op: OsOp, spec: &OsSpec) -> Result<OsResult, ProbeError> {
         }),
         OsOp::ForkExec => fork_exec(spec),
         OsOp::ContextSwitch => context_switch(spec),
+        OsOp::ForkExitMapped => fork_exit_mapped(spec),
+        OsOp::MmapTouch => Ok(OsResult {
+            ns_per_op: batches(spec, |n| mmap_touch(n, spec.size as usize))?,
+            note: Some("anonymous, MADV_NOHUGEPAGE, one store per 4 KiB page".into()),
+        }),
     }
+}
+
+/// A mapping of `len` bytes of anonymous memory in 4 KiB pages, one byte written per page.
+fn touched(len: usize) -> Result<Mapping, ProbeError> {
+    let m = Mapping::new(
+        len.max(4096),
+        libc::PROT_READ | libc::PROT_WRITE,
+        libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+        -1,
+    )?;
+    // SAFETY: the range is exactly the mapping just created.
+    unsafe { libc::madvise(m.0, m.1, libc::MADV_NOHUGEPAGE) };
+    let base = m.0 as *mut u8;
+    for i in (0..len).step_by(4096) {
+        // SAFETY: inside the writable mapping.
+        unsafe { base.add(i).write_volatile(1) };
+    }
+    Ok(m)
+}
+
+fn fork_exit_mapped(spec: &OsSpec) -> Result<OsResult, ProbeError> {
+    let m = (spec.size > 0)
+        .then(|| touched(spec.size as usize))
+        .transpose()?;
+    let ns_per_op = batches(spec, |n| fork_loop(n, None))?;
+    drop(m);
+    Ok(OsResult {
+        ns_per_op,
+        note: Some(format!(
+            "{} KiB of anonymous 4 KiB pages written in the parent before forking",
+            spec.size >> 10
+        )),
+    })
+}
+
+fn mmap_touch(n: usize, len: usize) -> Result<(), ProbeError> {
+    for _ in 0..n {
+        drop(touched(len)?);
+    }
+    Ok(())
 }
 
 fn null_syscalls(n: usize) -> Result<(), ProbeError> {

@@ -113,7 +113,8 @@ fn format_ns(ns: f64) -> String {
     }
 }
 
-fn bytes(b: usize) -> String {
+/// `b` bytes in KiB, MiB or GiB (whole units).
+pub fn bytes(b: usize) -> String {
     if b >= 1 << 30 {
         format!("{} GiB", b >> 30)
     } else if b >= 1 << 20 {

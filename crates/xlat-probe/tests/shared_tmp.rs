@@ -156,6 +156,7 @@ fn the_os_probe_keeps_its_helpers_out_of_other_users_reach() {
     let spec = OsSpec {
         iterations: 200,
         runs: 3,
+        size: 0,
     };
     let exec = xlat_probe::osbench::run(OsOp::ForkExec, &spec).unwrap();
     let fault = xlat_probe::osbench::run(OsOp::FaultFile, &spec).unwrap();

@@ -76,6 +76,7 @@ pub struct Lmbench {
     map_size: u64,
     random: bool,
     untouched: bool,
+    anon: bool,
     file_pages: u64,
     perm_mul: u64,
     chunk: u64,
@@ -115,6 +116,7 @@ const USES: &[(&str, &[Op])] = &[
     ("map_size", &[Op::Mmap]),
     ("random", &[Op::Mmap]),
     ("untouched", &[Op::Mmap]),
+    ("anon", &[Op::Mmap]),
     ("file_size", &[Op::Fault]),
     ("chunk", &[Op::Pipe]),
     ("pipe_buf", &[Op::Pipe]),
@@ -195,12 +197,17 @@ impl Lmbench {
         if procs * crate::page_up(ctx_size) > 1 << 30 {
             return Err(p.invalid("ctx_size", "at most 1GiB for all processes together"));
         }
-        let map_size = p.bytes("map_size", 2 * STRIDE)?;
+        // lat_mmap's minimum (two strides); the anonymous sweep maps from one page.
+        let anon = flag(p, "anon")?;
+        let map_size = p.bytes("map_size", if anon { PAGE } else { 2 * STRIDE })?;
         if map_size > 256 << 20 {
             return Err(p.invalid("map_size", "at most 256MiB"));
         }
         let random = flag(p, "random")?;
         let untouched = flag(p, "untouched")?;
+        if anon && (untouched || random) {
+            return Err(p.invalid("anon", "not with untouched or random"));
+        }
         let file_size = p.bytes("file_size", 1 << 20)?;
         if file_size > 256 << 20 {
             return Err(p.invalid("file_size", "at most 256MiB"));
@@ -249,6 +256,7 @@ impl Lmbench {
             map_size,
             random,
             untouched,
+            anon,
             file_pages,
             perm_mul,
             chunk,
@@ -479,6 +487,19 @@ impl Lmbench {
                     MapFlags::SHARED,
                 ));
                 out.push(unmap(FILES, self.map_size));
+            }
+            // Not lmbench: xlat probe's mmap+touch+munmap sweep (anonymous memory, a
+            // 1-byte store per 4 KiB page, munmap), for fitting OS costs to it.
+            Op::Mmap if self.anon => {
+                out.push(map(BUFFERS, self.map_size, Prot::RW, MapFlags::ANON));
+                out.push(Seg::Run {
+                    base: BUFFERS,
+                    stride: PAGE,
+                    count: self.map_size.div_ceil(PAGE),
+                    kind: AccessKind::Store,
+                    size: 1,
+                });
+                out.push(unmap(BUFFERS, self.map_size));
             }
             // lat_mmap.c domapping: mmap(size, PROT_READ|PROT_WRITE, MAP_SHARED) of the
             // file, a 1-byte store every PSIZE over the first size/N bytes (-r: every

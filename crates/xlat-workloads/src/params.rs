@@ -167,6 +167,7 @@ pub const REGISTRY: &[WorkloadInfo] = &[
             p("map_size", "8MiB", "mmap: bytes mapped per iteration (lat_mmap size; lmbench's script: its largest, MB = 8)"),
             p("random", "0", "mmap: 1 touches the whole mapping every 160KiB (lat_mmap -r); 0 its first tenth every 16KiB"),
             p("untouched", "0", "mmap: 1 maps read-only and unmaps without a touch (lmbench 1.x's lat_mmap, 1994-96: the LmBench of OSDI'99 Table 2)"),
+            p("anon", "0", "mmap: 1 maps anonymous memory and stores once per 4 KiB page before the munmap (not lmbench: xlat probe's mmap+touch+munmap sweep)"),
             p("file_size", "8MiB", "fault: bytes of the mapped file (lat_pagefault's $FILE, MB = 8 MiB), at least 1MiB"),
             p("chunk", "64KiB", "pipe: bytes per write and read (bw_pipe -m, XFERSIZE)"),
             p("pipe_buf", "64KiB", "pipe: the kernel's pipe buffer (Linux since 2.6.11: 16 pages); a write moves at most this much per switch"),
