@@ -24,12 +24,14 @@
 pub mod check;
 mod error;
 mod machine;
+pub mod os_fit;
 #[cfg(test)]
 mod tests;
 
 pub use check::{validate, Validation};
 pub use error::CalibrateError;
 pub use machine::{calibrated, fit_l2, fit_walk_cycles, WalkFit};
+pub use os_fit::{fit_os, OsFit};
 
 use xlat_probe::report::Report;
 use xlat_probe::tlb::TlbReport;

@@ -172,7 +172,7 @@ fn the_check_agrees_with_its_own_calibration() {
     assert!((s / m - 1.0).abs() <= 0.1, "{m} vs {s}");
     let text = v.render(r.timer.ticks_per_ns);
     assert!(text.starts_with("## Calibration check: calibrated vs this machine"));
-    assert!(text.contains("| pages | measured | simulated | sim/meas |"));
+    assert!(text.contains("| pages | measured | passes min..max | simulated | inside | sim/meas |"));
     assert!(text.contains("- half the loads miss the L2 DTLB at: measured "));
 }
 
@@ -182,4 +182,47 @@ fn vendors_without_a_base_are_named() {
     assert_eq!(default_base("GenuineIntel").unwrap(), "skylake");
     let e = default_base("MockVendor").unwrap_err().to_string();
     assert!(e.contains("\"MockVendor\"") && e.contains("--base"), "{e}");
+}
+
+#[test]
+fn os_costs_are_fitted_to_the_sweeps_and_checked_on_other_sizes() {
+    // The mock's sweeps are linear in the size (a fork+exit 60 µs + 15 ns per mapped page,
+    // an mmap+touch+munmap 2 µs + 900 ns per page): the fitted machine predicts the sizes
+    // the fit did not use.
+    let opts = MeasureOptions {
+        probe: Some(Probe::Os),
+        compare: None,
+        seed: 1,
+    };
+    let mut b = MockBackend::new(MockMachine::default());
+    let r = xlat_probe::measure::measure(&mut b, &opts, &mut std::io::sink()).unwrap();
+    let os = r.os.as_ref().unwrap();
+    let tpn = r.timer.ticks_per_ns;
+    let (cfg, fit) = fit_os(&zen4(), os, tpn, &env()).unwrap();
+    let keys: Vec<&str> = fit.constants.iter().map(|c| c.key).collect();
+    assert_eq!(
+        keys,
+        [
+            "cost.syscall_cycles",
+            "cost.switch_cycles",
+            "cost.fault_cycles",
+            "cost.loop_call_cycles",
+            "cost.pte_cycles",
+            "cost.process_cycles"
+        ]
+    );
+    // The null syscall is measured: 80 ns in the script.
+    let syscall = fit.constants[0].value as f64 / tpn;
+    assert!((syscall - 80.0).abs() < 4.0, "{syscall}");
+    assert!(fit.constants[0].source.starts_with("measured"));
+    assert!(fit.constants[2].source.starts_with("fitted"));
+    assert_eq!(cfg.cost.syscall_cycles, fit.constants[0].value);
+    assert_eq!(cfg.cost.pte_cycles, fit.constants[4].value);
+    let checks: Vec<_> = fit.rows.iter().filter(|r| !r.fitted_on).collect();
+    assert_eq!(checks.len(), 4);
+    for r in &checks {
+        assert!(r.agrees(), "{r:?}");
+    }
+    let text = fit.render(tpn);
+    assert!(text.contains("checks within ±20%: 4 of 4"), "{text}");
 }

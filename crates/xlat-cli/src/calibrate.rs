@@ -42,9 +42,9 @@ pub struct CalibrateArgs {
 /// `xlat calibrate`: a machine file written from a trusted measurement (or `-m`'s machine
 /// taken), then checked against the measurement.
 pub fn run(a: CalibrateArgs) -> Result<()> {
-    let measure = |seed: u64, compare: bool| -> Result<Report> {
+    let measure_probe = |probe: Probe, seed: u64, compare: bool| -> Result<Report> {
         let opts = MeasureOptions {
-            probe: Some(Probe::Tlb),
+            probe: Some(probe),
             compare: compare.then(|| vec![Backing::Small, Backing::Thp]),
             seed,
         };
@@ -60,8 +60,10 @@ pub fn run(a: CalibrateArgs) -> Result<()> {
             Ok(xlat_probe::measure::measure(&mut b, &opts, err)?)
         }
     };
+    let measure = |seed: u64, compare: bool| measure_probe(Probe::Tlb, seed, compare);
     let env = crate::control::env();
     let mut out = String::new();
+    let mut os_out = String::new();
     let (machine, report) = match &a.machine {
         Some(m) => {
             eprintln!("xlat calibrate: measuring this machine (xlat probe tlb)...");
@@ -90,6 +92,27 @@ pub fn run(a: CalibrateArgs) -> Result<()> {
                 None => default_base(&report.environment.cpuid.vendor)?.to_string(),
             };
             let cfg = calibrated(&presets::load(&base)?, &base, &report, &env)?;
+            eprintln!("xlat calibrate: measuring OS operations (xlat probe os)...");
+            let os_report = measure_probe(Probe::Os, 1, false)?;
+            let os = os_report
+                .os
+                .as_ref()
+                .context("the OS probe returned no measurements")?;
+            let tpn = report.timer.ticks_per_ns;
+            let (mut cfg, fit) = xlat_calibrate::fit_os(&cfg, os, tpn, &env)?;
+            for c in &fit.constants {
+                cfg.parameter_sources
+                    .insert(c.key.to_string(), c.source.clone());
+            }
+            cfg.sources.push(format!(
+                "OS costs from xlat probe os on this machine: {}; the other cost.* are {base}'s",
+                fit.constants
+                    .iter()
+                    .map(|c| format!("{} = {} ({})", c.key, c.value, c.source))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ));
+            os_out = fit.render(tpn);
             let text = cfg.to_toml();
             // The file must load as it will be used.
             MachineConfig::from_toml(&text, "calibrated machine")
@@ -115,6 +138,10 @@ pub fn run(a: CalibrateArgs) -> Result<()> {
     };
     let check = xlat_calibrate::validate(&machine, tlb_of(&report)?, &env)?;
     out.push_str(&check.render(report.timer.ticks_per_ns));
+    if !os_out.is_empty() {
+        out.push('\n');
+        out.push_str(&os_out);
+    }
     print!("{out}");
     Ok(())
 }

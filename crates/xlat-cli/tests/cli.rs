@@ -575,6 +575,11 @@ fn calibrate_writes_a_machine_that_matches_the_measured_l2_ramp() {
         out.contains("- inside the envelope of the probe's 3 passes"),
         "{out}"
     );
+    // The OS constants: fitted to the mock's sweeps, checked on the other sizes, sourced.
+    assert!(out.contains("## OS costs: fitted"), "{out}");
+    assert!(out.contains("checks within ±20%: 4 of 4"), "{out}");
+    assert!(cfg.cost.process_cycles > 0 && cfg.cost.syscall_cycles > 0);
+    assert!(cfg.parameter_sources["cost.pte_cycles"].starts_with("fitted"));
     // The file is a machine `xlat sim` accepts.
     let (ok, out, err) = xlat(&["sim", "-m", f, "-w", "chase:footprint=8MiB,refs=100K"]);
     assert!(ok, "{out}{err}");
