@@ -46,6 +46,11 @@ pub fn calibrated(
         ),
         // The chase's data lines compete with the page tables in the caches, as on silicon.
         ("cache.data_refs".into(), toml::Value::Boolean(true)),
+        // Every latency here is in TSC cycles: seconds are TSC cycles at the TSC's rate.
+        (
+            "time.clock_mhz".into(),
+            toml::Value::Float(report.timer.ticks_per_ns * 1e3),
+        ),
     ];
     let mut measured = vec![format!(
         "L1 DTLB {} entries (effective {:.0}..{:.0} over the visiting orders; CPUID {}) and \
@@ -239,6 +244,29 @@ pub fn calibrated(
         base.sources.join(" | ")
     ));
     cfg.sources = sources;
+    // The time model's parameters this file changed, with where they now come from.
+    let probe = "measured by xlat probe on this machine (TSC cycles; see the file's sources)";
+    for (k, _) in &sets {
+        cfg.parameter_sources.insert(k.clone(), probe.into());
+    }
+    cfg.parameter_sources.insert(
+        "time.clock_mhz".into(),
+        format!(
+            "measured: the TSC rate, {:.1} MHz, the unit of every latency in this file (not \
+             the core clock: time.base_cpi stays the base's, per core cycle, an assumption)",
+            report.timer.ticks_per_ns * 1e3
+        ),
+    );
+    cfg.parameter_sources.insert(
+        "tlb.levels[1].d[0]".into(),
+        "fitted: the L2 DTLB's size to the probe's half-miss footprint (see sources)".into(),
+    );
+    if fit.is_some() {
+        cfg.parameter_sources.insert(
+            "walker.walk_cycles".into(),
+            "fitted to the probe's L2-miss plateau (see sources)".into(),
+        );
+    }
     cfg.validate()?;
     Ok(cfg)
 }

@@ -38,6 +38,7 @@ mod time_out;
 mod trace_cmd;
 mod trace_view;
 mod traces;
+mod validate;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -178,6 +179,12 @@ enum Cmd {
     ///
     /// `xlat calibrate -o host.toml`; `xlat calibrate -m zen4-kvm` only checks a machine.
     Calibrate(calibrate::CalibrateArgs),
+    /// Check a machine against real programs on this host: each run natively with 4 KiB
+    /// pages and with transparent huge pages, and traced and simulated in both; the
+    /// measured and predicted differences in time side by side.
+    ///
+    /// `xlat validate -m host.toml` (a machine from `xlat calibrate`).
+    Validate(validate::ValidateArgs),
     /// The seeds' experiments: `xlat scenario list`, `xlat scenario run lazy-flush`.
     Scenario {
         #[command(subcommand)]
@@ -402,6 +409,7 @@ fn main() {
         Cmd::Probe(a) => probe_cmd::run(a),
         Cmd::Layout(a) => layout::run(&a),
         Cmd::Calibrate(a) => calibrate::run(a),
+        Cmd::Validate(a) => validate::run(a),
         Cmd::Convert {
             input,
             workload,
