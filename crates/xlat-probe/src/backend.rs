@@ -165,7 +165,7 @@ impl OsOp {
             OsOp::ForkExit => "fork+exit",
             OsOp::ForkExec => "fork+exec",
             OsOp::ContextSwitch => "context switch",
-            OsOp::ForkExitMapped => "fork+exit, mapped",
+            OsOp::ForkExitMapped => "fork+exit after mapping",
             OsOp::MmapTouch => "mmap+touch+munmap",
         }
     }

@@ -59,9 +59,7 @@ pub fn environment_notes(env: &Environment) -> Vec<String> {
              be scaled; absolute miss costs are those of this VM, not of the bare machine"
         ));
     }
-    if !env.perf.any() {
-        notes.push(format!("hardware counters: {}", env.perf.detail));
-    }
+    // Missing hardware counters are said once, in the header's "perf counters" line.
     match (env.hugetlb_2m_pages, env.hugetlb_1g_pages) {
         (Some(a), Some(b)) if a == 0 && b == 0 => notes.push(
             "hugetlbfs: no 2 MiB or 1 GiB pages are reserved (nr_hugepages = 0); those backings \
