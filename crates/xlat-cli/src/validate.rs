@@ -88,6 +88,10 @@ pub struct ValidateArgs {
     /// Small sizes (seconds, not minutes): for tests, not for conclusions.
     #[arg(long)]
     quick: bool,
+    /// Also write the table as CSV, a row per program and configuration (`program`,
+    /// `config`: 4k or thp, `measured_s`, `simulated_s`, `runs`): for plotting.
+    #[arg(long)]
+    csv: Option<std::path::PathBuf>,
 }
 
 /// One program in its two configurations.
@@ -201,7 +205,10 @@ fn simulated(cfg: &MachineConfig, argv: &[String]) -> Result<f64> {
 
 /// `xlat validate`.
 pub fn run(a: ValidateArgs) -> Result<()> {
+    crate::run::check_files(&[("--csv", &a.csv)])?;
     let cfg = crate::run::machine_with_sets(&a.machine, &["os.thp=madvise".to_string()])?;
+    let mut csv = csv::Writer::from_writer(Vec::new());
+    csv.write_record(["program", "config", "measured_s", "simulated_s", "runs"])?;
     let dir =
         xlat_fs::private_dir("xlat-validate-").context("creating a private temporary directory")?;
     let cases = cases(dir.path(), a.quick)?;
@@ -217,6 +224,15 @@ pub fn run(a: ValidateArgs) -> Result<()> {
                 native,
                 simulated: simulated(&cfg, argv)?,
             });
+        }
+        for (config, x) in ["4k", "thp"].iter().zip(&t) {
+            csv.write_record([
+                c.name.clone(),
+                config.to_string(),
+                format!("{:.6}", x.native),
+                format!("{:.6}", x.simulated),
+                a.repeat.to_string(),
+            ])?;
         }
         let measured = t[0].native - t[1].native;
         let predicted = t[0].simulated - t[1].simulated;
@@ -261,6 +277,9 @@ pub fn run(a: ValidateArgs) -> Result<()> {
     ));
     if a.quick {
         out.push_str("- --quick: sizes too small for conclusions\n");
+    }
+    if let Some(p) = &a.csv {
+        crate::export::write_csv_bytes(p, csv)?;
     }
     print!("{out}");
     Ok(())

@@ -8,8 +8,29 @@ use common::run_xlat as xlat;
 
 #[test]
 fn validate_runs_real_programs_natively_and_simulated() {
-    let (ok, out, err) = xlat(&["validate", "-m", "zen4", "--quick", "--repeat", "1"]);
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("v.csv");
+    let (ok, out, err) = xlat(&[
+        "validate",
+        "-m",
+        "zen4",
+        "--quick",
+        "--repeat",
+        "1",
+        "--csv",
+        csv.to_str().unwrap(),
+    ]);
     assert!(ok, "{out}{err}");
+    // The CSV: a row per program and configuration, the table's timings.
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "program,config,measured_s,simulated_s,runs");
+    assert_eq!(lines.len(), 1 + 3 * 2, "{text}");
+    assert!(
+        lines[1].ends_with(",1") && lines[1].contains(",4k,"),
+        "{text}"
+    );
+    assert!(lines[2].contains(",thp,"), "{text}");
     assert!(
         out.contains("| program ")
             && out.contains("| measured Δ ")
