@@ -395,7 +395,10 @@ fn scenario_json_and_csv_match_the_text() {
         .iter()
         .map(|v| v.as_str().unwrap())
         .collect();
-    assert_eq!(variants, ["eager", "lazy", "lazy+reclaim"]);
+    assert_eq!(
+        variants,
+        ["eager", "lazy", "lazy+reclaim", "eager-pipe", "lazy-pipe"]
+    );
     let metrics = j["metrics"].as_array().unwrap();
     assert_eq!(rows.len(), metrics.len() * variants.len());
     for (m, chunk) in metrics.iter().zip(rows.chunks(variants.len())) {
@@ -421,9 +424,24 @@ fn scenario_json_and_csv_match_the_text() {
         } else {
             "NO"
         };
-        let line = format!("{}: ", c["metric"].as_str().unwrap());
+        // A direction says "xlat agrees", a magnitude (with a tolerance) "within".
+        let line = format!("{}: {}", c["metric"].as_str().unwrap(), {
+            let e = c["expect"].as_str().unwrap();
+            e.split(" = ")
+                .next()
+                .unwrap()
+                .split(' ')
+                .next()
+                .unwrap()
+                .to_string()
+        });
         let l = text.lines().find(|l| l.starts_with(&line)).unwrap();
-        assert!(l.ends_with(&format!("xlat agrees: {agrees}")), "{l}");
+        let word = if c["tolerance"].is_null() {
+            "xlat agrees"
+        } else {
+            "within"
+        };
+        assert!(l.ends_with(&format!("{word}: {agrees}")), "{l}");
     }
 }
 
