@@ -85,14 +85,7 @@ pub fn run(a: RunArgs) -> Result<i32> {
     let mut sim = a.opts().sim(&cfg, &crate::control::host())?;
     // Signals the program sends xlat are caught from here on (`xlat_capture::signals`).
     let mut cap = Capture::start(&a.program[0], &a.program[1..], &a.capture.options())?;
-    let bits = cfg.va_bits();
-    let msg = || "events simulated".to_string();
-    let simulated = if bits >= USER_BITS {
-        drive_progress(&mut cap, &mut sim, msg(), BATCH).map(|_| None)
-    } else {
-        let mut f = Fold::new(&mut cap, bits).below(kernel_segments(&cfg));
-        drive_progress(&mut f, &mut sim, msg(), BATCH).map(|_| f.warning("the program"))
-    };
+    let simulated = simulate_capture(&mut cap, &mut sim, &cfg, "events simulated".into());
     let fold_warning = match simulated {
         Ok(w) => w,
         Err(e) => {
@@ -141,6 +134,23 @@ pub fn run(a: RunArgs) -> Result<i32> {
     say_all(&output::detailed(&o));
     check_untraced(cap.stats(), a.capture.allow_untraced)?;
     Ok(stopped().unwrap_or(code))
+}
+
+/// Feeds the capture to `sim`, folded onto the machine's address space when it has fewer
+/// than 48 bits; the fold's warning, if addresses were folded.
+pub(crate) fn simulate_capture(
+    cap: &mut Capture,
+    sim: &mut xlat_sim::Machine,
+    cfg: &xlat_sim::MachineConfig,
+    msg: String,
+) -> Result<Option<String>> {
+    let bits = cfg.va_bits();
+    if bits >= USER_BITS {
+        drive_progress(cap, sim, msg, BATCH).map(|_| None)
+    } else {
+        let mut f = Fold::new(cap, bits).below(kernel_segments(cfg));
+        drive_progress(&mut f, sim, msg, BATCH).map(|_| f.warning("the program"))
+    }
 }
 
 /// Machines with their changed fields (`--set`, `--sweep`).

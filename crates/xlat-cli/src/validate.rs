@@ -10,14 +10,13 @@
 //! The test programs (a dependent pointer chase, random updates) are C sources built with
 //! `cc` in a private temporary directory.
 
-use crate::capture::{say, BATCH};
+use crate::capture::say;
 use anyhow::{bail, Context, Result};
 use std::ffi::OsString;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 use xlat_capture::Capture;
-use xlat_runner::fold::{kernel_segments, Fold, USER_BITS};
 use xlat_sim::MachineConfig;
 
 /// A dependent chase over MiB megabytes, one line per 4 KiB page at a hashed offset, pages
@@ -187,12 +186,8 @@ fn simulated(cfg: &MachineConfig, argv: &[String]) -> Result<f64> {
         &Default::default(),
     )?;
     let msg = format!("simulating {}", argv.join(" "));
-    let bits = cfg.va_bits();
-    if bits >= USER_BITS {
-        crate::run::drive_progress(&mut cap, &mut sim, msg, BATCH)?;
-    } else {
-        let mut f = Fold::new(&mut cap, bits).below(kernel_segments(cfg));
-        crate::run::drive_progress(&mut f, &mut sim, msg, BATCH)?;
+    if let Some(w) = crate::live::simulate_capture(&mut cap, &mut sim, cfg, msg)? {
+        say(format_args!("xlat: warning: {w}"));
     }
     let code = crate::capture::exit_code(cap.exit_status(), cap.stats().processes)?;
     if code != 0 {

@@ -233,8 +233,7 @@ pub fn confidence(estimates: &[f64], noisy: bool) -> (Confidence, String) {
         estimates.to_vec()
     };
     let med = stats::median(&kept);
-    let lo = kept.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = kept.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let [lo, hi] = stats::range(&kept).expect("estimates are not empty");
     let spread = if med > 0.0 {
         (hi - lo) / med
     } else {

@@ -40,14 +40,19 @@ impl SplitMix64 {
         (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
     }
 
+    /// Shuffles `v` in place (Fisher-Yates).
+    pub fn shuffle<T>(&mut self, v: &mut [T]) {
+        for i in (1..v.len()).rev() {
+            let j = self.below(i + 1);
+            v.swap(i, j);
+        }
+    }
+
     /// A cyclic permutation of `0..n` (Fisher-Yates order, read as a cycle): following `next[i]` from any
     /// element visits every element exactly once before returning.
     pub fn cyclic_permutation(&mut self, n: usize) -> Vec<usize> {
         let mut order: Vec<usize> = (0..n).collect();
-        for i in (1..n).rev() {
-            let j = self.below(i + 1);
-            order.swap(i, j);
-        }
+        self.shuffle(&mut order);
         // `order` is now a single n-cycle written as a sequence; turn it into successor form.
         let mut next = vec![0; n];
         for k in 0..n {

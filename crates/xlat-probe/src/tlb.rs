@@ -288,7 +288,19 @@ fn chase_measure<B: Backend>(
     min_accesses: usize,
     seed: u64,
 ) -> Result<(Measure, crate::backend::ChaseResult), ProbeError> {
-    let spec = ChaseSpec {
+    let r = b.chase(&chase_spec(pattern, pages, samples, min_accesses, seed))?;
+    Ok((Measure::new(r.ticks_per_access.clone(), timer), r))
+}
+
+/// A chase of `pages` 4 KiB pages, one line each, at least `min_accesses` loads a sample.
+fn chase_spec(
+    pattern: Pattern,
+    pages: usize,
+    samples: usize,
+    min_accesses: usize,
+    seed: u64,
+) -> ChaseSpec {
+    ChaseSpec {
         pattern,
         backing: Backing::Small,
         targets: pages,
@@ -296,9 +308,7 @@ fn chase_measure<B: Backend>(
         accesses: (pages * 2).max(min_accesses),
         samples,
         seed,
-    };
-    let r = b.chase(&spec)?;
-    Ok((Measure::new(r.ticks_per_access.clone(), timer), r))
+    }
 }
 
 /// Run the probe.
@@ -317,9 +327,7 @@ pub fn run<B: Backend>(
     let mut order: Vec<usize> = (0..fps.len()).collect();
     let mut rng = crate::rng::SplitMix64::new(opts.seed ^ 0x7061_7373);
     for pass in 0..opts.passes.max(1) {
-        for i in (1..order.len()).rev() {
-            order.swap(i, rng.below(i + 1));
-        }
+        rng.shuffle(&mut order);
         let seed = opts.seed + 1_000 * pass as u64;
         for &i in &order {
             let pages = fps[i];
@@ -328,16 +336,13 @@ pub fn run<B: Backend>(
                 .into_iter()
                 .enumerate()
             {
-                let spec = ChaseSpec {
+                let r = b.chase(&chase_spec(
                     pattern,
-                    backing: Backing::Small,
-                    targets: pages,
-                    spacing: SMALL_PAGE,
-                    accesses: (pages * 2).max(opts.min_accesses),
-                    samples: opts.samples,
+                    pages,
+                    opts.samples,
+                    opts.min_accesses,
                     seed,
-                };
-                let r = b.chase(&spec)?;
+                ))?;
                 medians[k] = stats::median(&r.ticks_per_access);
                 acc[i][k].extend_from_slice(&r.ticks_per_access);
                 if pattern == Pattern::Random {
