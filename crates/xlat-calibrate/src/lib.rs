@@ -24,6 +24,7 @@
 pub mod check;
 mod error;
 mod machine;
+pub mod memory_fit;
 pub mod os_fit;
 #[cfg(test)]
 mod tests;
@@ -31,6 +32,7 @@ mod tests;
 pub use check::{validate, Validation};
 pub use error::CalibrateError;
 pub use machine::{calibrated, fit_l2, fit_walk_cycles, WalkFit};
+pub use memory_fit::fit_memory;
 pub use os_fit::{fit_os, OsFit};
 
 use xlat_probe::report::Report;

@@ -226,3 +226,47 @@ fn os_costs_are_fitted_to_the_sweeps_and_checked_on_other_sizes() {
     let text = fit.render(tpn);
     assert!(text.contains("checks within ±20%: 4 of 4"), "{text}");
 }
+
+/// The memory fit recovers the mock's truth: the cliff (its memory step at the 1 MiB
+/// cache's size), memory's latency past the first level, and the overlap of independent
+/// loads.
+#[test]
+fn memory_is_fitted_to_the_sweep() {
+    let m = MockMachine {
+        memory: Some((16384, 300.0)),
+        outlier_rate: 0.0,
+        ..Default::default()
+    };
+    let opts = MeasureOptions {
+        probe: Some(Probe::Memory),
+        compare: None,
+        seed: 1,
+    };
+    let r = xlat_probe::measure::measure(&mut MockBackend::new(m), &opts, &mut std::io::sink())
+        .unwrap();
+    let mem = r.memory.as_ref().unwrap();
+    let cal = &default_calibration().1;
+    let (cfg, fitted) = fit_memory(cal, mem, r.timer.ticks_per_ns, &env()).unwrap();
+    let mut keys: Vec<&str> = fitted.iter().map(|f| f.key.as_str()).collect();
+    keys.sort_unstable();
+    // The mock's lines occupy one line each: no fill block.
+    assert_eq!(
+        keys,
+        ["cache.levels[2].size", "cache.memory_cycles", "time.mlp"],
+        "{fitted:?}"
+    );
+    let llc = cfg.cache.levels[2].size.0 as f64;
+    assert!(
+        (1 << 20) as f64 <= llc && llc <= 1.5 * (1 << 20) as f64,
+        "{llc}"
+    );
+    // The mock's memory: L1 2.5 + 6 + 25 + 300 ticks; past the first level 331. The
+    // simulated walks and caches are zen4's with the mock's latencies: within 15 %.
+    let want = 331.0;
+    let got = cfg.cache.memory_cycles as f64;
+    assert!((got / want - 1.0).abs() < 0.15, "{got} vs {want}");
+    assert!((cfg.time.mlp / 6.0 - 1.0).abs() < 0.1, "{}", cfg.time.mlp);
+    for k in keys {
+        assert!(cfg.parameter_sources.contains_key(k), "{k}");
+    }
+}

@@ -113,6 +113,27 @@ pub fn run(a: CalibrateArgs) -> Result<()> {
                     .join("; ")
             ));
             os_out = fit.render(tpn);
+            eprintln!("xlat calibrate: measuring behind the last cache (xlat probe memory)...");
+            let mem_report = measure_probe(Probe::Memory, 1, false)?;
+            let mem = mem_report
+                .memory
+                .as_ref()
+                .context("the memory probe returned no measurements")?;
+            let (c, fitted) = xlat_calibrate::fit_memory(&cfg, mem, tpn, &env)?;
+            cfg = c;
+            if !fitted.is_empty() {
+                cfg.sources.push(format!(
+                    "behind the last cache, from xlat probe memory on this machine: {}",
+                    fitted
+                        .iter()
+                        .map(|f| format!("{} = {} ({})", f.key, f.value, f.source))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                ));
+            }
+            for w in &mem.warnings {
+                let _ = writeln!(out, "> memory probe warning: {w}");
+            }
             let text = cfg.to_toml();
             // The file must load as it will be used.
             MachineConfig::from_toml(&text, "calibrated machine")

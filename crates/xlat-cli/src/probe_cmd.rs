@@ -70,6 +70,9 @@ pub enum ProbeCommand {
     Hist,
     /// Null syscall, page faults, mmap/munmap, fork+exit, fork+exec, context switch.
     Os,
+    /// Behind the last cache: its effective size, memory latency, overlap of independent
+    /// misses (the time model's mlp).
+    Memory,
 }
 
 impl From<ProbeCommand> for Probe {
@@ -78,6 +81,7 @@ impl From<ProbeCommand> for Probe {
             ProbeCommand::Tlb => Probe::Tlb,
             ProbeCommand::Hist => Probe::Hist,
             ProbeCommand::Os => Probe::Os,
+            ProbeCommand::Memory => Probe::Memory,
         }
     }
 }

@@ -286,6 +286,23 @@ pub trait Backend {
     /// subtracted, in visiting order.
     fn single_accesses(&mut self, spec: &HistSpec) -> Result<Vec<f64>, ProbeError>;
 
+    /// Time `spec.accesses` loads (per sample) of random lines of a region of
+    /// `spec.targets` lines (a power of two; packed as for [`Pattern::Control`]), each address
+    /// independent of the loads before it: ticks per load, with the overlap the core finds.
+    fn independent_loads(&mut self, spec: &ChaseSpec) -> Result<Vec<f64>, ProbeError>;
+
+    /// In a fresh THP region of `slices` 2 MiB pages, a random chase over each one's 512
+    /// 4 KiB slots (one line each, `accesses` loads per sample, `samples` samples): ticks
+    /// per load, per slice. Under a hypervisor each guest huge page is backed by the host
+    /// with its own page size, which decides whether the TLB holds it as one entry.
+    fn slice_chases(
+        &mut self,
+        slices: usize,
+        accesses: usize,
+        samples: usize,
+        seed: u64,
+    ) -> Result<Vec<Vec<f64>>, ProbeError>;
+
     /// Time an OS operation.
     fn os_op(&mut self, op: OsOp, spec: &OsSpec) -> Result<OsResult, ProbeError>;
 

@@ -91,6 +91,28 @@ pub unsafe fn run(mut p: *const usize, n: usize) -> *const usize {
     p
 }
 
+/// `n` loads of lines picked by a xorshift generator from `lines` (a power of two) lines
+/// at `base`: no load's address depends on another load, so the core overlaps their
+/// misses. Returns the generator's state and a sum of the loaded values (to keep them).
+///
+/// # Safety
+/// `base` must be valid for reads of `lines * LINE` bytes.
+#[inline(never)]
+pub unsafe fn gather(base: *const usize, lines: usize, n: usize, mut x: u64) -> (u64, usize) {
+    debug_assert!(lines.is_power_of_two());
+    let mask = lines - 1;
+    let stride = LINE / std::mem::size_of::<usize>();
+    let mut sum = 0usize;
+    for _ in 0..n {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        // SAFETY: the index is below `lines` (masked); the caller guarantees the region.
+        sum = sum.wrapping_add(unsafe { base.add((x as usize & mask) * stride).read_volatile() });
+    }
+    (x, sum)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

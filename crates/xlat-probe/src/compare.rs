@@ -56,6 +56,9 @@ pub struct CompareReport {
     /// there, or the result lies in between.
     #[serde(default)]
     pub thp_extends_reach: Option<bool>,
+    /// With THP compared: how the host backs fresh guest huge pages, one by one.
+    #[serde(default)]
+    pub host_pages: Option<crate::hostpages::HostPages>,
     /// Warnings.
     pub warnings: Vec<String>,
 }
@@ -121,8 +124,24 @@ pub fn run<B: Backend>(
             ));
         }
     }
+    let host_pages = if backings.contains(&Backing::Thp) {
+        crate::hostpages::run(b, seed)?
+    } else {
+        None
+    };
+    if let Some(h) = &host_pages {
+        if h.huge > 0 && h.huge < h.slices {
+            warnings.push(format!(
+                "the host backs {} of {} fresh guest huge pages with a huge page (one TLB \
+                 entry each), the others with 4 KiB pages: guest THP's reach varies from \
+                 region to region and from run to run",
+                h.huge, h.slices
+            ));
+        }
+    }
     Ok(CompareReport {
         curves,
+        host_pages,
         thp_extends_reach,
         warnings,
     })

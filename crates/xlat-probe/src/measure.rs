@@ -19,6 +19,8 @@ pub enum Probe {
     Hist,
     /// OS latencies.
     Os,
+    /// Behind the last cache: its effective size, memory latency, overlap of misses.
+    Memory,
 }
 
 /// What to measure.
@@ -54,9 +56,11 @@ pub fn measure<B: Backend>(
         (Some(Probe::Tlb), c) => (true, false, false, c),
         (Some(Probe::Hist), c) => (false, true, false, c),
         (Some(Probe::Os), c) => (false, false, true, c),
+        (Some(Probe::Memory), c) => (false, false, false, c),
         (None, Some(c)) => (false, false, false, Some(c)),
         (None, None) => (true, true, true, Some(Backing::ALL.to_vec())),
     };
+    let do_memory = matches!(opts.probe, Some(Probe::Memory) | None) && opts.compare.is_none();
     let tlb = if do_tlb {
         say("tlb: latency vs footprint");
         Some(tlb::run(
@@ -95,6 +99,18 @@ pub fn measure<B: Backend>(
     } else {
         None
     };
+    let memory = if do_memory {
+        say("memory: behind the last cache");
+        Some(crate::memory::run(
+            b,
+            &crate::memory::MemoryOptions {
+                seed: opts.seed,
+                ..Default::default()
+            },
+        )?)
+    } else {
+        None
+    };
     say("done");
     let sharing = match (before, b.cpu_times()) {
         (Some(a), Some(z)) => Some(crate::sharing::Sharing::between(
@@ -115,6 +131,7 @@ pub fn measure<B: Backend>(
         hist,
         os,
         compare,
+        memory,
         elapsed_s: start.elapsed().as_secs_f64(),
         sharing,
     })

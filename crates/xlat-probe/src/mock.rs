@@ -53,6 +53,18 @@ pub struct MockMachine {
     /// Walk-cost steps of the last TLB level: `(pages, extra ticks per miss once more pages
     /// than this are touched)` (page tables leaving the data caches, host-table walks).
     pub walk_steps: Vec<(usize, f64)>,
+    /// The memory behind the last cache: `(lines, ticks)` adds `ticks` to a chase over more
+    /// than `lines` lines (the cliff of a cyclic chase in an LRU cache of `lines` lines);
+    /// `None`: no memory step.
+    pub memory: Option<(usize, f64)>,
+    /// Bytes a memory miss fills (a chase with lines further apart occupies this much per
+    /// line in the memory step's capacity).
+    pub fill_block: u64,
+    /// Under a hypervisor: the fraction of guest huge pages the host backs with huge pages
+    /// (the others with 4 KiB pages); `None`: as `host_small_pages` says for all.
+    pub host_huge_fraction: Option<f64>,
+    /// Misses the core overlaps in independent loads (their cost is the chase's ÷ this).
+    pub mlp: f64,
     /// A competing process from this footprint on (pages): chase samples and single loads
     /// are delayed at random, as on a busy machine.
     pub busy_from: Option<usize>,
@@ -91,6 +103,10 @@ impl Default for MockMachine {
             cache_steps: vec![(768, 6.0), (16384, 25.0)],
             cache_residual: 0.0,
             walk_steps: Vec::new(),
+            memory: None,
+            fill_block: 64,
+            host_huge_fraction: None,
+            mlp: 6.0,
             busy_from: None,
             busy_rate: 0.0,
             host_small_pages: false,
@@ -177,8 +193,15 @@ impl MockTlb {
 }
 
 impl MockMachine {
+    /// The memory step's cost when `occupied` lines fill the last cache.
+    fn memory_cost(&self, occupied: usize) -> f64 {
+        self.memory
+            .map_or(0.0, |(c, ticks)| if occupied > c { ticks } else { 0.0 })
+    }
+
     fn cache_cost(&self, lines: usize) -> f64 {
         self.l1_hit
+            + self.memory_cost(lines)
             + self
                 .cache_steps
                 .iter()
@@ -230,7 +253,11 @@ impl MockMachine {
         if pattern == Pattern::Control {
             return self.cache_cost(targets);
         }
-        let cache = self.spread_cache_cost(targets);
+        // Each line occupies its fill block (up to the spacing) in the memory step.
+        let occupied = targets * (self.fill_block.min(spacing as u64).max(64) / 64) as usize;
+        let cache = self.spread_cache_cost(targets)
+            + (1.0 + self.cache_residual)
+                * (self.memory_cost(occupied) - self.memory_cost(targets));
         let pages = self.tlb_pages(targets, spacing, backing);
         let tlb: f64 = self
             .tlbs
@@ -397,6 +424,38 @@ impl Backend for MockBackend {
             backing_check: check,
             counters: None,
         })
+    }
+
+    fn slice_chases(
+        &mut self,
+        slices: usize,
+        _accesses: usize,
+        samples: usize,
+        seed: u64,
+    ) -> Result<Vec<Vec<f64>>, ProbeError> {
+        let m = self.machine.clone();
+        let small = m.chase_ticks(Pattern::Random, 512, 4096, Backing::Small);
+        let huge = m.chase_ticks(Pattern::Control, 512, 4096, Backing::Thp);
+        let mut pick = SplitMix64::new(m.seed ^ seed);
+        Ok((0..slices)
+            .map(|_| {
+                let backed_huge = match m.host_huge_fraction {
+                    Some(f) => pick.unit() < f,
+                    None => !m.host_small_pages,
+                };
+                let truth = if backed_huge { huge } else { small };
+                (0..samples)
+                    .map(|_| (truth * (1.0 + m.noise * self.rng.normal())).max(0.0))
+                    .collect()
+            })
+            .collect())
+    }
+
+    fn independent_loads(&mut self, spec: &ChaseSpec) -> Result<Vec<f64>, ProbeError> {
+        let truth = self.machine.cache_cost(spec.targets) / self.machine.mlp.max(1.0);
+        Ok((0..spec.samples)
+            .map(|_| (truth * (1.0 + self.machine.noise * self.rng.normal())).max(0.0))
+            .collect())
     }
 
     fn single_accesses(&mut self, spec: &HistSpec) -> Result<Vec<f64>, ProbeError> {

@@ -187,6 +187,73 @@ impl Backend for RdtscBackend {
         })
     }
 
+    fn slice_chases(
+        &mut self,
+        slices: usize,
+        accesses: usize,
+        samples: usize,
+        seed: u64,
+    ) -> Result<Vec<Vec<f64>>, ProbeError> {
+        let info = self.timer()?;
+        let huge = Backing::Thp.page_size();
+        // A region of its own (not cached): fresh guest memory, as a program gets.
+        let region = Region::new(slices * huge, Backing::Thp, seed)?;
+        let targets = huge / SMALL_PAGE;
+        let next = chase::successors(Pattern::Random, targets, seed);
+        let tsc = self.tsc;
+        let mut out = Vec::with_capacity(slices);
+        for s in 0..slices {
+            let base = region.base() as usize + s * huge;
+            let addrs = chase::target_addresses(base, Pattern::Random, targets, SMALL_PAGE);
+            // SAFETY: every address lies inside slice `s` of `region`, mapped read-write
+            // and alive until the end of this function.
+            let mut p = unsafe { chase::lay_out(&addrs, &next) };
+            // SAFETY: `p` heads the chain just laid out.
+            p = unsafe { chase::run(p, 2 * targets) };
+            let mut v = Vec::with_capacity(samples);
+            for _ in 0..samples {
+                let t0 = tsc.start();
+                // SAFETY: as above; `p` is always an element of the chain.
+                p = unsafe { chase::run(p, accesses) };
+                let t1 = tsc.stop();
+                v.push(
+                    (t1.saturating_sub(t0) as f64 - info.overhead_ticks).max(0.0)
+                        / accesses.max(1) as f64,
+                );
+            }
+            std::hint::black_box(p);
+            out.push(v);
+        }
+        Ok(out)
+    }
+
+    fn independent_loads(&mut self, spec: &ChaseSpec) -> Result<Vec<f64>, ProbeError> {
+        let info = self.timer()?;
+        let lines = spec.targets.max(1).next_power_of_two();
+        let idx = self.control_region(lines * chase::LINE)?;
+        let base = self.regions[idx].base() as *const usize;
+        let tsc = self.tsc;
+        let mut x = spec.seed | 1;
+        // Warm up: every line once on average.
+        // SAFETY: the region holds at least `lines` lines and stays mapped (cached).
+        let (y, mut keep) = unsafe { chase::gather(base, lines, lines, x) };
+        x = y;
+        let mut out = Vec::with_capacity(spec.samples);
+        for _ in 0..spec.samples {
+            let t0 = tsc.start();
+            // SAFETY: as above.
+            let (y, s) = unsafe { chase::gather(base, lines, spec.accesses, x) };
+            let t1 = tsc.stop();
+            (x, keep) = (y, keep.wrapping_add(s));
+            out.push(
+                (t1.saturating_sub(t0) as f64 - info.overhead_ticks).max(0.0)
+                    / spec.accesses.max(1) as f64,
+            );
+        }
+        std::hint::black_box(keep);
+        Ok(out)
+    }
+
     fn single_accesses(&mut self, spec: &HistSpec) -> Result<Vec<f64>, ProbeError> {
         let info = self.timer()?;
         let (pattern, targets) = match spec.kind {

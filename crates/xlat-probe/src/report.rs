@@ -41,6 +41,9 @@ pub struct Report {
     pub os: Option<OsReport>,
     /// Page-size comparison.
     pub compare: Option<CompareReport>,
+    /// `memory` probe.
+    #[serde(default)]
+    pub memory: Option<crate::memory::MemoryReport>,
     /// Wall-clock seconds of the whole run.
     pub elapsed_s: f64,
     /// What shared the machine while it was measured.
@@ -282,6 +285,14 @@ pub fn render(r: &Report) -> String {
     }
     if let Some(cmp) = &r.compare {
         render_compare(&mut s, cmp);
+    }
+    if let Some(m) = &r.memory {
+        let _ = writeln!(
+            s,
+            "## Memory: behind the last cache (every line of a region, random order)\n"
+        );
+        s.push_str(&crate::memory::render(m, t.ticks_per_ns));
+        s.push('\n');
     }
     let _ = writeln!(s, "total time: {:.1} s", r.elapsed_s);
     s
@@ -638,6 +649,17 @@ fn render_compare(s: &mut String, c: &CompareReport) {
             }
             (None, None) => {}
         }
+    }
+    if let Some(h) = &c.host_pages {
+        let _ = writeln!(
+            s,
+            "- host backing of {} fresh guest huge pages: {} huge ({:.0}%): a chase over one \
+             page's 512 slots paid under half the L1 miss of 4 KiB pages ({:.1} ticks a load)",
+            h.slices,
+            h.huge,
+            100.0 * h.fraction,
+            h.small_excess
+        );
     }
     for w in &c.warnings {
         let _ = writeln!(s, "> warning: {w}");

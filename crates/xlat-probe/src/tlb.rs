@@ -95,7 +95,7 @@ pub struct Measure {
 }
 
 impl Measure {
-    fn new(samples: Vec<f64>, timer: &TimerInfo) -> Self {
+    pub(crate) fn new(samples: Vec<f64>, timer: &TimerInfo) -> Self {
         let summary = Summary::of(&samples);
         let ns = timer.ns(summary.median);
         Measure {

@@ -190,6 +190,7 @@ fn coarse_counter_is_reported_not_divided_by() {
         hist: Some(hist),
         os: None,
         compare: None,
+        memory: None,
         elapsed_s: 0.0,
         sharing: None,
     };
@@ -340,6 +341,7 @@ fn a_busy_machine_gets_an_interval_and_low_confidence_not_a_refusal() {
         hist: None,
         os: None,
         compare: None,
+        memory: None,
         elapsed_s: 0.0,
         sharing: None,
     });

@@ -275,6 +275,8 @@ pub struct Caches {
     /// Below `2^low_bits` a physical address has a tag with a zero high half in every
     /// level ([`Level::locate`]): the common case, checked once per reference.
     low_bits: u32,
+    /// `cache.fill_block` in the last level's lines (1: the line alone).
+    block_lines: u64,
 }
 
 impl Caches {
@@ -300,7 +302,12 @@ impl Caches {
             .min()
             .unwrap_or(63)
             .min(63);
+        let block_lines = match (c.fill_block, c.levels.last()) {
+            (Some(b), Some(l)) => (b.0 / u64::from(l.line)).max(1),
+            _ => 1,
+        };
         Ok(Caches {
+            block_lines,
             low_bits,
             big,
             levels,
@@ -428,7 +435,25 @@ impl Caches {
         let hit = last.access::<true, LOW>(pa);
         last.hits[k] += hit as u64;
         self.memory_refs[k] += !hit as u64;
+        // `block_lines` first: without a fill block the branch is always taken the same
+        // way (a branch on `hit` would mispredict).
+        if self.block_lines > 1 && !hit {
+            Self::fill_block::<LOW>(last, pa, self.block_lines);
+        }
         std::hint::select_unpredictable(hit, last.hit_cycles, self.memory_cycles)
+    }
+
+    /// The other lines of `pa`'s aligned block of `n` lines filled into `last` (a present
+    /// one refreshed), after `pa`'s own: what the prefetchers bring with a memory miss.
+    #[cold]
+    #[inline(never)]
+    fn fill_block<const LOW: bool>(last: &mut Level, pa: u64, n: u64) {
+        let line = pa >> last.line_shift;
+        let first = line & !(n - 1);
+        for l in (first..first + n).filter(|&l| l != line) {
+            // Same block, same high address bits: `LOW` still holds.
+            last.access::<true, LOW>(l << last.line_shift);
+        }
     }
 
     /// Per level: name, hit cycles, walk and data references served.
@@ -556,8 +581,48 @@ mod tests {
             levels: vec![lvl("L1", 256, 2, 4), lvl("L2", 1024, 4, 12)],
             memory_cycles: 100,
             data_refs: false,
+            fill_block: None,
         })
         .unwrap()
+    }
+
+    /// One fully associative level of 16 lines; `block` bytes filled per memory miss.
+    fn llc(block: Option<u64>) -> Caches {
+        Caches::new(&CacheConfig {
+            levels: vec![CacheLevelConfig {
+                name: "LLC".into(),
+                size: Bytes(1024),
+                ways: 16,
+                line: 64,
+                hit_cycles: 10,
+            }],
+            memory_cycles: 100,
+            data_refs: false,
+            fill_block: block.map(Bytes),
+        })
+        .unwrap()
+    }
+
+    /// A cyclic chase over k lines 256 bytes apart: each miss occupies 4 lines with a
+    /// 256-byte fill block, so 4 of them fit the 16 lines and 5 thrash (LRU); one line
+    /// each without it. The neighbours are hits, and are not counted as references.
+    #[test]
+    fn a_fill_block_takes_its_lines() {
+        let chase = |c: &mut Caches, k: u64| -> u64 {
+            (0..3 * k).map(|i| c.access(i % k * 256, true)).sum()
+        };
+        let mut c = llc(Some(256));
+        assert_eq!(chase(&mut c, 4), 4 * 100 + 8 * 10);
+        let mut c = llc(Some(256));
+        assert_eq!(chase(&mut c, 5), 15 * 100);
+        assert_eq!(c.memory_walk_refs(), 15);
+        let mut c = llc(None);
+        assert_eq!(chase(&mut c, 5), 5 * 100 + 10 * 10);
+        let mut c = llc(Some(256));
+        c.access(256 + 64, true);
+        assert_eq!(c.access(256, true), 10);
+        assert_eq!(c.access(256 + 192, true), 10);
+        assert_eq!(c.stats()[0].walk_hits + c.memory_walk_refs(), 3);
     }
 
     #[test]

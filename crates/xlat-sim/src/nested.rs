@@ -24,11 +24,25 @@ const HOST_TABLES: u64 = 1 << 58;
 /// Each host level's region (2^45 entries of 8 bytes: the leaf level of 5 levels).
 const REGION_SHIFT: u32 = 48;
 
+/// SplitMix64's finalizer: which 2 MiB regions `nested.host_huge` gives a host huge page.
+fn region_hash(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
 /// Counters of the host dimension.
 #[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
 pub struct NestedStats {
     pub host_page: String,
     pub host_levels: u32,
+    /// `nested.host_huge`, when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_huge: Option<f64>,
+    /// Host translations of addresses in regions the host backs with 2 MiB pages.
+    #[serde(default)]
+    pub huge_translations: u64,
     /// Two-dimensional walks (one per guest walk).
     pub walks: u64,
     /// Guest entries read (each also needed a host translation).
@@ -73,6 +87,9 @@ pub struct Nested {
     /// The level whose entries map a host page (the last one a host walk reads).
     leaf: usize,
     pub host_shift: u32,
+    /// `nested.host_huge` as a threshold on a region's hash: `None` without it, `u64::MAX`
+    /// with 1 (every region; compared with `<=`).
+    huge_below: Option<u64>,
     tlb: Option<Cache>,
     pwc: Option<Cache>,
     pub stats: NestedStats,
@@ -86,11 +103,21 @@ impl Nested {
             levels: c.levels as usize,
             leaf: c.walk_levels() - 1,
             host_shift: c.host_page.shift(),
+            huge_below: c.host_huge.and_then(|f| {
+                if f >= 1.0 {
+                    Some(u64::MAX)
+                } else if f <= 0.0 {
+                    None
+                } else {
+                    Some((f * 2f64.powi(64)) as u64)
+                }
+            }),
             tlb: Cache::new("nested.tlb", &c.tlb)?,
             pwc: Cache::new("nested.pwc", &c.pwc)?,
             stats: NestedStats {
                 host_page: c.host_page.to_string(),
                 host_levels: c.levels,
+                host_huge: c.host_huge,
                 ..Default::default()
             },
             refs: Vec::with_capacity(64),
@@ -107,13 +134,28 @@ impl Nested {
         HOST_TABLES + ((k as u64) << REGION_SHIFT) + (gpa >> self.covered(k)) * 8
     }
 
+    /// The host page's shift for `gpa`: 21 in the regions `nested.host_huge` gives a 2 MiB
+    /// host page, otherwise `host_page`'s.
+    #[inline]
+    pub fn host_shift_of(&self, gpa: u64) -> u32 {
+        match self.huge_below {
+            Some(t) if region_hash(gpa >> 21) <= t && t != 0 => 21,
+            _ => self.host_shift,
+        }
+    }
+
     /// Translates guest-physical `gpa` (to itself: identity placement), appending the
     /// host walk's references to `out` when the nested TLB misses; returns the cycles
     /// of nested-TLB and host-walk-cache hits.
     pub fn translate(&mut self, gpa: u64, out: &mut Vec<u64>) -> u64 {
         self.stats.translations += 1;
+        let shift = self.host_shift_of(gpa);
+        // A 2 MiB host page in a 4 KiB host: the walk ends one level up.
+        let leaf = self.leaf - ((shift - self.host_shift) / 9) as usize;
+        self.stats.huge_translations += u64::from(shift != self.host_shift);
         if let Some(t) = &mut self.tlb {
-            let hpn = gpa >> self.host_shift;
+            // Host page numbers of both sizes, told apart by the low bit.
+            let hpn = (gpa >> shift) << 1 | u64::from(shift != self.host_shift);
             let slot = Slot {
                 key: hpn | VALID,
                 asid: 0,
@@ -132,7 +174,7 @@ impl Nested {
         if let Some(p) = &mut self.pwc {
             let key = |k: usize| ((gpa >> (12 + 9 * (self.levels - 1 - k) as u32)) << 3) | k as u64;
             // Deepest non-leaf level first; the levels read below the hit missed.
-            if let Some(h) = (0..self.leaf).rev().find(|&k| {
+            if let Some(h) = (0..leaf).rev().find(|&k| {
                 let x = key(k);
                 p.arr.lookup(x, x | VALID, 0).is_some()
             }) {
@@ -140,7 +182,7 @@ impl Nested {
                 cycles += p.hit_cycles;
                 self.stats.pwc_hits += 1;
             }
-            for k in start..self.leaf {
+            for k in start..leaf {
                 let x = key(k);
                 p.arr.fill(
                     x,
@@ -153,10 +195,10 @@ impl Nested {
                 );
             }
         }
-        for k in start..=self.leaf {
+        for k in start..=leaf {
             out.push(self.entry_pa(k, gpa));
         }
-        self.stats.host_refs += (self.leaf + 1 - start) as u64;
+        self.stats.host_refs += (leaf + 1 - start) as u64;
         cycles
     }
 
@@ -165,5 +207,41 @@ impl Nested {
         let mut s = self.stats.clone();
         s.total_refs = s.guest_refs + s.host_refs;
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use xlat_types::PageSize;
+
+    fn host(f: Option<f64>) -> Nested {
+        Nested::new(&NestedConfig {
+            levels: 4,
+            host_page: PageSize::K4,
+            host_huge: f,
+            tlb: None,
+            pwc: None,
+        })
+        .unwrap()
+    }
+
+    /// Each 2 MiB region is huge or not, all its addresses alike, and the share over many
+    /// regions is the fraction.
+    #[test]
+    fn host_huge_is_a_share_of_the_regions() {
+        for f in [0.0, 0.1, 0.3, 0.75, 1.0] {
+            let n = host(Some(f));
+            let huge = (0..20_000u64)
+                .filter(|r| {
+                    let s = n.host_shift_of(r << 21);
+                    assert_eq!(s, n.host_shift_of((r << 21) + 0x1f_f000));
+                    s == 21
+                })
+                .count() as f64
+                / 20_000.0;
+            assert!((huge - f).abs() < 0.01, "{f}: {huge}");
+        }
+        assert_eq!(host(None).host_shift_of(0), 12);
     }
 }

@@ -134,6 +134,33 @@ fn tlb_entries_are_the_smaller_of_the_guest_and_host_pages() {
     }
 }
 
+/// `host_huge`: 0 is a 4 KiB host, 1 a 2 MiB host, in walks and references (a guest 2 MiB
+/// page's walk reads 3 guest entries: (3 + 1)(4 + 1) − 1 = 19 on 4 KiB host pages, and
+/// (3 + 1)(3 + 1) − 1 = 15 on 2 MiB ones; no walk caches here, so every walk is cold). The
+/// mixture's share is `nested::tests`'.
+#[test]
+fn host_huge_mixes_the_host_page_per_region() {
+    let ev = {
+        let mut ev = vec![mmap(BASE, 4 << 20)];
+        ev.extend((0..8).map(|i| load(BASE + i * 4096)));
+        ev
+    };
+    for (f, walks, each) in [(0.0, 8, 19), (1.0, 1, 15)] {
+        let cfg = guest(
+            4,
+            &format!("host_page = \"4KiB\"\nhost_huge = {f:?}"),
+            "[os]\nthp = \"always\"",
+        );
+        let r = run(&cfg, &ev);
+        assert_eq!(r.walks.walks, walks, "host_huge {f}");
+        let g = r.nested.unwrap();
+        assert_eq!(g.total_refs, walks * each, "host_huge {f}");
+        assert_eq!(g.huge_translations > 0, f > 0.0);
+    }
+    assert!(try_guest(4, "host_page = \"2MiB\"\nhost_huge = 0.5", "").is_err());
+    assert!(try_guest(4, "host_page = \"4KiB\"\nhost_huge = 1.5", "").is_err());
+}
+
 /// What the two-dimensional walk does not model is refused, naming the field.
 #[test]
 fn a_guest_needs_a_hardware_radix_walker() {

@@ -479,6 +479,13 @@ pub struct CacheConfig {
     /// page-table lines compete with data. Off by default.
     #[serde(default)]
     pub data_refs: bool,
+    /// Bytes a reference served by memory brings into the last level: the aligned block
+    /// around its line (the neighbours that adjacent-line and stream prefetchers fetch,
+    /// which then occupy the cache). `None`: the line alone. The block's other lines are
+    /// filled as misses of the last level (a present one is refreshed) and not counted as
+    /// references.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fill_block: Option<Bytes>,
 }
 
 fn default_memory_cycles() -> u64 {
@@ -491,6 +498,7 @@ impl Default for CacheConfig {
             levels: vec![],
             memory_cycles: default_memory_cycles(),
             data_refs: false,
+            fill_block: None,
         }
     }
 }

@@ -18,6 +18,12 @@ pub struct NestedConfig {
     /// Pages backing guest memory in the host's tables: 4KiB, 2MiB or 1GiB. A guest
     /// translation's TLB entry is the smaller of the guest and host pages.
     pub host_page: PageSize,
+    /// With 4 KiB `host_page`: the fraction of guest-physical 2 MiB regions the host backs
+    /// with a 2 MiB page instead (a host's own THP covers only part of a guest: `xlat probe
+    /// --compare thp` counts it). Which regions: those whose number's hash (SplitMix64's
+    /// finalizer) falls below the fraction of 2^64 — fixed, so runs are reproducible.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_huge: Option<f64>,
     /// The nested TLB: guest-physical → host-physical translations of host pages,
     /// probed before every host walk (absent: none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -62,6 +68,14 @@ impl NestedConfig {
                 "nested.host_page",
                 format!("{}: allowed 4KiB, 2MiB, 1GiB", self.host_page),
             ));
+        }
+        if let Some(f) = self.host_huge {
+            if !(0.0..=1.0).contains(&f) || self.host_page.shift() != 12 {
+                return Err(invalid(
+                    "nested.host_huge",
+                    format!("{f}: a fraction from 0 to 1, with host_page = \"4KiB\""),
+                ));
+            }
         }
         for (name, c) in [("tlb", &self.tlb), ("pwc", &self.pwc)] {
             if let Some(c) = c {

@@ -319,6 +319,18 @@ impl MachineConfig {
                 "page-walk caches need kind = \"hardware\"",
             ));
         }
+        if let (Some(b), Some(last)) = (self.cache.fill_block, self.cache.levels.last()) {
+            let line = u64::from(last.line);
+            if !b.0.is_power_of_two() || b.0 < line || b.0 > 4096 {
+                return Err(invalid(
+                    "cache.fill_block",
+                    format!(
+                        "{} bytes: a power of two from the last level's line ({line}) to 4 KiB",
+                        b.0
+                    ),
+                ));
+            }
+        }
         for (ci, c) in self.cache.levels.iter().enumerate() {
             let f = format!("cache.levels[{ci}]");
             if !c.line.is_power_of_two() || c.line < 8 {

@@ -24,11 +24,12 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
         }
         let leaf = w.leaf.expect("the walk ends with a present leaf");
         let offset = va & ((1u64 << leaf.shift) - 1);
-        cycles += n.translate((leaf.pfn << self.base_shift) + offset, &mut refs);
+        let data = (leaf.pfn << self.base_shift) + offset;
+        cycles += n.translate(data, &mut refs);
         n.stats.walks += 1;
         n.stats.guest_refs += (w.n - start) as u64;
-        if n.host_shift < leaf.shift as u32 {
-            let hs = n.host_shift;
+        let hs = n.host_shift_of(data);
+        if hs < leaf.shift as u32 {
             w.leaf = Some(Leaf {
                 pfn: leaf.pfn + ((offset >> hs) << (hs - self.base_shift)),
                 shift: hs as u8,
