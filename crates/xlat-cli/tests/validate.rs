@@ -1,6 +1,6 @@
-//! `xlat validate` end to end (issue 39): real test programs built with `cc`, run natively
-//! and traced under QEMU user mode in both page configurations (needs `qemu-x86_64` and a
-//! C compiler, as the capture tests do).
+//! `xlat validate` end to end (issue 39): real test programs built with `cc`, `xz` and a
+//! `bash` loop, run natively and traced under QEMU user mode in both page configurations
+//! (needs `qemu-x86_64`, a C compiler and `xz`, which scripts/test installs).
 
 mod common;
 
@@ -16,7 +16,7 @@ fn validate_runs_real_programs_natively_and_simulated() {
         "zen4",
         "--quick",
         "--repeat",
-        "1",
+        "2",
         "--csv",
         csv.to_str().unwrap(),
     ]);
@@ -24,13 +24,27 @@ fn validate_runs_real_programs_natively_and_simulated() {
     // The CSV: a row per program and configuration, the table's timings.
     let text = std::fs::read_to_string(&csv).unwrap();
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines[0], "program,config,measured_s,simulated_s,runs");
-    assert_eq!(lines.len(), 1 + 3 * 2, "{text}");
+    assert_eq!(
+        lines[0],
+        "program,config,measured_s,measured_min_s,measured_max_s,simulated_s,runs"
+    );
+    assert_eq!(lines.len(), 1 + 5 * 2, "{text}");
     assert!(
-        lines[1].ends_with(",1") && lines[1].contains(",4k,"),
+        lines[1].ends_with(",2") && lines[1].contains(",4k,"),
         "{text}"
     );
     assert!(lines[2].contains(",thp,"), "{text}");
+    // The median of two runs lies between them.
+    for l in &lines[1..] {
+        let f: Vec<f64> = l
+            .rsplit(',')
+            .skip(1)
+            .take(4)
+            .map(|x| x.parse().unwrap())
+            .collect();
+        let (sim, max, min, median) = (f[0], f[1], f[2], f[3]);
+        assert!(min <= median && median <= max && sim > 0.0, "{l}");
+    }
     assert!(
         out.contains("| program ")
             && out.contains("| measured Δ ")
@@ -39,19 +53,33 @@ fn validate_runs_real_programs_natively_and_simulated() {
     );
     let rows: Vec<&str> = out
         .lines()
-        .filter(|l| l.starts_with("| pointer chase") || l.starts_with("| random updates"))
+        .filter(|l| {
+            [
+                "| pointer chase",
+                "| random updates",
+                "| xz ",
+                "| shell loop",
+            ]
+            .iter()
+            .any(|p| l.starts_with(p))
+        })
         .collect();
-    assert_eq!(rows.len(), 3, "{out}");
+    assert_eq!(rows.len(), 5, "{out}");
     for r in &rows {
-        // Four timings, all positive: two measured and two simulated.
+        // Four timings, all positive: two measured (with their runs' range) and two
+        // simulated.
         let cells: Vec<&str> = r.split('|').map(str::trim).collect();
         for c in [cells[2], cells[3]] {
-            let t: Vec<f64> = c.split(" / ").map(|x| x.parse().unwrap()).collect();
+            let t: Vec<f64> = c
+                .split(" / ")
+                .map(|x| x.split(' ').next().unwrap().parse().unwrap())
+                .collect();
             assert!(t.len() == 2 && t.iter().all(|&x| x > 0.0), "{r}");
         }
     }
     assert!(
-        out.contains("predicted Δ within ±25% of measured: "),
+        out.contains("predicted Δ within ±25% of measured: ")
+            && out.contains("measured Δ larger than the runs' spread"),
         "{out}"
     );
     // A machine without a clock cannot say seconds; an unknown machine is an error.
