@@ -10,8 +10,11 @@
 //! and in a VM the host page size (whether guest THP extends the L1 DTLB's reach). Then one
 //! constant is *fitted*, not measured: `walker.walk_cycles`, the cost every walk pays besides
 //! its references, the median per walk of measured minus simulated on the footprints where
-//! the L2 misses and the page tables still sit in the caches. A VM gets the base's nested paging. Everything else is the
-//! base preset's, and the file's `sources` say which is which ([`calibrated`]).
+//! the L2 misses and the page tables still sit in the caches. A VM gets the base's nested
+//! paging, with the host's huge-page share measured. Behind the last cache
+//! ([`fit_memory`]): its effective size, the fill block and `time.mlp` measured,
+//! `cache.memory_cycles` fitted. Everything else is the base preset's, and the file's
+//! `sources` say which is which ([`calibrated`]).
 //!
 //! A file is written when the probe sizes both DTLB levels (on a shared VM with an
 //! interval, which the sources quote: a wide interval is an answer); [`trusted_report`]

@@ -55,14 +55,26 @@ fn the_host_page_size_comes_from_the_thp_comparison() {
         ..Default::default()
     };
     let small = calibrated(&zen4(), "zen4", &report(small, 1), &env()).unwrap();
-    for (cfg, want) in [
-        (&small, PageSize::K4),
-        (&default_calibration().1, PageSize::M2),
+    let mixed = MockMachine {
+        host_huge_fraction: Some(0.4),
+        ..Default::default()
+    };
+    let mixed = calibrated(&zen4(), "zen4", &report(mixed, 1), &env()).unwrap();
+    for (cfg, want, backed) in [
+        (&small, PageSize::K4, "0 of 64"),
+        (&default_calibration().1, PageSize::M2, "64 of 64"),
     ] {
         let n = cfg.nested.as_ref().expect("the mock is a guest");
-        assert_eq!(n.host_page, want);
-        assert!(cfg.sources.iter().any(|s| s.contains("detected:")));
+        assert_eq!((n.host_page, n.host_huge), (want, None));
+        let text = format!("the host backed {backed} fresh guest huge pages");
+        assert!(cfg.sources.iter().any(|s| s.contains(&text)), "{:?}", cfg.sources);
     }
+    // A mixture: 4 KiB host pages with the measured share on 2 MiB ones, sourced.
+    let n = mixed.nested.as_ref().unwrap();
+    assert_eq!(n.host_page, PageSize::K4);
+    let f = n.host_huge.expect("a share");
+    assert!((0.2..=0.6).contains(&f), "{f}");
+    assert!(mixed.parameter_sources.contains_key("nested.host_huge"));
 }
 
 #[test]
