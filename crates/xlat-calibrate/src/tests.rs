@@ -67,7 +67,11 @@ fn the_host_page_size_comes_from_the_thp_comparison() {
         let n = cfg.nested.as_ref().expect("the mock is a guest");
         assert_eq!((n.host_page, n.host_huge), (want, None));
         let text = format!("the host backed {backed} fresh guest huge pages");
-        assert!(cfg.sources.iter().any(|s| s.contains(&text)), "{:?}", cfg.sources);
+        assert!(
+            cfg.sources.iter().any(|s| s.contains(&text)),
+            "{:?}",
+            cfg.sources
+        );
     }
     // A mixture: 4 KiB host pages with the measured share on 2 MiB ones, sourced.
     let n = mixed.nested.as_ref().unwrap();
