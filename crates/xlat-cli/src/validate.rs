@@ -9,7 +9,11 @@
 //!
 //! The native runs of the two configurations alternate (4K, THP, 4K, ...), so that a
 //! neighbour's load on a shared host falls on both alike; the table gives each
-//! configuration's median and its runs' range. The programs: [`programs`].
+//! configuration's median and its runs' range. On a guest machine (nested paging over
+//! 4 KiB host pages) the share of fresh guest huge pages the host backs with huge pages
+//! ([`xlat_probe::hostpages`]) is measured before every native run, and each program is
+//! simulated with its mean (`nested.host_huge`): the host's backing moves from run to run.
+//! The programs: [`programs`].
 
 mod programs;
 
@@ -49,6 +53,47 @@ struct Timed {
 impl Timed {
     fn native(&self) -> f64 {
         xlat_probe::stats::median(&self.runs)
+    }
+}
+
+/// The host's huge-page share now, on a guest machine whose host pages are 4 KiB.
+struct HostShare {
+    backend: xlat_probe::rdtsc::RdtscBackend,
+    seed: u64,
+    seen: Vec<f64>,
+}
+
+impl HostShare {
+    fn for_machine(cfg: &MachineConfig) -> Result<Option<HostShare>> {
+        let guest = cfg
+            .nested
+            .as_ref()
+            .is_some_and(|n| n.host_page == xlat_types::PageSize::K4);
+        if !guest {
+            return Ok(None);
+        }
+        Ok(Some(HostShare {
+            backend: xlat_probe::rdtsc::RdtscBackend::new()
+                .context("creating the timing backend (the host's huge-page share)")?,
+            seed: 1,
+            seen: Vec::new(),
+        }))
+    }
+
+    /// Measure once more; the share is kept when 4 KiB pages pay an L1 DTLB miss here.
+    fn measure(&mut self) -> Result<()> {
+        self.seed += 1;
+        if let Some(h) = xlat_probe::hostpages::run(&mut self.backend, self.seed)? {
+            self.seen.push(h.fraction);
+        }
+        Ok(())
+    }
+
+    /// The measurements since the last call: their mean and range.
+    fn take(&mut self) -> Option<(f64, [f64; 2])> {
+        let v = std::mem::take(&mut self.seen);
+        let range = xlat_probe::stats::range(&v)?;
+        Some((v.iter().sum::<f64>() / v.len() as f64, range))
     }
 }
 
@@ -109,8 +154,10 @@ pub fn run(a: ValidateArgs) -> Result<()> {
     let cases = programs::cases(dir.path(), a.quick)?;
     let mut rows = Vec::new();
     let (mut within, mut clear) = (0, 0);
+    let mut share = HostShare::for_machine(&cfg)?;
+    let mut shares = Vec::new();
     for c in &cases {
-        let cfg = match c.mlp {
+        let mut cfg = match c.mlp {
             Some(m) => cfg.with_overrides([("time.mlp", &toml::Value::Float(m))])?,
             None => cfg.clone(),
         };
@@ -121,8 +168,15 @@ pub fn run(a: ValidateArgs) -> Result<()> {
         let mut runs = [Vec::new(), Vec::new()];
         for _ in 0..a.repeat {
             for (argv, r) in c.runs.iter().zip(&mut runs) {
+                if let Some(s) = &mut share {
+                    s.measure()?;
+                }
                 r.push(native(argv)?);
             }
+        }
+        if let Some((mean, range)) = share.as_mut().and_then(HostShare::take) {
+            cfg = cfg.with_overrides([("nested.host_huge", &toml::Value::Float(mean))])?;
+            shares.push((c.name.clone(), mean, range));
         }
         let mut t = Vec::new();
         for (argv, runs) in c.runs.iter().zip(runs) {
@@ -206,6 +260,15 @@ pub fn run(a: ValidateArgs) -> Result<()> {
         rows.len(),
         rows.len()
     ));
+    for (name, mean, [lo, hi]) in &shares {
+        out.push_str(&format!(
+            "- {name}: the host backed {:.0} % ({:.0}..{:.0} %) of fresh guest huge pages \
+             with huge pages before its runs; simulated with nested.host_huge = {mean:.3}\n",
+            100.0 * mean,
+            100.0 * lo,
+            100.0 * hi
+        ));
+    }
     if a.quick {
         out.push_str("- --quick: sizes too small for conclusions\n");
     }

@@ -13,7 +13,7 @@ fn validate_runs_real_programs_natively_and_simulated() {
     let (ok, out, err) = xlat(&[
         "validate",
         "-m",
-        "zen4",
+        "zen4-kvm",
         "--quick",
         "--repeat",
         "2",
@@ -80,6 +80,17 @@ fn validate_runs_real_programs_natively_and_simulated() {
     assert!(
         out.contains("predicted Δ within ±25% of measured: ")
             && out.contains("measured Δ larger than the runs' spread"),
+        "{out}"
+    );
+    // A guest machine on 4 KiB host pages: the host's huge-page share is measured before
+    // the runs (a 512-page chase pays an L1 DTLB miss on every x86 core) and simulated.
+    let shares: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains("of fresh guest huge pages with huge pages before its runs"))
+        .collect();
+    assert_eq!(shares.len(), 5, "{out}");
+    assert!(
+        shares.iter().all(|l| l.contains("nested.host_huge = ")),
         "{out}"
     );
     // A machine without a clock cannot say seconds; an unknown machine is an error.
