@@ -82,7 +82,7 @@ pub struct MemoryReport {
     pub high_ticks: f64,
     /// Footprint (bytes) where the median latency is half way from low to high.
     pub half_rise_bytes: Option<f64>,
-    /// The same point, per pass: min..max.
+    /// The same point, per pass and pooled: min..max.
     pub half_rise_interval: Option<[f64; 2]>,
     /// The sparse chase (one line per [`SPARSE`] bytes): `bytes` counts the lines loaded
     /// (64 bytes each), not the region.
@@ -265,7 +265,10 @@ pub fn run<B: Backend>(b: &mut B, o: &MemoryOptions) -> Result<MemoryReport, Pro
         low_ticks: ys[0],
         high_ticks: ys[ys.len() - 1],
         half_rise_bytes: half.filter(|&h| h > xs[0]),
-        half_rise_interval: stats::range(&per_pass),
+        // Each pass's estimate and the pooled one (the pooled medians may cross half way
+        // outside the passes' range).
+        half_rise_interval: stats::range(&per_pass)
+            .map(|[lo, hi]| half.map_or([lo, hi], |h| [lo.min(h), hi.max(h)])),
         independent_bytes: ind_bytes,
         independent,
         mlp,
