@@ -433,19 +433,20 @@ impl Backend for MockBackend {
         samples: usize,
         seed: u64,
     ) -> Result<Vec<Vec<f64>>, ProbeError> {
-        let m = self.machine.clone();
+        let m = &self.machine;
         let small = m.chase_ticks(Pattern::Random, 512, 4096, Backing::Small);
         let huge = m.chase_ticks(Pattern::Control, 512, 4096, Backing::Thp);
+        let (share, host_small, noise) = (m.host_huge_fraction, m.host_small_pages, m.noise);
         let mut pick = SplitMix64::new(m.seed ^ seed);
         Ok((0..slices)
             .map(|_| {
-                let backed_huge = match m.host_huge_fraction {
+                let backed_huge = match share {
                     Some(f) => pick.unit() < f,
-                    None => !m.host_small_pages,
+                    None => !host_small,
                 };
                 let truth = if backed_huge { huge } else { small };
                 (0..samples)
-                    .map(|_| (truth * (1.0 + m.noise * self.rng.normal())).max(0.0))
+                    .map(|_| (truth * (1.0 + noise * self.rng.normal())).max(0.0))
                     .collect()
             })
             .collect())

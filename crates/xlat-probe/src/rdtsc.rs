@@ -67,6 +67,32 @@ impl RdtscBackend {
         }
     }
 
+    /// `warm` loads from `p`, then `samples` timed samples of `accesses` loads: where the
+    /// chase stopped and ticks per load per sample.
+    ///
+    /// # Safety
+    /// `p` must be an element of a chain laid out by [`chase::lay_out`] in live memory.
+    unsafe fn timed_chase(
+        &self,
+        p: *const usize,
+        warm: usize,
+        samples: usize,
+        accesses: usize,
+        info: &TimerInfo,
+    ) -> (*const usize, Vec<f64>) {
+        // SAFETY: guaranteed by the caller; `p` stays an element of the chain.
+        let mut p = unsafe { chase::run(p, warm) };
+        let mut out = Vec::with_capacity(samples);
+        for _ in 0..samples {
+            let t0 = self.tsc.start();
+            // SAFETY: as above.
+            p = unsafe { chase::run(p, accesses) };
+            let t1 = self.tsc.stop();
+            out.push(per_access(t0, t1, info, accesses));
+        }
+        (std::hint::black_box(p), out)
+    }
+
     /// Lay out the chain for `pattern` and return `(start, region index)`.
     fn chain(
         &mut self,
@@ -90,6 +116,12 @@ impl RdtscBackend {
         let start = unsafe { chase::lay_out(&addrs, &next) };
         Ok((start, idx))
     }
+}
+
+/// Ticks per load of a sample of `accesses` loads timed from `t0` to `t1`, the timer's
+/// overhead subtracted.
+fn per_access(t0: u64, t1: u64, info: &TimerInfo, accesses: usize) -> f64 {
+    (t1.saturating_sub(t0) as f64 - info.overhead_ticks).max(0.0) / accesses.max(1) as f64
 }
 
 impl Backend for RdtscBackend {
@@ -147,22 +179,17 @@ impl Backend for RdtscBackend {
         } else {
             self.regions[idx].verify().ok()
         };
-        let tsc = self.tsc;
         // Warm up: one full cycle (twice for small footprints) fills caches and TLBs.
         // SAFETY: `start` heads a chain laid out in a live region.
-        let mut p = unsafe { chase::run(start, spec.targets.max(1024) * 2) };
-        let mut out = Vec::with_capacity(spec.samples);
-        for _ in 0..spec.samples {
-            let t0 = tsc.start();
-            // SAFETY: as above; `p` is always an element of the chain.
-            p = unsafe { chase::run(p, spec.accesses) };
-            let t1 = tsc.stop();
-            out.push(
-                (t1.saturating_sub(t0) as f64 - info.overhead_ticks).max(0.0)
-                    / spec.accesses as f64,
-            );
-        }
-        std::hint::black_box(p);
+        let (p, out) = unsafe {
+            self.timed_chase(
+                start,
+                spec.targets.max(1024) * 2,
+                spec.samples,
+                spec.accesses,
+                &info,
+            )
+        };
         let counters = {
             let (c, status) = self.counters();
             if status.any() {
@@ -200,28 +227,16 @@ impl Backend for RdtscBackend {
         let region = Region::new(slices * huge, Backing::Thp, seed)?;
         let targets = huge / SMALL_PAGE;
         let next = chase::successors(Pattern::Random, targets, seed);
-        let tsc = self.tsc;
         let mut out = Vec::with_capacity(slices);
         for s in 0..slices {
             let base = region.base() as usize + s * huge;
             let addrs = chase::target_addresses(base, Pattern::Random, targets, SMALL_PAGE);
             // SAFETY: every address lies inside slice `s` of `region`, mapped read-write
-            // and alive until the end of this function.
-            let mut p = unsafe { chase::lay_out(&addrs, &next) };
-            // SAFETY: `p` heads the chain just laid out.
-            p = unsafe { chase::run(p, 2 * targets) };
-            let mut v = Vec::with_capacity(samples);
-            for _ in 0..samples {
-                let t0 = tsc.start();
-                // SAFETY: as above; `p` is always an element of the chain.
-                p = unsafe { chase::run(p, accesses) };
-                let t1 = tsc.stop();
-                v.push(
-                    (t1.saturating_sub(t0) as f64 - info.overhead_ticks).max(0.0)
-                        / accesses.max(1) as f64,
-                );
-            }
-            std::hint::black_box(p);
+            // and alive until the end of this function; the chase starts at the chain's head.
+            let (_, v) = unsafe {
+                let p = chase::lay_out(&addrs, &next);
+                self.timed_chase(p, 2 * targets, samples, accesses, &info)
+            };
             out.push(v);
         }
         Ok(out)
@@ -245,10 +260,7 @@ impl Backend for RdtscBackend {
             let (y, s) = unsafe { chase::gather(base, lines, spec.accesses, x) };
             let t1 = tsc.stop();
             (x, keep) = (y, keep.wrapping_add(s));
-            out.push(
-                (t1.saturating_sub(t0) as f64 - info.overhead_ticks).max(0.0)
-                    / spec.accesses.max(1) as f64,
-            );
+            out.push(per_access(t0, t1, &info, spec.accesses));
         }
         std::hint::black_box(keep);
         Ok(out)

@@ -148,8 +148,13 @@ impl Nested {
     /// host walk's references to `out` when the nested TLB misses; returns the cycles
     /// of nested-TLB and host-walk-cache hits.
     pub fn translate(&mut self, gpa: u64, out: &mut Vec<u64>) -> u64 {
+        self.translate_on(gpa, self.host_shift_of(gpa), out)
+    }
+
+    /// [`Nested::translate`] of `gpa`, whose host page's shift is `shift`
+    /// ([`Nested::host_shift_of`]).
+    pub fn translate_on(&mut self, gpa: u64, shift: u32, out: &mut Vec<u64>) -> u64 {
         self.stats.translations += 1;
-        let shift = self.host_shift_of(gpa);
         // A 2 MiB host page in a 4 KiB host: the walk ends one level up.
         let leaf = self.leaf - ((shift - self.host_shift) / 9) as usize;
         self.stats.huge_translations += u64::from(shift != self.host_shift);

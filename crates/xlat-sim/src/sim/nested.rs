@@ -25,10 +25,10 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
         let leaf = w.leaf.expect("the walk ends with a present leaf");
         let offset = va & ((1u64 << leaf.shift) - 1);
         let data = (leaf.pfn << self.base_shift) + offset;
-        cycles += n.translate(data, &mut refs);
+        let hs = n.host_shift_of(data);
+        cycles += n.translate_on(data, hs, &mut refs);
         n.stats.walks += 1;
         n.stats.guest_refs += (w.n - start) as u64;
-        let hs = n.host_shift_of(data);
         if hs < leaf.shift as u32 {
             w.leaf = Some(Leaf {
                 pfn: leaf.pfn + ((offset >> hs) << (hs - self.base_shift)),
