@@ -105,6 +105,7 @@ pub fn trace(a: &TraceArgs) -> Result<i32> {
     let guest = Guest::ensure(
         &cache,
         &qemu,
+        a.image,
         &mut |step| pb.set_message(format!("building the guest in {}: {step}", cache.display())),
         &mut |note| pb.suspend(|| eprintln!("xlat: note: {note}")),
     );
@@ -115,6 +116,17 @@ pub fn trace(a: &TraceArgs) -> Result<i32> {
         .with_meta("source", "qemu-system")
         .with_meta("command", label(&a.program))
         .with_meta("kernel", guest.package.clone())
+        .with_meta(
+            "image",
+            match guest.image {
+                xlat_system::Image::Busybox => "busybox".to_string(),
+                xlat_system::Image::Debian => format!(
+                    "debian {} ({})",
+                    xlat_system::DEBIAN_SUITE,
+                    xlat_system::DEBIAN_PACKAGES.join(", ")
+                ),
+            },
+        )
         .with_meta("kallsyms", guest.kallsyms.display().to_string())
         .with_meta("fetch", "per basic block");
     let dest = Shared(Rc::new(RefCell::new(
@@ -129,7 +141,11 @@ pub fn trace(a: &TraceArgs) -> Result<i32> {
         qemu,
         plugin,
         &command,
-        Duration::from_secs(a.timeout),
+        &xlat_system::Options {
+            timeout: Duration::from_secs(a.timeout),
+            mem_mib: a.mem,
+            copy_in: a.copy_in.clone(),
+        },
     )?;
     let pb = crate::progress::bar("events captured (kernel and user)".to_string());
     let mut buf: Vec<Event> = Vec::with_capacity(BATCH);

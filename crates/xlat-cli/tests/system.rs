@@ -42,7 +42,7 @@ fn kallsyms() -> Vec<(u64, char, String)> {
     let dir = std::fs::read_dir(cache())
         .unwrap()
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .find(|p| p.join("manifest").is_file())
+        .find(|p| p.join("kallsyms").is_file() && p.join("manifest").is_file())
         .expect("a built guest");
     std::fs::read_to_string(dir.join("kallsyms"))
         .unwrap()
@@ -281,6 +281,79 @@ fn kernel_fetch_insns(ev: &[Event]) -> u64 {
 }
 
 /// The command's exit status is xlat's, and the trace is complete.
+/// `--image debian` (issue 40): Debian's root filesystem, built with mmdebstrap on first use
+/// and cached under a manifest; a two-file C project copied in (`--copy-in`) is built with
+/// make and gcc and run in the guest, and Python runs; the trace names the compiler's
+/// processes. A damaged cached image is detected and rebuilt.
+#[test]
+fn a_debian_guest_compiles_a_copied_in_project() {
+    let d = Dir::new();
+    let src = d.path("src");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(
+        src.join("main.c"),
+        "#include <stdio.h>\nint twice(int);\nint main(void) { printf(\"%d\\n\", twice(21)); return 0; }\n",
+    )
+    .unwrap();
+    std::fs::write(src.join("twice.c"), "int twice(int x) { return 2 * x; }\n").unwrap();
+    std::fs::write(
+        src.join("Makefile"),
+        "prog: main.o twice.o\n\t$(CC) -o $@ main.o twice.o\n",
+    )
+    .unwrap();
+    let command = "make -s && ./prog && python3 -c 'print(6 * 7 + 1)'";
+    let args = ["--image", "debian", "--copy-in", src.to_str().unwrap()];
+    let (o, t) = system_trace(&d, "debian", &args, command);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert_eq!(stdout(&o), "42\n43\n", "{err}");
+    let info = d.xlat(&["trace", "--info", t.to_str().unwrap()]);
+    let info = stdout(&info);
+    assert!(
+        info.contains("meta        image = debian bookworm (gcc, make"),
+        "{info}"
+    );
+    for p in ["make", "cc1", "as", "ld", "prog", "python3"] {
+        assert!(info.contains(&format!(" exec 0: {p}\n")), "{p}: {info}");
+    }
+    // The cached image, damaged, is rebuilt (said once), and works again.
+    let image = std::fs::read_dir(cache())
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.join("rootfs.cpio").is_file())
+        .expect("a cached Debian image");
+    let f = std::fs::File::options()
+        .write(true)
+        .open(image.join("rootfs.cpio"))
+        .unwrap();
+    f.set_len(4096).unwrap();
+    let (o, _) = system_trace(
+        &d,
+        "debian2",
+        &["--image", "debian"],
+        "python3 -c 'print(5)'",
+    );
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("cannot be used (rootfs.cpio has 4096 bytes"),
+        "{err}"
+    );
+    assert_eq!(stdout(&o), "5\n");
+    // What cannot be copied in is refused before the guest boots.
+    let (o, _) = system_trace(
+        &d,
+        "bad",
+        &["--image", "debian", "--copy-in", "/nonexistent"],
+        "true",
+    );
+    assert!(
+        !o.status.success() && stderr(&o).contains("--copy-in /nonexistent"),
+        "{}",
+        stderr(&o)
+    );
+}
+
 #[test]
 fn a_failing_command_returns_its_status() {
     let d = Dir::new();

@@ -28,6 +28,8 @@ pub struct Boot {
     pub qemu: PathBuf,
     pub kernel: PathBuf,
     pub initrd: PathBuf,
+    /// Guest memory, MiB.
+    pub mem_mib: u32,
     /// Kernel parameters after the fixed ones.
     pub append: String,
     /// `-plugin` argument (path and its `,key=value` arguments).
@@ -77,7 +79,9 @@ impl Boot {
             "console=ttyS0 nokaslr nopti panic=-1 quiet cryptomgr.notests {}",
             self.append
         );
-        c.args(["-accel", "tcg", "-cpu", "qemu64", "-smp", "1", "-m", "256M"])
+        c.args(["-accel", "tcg", "-cpu", "qemu64", "-smp", "1"])
+            .arg("-m")
+            .arg(format!("{}M", self.mem_mib))
             .args([
                 "-display",
                 "none",

@@ -61,6 +61,17 @@ pub struct Outcome {
     pub stats: Stats,
 }
 
+/// How to run the guest.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Stop the guest after this long.
+    pub timeout: Duration,
+    /// Guest memory in MiB (`None`: the image's default).
+    pub mem_mib: Option<u32>,
+    /// A host directory the guest sees as `/work` (where the command starts).
+    pub copy_in: Option<PathBuf>,
+}
+
 /// A running system capture (an [`EventSource`]).
 pub struct SystemCapture {
     rx: Receiver<Result<Vec<Event>, SystemError>>,
@@ -68,6 +79,8 @@ pub struct SystemCapture {
     pos: usize,
     waiter: Option<JoinHandle<Ended>>,
     reader: Option<JoinHandle<Stats>>,
+    /// The initramfs with a directory copied in, kept until QEMU is done with it.
+    _staged: Option<crate::copyin::Staged>,
 }
 
 impl SystemCapture {
@@ -77,8 +90,9 @@ impl SystemCapture {
         qemu: PathBuf,
         plugin: PathBuf,
         command: &str,
-        timeout: Duration,
+        opts: &Options,
     ) -> Result<SystemCapture, SystemError> {
+        let timeout = opts.timeout;
         use base64::Engine;
         let syms = guest.symbols()?;
         let sym = |s: &str| {
@@ -88,10 +102,18 @@ impl SystemCapture {
         let (start, free) = (sym(START_SYMBOL)?, sym(FREE_SYMBOL)?);
         let channel = Channel::open()?;
         let cmd = base64::engine::general_purpose::STANDARD.encode(command);
+        // A directory copied in: the image's archive and the directory's, one file.
+        let staged = match &opts.copy_in {
+            Some(d) => Some(crate::copyin::stage(&guest.initrd, d)?),
+            None => None,
+        };
         let boot = Boot {
             qemu,
             kernel: guest.kernel.clone(),
-            initrd: guest.initrd.clone(),
+            initrd: staged
+                .as_ref()
+                .map_or_else(|| guest.initrd.clone(), |s| s.initrd()),
+            mem_mib: opts.mem_mib.unwrap_or(guest.image.default_mem_mib()),
             append: format!("xlat.cmd={cmd}"),
             plugin: Some(format!(
                 "{},sock={},start={start:x},free={free:x}{}",
@@ -154,6 +176,7 @@ impl SystemCapture {
             pos: 0,
             waiter: Some(waiter),
             reader: Some(reader),
+            _staged: staged,
         })
     }
 

@@ -5,6 +5,7 @@
 
 use crate::boot::{self, Boot};
 use crate::kallsyms::Symbols;
+pub use crate::rootfs::Image;
 use crate::seal::{self, State};
 use crate::{initramfs, SystemError};
 use std::io::Read;
@@ -18,8 +19,10 @@ pub struct Guest {
     /// The kernel package it was built from, e.g. `linux-image-6.1.0-56-amd64`.
     pub package: String,
     pub kernel: PathBuf,
+    /// The initramfs booted: busybox's, or Debian's root filesystem.
     pub initrd: PathBuf,
     pub kallsyms: PathBuf,
+    pub image: Image,
 }
 
 /// Symbols the capture needs from the kernel.
@@ -42,52 +45,76 @@ impl Guest {
 
     /// The guest in `cache` (`<cache>/<kernel package>/`), built first if missing, and
     /// rebuilt if damaged (its files do not match the manifest written when it was built,
-    /// [`crate::seal`]). `step` hears each stage of a build, `note` why a guest is rebuilt.
+    /// [`crate::seal`]); with [`Image::Debian`], also Debian's root filesystem
+    /// ([`crate::rootfs`]). `step` hears each stage of a build, `note` why a guest is rebuilt.
     pub fn ensure(
         cache: &Path,
         qemu: &Path,
+        image: Image,
         step: &mut dyn FnMut(&str),
         note: &mut dyn FnMut(&str),
     ) -> Result<Guest, SystemError> {
         let package = kernel_package()?;
         check_cache(cache)?;
-        let dir = cache.join(&package);
-        let guest = Guest {
-            kernel: dir.join("vmlinux"),
-            initrd: dir.join("initrd.gz"),
-            kallsyms: dir.join("kallsyms"),
-            dir: dir.clone(),
-            package: package.clone(),
+        let id = seal::guest_id(&package);
+        let dir = built(cache, &package, &id, &seal::FILES, note, |tmp| {
+            build(tmp, &package, qemu, step)
+        })?;
+        let initrd = match image {
+            Image::Busybox => dir.join("initrd.gz"),
+            Image::Debian => crate::rootfs::ensure(cache, step, note)?,
         };
-        match seal::check(&dir, &package) {
-            State::Intact => return Ok(guest),
-            State::Missing => {}
-            State::Damaged(why) => note(&format!(
-                "the cached guest in {} cannot be used ({why}): rebuilding it",
-                dir.display()
-            )),
-        }
-        // Built beside, then renamed: an interrupted build leaves no half guest.
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let tmp = cache.join(format!(".{package}.build-{}-{nanos}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&tmp);
-        std::fs::create_dir_all(&tmp).map_err(|e| io(&tmp, e))?;
-        let built = build(&tmp, &package, qemu, step);
-        if let Err(e) = built {
-            let _ = std::fs::remove_dir_all(&tmp);
-            return Err(e);
-        }
-        if seal::check(&dir, &package) == State::Intact {
-            // Another build finished first: use that one.
-            let _ = std::fs::remove_dir_all(&tmp);
-            return Ok(guest);
-        }
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::rename(&tmp, &dir).map_err(|e| io(&dir, e))?;
-        Ok(guest)
+        Ok(Guest {
+            kernel: dir.join("vmlinux"),
+            initrd,
+            kallsyms: dir.join("kallsyms"),
+            dir,
+            package,
+            image,
+        })
     }
+}
+
+/// The directory `<cache>/<name>` holding `files` under a manifest naming `id`, made by
+/// `build` first if missing, damaged or of another `id`: built beside, sealed, then renamed
+/// (an interrupted build leaves no half directory; a concurrent build's result is used).
+pub(crate) fn built(
+    cache: &Path,
+    name: &str,
+    id: &str,
+    files: &[&str],
+    note: &mut dyn FnMut(&str),
+    build: impl FnOnce(&Path) -> Result<(), SystemError>,
+) -> Result<PathBuf, SystemError> {
+    let dir = cache.join(name);
+    match seal::check_files(&dir, id, files) {
+        State::Intact => return Ok(dir),
+        State::Missing => {}
+        State::Damaged(why) => note(&format!(
+            "the cached {} cannot be used ({why}): rebuilding it",
+            dir.display()
+        )),
+    }
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let tmp = cache.join(format!(".{name}.build-{}-{nanos}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).map_err(|e| io(&tmp, e))?;
+    let made =
+        build(&tmp).and_then(|()| seal::seal_files(&tmp, id, files).map_err(|e| io(&tmp, e)));
+    if let Err(e) = made {
+        let _ = std::fs::remove_dir_all(&tmp);
+        return Err(e);
+    }
+    if seal::check_files(&dir, id, files) == State::Intact {
+        // Another build finished first: use that one.
+        let _ = std::fs::remove_dir_all(&tmp);
+        return Ok(dir);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::rename(&tmp, &dir).map_err(|e| io(&dir, e))?;
+    Ok(dir)
 }
 
 /// Refuses a cache directory another user could write to (it holds the kernel xlat
@@ -110,11 +137,11 @@ fn check_cache(cache: &Path) -> Result<(), SystemError> {
     Ok(())
 }
 
-fn io(p: &Path, e: std::io::Error) -> SystemError {
+pub(crate) fn io(p: &Path, e: std::io::Error) -> SystemError {
     SystemError::Guest(format!("{}: {e}", p.display()))
 }
 
-fn missing(what: &str, package: &str) -> SystemError {
+pub(crate) fn missing(what: &str, package: &str) -> SystemError {
     SystemError::Missing {
         what: what.to_string(),
         package: package.to_string(),
@@ -210,6 +237,7 @@ fn build(
         qemu: qemu.to_path_buf(),
         kernel,
         initrd,
+        mem_mib: Image::Busybox.default_mem_mib(),
         append: "xlat.kallsyms=1".to_string(),
         plugin: None,
         second_serial: Some(kallsyms.clone()),
@@ -225,8 +253,7 @@ fn build(
         }
     }
     let _ = std::fs::remove_dir_all(&debs);
-    // Last: a guest is whole once its manifest is there.
-    seal::seal(dir, package).map_err(|e| io(dir, e))
+    Ok(())
 }
 
 /// The first file of `deb`'s data archive whose name matches.

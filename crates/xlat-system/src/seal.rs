@@ -46,10 +46,24 @@ fn digest(path: &Path, field: &str) -> io::Result<(u64, u32)> {
     Ok((n, h.finalize()))
 }
 
+/// What a kernel guest's manifest names: its kernel package and a digest of `/init` (inside
+/// its initramfs), so that an xlat with another `/init` rebuilds the guest.
+pub fn guest_id(package: &str) -> String {
+    format!(
+        "{package} init {:08x}",
+        crc32fast::hash(crate::initramfs::INIT.as_bytes())
+    )
+}
+
 /// Writes the manifest of the guest of `package` in `dir` (its files complete).
 pub fn seal(dir: &Path, package: &str) -> io::Result<()> {
+    seal_files(dir, &guest_id(package), &FILES)
+}
+
+/// Writes the manifest of `files` in `dir` (complete), made from `package`.
+pub fn seal_files(dir: &Path, package: &str, files: &[&str]) -> io::Result<()> {
     let mut text = format!("{FORMAT}\npackage {package}\n");
-    for name in FILES {
+    for &name in files {
         let (size, crc) = digest(&dir.join(name), "the guest being built")?;
         text.push_str(&format!("{name} {size} {crc:08x}\n"));
     }
@@ -60,6 +74,11 @@ pub fn seal(dir: &Path, package: &str) -> io::Result<()> {
 
 /// Checks the guest of `package` in `dir` against its manifest.
 pub fn check(dir: &Path, package: &str) -> State {
+    check_files(dir, &guest_id(package), &FILES)
+}
+
+/// Checks `files` in `dir`, made from `package`, against the manifest.
+pub fn check_files(dir: &Path, package: &str, files: &[&str]) -> State {
     if std::fs::symlink_metadata(dir).is_err() {
         return State::Missing;
     }
@@ -78,7 +97,7 @@ pub fn check(dir: &Path, package: &str) -> State {
     if lines.next() != Some(&format!("package {package}")) {
         return State::Damaged(format!("its manifest is not of {package}"));
     }
-    for name in FILES {
+    for &name in files {
         let want = lines.next().and_then(|l| {
             let mut f = l.split(' ');
             let ok = f.next() == Some(name);
@@ -161,6 +180,19 @@ mod tests {
             panic!("a FIFO passed")
         };
         assert!(why.contains("FIFO"), "{why}");
+    }
+
+    /// A guest built by an xlat with another `/init` is rebuilt.
+    #[test]
+    fn a_guest_with_another_init_is_damaged() {
+        let d = tempfile::tempdir().unwrap();
+        guest(d.path());
+        assert_eq!(check(d.path(), "linux-image-test"), State::Intact);
+        seal_files(d.path(), "linux-image-test init 00000000", &FILES).unwrap();
+        let State::Damaged(why) = check(d.path(), "linux-image-test") else {
+            panic!("a guest with another /init passed")
+        };
+        assert!(why.contains("not of linux-image-test init "), "{why}");
     }
 
     #[test]
