@@ -198,6 +198,9 @@ pub fn decode(
                     os::FLUSH_PAGE => Some(Event::Flush(FlushScope::Page(VirtAddr(a(0)?)))),
                     os::FLUSH_LOCAL => Some(Event::Flush(FlushScope::Asid)),
                     os::FLUSH_GLOBAL => Some(Event::Flush(FlushScope::All)),
+                    // Nanoseconds: a system trace's header says so (`idle = ns`), and the
+                    // replay turns them into the machine's cycles.
+                    os::IDLE => Some(Event::Idle { cycles: a(0)? }),
                     os::COMM => {
                         let mut name = [0u8; 16];
                         name[..8].copy_from_slice(&a(0)?.to_le_bytes());

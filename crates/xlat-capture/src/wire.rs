@@ -109,6 +109,9 @@ pub mod os {
     /// holds that file's bytes from `offset` (a file `mmap`, or the loader's mappings of
     /// the program and its interpreter, sent before the first block).
     pub const MAPFILE: u64 = 22;
+    /// `ns` (system mode): the vCPU was halted (the guest's idle task) for this many
+    /// nanoseconds of QEMU's virtual clock, from its idle callback to its resume.
+    pub const IDLE: u64 = 23;
 }
 
 /// Upper bound on the path of a `MAPFILE` record (Linux's `PATH_MAX`).
@@ -121,7 +124,7 @@ pub fn os_words(code: u64) -> Option<usize> {
         os::MUNMAP => 2,
         os::MREMAP => 4,
         os::BRK | os::FORK | os::THREAD_START | os::THREAD_EXIT | os::EXIT => 1,
-        os::SPACE | os::SPACE_FREE | os::MODE | os::FLUSH_PAGE => 1,
+        os::SPACE | os::SPACE_FREE | os::MODE | os::FLUSH_PAGE | os::IDLE => 1,
         os::FLUSH_LOCAL | os::FLUSH_GLOBAL => 0,
         os::COMM => 2,
         // Plus the path's words (`path_words`).

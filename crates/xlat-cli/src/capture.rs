@@ -102,6 +102,11 @@ pub struct TraceArgs {
         requires = "system"
     )]
     pub(crate) image: xlat_system::Image,
+    /// With --system: the Debian kernel package to boot instead of `linux-image-amd64`'s,
+    /// e.g. `linux-image-6.12-amd64` (bookworm-backports or -security; a meta-package is
+    /// resolved to its versioned kernel). Each kernel is built into the guest cache once.
+    #[arg(long, value_name = "PACKAGE", requires = "system")]
+    pub(crate) kernel: Option<String>,
     /// With --system: guest memory, e.g. `512M`, `2G` (default: 256M for busybox, 1536M
     /// for debian).
     #[arg(long, value_name = "SIZE", value_parser = parse_mem, requires = "system")]

@@ -106,6 +106,7 @@ pub fn trace(a: &TraceArgs) -> Result<i32> {
         &cache,
         &qemu,
         a.image,
+        a.kernel.as_deref(),
         &mut |step| pb.set_message(format!("building the guest in {}: {step}", cache.display())),
         &mut |note| pb.suspend(|| eprintln!("xlat: note: {note}")),
     );
@@ -128,7 +129,9 @@ pub fn trace(a: &TraceArgs) -> Result<i32> {
             },
         )
         .with_meta("kallsyms", guest.kallsyms.display().to_string())
-        .with_meta("fetch", "per basic block");
+        .with_meta("fetch", "per basic block")
+        // Idle records' lengths are nanoseconds of the guest's time (the vCPU halted).
+        .with_meta("idle", "ns");
     let dest = Shared(Rc::new(RefCell::new(
         Dest::create(out).with_context(|| format!("cannot create {}", out.display()))?,
     )));

@@ -354,6 +354,43 @@ fn a_debian_guest_compiles_a_copied_in_project() {
     );
 }
 
+/// Idle in a real trace (issue 40): the guest's halts while `sleep` waits become `idle`
+/// records of their nanoseconds (header `idle = ns`); replayed on the ppc604 (185 MHz) they
+/// become its cycles, and the idle task's zombie reclaim (Dougan et al. §7) runs on them.
+#[test]
+fn idle_periods_of_a_real_guest_drive_zombie_reclaim() {
+    let d = Dir::new();
+    let (o, t) = system_trace(
+        &d,
+        "idle",
+        &[],
+        "for i in 1 2 3 4 5 6 7 8; do /bin/true; sleep 0.05; done",
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let ev = events(&t);
+    let ns: Vec<u64> = ev
+        .iter()
+        .filter_map(|e| match e {
+            Event::Idle { cycles } => Some(*cycles),
+            _ => None,
+        })
+        .collect();
+    let total: u64 = ns.iter().sum();
+    // Eight sleeps of 50 ms: most of their 400 ms is the vCPU halted.
+    assert!(ns.len() >= 8, "{ns:?}");
+    assert!(
+        (200_000_000..2_000_000_000).contains(&total),
+        "{total} ns idle: {ns:?}"
+    );
+    let r = replay_report(&d, &t, &["-m", "ppc604"]);
+    let cycles = r["os"]["idle_cycles"].as_u64().unwrap();
+    let want = ns.iter().map(|&n| (n as f64 * 0.185) as u64).sum::<u64>();
+    assert_eq!(cycles, want, "ns at 185 MHz");
+    assert_eq!(r["hash"]["idle_cycles"].as_u64(), Some(cycles));
+    let reclaimed = r["hash"]["zombies_reclaimed"].as_u64().unwrap();
+    assert!(reclaimed > 0, "{}", r["hash"]);
+}
+
 #[test]
 fn a_failing_command_returns_its_status() {
     let d = Dir::new();

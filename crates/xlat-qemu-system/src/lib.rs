@@ -75,6 +75,8 @@ struct State {
     dirty: qemu_plugin_u64,
     /// Interned block descriptors `[pc, len | insns << 32]`.
     blocks: HashMap<[u64; 2], &'static [u64; 2]>,
+    /// When the vCPU halted (its idle callback), while recording.
+    halted: Option<std::time::Instant>,
 }
 
 /// A kernel function whose entry the plugin records.
@@ -235,6 +237,29 @@ unsafe extern "C" fn after_reset(id: qemu_plugin_id_t) {
 unsafe fn register(id: qemu_plugin_id_t) {
     qemu_plugin_register_vcpu_tb_trans_cb(id, Some(tb_trans));
     qemu_plugin_register_atexit_cb(id, Some(at_exit), null_mut());
+    qemu_plugin_register_vcpu_idle_cb(id, Some(vcpu_idle));
+    qemu_plugin_register_vcpu_resume_cb(id, Some(vcpu_resume));
+}
+
+/// The vCPU halts (the guest's idle task ran `hlt`, or it waits for an interrupt).
+unsafe extern "C" fn vcpu_idle(_id: qemu_plugin_id_t, _vcpu: c_uint) {
+    let s = st();
+    if s.phase == Phase::On {
+        s.halted = Some(std::time::Instant::now());
+    }
+}
+
+/// The vCPU runs again: an `IDLE` record of the halt's length. Without `-icount`, QEMU's
+/// virtual clock (the guest's time) follows the host's, so the host's monotonic clock
+/// measures the guest's idle time.
+unsafe extern "C" fn vcpu_resume(_id: qemu_plugin_id_t, _vcpu: c_uint) {
+    let s = st();
+    if let Some(t) = s.halted.take() {
+        if s.phase == Phase::On {
+            let ns = t.elapsed().as_nanos().min(u64::MAX as u128) as u64;
+            s.os(os::IDLE, ns);
+        }
+    }
 }
 
 /// A hooked kernel function starts (`udata` is its [`Hook`]).
@@ -487,6 +512,7 @@ pub unsafe extern "C" fn qemu_plugin_install(
             offset: 0,
         },
         blocks: HashMap::new(),
+        halted: None,
     });
     qemu_plugin_register_vcpu_init_cb(id, Some(vcpu_init));
     register(id);

@@ -56,12 +56,19 @@ pub fn replay_many(
         TraceInput::Xlt(r) => (is_system(r.header()), "trace"),
         TraceInput::Lackey(_) => (false, "lackey trace"),
     };
+    let idle_ns = matches!(&input, TraceInput::Xlt(r) if r.header().get("idle") == Some("ns"));
     let views: Vec<_> = sims
         .iter_mut()
-        .map(|(sim, _)| {
+        .map(|(sim, warnings)| {
             if system {
                 // Which code pages miss in the ITLB: named from the kernel's symbols after the run.
                 sim.count_fetch_misses();
+            }
+            if idle_ns && !sim.set_idle_ns() {
+                warnings.push(format!(
+                    "{what}: its idle periods are in nanoseconds and the machine has no \
+                     time.clock_mhz: counted as cycles at 1 GHz"
+                ));
             }
             view(sim.config(), system, what)
         })

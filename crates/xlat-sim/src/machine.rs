@@ -93,6 +93,11 @@ impl Machine {
     pub fn events_done(&self) -> u64 {
         each!(self, s => s.events_done())
     }
+    /// See [`Sim::set_idle_ns`].
+    #[inline]
+    pub fn set_idle_ns(&mut self) -> bool {
+        each!(self, s => s.set_idle_ns())
+    }
     /// See [`Sim::count_fetch_misses`].
     #[inline]
     pub fn count_fetch_misses(&mut self) {

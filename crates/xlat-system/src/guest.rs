@@ -46,15 +46,17 @@ impl Guest {
     /// The guest in `cache` (`<cache>/<kernel package>/`), built first if missing, and
     /// rebuilt if damaged (its files do not match the manifest written when it was built,
     /// [`crate::seal`]); with [`Image::Debian`], also Debian's root filesystem
-    /// ([`crate::rootfs`]). `step` hears each stage of a build, `note` why a guest is rebuilt.
+    /// ([`crate::rootfs`]). `kernel`: a Debian kernel package other than `linux-image-amd64`'s
+    /// ([`kernel_package`]). `step` hears each stage of a build, `note` why a guest is rebuilt.
     pub fn ensure(
         cache: &Path,
         qemu: &Path,
         image: Image,
+        kernel: Option<&str>,
         step: &mut dyn FnMut(&str),
         note: &mut dyn FnMut(&str),
     ) -> Result<Guest, SystemError> {
-        let package = kernel_package()?;
+        let package = kernel_package(kernel)?;
         check_cache(cache)?;
         let id = seal::guest_id(&package);
         let dir = built(cache, &package, &id, &seal::FILES, note, |tmp| {
@@ -148,37 +150,50 @@ pub(crate) fn missing(what: &str, package: &str) -> SystemError {
     }
 }
 
-/// The kernel package `linux-image-amd64` depends on (`$XLAT_KERNEL_PACKAGE` overrides).
-fn kernel_package() -> Result<String, SystemError> {
-    if let Ok(p) = std::env::var("XLAT_KERNEL_PACKAGE") {
-        // A Debian package name (policy 5.6.1): it names a directory of the cache.
-        let ok = p.len() >= 2
-            && p.bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"+-.".contains(&b))
-            && p.as_bytes()[0].is_ascii_alphanumeric();
-        if !ok {
-            return Err(SystemError::Guest(format!(
-                "XLAT_KERNEL_PACKAGE={p:?} is not a Debian package name (a-z, 0-9, +, -, .)"
-            )));
-        }
-        return Ok(p);
+/// The kernel package to boot: `requested` (`--kernel`), else `$XLAT_KERNEL_PACKAGE`, else
+/// `linux-image-amd64`; a meta-package (`linux-image-amd64`, `linux-image-6.12-amd64`) is
+/// resolved to the versioned package it depends on (`apt-cache depends`, the candidate
+/// version: with bookworm-backports or -security in the sources, their newer kernels too).
+fn kernel_package(requested: Option<&str>) -> Result<String, SystemError> {
+    let (name, from) = match (requested, std::env::var("XLAT_KERNEL_PACKAGE")) {
+        (Some(p), _) => (p.to_string(), "--kernel"),
+        (None, Ok(p)) => (p, "XLAT_KERNEL_PACKAGE"),
+        (None, Err(_)) => ("linux-image-amd64".to_string(), "the default"),
+    };
+    // A Debian package name (policy 5.6.1): it names a directory of the cache.
+    let ok = name.len() >= 2
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"+-.".contains(&b))
+        && name.as_bytes()[0].is_ascii_alphanumeric();
+    if !ok {
+        return Err(SystemError::Guest(format!(
+            "{from}: {name:?} is not a Debian package name (a-z, 0-9, +, -, .)"
+        )));
     }
     let out = Command::new("apt-cache")
-        .args(["depends", "linux-image-amd64"])
+        .args(["depends", &name])
         .output()
         .map_err(|_| missing("apt-cache", "apt"))?;
+    if !out.status.success() {
+        return Err(SystemError::Guest(format!(
+            "apt-cache does not know {name} ({from}: {}): run `apt-get update`, or add the \
+             suite that has it (bookworm-backports) to the apt sources",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
     let text = String::from_utf8_lossy(&out.stdout);
-    text.lines()
+    Ok(resolve(&name, &text))
+}
+
+/// The versioned kernel a meta-package depends on (`apt-cache depends` output), or the
+/// package itself.
+fn resolve(name: &str, depends: &str) -> String {
+    depends
+        .lines()
         .filter_map(|l| l.trim().strip_prefix("Depends: "))
         .find(|p| p.starts_with("linux-image-") && !p.contains('<'))
-        .map(str::to_string)
-        .ok_or_else(|| {
-            SystemError::Guest(format!(
-                "apt-cache does not know linux-image-amd64 ({}): run `apt-get update` (Debian's \
-                 main suite has it) or set XLAT_KERNEL_PACKAGE",
-                String::from_utf8_lossy(&out.stderr).trim()
-            ))
-        })
+        .map_or_else(|| name.to_string(), str::to_string)
 }
 
 fn build(
@@ -287,23 +302,36 @@ fn extract(deb: &Path, want: impl Fn(&str) -> bool) -> Result<Vec<u8>, SystemErr
     found.ok_or_else(|| SystemError::Guest(format!("{} holds no such file", deb.display())))
 }
 
-/// The ELF kernel inside a bzImage compressed with XZ (Debian's `CONFIG_KERNEL_XZ`): the
-/// first XZ stream (from a magic number) that decodes to a 64-bit ELF file.
+/// The ELF kernel inside a bzImage: the first compressed stream (XZ, Debian's
+/// `CONFIG_KERNEL_XZ` up to 6.1; zstd, `CONFIG_KERNEL_ZSTD` in 6.12) that decodes to a
+/// 64-bit ELF file.
 fn vmlinux(bzimage: &[u8]) -> Result<Vec<u8>, SystemError> {
-    const XZ: &[u8] = b"\xfd7zXZ\x00";
-    let mut last = "the bzImage holds no XZ stream (only XZ-compressed kernels are supported)";
-    for (at, _) in bzimage
-        .windows(XZ.len())
-        .enumerate()
-        .filter(|(_, w)| *w == XZ)
-    {
-        match unxz(&bzimage[at..]) {
+    type Decode = fn(&[u8]) -> Option<Vec<u8>>;
+    const FORMATS: [(&[u8], Decode); 2] = [(b"\xfd7zXZ\x00", unxz), (b"\x28\xb5\x2f\xfd", unzstd)];
+    let mut last =
+        "the bzImage holds no XZ or zstd stream (the kernel's compression is not supported)";
+    for (at, decode) in (0..bzimage.len()).filter_map(|at| {
+        FORMATS
+            .iter()
+            .find(|(magic, _)| bzimage[at..].starts_with(magic))
+            .map(|(_, d)| (at, d))
+    }) {
+        match decode(&bzimage[at..]) {
             Some(out) if out.starts_with(b"\x7fELF\x02") => return Ok(out),
             Some(_) => last = "the decompressed kernel is not a 64-bit ELF file",
-            None => last = "no XZ stream in the bzImage decodes",
+            None => last = "no compressed stream in the bzImage decodes",
         }
     }
     Err(SystemError::Guest(last.to_string()))
+}
+
+/// One zstd frame at the start of `data` (whatever follows it is ignored), at most 1 GiB.
+fn unzstd(data: &[u8]) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let mut d = zstd::stream::read::Decoder::new(data).ok()?.single_frame();
+    let mut out = Vec::with_capacity(64 << 20);
+    (&mut d).take(1 << 30).read_to_end(&mut out).ok()?;
+    Some(out)
 }
 
 /// One XZ stream at the start of `data` (whatever follows it is ignored).
@@ -327,5 +355,23 @@ fn unxz(mut data: &[u8]) -> Option<Vec<u8>> {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_meta_package_resolves_to_its_kernel() {
+        let out = "linux-image-6.12-amd64\n  Depends: linux-image-6.12.95+deb12-amd64\n";
+        assert_eq!(
+            super::resolve("linux-image-6.12-amd64", out),
+            "linux-image-6.12.95+deb12-amd64"
+        );
+        let out =
+            "linux-image-6.1.0-57-amd64\n  Depends: kmod\n  Depends: <linux-initramfs-tool>\n";
+        assert_eq!(
+            super::resolve("linux-image-6.1.0-57-amd64", out),
+            "linux-image-6.1.0-57-amd64"
+        );
     }
 }

@@ -7,8 +7,13 @@ use super::*;
 use crate::config::IdleClear;
 
 impl<P: PageTable, O: Organization> Sim<P, O> {
-    /// `cycles` of idle time.
-    pub(super) fn idle(&mut self, cycles: u64) {
+    /// An idle period of `len` (cycles, or nanoseconds: [`Sim::set_idle_ns`]).
+    pub(super) fn idle(&mut self, len: u64) {
+        let cycles = if self.idle_scale == 1.0 {
+            len
+        } else {
+            (len as f64 * self.idle_scale) as u64
+        };
         sat(&mut self.acct.c.os.idle_cycles, cycles);
         let left = O::idle(self, cycles);
         self.idle_clear(left);

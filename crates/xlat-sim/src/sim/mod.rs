@@ -88,6 +88,8 @@ pub struct Sim<P: PageTable, O: Organization = TableWalk> {
     scratch: Vec<(u64, Leaf)>,
     /// Never run the x86-64-v3 code ([`Sim::set_portable`]).
     portable: bool,
+    /// Machine cycles per unit of an `Idle` event's length ([`Sim::set_idle_ns`]; 1: cycles).
+    idle_scale: f64,
     /// Host memory the simulator may use ([`Sim::with_memory_limit`]).
     mem_limit: u64,
     mem_probe: Option<MemoryProbe>,
@@ -409,6 +411,14 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
             return self.past_l1_hooked(kind, va, l1);
         }
         self.past_l1::<false>(kind, va, l1)
+    }
+
+    /// `Idle` events' lengths are nanoseconds (a system trace's), turned into cycles at
+    /// `time.clock_mhz`; returns `false` when the machine has none (1 GHz is used).
+    pub fn set_idle_ns(&mut self) -> bool {
+        let mhz = self.cfg.time.clock_mhz;
+        self.idle_scale = mhz.unwrap_or(1000.0) / 1000.0;
+        mhz.is_some()
     }
 
     /// Counts first-level misses of instruction fetches per page from now on (the report's

@@ -120,6 +120,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
             event: 0,
             scratch: Vec::new(),
             portable: false,
+            idle_scale: 1.0,
             mem_limit: limit,
             mem_probe: probe,
             past_levels: Vec::new(),
