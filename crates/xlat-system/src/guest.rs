@@ -360,6 +360,27 @@ fn unxz(mut data: &[u8]) -> Option<Vec<u8>> {
 
 #[cfg(test)]
 mod tests {
+    /// A bzImage's kernel is found after the setup code, XZ or zstd compressed; a stream
+    /// that is not an ELF kernel, or none, is an error.
+    #[test]
+    fn the_elf_kernel_comes_out_of_an_xz_or_zstd_bzimage() {
+        let elf = b"\x7fELF\x02\x01\x01 a 64-bit kernel".repeat(100);
+        let setup = b"MZ setup code \xfd7z (not a stream) \x28\xb5".to_vec();
+        let zst = zstd::bulk::compress(&elf, 3).unwrap();
+        let mut xz = Vec::new();
+        let mut enc = xz2::write::XzEncoder::new(&mut xz, 6);
+        std::io::Write::write_all(&mut enc, &elf).unwrap();
+        enc.finish().unwrap();
+        for stream in [zst, xz] {
+            let image = [&setup[..], &stream, b"trailing bytes"].concat();
+            assert_eq!(super::vmlinux(&image).unwrap(), elf);
+        }
+        let not_elf = zstd::bulk::compress(b"a 32-bit kernel", 3).unwrap();
+        let e = super::vmlinux(&[&setup[..], &not_elf].concat()).unwrap_err();
+        assert!(e.to_string().contains("not a 64-bit ELF"), "{e}");
+        assert!(super::vmlinux(&setup).is_err());
+    }
+
     #[test]
     fn a_meta_package_resolves_to_its_kernel() {
         let out = "linux-image-6.12-amd64\n  Depends: linux-image-6.12.95+deb12-amd64\n";
