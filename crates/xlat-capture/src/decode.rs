@@ -28,6 +28,8 @@ pub enum Control {
     Mode(bool),
     /// System mode: the current address space's program name (NUL-padded).
     Comm([u8; 16]),
+    /// System mode: the guest kernel maps `[addr, addr + len)` with `2^shift`-byte leaves.
+    KernelPages { addr: u64, len: u64, shift: u8 },
 }
 
 /// What a chunk decodes to: events, and at most one control record, which ends the chunk's
@@ -201,6 +203,18 @@ pub fn decode(
                     // Nanoseconds: a system trace's header says so (`idle = ns`), and the
                     // replay turns them into the machine's cycles.
                     os::IDLE => Some(Event::Idle { cycles: a(0)? }),
+                    os::KPAGES => {
+                        let shift = a(2)?;
+                        if !(12..64).contains(&shift) {
+                            return Err((i, format!("kernel leaves of 2^{shift} bytes")));
+                        }
+                        control = Some(Control::KernelPages {
+                            addr: a(0)?,
+                            len: a(1)?,
+                            shift: shift as u8,
+                        });
+                        None
+                    }
                     os::COMM => {
                         let mut name = [0u8; 16];
                         name[..8].copy_from_slice(&a(0)?.to_le_bytes());

@@ -112,6 +112,9 @@ pub mod os {
     /// `ns` (system mode): the vCPU was halted (the guest's idle task) for this many
     /// nanoseconds of QEMU's virtual clock, from its idle callback to its resume.
     pub const IDLE: u64 = 23;
+    /// `addr, len, shift` (system mode, before the first address space): the guest kernel
+    /// maps `[addr, addr + len)` with leaves of `2^shift` bytes (read from its page tables).
+    pub const KPAGES: u64 = 24;
 }
 
 /// Upper bound on the path of a `MAPFILE` record (Linux's `PATH_MAX`).
@@ -120,7 +123,7 @@ pub const MAX_PATH_BYTES: u64 = 4096;
 /// Argument words that follow an `OS` word with event `code`, or `None` if unknown.
 pub fn os_words(code: u64) -> Option<usize> {
     Some(match code {
-        os::MMAP | os::MPROTECT | os::MADVISE => 3,
+        os::MMAP | os::MPROTECT | os::MADVISE | os::KPAGES => 3,
         os::MUNMAP => 2,
         os::MREMAP => 4,
         os::BRK | os::FORK | os::THREAD_START | os::THREAD_EXIT | os::EXIT => 1,

@@ -214,6 +214,15 @@ fn detailed_raw(o: &Outcome) -> String {
         n(f.outside_mappings),
         n(f.populated)
     );
+    if f.kernel_large + f.kernel_large_fallback > 0 {
+        let _ = writeln!(
+            s,
+            "kernel pages  {} mapped at the traced kernel's size (2 MiB / 1 GiB), {} with a \
+             smaller page (this machine cannot map that size there)",
+            n(f.kernel_large),
+            n(f.kernel_large_fallback)
+        );
+    }
     let pt = &r.page_tables;
     let pl: Vec<String> = pt
         .per_level

@@ -229,6 +229,8 @@ fn flags(m: MapFlags) -> String {
         (MapFlags::SHARED, "shared"),
         (MapFlags::POPULATE, "populate"),
         (MapFlags::GLOBAL, "global"),
+        (MapFlags::PAGE_2M, "2m-pages"),
+        (MapFlags::PAGE_1G, "1g-pages"),
     ];
     let v: Vec<&str> = names
         .iter()

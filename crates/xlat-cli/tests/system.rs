@@ -7,7 +7,7 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Mutex;
-use xlat_types::{Event, Privilege};
+use xlat_types::{Event, MapFlags, Privilege};
 
 mod common;
 use common::*;
@@ -164,7 +164,35 @@ fn a_system_capture_records_the_kernel_and_every_process() {
         assert!(named.is_some_and(|&a| a >= text), "page {:#x}", p << 12);
     }
 
+    // The kernel's large pages, read from its page tables, come first (issue 40): the
+    // kernel text 2 MiB-mapped (a Debian kernel's `_text` is 2 MiB-aligned), then the
+    // kernel half around them.
+    let big: Vec<(u64, u64)> = ev
+        .iter()
+        .map_while(|e| match e {
+            Event::Mmap {
+                addr, len, flags, ..
+            } if flags.has(MapFlags::PAGE_2M | MapFlags::PAGE_1G) => Some((addr.0, *len)),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        big.iter().any(|&(a, l)| a <= text && text < a + l),
+        "{text:#x} not in {big:x?}"
+    );
+    assert!(big
+        .iter()
+        .all(|&(a, l)| a % (2 << 20) == 0 && l % (2 << 20) == 0));
+    assert!(matches!(
+        ev[big.len()],
+        Event::Mmap { addr, flags, .. } if addr.0 == 0xffff_8000_0000_0000 && flags == MapFlags(MapFlags::GLOBAL)
+    ));
+
     let r = replay_report(&d, &t, &["-m", "skylake"]);
+    // Skylake maps them at 2 MiB; the 8xx (4 KiB tables) falls back, counted.
+    let large = r["faults"]["kernel_large"].as_u64().unwrap_or(0);
+    assert!(large > 0, "{}", r["faults"]);
+    assert_eq!(r["faults"].get("kernel_large_fallback"), None);
     let split = r["privileges"].as_array().unwrap();
     assert_eq!(split.len(), 2);
     let total: u64 = split.iter().map(|p| p["refs"].as_u64().unwrap()).sum();
@@ -179,6 +207,8 @@ fn a_system_capture_records_the_kernel_and_every_process() {
     // On the 8xx, folded: the kernel image at 0xc000_0000 under the pinned 8 MiB entry.
     let r = replay_report(&d, &t, &["-m", "mpc855t"]);
     assert!(r["tlb_structures"][0]["locked_hits"].as_u64().unwrap() > 1000);
+    assert!(r["faults"]["kernel_large_fallback"].as_u64().unwrap() > 0);
+    assert_eq!(r["faults"].get("kernel_large"), None);
     let split = r["privileges"].as_array().unwrap();
     assert_eq!(
         split[1]["instructions"].as_u64().unwrap(),

@@ -77,6 +77,14 @@ pub struct Faults {
     pub populated: u64,
     /// Demand faults served with a page the idle task had cleared.
     pub precleared: u64,
+    /// Global (kernel) pages mapped at the size the traced kernel used (system traces:
+    /// its 2 MiB / 1 GiB leaves).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub kernel_large: u64,
+    /// Global pages whose recorded size this machine's table cannot map there (no such
+    /// leaf size, a misaligned or occupied block): mapped with a smaller leaf.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub kernel_large_fallback: u64,
 }
 
 #[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]

@@ -167,12 +167,7 @@ impl SystemCapture {
         });
         Ok(SystemCapture {
             rx,
-            pending: vec![Event::Mmap {
-                addr: VirtAddr(KERNEL_HALF.0),
-                len: KERNEL_HALF.1,
-                prot: Prot::RWX,
-                flags: MapFlags(MapFlags::GLOBAL),
-            }],
+            pending: Vec::new(),
             pos: 0,
             waiter: Some(waiter),
             reader: Some(reader),
@@ -232,11 +227,24 @@ fn read(
     let bad = |m: String| SystemError::Guest(format!("the system plugin's stream: {m}"));
     let mut s = std::io::BufReader::with_capacity(1 << 20, s);
     let mut words: Vec<u64> = Vec::new();
+    // The kernel half, mapped after the kernel's large-page areas (which the plugin sends
+    // first): its base pages fill the gaps around them.
+    let mut half = Some(Event::Mmap {
+        addr: VirtAddr(KERNEL_HALF.0),
+        len: KERNEL_HALF.1,
+        prot: Prot::RWX,
+        flags: MapFlags(MapFlags::GLOBAL),
+    });
     loop {
         let mut head = [0u8; 8];
         match s.read_exact(&mut head) {
             Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                if let Some(h) = half.take() {
+                    let _ = tx.send(Ok(vec![h]));
+                }
+                return Ok(());
+            }
             Err(e) => return Err(bad(e.to_string())),
         }
         let n = (u64::from_ne_bytes(head) >> 32) as usize;
@@ -251,9 +259,33 @@ fn read(
         let mut out = Vec::with_capacity(n + 8);
         let mut rest = &words[..];
         while !rest.is_empty() {
+            let before = out.len();
             let d = decode(rest, Tid(0), Pid, no_files, &mut out)
                 .map_err(|(at, e)| bad(format!("word {at} of a chunk: {e}")))?;
             rest = &rest[d.used..];
+            if let Some(Control::KernelPages { addr, len, shift }) = d.control {
+                let flags = match shift {
+                    21 => MapFlags::PAGE_2M,
+                    30 => MapFlags::PAGE_1G,
+                    _ => return Err(bad(format!("kernel leaves of 2^{shift} bytes"))),
+                };
+                if half.is_none() || out.len() != before || !in_kernel_half(addr, len) {
+                    return Err(bad(format!(
+                        "kernel pages [{addr:#x}, +{len:#x}) after the stream started, or \
+                         outside the kernel half"
+                    )));
+                }
+                out.push(Event::Mmap {
+                    addr: VirtAddr(addr),
+                    len,
+                    prot: Prot::RWX,
+                    flags: MapFlags(MapFlags::GLOBAL | flags),
+                });
+                continue;
+            }
+            if let Some(h) = half.take() {
+                out.insert(before, h);
+            }
             match d.control {
                 Some(Control::Space(cr3)) => spaces.space(cr3, &mut out, st),
                 Some(Control::SpaceFree(pgd)) => spaces.free(pgd, &mut out, st),
@@ -267,6 +299,7 @@ fn read(
                 }
                 Some(Control::Exit(status)) => st.complete = status == 0,
                 Some(Control::Comm(name)) => spaces.name(&name),
+                Some(Control::KernelPages { .. }) => unreachable!("handled above"),
                 Some(c) => return Err(bad(format!("unexpected record {c:?}"))),
                 None => {}
             }
@@ -275,6 +308,14 @@ fn read(
             return Ok(()); // the consumer stopped
         }
     }
+}
+
+/// Whether `[addr, addr + len)` lies in [`KERNEL_HALF`].
+fn in_kernel_half(addr: u64, len: u64) -> bool {
+    len > 0
+        && addr >= KERNEL_HALF.0
+        && len <= KERNEL_HALF.1
+        && addr - KERNEL_HALF.0 <= KERNEL_HALF.1 - len
 }
 
 /// Page-table roots to stream processes.

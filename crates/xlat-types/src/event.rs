@@ -126,8 +126,22 @@ impl MapFlags {
     pub const POPULATE: u8 = 4;
     /// Global kernel mapping (not tagged with an ASID, survives ASID flushes).
     pub const GLOBAL: u8 = 8;
+    /// With `GLOBAL`: the traced kernel maps this area with 2 MiB leaves (system traces).
+    pub const PAGE_2M: u8 = 16;
+    /// With `GLOBAL`: the traced kernel maps this area with 1 GiB leaves.
+    pub const PAGE_1G: u8 = 32;
     pub fn has(self, bit: u8) -> bool {
         self.0 & bit != 0
+    }
+    /// The leaf size (log2) a global area's kernel used, when recorded.
+    pub fn kernel_leaf_shift(self) -> Option<u8> {
+        if self.has(Self::PAGE_1G) {
+            Some(30)
+        } else if self.has(Self::PAGE_2M) {
+            Some(21)
+        } else {
+            None
+        }
     }
 }
 

@@ -590,7 +590,8 @@ impl EventSource for Capture {
                             Control::Space(_)
                             | Control::SpaceFree(_)
                             | Control::Mode(_)
-                            | Control::Comm(_),
+                            | Control::Comm(_)
+                            | Control::KernelPages { .. },
                         ) => {}
                     }
                     out.extend_from_slice(&head);

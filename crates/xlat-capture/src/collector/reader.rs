@@ -57,7 +57,11 @@ pub(super) fn read_process(
             rest = &rest[d.used..];
             exited |= matches!(d.control, Some(Control::Exit(_)));
             if let Some(
-                Control::Space(_) | Control::SpaceFree(_) | Control::Mode(_) | Control::Comm(_),
+                Control::Space(_)
+                | Control::SpaceFree(_)
+                | Control::Mode(_)
+                | Control::Comm(_)
+                | Control::KernelPages { .. },
             ) = d.control
             {
                 return End::Bad("a system-mode record from a user-mode plugin".to_string());

@@ -87,6 +87,16 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
                         shift = ts as u32;
                     }
                 }
+                if let Some(want) = v.flags.kernel_leaf_shift() {
+                    shift = Self::kernel_leaf(
+                        &self.os.leaf_shifts,
+                        &p.pt,
+                        &mut self.acct.c.faults,
+                        (va, start, v.end),
+                        want,
+                        bs,
+                    );
+                }
                 let base = va & !((1u64 << shift) - 1);
                 let mut flags = 0;
                 if v.prot.writable() {
@@ -104,7 +114,12 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
                     // only), kept for the whole run: global areas are never unmapped.
                     None if v.flags.has(MapFlags::GLOBAL) => {
                         flags |= FIXED;
-                        Self::kernel_frame(&mut self.os.kernel_pages, &mut self.os.mem, base)
+                        Self::kernel_frame(
+                            &mut self.os.kernel_pages,
+                            &mut self.os.mem,
+                            base,
+                            shift - bs,
+                        )
                     }
                     None if shift == bs && !populate => match self.os.precleared.pop() {
                         Some(f) => {
@@ -168,8 +183,43 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
         pages: &mut FxHashMap<u64, u64>,
         mem: &mut PhysMem,
         base: u64,
+        order: u32,
     ) -> u64 {
-        *pages.entry(base).or_insert_with(|| mem.alloc_frames(0))
+        // A large page's key carries its order (its base's low bits are zero).
+        *pages
+            .entry(base | u64::from(order))
+            .or_insert_with(|| mem.alloc_frames(order))
+    }
+
+    /// The leaf size (log2) for a global page at `va` of the area `[start, end)` whose
+    /// kernel used `2^want`-byte leaves: `want` where this table has that size and the
+    /// aligned block fits the area and is free, else the largest smaller size that does
+    /// (counted as a fallback), down to the base page.
+    #[cold]
+    #[inline(never)]
+    fn kernel_leaf(
+        shifts: &[u8],
+        pt: &P,
+        faults: &mut crate::stats::Faults,
+        (va, start, end): (u64, u64, u64),
+        want: u8,
+        bs: u32,
+    ) -> u32 {
+        let fits = |s: u8| {
+            let b = va & !((1u64 << s) - 1);
+            b >= start && b + (1u64 << s) <= end && pt.slot_free(VirtAddr(b), s)
+        };
+        let got = shifts
+            .iter()
+            .rev()
+            .copied()
+            .find(|&s| s as u32 > bs && s <= want && fits(s));
+        if got == Some(want) {
+            faults.kernel_large += 1;
+        } else {
+            faults.kernel_large_fallback += 1;
+        }
+        got.map_or(bs, u32::from)
     }
 
     /// Maps the global `leaf` at `base` into every live process's tables that lack it.

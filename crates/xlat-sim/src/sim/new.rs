@@ -114,6 +114,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
                 asid_gen: 1,
                 loaded_pid: Some(Pid::INIT.0),
                 thp_shift,
+                leaf_shifts: shifts.clone(),
                 precleared: Vec::new(),
             },
             acct: Accounting::default(),

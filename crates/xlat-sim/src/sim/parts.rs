@@ -39,6 +39,8 @@ pub(super) struct OsState<P> {
     /// The process whose address space an untagged TLB holds.
     pub(super) loaded_pid: Option<u32>,
     pub(super) thp_shift: Option<u8>,
+    /// The page table's leaf sizes (log2), smallest first.
+    pub(super) leaf_shifts: Vec<u8>,
     /// Frames the idle task cleared, for the next demand faults (`os.idle_clear`).
     pub(super) precleared: Vec<u64>,
 }
