@@ -364,6 +364,39 @@ mod tests {
         assert_eq!(ev, vec![Event::Fork { child: Pid(1077) }]);
     }
 
+    /// System mode: a halt's nanoseconds are an idle event; the kernel's large-page runs a
+    /// control that ends the chunk, their leaf size checked.
+    #[test]
+    fn idle_and_kernel_pages() {
+        let words = [
+            OS << TAG_SHIFT | os::IDLE,
+            2_500_000,
+            OS << TAG_SHIFT | os::KPAGES,
+            0xffff_ffff_8100_0000,
+            14 << 20,
+            21,
+            access_word(wire::LOAD, 0x1000, 8),
+        ];
+        let (ev, r) = run(&words);
+        let r = r.unwrap();
+        assert_eq!(ev, vec![Event::Idle { cycles: 2_500_000 }]);
+        assert_eq!(
+            r.control,
+            Some(Control::KernelPages {
+                addr: 0xffff_ffff_8100_0000,
+                len: 14 << 20,
+                shift: 21
+            })
+        );
+        assert_eq!(r.used, 6);
+        for bad in [11, 64] {
+            let e = run(&[OS << TAG_SHIFT | os::KPAGES, 0, 4096, bad])
+                .1
+                .unwrap_err();
+            assert!(e.1.contains(&format!("kernel leaves of 2^{bad}")), "{e:?}");
+        }
+    }
+
     #[test]
     fn malformed_chunks_name_the_word() {
         assert_eq!(
