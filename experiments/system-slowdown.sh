@@ -8,7 +8,9 @@ set -euo pipefail
 xlat=${1:-target/optimized/xlat}
 cmd=${2:-dd if=/dev/zero of=/tmp/f bs=4k count=4096}
 cache=${XLAT_GUEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/xlat/guest}
-guest=$(dirname "$(ls "$cache"/*/ready | head -1)")
+guest=$(dirname "$(ls "$cache"/*/kallsyms | head -1)")
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
 b64=$(printf 'time sh -c %q' "$cmd" | base64 -w0)
 echo "guest $guest"
 echo "command: $cmd"
@@ -17,7 +19,7 @@ plain=$(qemu-system-x86_64 -accel tcg -cpu qemu64 -smp 1 -m 256M -display none -
   -no-reboot -net none -serial stdio -kernel "$guest/vmlinux" -initrd "$guest/initrd.gz" \
   -append "console=ttyS0 nokaslr nopti panic=-1 quiet cryptomgr.notests xlat.cmd=$b64" </dev/null 2>&1 | tr -d '\r')
 t1=$(date +%s.%N)
-traced=$("$xlat" trace --system -o /tmp/xlat-slowdown.xlt -- "time sh -c '$cmd'" 2>&1)
+traced=$("$xlat" trace --system -o "$out/slowdown.xlt" -- "time sh -c '$cmd'" 2>&1)
 t2=$(date +%s.%N)
 real() { sed -n 's/^real[ \t]*\([0-9]*\)m \?\([0-9.]*\)s$/\1 \2/p' | awk '{print $1*60+$2}' | tail -1; }
 a=$(echo "$plain" | real); b=$(echo "$traced" | real)
