@@ -31,12 +31,14 @@ pub mod memory_fit;
 pub mod os_fit;
 #[cfg(test)]
 mod tests;
+pub mod walk_fit;
 
 pub use check::{validate, Validation};
 pub use error::CalibrateError;
-pub use machine::{calibrated, fit_l2, fit_walk_cycles, WalkFit};
+pub use machine::{calibrated, fit_l2};
 pub use memory_fit::fit_memory;
 pub use os_fit::{fit_os, OsFit};
+pub use walk_fit::{fit_large_walk_cycles, fit_walk_cycles, WalkFit};
 
 use xlat_probe::report::Report;
 use xlat_probe::tlb::TlbReport;

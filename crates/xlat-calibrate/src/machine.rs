@@ -1,13 +1,12 @@
 //! The calibrated machine: the base preset with the probe's figures ([`calibrated`]), the
-//! L2 DTLB sized by bisection on the simulated chase ([`fit_l2`]) and `walker.walk_cycles`
-//! the median per walk of measured minus simulated ([`fit_walk_cycles`]).
+//! L2 DTLB sized by bisection on the simulated chase ([`fit_l2`]), the walk constants fitted
+//! ([`crate::walk_fit`]).
 
 use crate::check;
+use crate::walk_fit::{fit_large_walk_cycles, fit_walk_cycles, WalkFit};
 use crate::{tlb_of, CalibrateError};
 use xlat_probe::report::Report;
-use xlat_probe::tlb::TlbReport;
 use xlat_runner::run::Env;
-use xlat_sim::config::MAX_LATENCY;
 use xlat_sim::{presets, MachineConfig};
 
 type Result<T> = std::result::Result<T, CalibrateError>;
@@ -254,6 +253,28 @@ pub fn calibrated(
                  misses): 0"
             .to_string(),
     };
+    // Walks to a large leaf, fitted apart where the THP comparison was measured.
+    let large = match &report.compare {
+        Some(cmp) => fit_large_walk_cycles(&cfg, tlb, cmp, report.timer.ticks_per_ns, env)?,
+        None => None,
+    };
+    if let Some(f) = &large {
+        cfg = cfg.with_overrides([("walker.large_walk_cycles", &int(f.cycles))])?;
+    }
+    let fitted = match &large {
+        Some(f) => format!(
+            "{fitted}; fitted, not measured: walker.large_walk_cycles = {} (the same for a walk \
+             ending at a large page): the median per walk of measured minus simulated over the \
+             {} footprints of {}..{} pages of the THP comparison's chase where the simulated \
+             L2 DTLB misses on at least half the loads (quartiles {:.0}..{:.0})",
+            f.cycles, f.points, f.from, f.to, f.quartiles[0], f.quartiles[1]
+        ),
+        None => format!(
+            "{fitted}; walker.large_walk_cycles not fitted (no THP comparison, or fewer than two \
+             of its footprints where the simulated L2 DTLB misses): walks to large pages pay \
+             walker.walk_cycles"
+        ),
+    };
     cfg.name = "calibrated".into();
     cfg.description = format!(
         "{} as measured by xlat calibrate ({} base)",
@@ -297,6 +318,12 @@ pub fn calibrated(
             "fitted to the probe's L2-miss plateau (see sources)".into(),
         );
     }
+    if large.is_some() {
+        cfg.parameter_sources.insert(
+            "walker.large_walk_cycles".into(),
+            "fitted to the probe's THP chase where the L2 DTLB misses (see sources)".into(),
+        );
+    }
     cfg.validate()?;
     Ok(cfg)
 }
@@ -324,59 +351,4 @@ pub fn fit_l2(cfg: &MachineConfig, half: f64, ways: u64, env: &Env) -> Result<Ma
         }
     }
     with_sets(hi)
-}
-
-/// A fitted `walker.walk_cycles`.
-#[derive(Debug, PartialEq)]
-pub struct WalkFit {
-    /// The constant.
-    pub cycles: u64,
-    /// Footprints it was fitted on,
-    pub points: usize,
-    /// from this many pages
-    pub from: usize,
-    /// to this many.
-    pub to: usize,
-    /// The per-footprint values' quartiles (25th..75th percentile), cycles per walk.
-    pub quartiles: [f64; 2],
-}
-
-/// `walker.walk_cycles` for `cfg` (which has none yet): the median over the footprints
-/// where the simulated chase misses the L2 DTLB on at least half its loads of
-/// `(measured - simulated) / walks per load`. The median, not a mean: a busy host's late
-/// jumps do not drag it. `None` with fewer than two such footprints.
-pub fn fit_walk_cycles(cfg: &MachineConfig, tlb: &TlbReport, env: &Env) -> Result<Option<WalkFit>> {
-    let half = tlb
-        .levels
-        .get(1)
-        .and_then(|l| l.half_miss_pages)
-        .unwrap_or(0.0);
-    let mut per_walk = Vec::new();
-    let mut used = Vec::new();
-    for p in &tlb.curve {
-        if (p.pages as f64) < 0.8 * half || p.pages > check::VALIDATE_MAX {
-            continue;
-        }
-        let s = check::simulate(cfg, p.pages, env)?;
-        if s.l2_miss < 0.5 {
-            continue;
-        }
-        per_walk.push((p.excess_ticks - s.cycles) / s.l2_miss);
-        used.push(p.pages);
-    }
-    if used.len() < 2 {
-        return Ok(None);
-    }
-    Ok(Some(WalkFit {
-        cycles: xlat_probe::stats::median(&per_walk)
-            .round()
-            .clamp(0.0, MAX_LATENCY as f64) as u64,
-        points: used.len(),
-        quartiles: [
-            xlat_probe::stats::percentile(&per_walk, 25.0),
-            xlat_probe::stats::percentile(&per_walk, 75.0),
-        ],
-        from: used[0],
-        to: *used.last().expect("two or more"),
-    }))
 }

@@ -334,11 +334,15 @@ fn detailed_raw(o: &Outcome) -> String {
     let cost = &r.machine.cost;
     let _ = writeln!(
         s,
-        "  parameters: TLB level hit cycles as listed above; cache hit cycles {}; memory {}; pwc hit {}; walk start {}; trap {}+{}; fault {} + zeroing {} per base page; page copy {}; pte {}; table visit {}; flush page {} / all {}",
+        "  parameters: TLB level hit cycles as listed above; cache hit cycles {}; memory {}; pwc hit {}; walk start {}{}; trap {}+{}; fault {} + zeroing {} per base page; page copy {}; pte {}; table visit {}; flush page {} / all {}",
         r.machine.cache.levels.iter().map(|l| format!("{} {}", l.name, l.hit_cycles)).collect::<Vec<_>>().join(", "),
         r.machine.cache.memory_cycles,
         r.machine.walker.pwc_hit_cycles,
         r.machine.walker.walk_cycles,
+        r.machine
+            .walker
+            .large_walk_cycles
+            .map_or(String::new(), |c| format!(" ({c} to a large page)")),
         r.machine.walker.trap_cycles,
         r.machine.walker.handler_cycles,
         cost.fault_cycles,

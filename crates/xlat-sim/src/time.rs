@@ -157,6 +157,9 @@ pub fn parameters(m: &MachineConfig) -> Vec<Parameter> {
     ] {
         keys.push(format!("walker.{k}"));
     }
+    if m.walker.large_walk_cycles.is_some() {
+        keys.push("walker.large_walk_cycles".into());
+    }
     if m.page_table.hash().is_some() {
         for k in ["miss_cycles", "search_cycles", "idle_pte_cycles"] {
             keys.push(format!("page_table.hash.{k}"));

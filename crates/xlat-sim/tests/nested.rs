@@ -204,3 +204,47 @@ fn walk_cycles_are_paid_once_per_walk() {
         .to_string();
     assert!(e.contains("walker.walk_cycles"), "{e}");
 }
+
+/// `walker.large_walk_cycles` replaces `walk_cycles` for a walk that ends at a guest leaf
+/// larger than the base page, nothing else: on 4 KiB host pages the eight loads of one
+/// guest 2 MiB page walk eight times (19 references each, no walk caches), and a 4 KiB
+/// mapping beside it walks at `walk_cycles` (24 references).
+#[test]
+fn large_walk_cycles_is_paid_by_walks_to_large_pages() {
+    let ev = |thp: bool| {
+        let mut ev = vec![mmap(BASE, 4 << 20)];
+        ev.extend((0..8).map(|i| load(BASE + i * 4096)));
+        if !thp {
+            return ev;
+        }
+        // A 4 KiB-only region: one page, not 2 MiB aligned in size.
+        ev.push(mmap(BASE + (8 << 20), 4096));
+        ev.push(load(BASE + (8 << 20)));
+        ev
+    };
+    let walker = "[walker]\nwalk_cycles = 40\nlarge_walk_cycles = 7\n[os]\nthp = \"always\"";
+    let cfg = guest(4, "host_page = \"4KiB\"", walker);
+    let r = run(&cfg, &ev(true));
+    assert_eq!(r.walks.walks, 9);
+    assert_eq!(r.faults.demand_huge, 1);
+    assert_eq!(r.nested.as_ref().unwrap().total_refs, 8 * 19 + 24);
+    assert_eq!(r.cycles.walk, 100 * (8 * 19 + 24) + 8 * 7 + 40);
+    // Unset: every walk pays walk_cycles.
+    let cfg = guest(
+        4,
+        "host_page = \"4KiB\"",
+        "[walker]\nwalk_cycles = 40\n[os]\nthp = \"always\"",
+    );
+    assert_eq!(
+        run(&cfg, &ev(true)).cycles.walk,
+        100 * (8 * 19 + 24) + 9 * 40
+    );
+    let e = try_guest(
+        4,
+        "host_page = \"4KiB\"",
+        "[walker]\nkind = \"software\"\nlarge_walk_cycles = 3",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("walker."), "{e}");
+}

@@ -395,6 +395,12 @@ pub struct WalkerConfig {
     /// says so in the machine's `sources`.
     #[serde(default)]
     pub walk_cycles: u64,
+    /// What a walk ending at a leaf larger than the base page pays instead of
+    /// `walk_cycles` (unset: the same). `xlat calibrate` fits it apart: on a KVM guest
+    /// (Zen 4, host 4 KiB pages) a chase over guest 2 MiB pages paid about 30 TSC cycles
+    /// less per walk than the references and `walk_cycles` say (docs/design-notes.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub large_walk_cycles: Option<u64>,
     /// Software reload on a hashed machine: what the miss handler does.
     #[serde(default)]
     pub handler: Option<Handler>,
@@ -421,6 +427,7 @@ impl Default for WalkerConfig {
             pwc: PwcConfig::None,
             pwc_hit_cycles: 0,
             walk_cycles: 0,
+            large_walk_cycles: None,
             handler: None,
         }
     }

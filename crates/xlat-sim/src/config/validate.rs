@@ -380,10 +380,12 @@ impl MachineConfig {
             ("walker.handler_cycles", w.handler_cycles),
             ("walker.pwc_hit_cycles", w.pwc_hit_cycles),
             ("walker.walk_cycles", w.walk_cycles),
+            ("walker.large_walk_cycles", w.large_walk_cycles.unwrap_or(0)),
         ] {
             at_most(f, v, MAX_LATENCY)?;
         }
-        if w.walk_cycles > 0 && (w.kind != WalkerKind::Hardware || self.page_table.hash().is_some())
+        if (w.walk_cycles > 0 || w.large_walk_cycles.is_some_and(|c| c > 0))
+            && (w.kind != WalkerKind::Hardware || self.page_table.hash().is_some())
         {
             return Err(invalid(
                 "walker.walk_cycles",

@@ -75,8 +75,12 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
         let mut trap = 0;
         // Plain adds on the hot path: latencies are capped (`config::MAX_LATENCY`), so
         // these sums cannot wrap in any feasible run; the cold costs saturate (`sat`).
-        // `walk_cycles` is 0 unless the walker is a radix hardware one (validated).
-        let mut cycles = self.cfg.walker.walk_cycles;
+        // `walk_cycles` is 0 unless the walker is a radix hardware one (validated); a
+        // walk to a larger leaf pays `large_walk_cycles` instead when it is set.
+        let mut cycles = match (self.cfg.walker.large_walk_cycles, w.leaf) {
+            (Some(c), Some(l)) if u32::from(l.shift) > self.base_shift => c,
+            _ => self.cfg.walker.walk_cycles,
+        };
         if self.cfg.walker.kind == WalkerKind::Software {
             self.acct.c.traps += 1;
             trap = self.cfg.walker.trap_cycles + self.cfg.walker.handler_cycles;
