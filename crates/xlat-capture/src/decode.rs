@@ -30,6 +30,8 @@ pub enum Control {
     Comm([u8; 16]),
     /// System mode: the guest kernel maps `[addr, addr + len)` with `2^shift`-byte leaves.
     KernelPages { addr: u64, len: u64, shift: u8 },
+    /// System mode: the following records ran on this vCPU.
+    Cpu(u32),
 }
 
 /// What a chunk decodes to: events, and at most one control record, which ends the chunk's
@@ -203,6 +205,17 @@ pub fn decode(
                     // Nanoseconds: a system trace's header says so (`idle = ns`), and the
                     // replay turns them into the machine's cycles.
                     os::IDLE => Some(Event::Idle { cycles: a(0)? }),
+                    os::CPU => {
+                        let cpu = u32::try_from(a(0)?)
+                            .map_err(|_| (i, "cpu number exceeds 32 bits".to_string()))?;
+                        control = Some(Control::Cpu(cpu));
+                        None
+                    }
+                    os::SHOOTDOWN => Some(Event::Shootdown {
+                        cpus: a(0)?,
+                        start: VirtAddr(a(1)?),
+                        end: VirtAddr(a(2)?),
+                    }),
                     os::KPAGES => {
                         let shift = a(2)?;
                         if !(12..64).contains(&shift) {
@@ -395,6 +408,34 @@ mod tests {
                 .unwrap_err();
             assert!(e.1.contains(&format!("kernel leaves of 2^{bad}")), "{e:?}");
         }
+    }
+
+    /// System mode, several vCPUs: the running vCPU is a control that ends the chunk; a
+    /// shootdown is an event carrying its CPU mask and range.
+    #[test]
+    fn cpu_and_shootdown() {
+        let words = [
+            OS << TAG_SHIFT | os::SHOOTDOWN,
+            0b110,
+            0x7000,
+            0x9000,
+            OS << TAG_SHIFT | os::CPU,
+            2,
+            access_word(wire::LOAD, 0x1000, 8),
+        ];
+        let (ev, r) = run(&words);
+        let r = r.unwrap();
+        assert_eq!(
+            ev,
+            vec![Event::Shootdown {
+                cpus: 0b110,
+                start: VirtAddr(0x7000),
+                end: VirtAddr(0x9000)
+            }]
+        );
+        assert_eq!((r.control, r.used), (Some(Control::Cpu(2)), 6));
+        let e = run(&[OS << TAG_SHIFT | os::CPU, 1 << 32]).1.unwrap_err();
+        assert!(e.1.contains("cpu number"), "{e:?}");
     }
 
     #[test]

@@ -115,6 +115,14 @@ pub mod os {
     /// `addr, len, shift` (system mode, before the first address space): the guest kernel
     /// maps `[addr, addr + len)` with leaves of `2^shift` bytes (read from its page tables).
     pub const KPAGES: u64 = 24;
+    /// `cpu` (system mode, `--smp`): the records that follow ran on this vCPU (sent when
+    /// the running vCPU changes; a stream without it runs on vCPU 0).
+    pub const CPU: u64 = 25;
+    /// `cpus, start, end` (system mode): the guest kernel asked the CPUs in the mask
+    /// `cpus` (bit `n`: vCPU `n`, the first 64) to flush `[start, end)` of an address
+    /// space (`native_flush_tlb_multi`; `end` = `u64::MAX`: all of it); their own flushes
+    /// follow as their `FLUSH_*` records.
+    pub const SHOOTDOWN: u64 = 26;
 }
 
 /// Upper bound on the path of a `MAPFILE` record (Linux's `PATH_MAX`).
@@ -123,11 +131,11 @@ pub const MAX_PATH_BYTES: u64 = 4096;
 /// Argument words that follow an `OS` word with event `code`, or `None` if unknown.
 pub fn os_words(code: u64) -> Option<usize> {
     Some(match code {
-        os::MMAP | os::MPROTECT | os::MADVISE | os::KPAGES => 3,
+        os::MMAP | os::MPROTECT | os::MADVISE | os::KPAGES | os::SHOOTDOWN => 3,
         os::MUNMAP => 2,
         os::MREMAP => 4,
         os::BRK | os::FORK | os::THREAD_START | os::THREAD_EXIT | os::EXIT => 1,
-        os::SPACE | os::SPACE_FREE | os::MODE | os::FLUSH_PAGE | os::IDLE => 1,
+        os::SPACE | os::SPACE_FREE | os::MODE | os::FLUSH_PAGE | os::IDLE | os::CPU => 1,
         os::FLUSH_LOCAL | os::FLUSH_GLOBAL => 0,
         os::COMM => 2,
         // Plus the path's words (`path_words`).

@@ -115,6 +115,12 @@ pub struct TraceArgs {
     /// starts (regular files, directories and symbolic links, at most 1 GiB).
     #[arg(long, value_name = "DIR", requires = "system")]
     pub(crate) copy_in: Option<PathBuf>,
+    /// With --system: guest vCPUs (1..=64). With more than one they run round-robin on one
+    /// host thread (records in execution order); the trace marks which CPU ran each
+    /// stretch (`cpu` events) and the kernel's TLB shootdowns (`shootdown` events).
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=64), requires = "system")]
+    pub(crate) smp: u32,
     #[command(flatten)]
     capture: CaptureArgs,
     /// The program and its arguments (found on PATH). A flag before the program is

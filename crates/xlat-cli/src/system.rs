@@ -131,7 +131,8 @@ pub fn trace(a: &TraceArgs) -> Result<i32> {
         .with_meta("kallsyms", guest.kallsyms.display().to_string())
         .with_meta("fetch", "per basic block")
         // Idle records' lengths are nanoseconds of the guest's time (the vCPU halted).
-        .with_meta("idle", "ns");
+        .with_meta("idle", "ns")
+        .with_meta("cpus", a.smp.to_string());
     let dest = Shared(Rc::new(RefCell::new(
         Dest::create(out).with_context(|| format!("cannot create {}", out.display()))?,
     )));
@@ -148,6 +149,7 @@ pub fn trace(a: &TraceArgs) -> Result<i32> {
             timeout: Duration::from_secs(a.timeout),
             mem_mib: a.mem,
             copy_in: a.copy_in.clone(),
+            smp: a.smp,
         },
     )?;
     let pb = crate::progress::bar("events captured (kernel and user)".to_string());

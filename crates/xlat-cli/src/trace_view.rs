@@ -323,6 +323,10 @@ impl State {
             },
             Event::ThreadStart { tid } | Event::ThreadExit { tid } => write!(s, " tid={}", tid.0),
             Event::Idle { cycles } => write!(s, " cycles={cycles}"),
+            Event::Cpu { cpu } => write!(s, " cpu={cpu}"),
+            Event::Shootdown { cpus, start, end } => {
+                write!(s, " cpus={cpus:#x} start={:#x} end={:#x}", start.0, end.0)
+            }
             Event::Privilege(_) | Event::Exit | Event::Exec | Event::ExecTraced => Ok(()),
         };
         s.push('\n');

@@ -421,6 +421,55 @@ fn idle_periods_of_a_real_guest_drive_zombie_reclaim() {
     assert!(reclaimed > 0, "{}", r["hash"]);
 }
 
+/// Two vCPUs (`--smp 2`, issue 40): two shell loops run on both; every chunk of a vCPU's
+/// records starts with its `cpu` event followed, once the vCPU has one, by its address
+/// space; both vCPUs appear, the header says `cpus = 2`, and the trace replays on a
+/// one-CPU machine, which counts the CPU changes exactly (and the shootdowns, when the kernel
+/// sent any).
+#[test]
+fn two_vcpus_are_marked_and_replay_on_one_cpu() {
+    let d = Dir::new();
+    let (o, t) = system_trace(
+        &d,
+        "smp",
+        &["--smp", "2"],
+        "for j in 1 2; do (i=0; while [ $i -lt 2000 ]; do i=$((i+1)); done) & done; wait",
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let ev = events(&t);
+    let cpus: BTreeSet<u32> = ev
+        .iter()
+        .filter_map(|e| match e {
+            Event::Cpu { cpu } => Some(*cpu),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(cpus, BTreeSet::from([0, 1]), "both vCPUs ran the loops");
+    // A CPU change is a `cpu` event naming another CPU than the last (the stream starts on
+    // CPU 0): what the replay counts.
+    let (mut cur, mut changes) = (0, 0u64);
+    for e in &ev {
+        if let Event::Cpu { cpu } = e {
+            changes += u64::from(*cpu != cur);
+            cur = *cpu;
+        }
+    }
+    let shootdowns = ev
+        .iter()
+        .filter(|e| matches!(e, Event::Shootdown { .. }))
+        .count() as u64;
+    let info = d.xlat(&["trace", "--info", t.to_str().unwrap()]);
+    assert!(
+        stdout(&info).lines().any(|l| l.ends_with("cpus = 2")),
+        "{}",
+        stdout(&info)
+    );
+    let r = replay_report(&d, &t, &["-m", "skylake"]);
+    assert!(changes > 0);
+    assert_eq!(r["os"]["cpu_changes"].as_u64(), Some(changes));
+    assert_eq!(r["os"]["shootdowns"].as_u64().unwrap_or(0), shootdowns);
+}
+
 #[test]
 fn a_failing_command_returns_its_status() {
     let d = Dir::new();

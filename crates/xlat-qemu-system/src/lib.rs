@@ -1,9 +1,9 @@
 //! `libxlat_qemu_system.so`: a QEMU **system-mode** TCG plugin (plugin API v4, QEMU 10.0)
-//! for an x86-64 guest with one vCPU. It streams every executed block, load and store of
-//! the kernel and of every process, tagged with the guest's address space (CR3) and
-//! privilege, to the xlat collector over a Unix stream socket (records:
-//! `xlat_capture::wire`; the system-mode ones are `os::SPACE`, `os::SPACE_FREE`,
-//! `os::MODE`).
+//! for an x86-64 guest with one vCPU or several (multi-threaded TCG). It streams every
+//! executed block, load and store of the kernel and of every process, tagged with the
+//! guest's address space (CR3), privilege and, with several vCPUs, the vCPU, to the xlat
+//! collector over a Unix stream socket (records: `xlat_capture::wire`; the system-mode
+//! ones are `os::SPACE`, `os::SPACE_FREE`, `os::MODE`, `os::CPU`, `os::SHOOTDOWN`).
 //!
 //! Arguments (all addresses in hex, from the guest kernel's `/proc/kallsyms`):
 //! * `sock=PATH` the collector's socket (required);
@@ -15,7 +15,17 @@
 //! * `page=ADDR`, `local=ADDR`, `global=ADDR` the entries of `native_flush_tlb_one_user(addr)`,
 //!   `native_flush_tlb_local()`, `native_flush_tlb_global()`: the guest kernel's TLB flushes;
 //! * `comm=ADDR` the entry of `__set_task_comm(task, buf, exec)`: the 16 bytes at `buf`
-//!   (`rsi`) name the program an exec started.
+//!   (`rsi`) name the program an exec started;
+//! * `multi=ADDR` the entry of `native_flush_tlb_multi(cpumask, info)`: a shootdown of the
+//!   CPUs in `*cpumask` (its first word; in 6.1 and 6.12 the mm's CPUs, the caller's
+//!   included) for `info`'s `[start, end)` (`struct flush_tlb_info` starts with `mm`,
+//!   `start`, `end` in both).
+//!
+//! Several vCPUs run on their own threads: each fills its own chunks ([`state`]), which
+//! start with its `CPU` record and address space; a vCPU's records are in its execution
+//! order, and the vCPUs' stretches alternate at chunk boundaries (single-threaded
+//! round-robin TCG is not used: QEMU 10 then passes plugins the vCPU index of the
+//! translating vCPU, a constant in the shared translated code).
 //!
 //! Until recording starts only `start` is instrumented (the boot runs at nearly full
 //! speed); then the plugin resets itself so every block is translated again with
@@ -30,203 +40,113 @@
 
 #![allow(clippy::missing_safety_doc)]
 
+mod kpages;
+mod state;
+mod x86;
+
 use qemu_plugin_sys::*;
-use std::cell::UnsafeCell;
+use state::{say, Cpu, Hook, Regs, Shared, DONE, IDLE, MAX_CPUS, ON};
 use std::collections::HashMap;
 use std::ffi::CStr;
 use std::io::Write;
 use std::os::raw::{c_char, c_int, c_uint, c_void};
 use std::os::unix::net::UnixStream;
 use std::ptr::null_mut;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering::*};
+use std::sync::{Mutex, OnceLock};
 use xlat_capture::wire::{self, access_word, os};
-
-mod x86;
 
 #[no_mangle]
 pub static qemu_plugin_version: c_int = QEMU_PLUGIN_VERSION as c_int;
 
-/// Words per chunk, header word included.
-const CAP: usize = 1 << 14;
-
 extern "C" {
-    fn g_byte_array_new() -> *mut GByteArray;
     fn g_array_free(array: *mut GArray, free_segment: c_int) -> *mut c_char;
 }
 
-/// Everything the plugin keeps. One vCPU: its callbacks run on one thread, and the
-/// install, reset and exit callbacks run while it is stopped, so no two accesses overlap.
-struct State {
-    id: qemu_plugin_id_t,
-    sock: Option<UnixStream>,
-    words: Vec<u64>,
-    /// Recording: `Idle` before the start marker, `On` between the markers, `Done` after.
-    phase: Phase,
-    start: Option<u64>,
-    /// Kernel functions whose entry is a record (address → what).
-    hooks: HashMap<u64, Hook>,
-    cr3: u64,
-    /// Privilege of the last recorded block (`None` before the first).
-    kernel: Option<bool>,
-    cr3_reg: *mut qemu_plugin_register,
-    rsi_reg: *mut qemu_plugin_register,
-    rdi_reg: *mut qemu_plugin_register,
-    regbuf: *mut GByteArray,
-    /// Per-vCPU flag, set by `mov %reg,%cr3`: the next block reads CR3.
-    dirty: qemu_plugin_u64,
-    /// Interned block descriptors `[pc, len | insns << 32]`.
-    blocks: HashMap<[u64; 2], &'static [u64; 2]>,
-    /// When the vCPU halted (its idle callback), while recording.
-    halted: Option<std::time::Instant>,
-}
-
-/// A kernel function whose entry the plugin records.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-#[repr(usize)]
-enum Hook {
-    Free = 1,
-    FlushPage = 2,
-    FlushLocal = 3,
-    FlushGlobal = 4,
-    Comm = 5,
-}
-
-impl Hook {
-    const ALL: [(Hook, &'static str); 5] = [
-        (Hook::Free, "free"),
-        (Hook::FlushPage, "page"),
-        (Hook::FlushLocal, "local"),
-        (Hook::FlushGlobal, "global"),
-        (Hook::Comm, "comm"),
-    ];
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    Idle,
-    On,
-    Done,
-}
-
-struct Global(UnsafeCell<Option<State>>);
-// SAFETY: see `State`: accesses never overlap.
-unsafe impl Sync for Global {}
-static STATE: Global = Global(UnsafeCell::new(None));
+static SHARED: OnceLock<Shared> = OnceLock::new();
 
 #[inline(always)]
-fn st() -> &'static mut State {
-    // SAFETY: set at install before any callback; accesses never overlap (see `State`).
-    unsafe { (*STATE.0.get()).as_mut().unwrap_unchecked() }
+fn sh() -> &'static Shared {
+    // SAFETY: set at install, before any callback is registered.
+    unsafe { SHARED.get().unwrap_unchecked() }
 }
 
-fn say(msg: &str) {
-    eprintln!("xlat-qemu-system: {msg}");
+/// Recording starts: each vCPU's next block reads CR3 and names its address space.
+fn begin(s: &Shared) {
+    // SAFETY: plain query.
+    let n = (unsafe { qemu_plugin_num_vcpus() }.max(1) as usize).min(MAX_CPUS);
+    for v in 0..n {
+        let mut c = s.cpu(v as u32);
+        c.cr3 = u64::MAX;
+        c.kernel = None;
+        // SAFETY: vCPUs below `qemu_plugin_num_vcpus` exist.
+        unsafe { qemu_plugin_u64_set(s.dirty, v as c_uint, 1) };
+    }
+    s.phase.store(ON, Release);
 }
 
-impl State {
-    #[cold]
-    #[inline(never)]
-    fn flush(&mut self) {
-        if self.words.len() <= 1 {
-            return;
-        }
-        self.words[0] = ((self.words.len() - 1) as u64) << 32;
-        if let Some(s) = self.sock.as_mut() {
-            // SAFETY: u64s viewed as their bytes.
-            let bytes = unsafe {
-                std::slice::from_raw_parts(self.words.as_ptr() as *const u8, self.words.len() * 8)
-            };
-            if let Err(e) = s.write_all(bytes) {
-                self.sock = None;
-                say(&format!("lost the collector ({e}): stopping the guest"));
-                // Nothing records the rest: end QEMU rather than run on untraced.
-                std::process::exit(1);
-            }
-        }
-        self.words.truncate(1);
+/// Recording ends: every vCPU's records, then `EXIT` with `status`.
+fn end(s: &Shared, status: u64) {
+    if s.phase.compare_exchange(ON, DONE, AcqRel, Acquire).is_err() {
+        return;
     }
-
-    #[inline(always)]
-    fn push(&mut self, ws: &[u64]) {
-        if self.words.len() + ws.len() > CAP {
-            self.flush();
-        }
-        self.words.extend_from_slice(ws);
+    for c in &s.cpus {
+        let mut c = c.lock().unwrap_or_else(|e| e.into_inner());
+        let mut words = std::mem::take(&mut c.words);
+        s.send(&mut words);
     }
-
-    fn os(&mut self, code: u64, arg: u64) {
-        debug_assert_eq!(wire::os_words(code), Some(1));
-        self.push(&[wire::OS << wire::TAG_SHIFT | code, arg]);
-    }
-
-    fn read_reg(&mut self, reg: *mut qemu_plugin_register) -> u64 {
-        // SAFETY: `regbuf` is a live GByteArray; QEMU resizes it.
-        unsafe {
-            (*self.regbuf).len = 0;
-            let n = qemu_plugin_read_register(reg, self.regbuf);
-            let data = std::slice::from_raw_parts((*self.regbuf).data, n.max(0) as usize);
-            data.iter()
-                .take(8)
-                .enumerate()
-                .fold(0u64, |v, (i, &b)| v | (b as u64) << (8 * i))
-        }
-    }
-
-    /// Recording starts: the next block reads CR3 and names its address space.
-    fn begin(&mut self) {
-        self.phase = Phase::On;
-        self.cr3 = u64::MAX;
-        self.kernel = None;
-        // SAFETY: vCPU 0 exists (checked at its init).
-        unsafe { qemu_plugin_u64_set(self.dirty, 0, 1) };
-    }
-
-    fn end(&mut self, status: u64) {
-        if self.phase == Phase::On {
-            self.os(os::EXIT, status);
-        }
-        self.phase = Phase::Done;
-        self.flush();
-    }
+    s.send(&mut [0, wire::OS << wire::TAG_SHIFT | os::EXIT, status]);
 }
 
 unsafe extern "C" fn vcpu_init(_id: qemu_plugin_id_t, vcpu: c_uint) {
-    let s = st();
-    if vcpu != 0 {
-        say("more than one vCPU: the guest must run with -smp 1");
+    let s = sh();
+    if vcpu as usize >= MAX_CPUS {
+        say(&format!("vCPU {vcpu}: at most {MAX_CPUS} are recorded"));
         std::process::exit(1);
     }
-    let regs = qemu_plugin_get_registers();
-    for i in 0..(*regs).len as usize {
-        let d = &*((*regs).data as *const qemu_plugin_reg_descriptor).add(i);
-        match CStr::from_ptr(d.name).to_bytes() {
-            b"cr3" => s.cr3_reg = d.handle,
-            b"rsi" => s.rsi_reg = d.handle,
-            b"rdi" => s.rdi_reg = d.handle,
-            _ => {}
+    if vcpu > 0 {
+        s.smp.store(true, Relaxed);
+    }
+    if vcpu == 0 {
+        let regs = qemu_plugin_get_registers();
+        let mut r = Regs {
+            cr3: null_mut(),
+            rsi: null_mut(),
+            rdi: null_mut(),
+        };
+        for i in 0..(*regs).len as usize {
+            let d = &*((*regs).data as *const qemu_plugin_reg_descriptor).add(i);
+            match CStr::from_ptr(d.name).to_bytes() {
+                b"cr3" => r.cr3 = d.handle,
+                b"rsi" => r.rsi = d.handle,
+                b"rdi" => r.rdi = d.handle,
+                _ => {}
+            }
         }
-    }
-    g_array_free(regs, 1);
-    if s.cr3_reg.is_null() || s.rsi_reg.is_null() || s.rdi_reg.is_null() {
-        say("this QEMU does not offer the cr3, rsi and rdi registers (an x86-64 guest is needed)");
-        std::process::exit(1);
+        g_array_free(regs, 1);
+        if r.cr3.is_null() || r.rsi.is_null() || r.rdi.is_null() {
+            say("this QEMU does not offer the cr3, rsi and rdi registers (an x86-64 guest is needed)");
+            std::process::exit(1);
+        }
+        *s.regs.lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
     }
     qemu_plugin_u64_set(s.dirty, vcpu, 1);
-    if s.start.is_none() {
-        s.begin();
+    if vcpu == 0 && s.start.is_none() {
+        begin(s);
     }
 }
 
 /// The start/stop marker ran.
 unsafe extern "C" fn marker(_vcpu: c_uint, _udata: *mut c_void) {
-    let s = st();
-    match s.phase {
-        Phase::Idle => {
-            s.begin();
+    let s = sh();
+    match s.phase.load(Acquire) {
+        IDLE => {
+            begin(s);
             // Translate everything again, now with instrumentation.
             qemu_plugin_reset(s.id, Some(after_reset));
         }
-        Phase::On => s.end(0),
-        Phase::Done => {}
+        ON => end(s, 0),
+        _ => {}
     }
 }
 
@@ -242,57 +162,74 @@ unsafe fn register(id: qemu_plugin_id_t) {
 }
 
 /// The vCPU halts (the guest's idle task ran `hlt`, or it waits for an interrupt).
-unsafe extern "C" fn vcpu_idle(_id: qemu_plugin_id_t, _vcpu: c_uint) {
-    let s = st();
-    if s.phase == Phase::On {
-        s.halted = Some(std::time::Instant::now());
+unsafe extern "C" fn vcpu_idle(_id: qemu_plugin_id_t, vcpu: c_uint) {
+    let s = sh();
+    if s.on() {
+        s.cpu(vcpu).halted = Some(std::time::Instant::now());
     }
 }
 
 /// The vCPU runs again: an `IDLE` record of the halt's length. Without `-icount`, QEMU's
 /// virtual clock (the guest's time) follows the host's, so the host's monotonic clock
 /// measures the guest's idle time.
-unsafe extern "C" fn vcpu_resume(_id: qemu_plugin_id_t, _vcpu: c_uint) {
-    let s = st();
-    if let Some(t) = s.halted.take() {
-        if s.phase == Phase::On {
+unsafe extern "C" fn vcpu_resume(_id: qemu_plugin_id_t, vcpu: c_uint) {
+    let s = sh();
+    let mut c = s.cpu(vcpu);
+    if let Some(t) = c.halted.take() {
+        if s.on() {
             let ns = t.elapsed().as_nanos().min(u64::MAX as u128) as u64;
-            s.os(os::IDLE, ns);
+            c.os(s, os::IDLE, ns);
         }
     }
 }
 
 /// A hooked kernel function starts (`udata` is its [`Hook`]).
-unsafe extern "C" fn hook(_vcpu: c_uint, udata: *mut c_void) {
-    let s = st();
-    if s.phase != Phase::On {
+unsafe extern "C" fn hook(vcpu: c_uint, udata: *mut c_void) {
+    let s = sh();
+    if !s.on() {
         return;
     }
+    let Some(r) = s.regs() else { return };
+    let mut c = s.cpu(vcpu);
+    if !s.on() {
+        return;
+    }
+    let c = &mut *c;
     match udata as usize {
         // `pgd_free(mm, pgd)`: the address space rooted at `pgd` ended.
         x if x == Hook::Free as usize => {
-            let pgd = s.read_reg(s.rsi_reg);
-            s.os(os::SPACE_FREE, pgd);
+            let pgd = c.read_reg(r.rsi);
+            c.os(s, os::SPACE_FREE, pgd);
         }
         x if x == Hook::FlushPage as usize => {
-            let addr = s.read_reg(s.rdi_reg);
-            s.os(os::FLUSH_PAGE, addr);
+            let addr = c.read_reg(r.rdi);
+            c.os(s, os::FLUSH_PAGE, addr);
         }
         x if x == Hook::FlushLocal as usize => {
-            s.push(&[wire::OS << wire::TAG_SHIFT | os::FLUSH_LOCAL])
+            c.push(s, &[wire::OS << wire::TAG_SHIFT | os::FLUSH_LOCAL])
         }
         x if x == Hook::FlushGlobal as usize => {
-            s.push(&[wire::OS << wire::TAG_SHIFT | os::FLUSH_GLOBAL])
+            c.push(s, &[wire::OS << wire::TAG_SHIFT | os::FLUSH_GLOBAL])
+        }
+        // `native_flush_tlb_multi(cpumask, info)`: the mask's first word, `info`'s range.
+        x if x == Hook::Multi as usize => {
+            let (mask, info) = (c.read_reg(r.rdi), c.read_reg(r.rsi));
+            if let (Some(m), Some(i)) = (c.read_words::<1>(mask), c.read_words::<3>(info)) {
+                c.push(
+                    s,
+                    &[
+                        wire::OS << wire::TAG_SHIFT | os::SHOOTDOWN,
+                        m[0],
+                        i[1],
+                        i[2],
+                    ],
+                );
+            }
         }
         x if x == Hook::Comm as usize => {
-            let buf = s.read_reg(s.rsi_reg);
-            let mut name = [0u8; 16];
-            (*s.regbuf).len = 0;
-            if qemu_plugin_read_memory_vaddr(buf, s.regbuf, 16) {
-                let n = ((*s.regbuf).len as usize).min(16);
-                name[..n].copy_from_slice(std::slice::from_raw_parts((*s.regbuf).data, n));
-                let w = |i: usize| u64::from_le_bytes(name[i..i + 8].try_into().expect("8"));
-                s.push(&[wire::OS << wire::TAG_SHIFT | os::COMM, w(0), w(8)]);
+            let buf = c.read_reg(r.rsi);
+            if let Some([a, b]) = c.read_words::<2>(buf) {
+                c.push(s, &[wire::OS << wire::TAG_SHIFT | os::COMM, a, b]);
             }
         }
         _ => {}
@@ -300,120 +237,71 @@ unsafe extern "C" fn hook(_vcpu: c_uint, udata: *mut c_void) {
 }
 
 unsafe extern "C" fn reload_cr3(vcpu: c_uint, _udata: *mut c_void) {
-    let s = st();
+    let s = sh();
     qemu_plugin_u64_set(s.dirty, vcpu, 0);
-    let cr3 = s.read_reg(s.cr3_reg);
-    if cr3 != s.cr3 && s.phase == Phase::On {
-        if s.cr3 == u64::MAX {
-            // The stream's first address space: the kernel's large pages come first.
-            for [addr, len, shift] in kernel_pages(cr3) {
-                s.push(&[wire::OS << wire::TAG_SHIFT | os::KPAGES, addr, len, shift]);
-            }
-        }
-        s.cr3 = cr3;
-        s.os(os::SPACE, cr3);
+    if !s.on() {
+        return;
+    }
+    let Some(r) = s.regs() else { return };
+    let mut c = s.cpu(vcpu);
+    let cr3 = c.read_reg(r.cr3);
+    // The stream's first records: the kernel's large pages.
+    s.send_kernel_pages(|| kpages::kernel_pages(cr3));
+    if cr3 != c.cr3 && s.on() {
+        c.cr3 = cr3;
+        c.os(s, os::SPACE, cr3);
     }
 }
 
-/// The kernel half's 2 MiB and 1 GiB leaves under the page-table root `cr3`, as runs
-/// `[addr, len, shift]` of one leaf size: 4-level x86-64 tables read through the kernel's
-/// direct map (at its no-KASLR base, which `nokaslr` keeps), present entries only. 4 KiB
-/// leaves are the default and are not listed.
-unsafe fn kernel_pages(cr3: u64) -> Vec<[u64; 3]> {
-    const DIRECT_MAP: u64 = 0xffff_8880_0000_0000;
-    const ADDR: u64 = 0x000f_ffff_ffff_f000;
-    const PRESENT: u64 = 1;
-    const LARGE: u64 = 1 << 7;
-    let buf = g_byte_array_new();
-    let table = |phys: u64| -> Option<Vec<u64>> {
-        (*buf).len = 0;
-        if !qemu_plugin_read_memory_vaddr(DIRECT_MAP + phys, buf, 4096) || (*buf).len < 4096 {
-            return None;
-        }
-        let bytes = std::slice::from_raw_parts((*buf).data, 4096);
-        Some(
-            bytes
-                .chunks_exact(8)
-                .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
-                .collect(),
-        )
-    };
-    let mut runs: Vec<[u64; 3]> = Vec::new();
-    let mut add = |va: u64, shift: u64| match runs.last_mut() {
-        Some(r) if r[2] == shift && r[0] + r[1] == va => r[1] += 1 << shift,
-        _ => runs.push([va, 1 << shift, shift]),
-    };
-    if let Some(pml4) = table(cr3 & ADDR) {
-        for (i, &e4) in pml4.iter().enumerate().skip(256) {
-            if e4 & PRESENT == 0 {
-                continue;
-            }
-            let va4 = 0xffff_0000_0000_0000 | (i as u64) << 39;
-            let Some(pdpt) = table(e4 & ADDR) else {
-                continue;
-            };
-            for (j, &e3) in pdpt.iter().enumerate() {
-                let va3 = va4 | (j as u64) << 30;
-                if e3 & PRESENT == 0 {
-                    continue;
-                }
-                if e3 & LARGE != 0 {
-                    add(va3, 30);
-                    continue;
-                }
-                let Some(pd) = table(e3 & ADDR) else { continue };
-                for (k, &e2) in pd.iter().enumerate() {
-                    if e2 & PRESENT != 0 && e2 & LARGE != 0 {
-                        add(va3 | (k as u64) << 21, 21);
-                    }
-                }
-            }
-        }
-    }
-    g_array_free(buf as *mut GArray, 1);
-    runs
-}
-
-unsafe extern "C" fn block(_vcpu: c_uint, udata: *mut c_void) {
-    let s = st();
-    if s.phase != Phase::On {
+unsafe extern "C" fn block(vcpu: c_uint, udata: *mut c_void) {
+    let s = sh();
+    if !s.on() {
         return;
     }
     let [pc, tail] = *(udata as *const [u64; 2]);
+    let mut c = s.cpu(vcpu);
+    if !s.on() {
+        return;
+    }
     let kernel = pc >> 63 != 0;
-    if s.kernel != Some(kernel) {
-        s.kernel = Some(kernel);
-        s.os(os::MODE, kernel as u64);
+    if c.kernel != Some(kernel) {
+        c.kernel = Some(kernel);
+        c.os(s, os::MODE, kernel as u64);
     }
     if pc >> wire::ADDR_BITS == 0 {
-        s.push(&[access_word(wire::BLOCK, pc, 0), tail]);
+        c.push(s, &[access_word(wire::BLOCK, pc, 0), tail]);
     } else {
-        s.push(&[wire::WIDE << wire::TAG_SHIFT | 3, pc, tail]);
+        c.push(s, &[wire::WIDE << wire::TAG_SHIFT | 3, pc, tail]);
     }
 }
 
-unsafe extern "C" fn mem(_vcpu: c_uint, info: qemu_plugin_meminfo_t, va: u64, _u: *mut c_void) {
-    let s = st();
-    if s.phase != Phase::On {
+unsafe extern "C" fn mem(vcpu: c_uint, info: qemu_plugin_meminfo_t, va: u64, _u: *mut c_void) {
+    let s = sh();
+    if !s.on() {
         return;
     }
     let size = 1u64 << qemu_plugin_mem_size_shift(info);
     let store = qemu_plugin_mem_is_store(info);
+    let mut c = s.cpu(vcpu);
+    if !s.on() {
+        return;
+    }
     if va >> wire::ADDR_BITS == 0 {
         let tag = if store { wire::STORE } else { wire::LOAD };
-        s.push(&[access_word(tag, va, size)]);
+        c.push(s, &[access_word(tag, va, size)]);
     } else {
         let kind = if store { 2 } else { 1 };
-        s.push(&[wire::WIDE << wire::TAG_SHIFT | kind | size << 8, va]);
+        c.push(s, &[wire::WIDE << wire::TAG_SHIFT | kind | size << 8, va]);
     }
 }
 
 unsafe extern "C" fn tb_trans(_id: qemu_plugin_id_t, tb: *mut qemu_plugin_tb) {
-    let s = st();
+    let s = sh();
     let n = qemu_plugin_tb_n_insns(tb);
-    if s.phase != Phase::On {
+    let phase = s.phase.load(Acquire);
+    if phase != ON {
         // Only the start marker matters (before) or nothing (after).
-        if s.phase == Phase::Idle {
+        if phase == IDLE {
             for i in 0..n {
                 let insn = qemu_plugin_tb_get_insn(tb, i);
                 if Some(qemu_plugin_insn_vaddr(insn)) == s.start {
@@ -481,6 +369,8 @@ unsafe extern "C" fn tb_trans(_id: qemu_plugin_id_t, tb: *mut qemu_plugin_tb) {
     let key = [pc, len.clamp(1, u32::MAX as u64) | (n as u64) << 32];
     let d: &'static [u64; 2] = s
         .blocks
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
         .entry(key)
         .or_insert_with(|| Box::leak(Box::new(key)));
     // The block callback runs before the instructions' memory callbacks.
@@ -495,7 +385,7 @@ unsafe extern "C" fn tb_trans(_id: qemu_plugin_id_t, tb: *mut qemu_plugin_tb) {
 unsafe extern "C" fn at_exit(_id: qemu_plugin_id_t, _u: *mut c_void) {
     // QEMU exits before the stop marker (the guest panicked, was stopped, or powered off
     // early): status 1 marks the trace as cut short.
-    st().end(1);
+    end(sh(), 1);
 }
 
 fn hex(v: &str) -> Option<u64> {
@@ -515,7 +405,7 @@ pub unsafe extern "C" fn qemu_plugin_install(
     }
     let (mut sock, mut start, mut hooks) = (None, None, HashMap::new());
     for i in 0..argc as usize {
-        let arg = CStr::from_ptr(*argv.add(i)).to_string_lossy().into_owned();
+        let arg = state::c_str(*argv.add(i));
         let hooked = |k: &str| Hook::ALL.iter().find(|(_, n)| *n == k).map(|(h, _)| *h);
         match arg.split_once('=') {
             Some(("sock", v)) => sock = Some(v.to_string()),
@@ -526,7 +416,7 @@ pub unsafe extern "C" fn qemu_plugin_install(
             _ => {
                 say(&format!(
                     "bad argument '{arg}' (expected sock=PATH, start=HEX, free=HEX, page=HEX, \
-                     local=HEX, global=HEX, comm=HEX)"
+                     local=HEX, global=HEX, comm=HEX, multi=HEX)"
                 ));
                 return -1;
             }
@@ -557,28 +447,27 @@ pub unsafe extern "C" fn qemu_plugin_install(
         return -1;
     }
     let sb = qemu_plugin_scoreboard_new(8);
-    let mut words = Vec::with_capacity(CAP);
-    words.push(0);
-    *STATE.0.get() = Some(State {
+    let shared = Shared {
         id,
-        sock: Some(stream),
-        words,
-        phase: Phase::Idle,
+        phase: AtomicU8::new(IDLE),
         start,
         hooks,
-        cr3: 0,
-        kernel: None,
-        cr3_reg: null_mut(),
-        rsi_reg: null_mut(),
-        rdi_reg: null_mut(),
-        regbuf: g_byte_array_new(),
+        regs: Mutex::new(None),
         dirty: qemu_plugin_u64 {
             score: sb,
             offset: 0,
         },
-        blocks: HashMap::new(),
-        halted: None,
-    });
+        sock: Mutex::new((Some(stream), false)),
+        blocks: Mutex::new(HashMap::new()),
+        cpus: (0..MAX_CPUS as u32)
+            .map(|i| Mutex::new(Cpu::new(i)))
+            .collect(),
+        smp: AtomicBool::new(false),
+    };
+    if SHARED.set(shared).is_err() {
+        say("installed twice");
+        return -1;
+    }
     qemu_plugin_register_vcpu_init_cb(id, Some(vcpu_init));
     register(id);
     0

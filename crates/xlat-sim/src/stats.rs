@@ -158,6 +158,16 @@ pub struct Os {
     /// memory: idle time, left out of the time model's stalls.
     #[serde(default)]
     pub idle_data_hits: Vec<u64>,
+    /// `cpu` events that changed the CPU (a system trace of several vCPUs, replayed on
+    /// this machine's one TLB hierarchy: each change comes with that CPU's switch).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cpu_changes: u64,
+    /// Inter-processor TLB shootdowns the trace records (`shootdown` events), and the
+    /// CPUs they asked in all: counted only, the targets' flushes are their own events.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub shootdowns: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub shootdown_targets: u64,
 }
 
 #[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]

@@ -1,4 +1,4 @@
-//! Booting the guest under `qemu-system-x86_64` (TCG, one vCPU) and reading its console.
+//! Booting the guest under `qemu-system-x86_64` (TCG) and reading its console.
 
 use crate::SystemError;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -30,6 +30,8 @@ pub struct Boot {
     pub initrd: PathBuf,
     /// Guest memory, MiB.
     pub mem_mib: u32,
+    /// vCPUs (1 or more).
+    pub smp: u32,
     /// Kernel parameters after the fixed ones.
     pub append: String,
     /// `-plugin` argument (path and its `,key=value` arguments).
@@ -79,7 +81,15 @@ impl Boot {
             "console=ttyS0 nokaslr nopti panic=-1 quiet cryptomgr.notests {}",
             self.append
         );
-        c.args(["-accel", "tcg", "-cpu", "qemu64", "-smp", "1"])
+        // Several vCPUs run on their own threads (multi-threaded TCG: round-robin TCG
+        // passes plugins a wrong vCPU index in QEMU 10, see xlat-qemu-system).
+        let accel = if self.smp > 1 {
+            "tcg,thread=multi"
+        } else {
+            "tcg"
+        };
+        c.args(["-accel", accel, "-cpu", "qemu64", "-smp"])
+            .arg(self.smp.max(1).to_string())
             .arg("-m")
             .arg(format!("{}M", self.mem_mib))
             .args([

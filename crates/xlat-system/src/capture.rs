@@ -7,6 +7,10 @@
 //! (`pgd_free`) ends its process ([`Event::Exit`]). A root freed and later reused is a new
 //! process. The kernel half is one global area ([`KERNEL_HALF`]), mapped before anything
 //! else: kernel translations are shared by every address space.
+//!
+//! Several vCPUs (`--smp`): the plugin sends a `cpu` record when the running vCPU changes,
+//! then that vCPU's address space and privilege, so the stream stays one sequence of
+//! switches ([`Event::Cpu`] marks where each CPU's stretch starts).
 
 use crate::boot::{Boot, Ended};
 use crate::channel::{Channel, Guarded, Limits, Refusals};
@@ -42,6 +46,11 @@ pub struct Stats {
     pub spaces_freed: u64,
     /// Privilege changes.
     pub mode_changes: u64,
+    /// vCPUs that ran while recording (the highest one seen + 1; 0 when no `cpu` record
+    /// came: one vCPU).
+    pub cpus: u32,
+    /// Changes of the running vCPU.
+    pub cpu_changes: u64,
     /// The plugin saw the stop marker (the trace holds the whole command).
     pub complete: bool,
     /// The program names of the processes that exec'd while recording (`__set_task_comm`;
@@ -70,6 +79,9 @@ pub struct Options {
     pub mem_mib: Option<u32>,
     /// A host directory the guest sees as `/work` (where the command starts).
     pub copy_in: Option<PathBuf>,
+    /// vCPUs: with more than one, the stream carries `Cpu` events and the kernel's
+    /// shootdowns (`native_flush_tlb_multi`) as `Shootdown` events.
+    pub smp: u32,
 }
 
 /// A running system capture (an [`EventSource`]).
@@ -114,6 +126,7 @@ impl SystemCapture {
                 .as_ref()
                 .map_or_else(|| guest.initrd.clone(), |s| s.initrd()),
             mem_mib: opts.mem_mib.unwrap_or(guest.image.default_mem_mib()),
+            smp: opts.smp,
             append: format!("xlat.cmd={cmd}"),
             plugin: Some(format!(
                 "{},sock={},start={start:x},free={free:x}{}",
@@ -298,6 +311,12 @@ fn read(
                     }));
                 }
                 Some(Control::Exit(status)) => st.complete = status == 0,
+                Some(Control::Cpu(cpu)) => {
+                    // The plugin follows it with that vCPU's address space and mode.
+                    st.cpus = st.cpus.max(cpu.saturating_add(1));
+                    st.cpu_changes += 1;
+                    out.push(Event::Cpu { cpu });
+                }
                 Some(Control::Comm(name)) => spaces.name(&name),
                 Some(Control::KernelPages { .. }) => unreachable!("handled above"),
                 Some(c) => return Err(bad(format!("unexpected record {c:?}"))),

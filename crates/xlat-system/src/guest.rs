@@ -30,8 +30,9 @@ pub const START_SYMBOL: &str = "__x64_sys_sethostname";
 pub const FREE_SYMBOL: &str = "pgd_free";
 /// Kernel functions whose entry the plugin records if the kernel has them: plugin argument
 /// and symbol (the guest kernel's TLB flushes; the program an exec starts).
-pub const HOOKS: [(&str, &str); 4] = [
+pub const HOOKS: [(&str, &str); 5] = [
     ("page", "native_flush_tlb_one_user"),
+    ("multi", "native_flush_tlb_multi"),
     ("local", "native_flush_tlb_local"),
     ("global", "native_flush_tlb_global"),
     ("comm", "__set_task_comm"),
@@ -258,6 +259,7 @@ fn build(
         kernel,
         initrd,
         mem_mib: Image::Busybox.default_mem_mib(),
+        smp: 1,
         append: "xlat.kallsyms=1".to_string(),
         plugin: None,
         second_serial: Some(kallsyms.clone()),

@@ -31,7 +31,7 @@ pub const BLOCK_HEADER_LEN: usize = 21;
 /// Largest encoded record (an `Mremap`: tag + 4 varints).
 pub const MAX_RECORD_LEN: usize = 1 + 4 * varint::MAX_LEN;
 
-/// Record tags of the non-access events (tags `0xc0..=0xd7`).
+/// Record tags of the non-access events (tags `0xc0..=0xd9`).
 pub mod tag {
     pub const MMAP: u8 = 0xc0;
     pub const MUNMAP: u8 = 0xc1;
@@ -57,6 +57,8 @@ pub mod tag {
     pub const USER_MODE: u8 = 0xd5;
     pub const KERNEL_MODE: u8 = 0xd6;
     pub const MAP_FILE: u8 = 0xd7;
+    pub const CPU: u8 = 0xd8;
+    pub const SHOOTDOWN: u8 = 0xd9;
 }
 
 /// The trace header: where the trace came from.
@@ -196,10 +198,12 @@ pub enum EventKind {
     Spawn,
     Privilege,
     MapFile,
+    Cpu,
+    Shootdown,
 }
 
 impl EventKind {
-    pub const COUNT: usize = 22;
+    pub const COUNT: usize = 24;
     /// Event kinds in end blocks written before `idle` existed (read as 0 idle events).
     pub const COUNT_BEFORE_IDLE: usize = 17;
     /// Event kinds in end blocks written before `exec-traced` existed.
@@ -208,6 +212,8 @@ impl EventKind {
     pub const COUNT_BEFORE_SPAWN: usize = 19;
     /// Event kinds in end blocks written before `map-file` existed.
     pub const COUNT_BEFORE_MAP_FILE: usize = 21;
+    /// Event kinds in end blocks written before `cpu` and `shootdown` existed.
+    pub const COUNT_BEFORE_CPU: usize = 22;
     pub const ALL: [EventKind; EventKind::COUNT] = [
         EventKind::Fetch,
         EventKind::Load,
@@ -231,6 +237,8 @@ impl EventKind {
         EventKind::Spawn,
         EventKind::Privilege,
         EventKind::MapFile,
+        EventKind::Cpu,
+        EventKind::Shootdown,
     ];
 
     #[inline]
@@ -260,6 +268,8 @@ impl EventKind {
             Event::Spawn { .. } => EventKind::Spawn,
             Event::Privilege(_) => EventKind::Privilege,
             Event::MapFile { .. } => EventKind::MapFile,
+            Event::Cpu { .. } => EventKind::Cpu,
+            Event::Shootdown { .. } => EventKind::Shootdown,
         }
     }
 
@@ -288,6 +298,8 @@ impl EventKind {
             EventKind::Spawn => "spawn",
             EventKind::Privilege => "privilege",
             EventKind::MapFile => "map-file",
+            EventKind::Cpu => "cpu",
+            EventKind::Shootdown => "shootdown",
         }
     }
 }
@@ -397,6 +409,7 @@ impl Summary {
             EventKind::COUNT_BEFORE_EXEC_TRACED,
             EventKind::COUNT_BEFORE_SPAWN,
             EventKind::COUNT_BEFORE_MAP_FILE,
+            EventKind::COUNT_BEFORE_CPU,
         ]
         .contains(&(n as usize))
         {

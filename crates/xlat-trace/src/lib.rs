@@ -121,7 +121,11 @@
 //! 0xd7 map file     v addr, v len, v offset, v file (< 2^32): the range holds bytes of
 //!                   file `file` from `offset` (attribution only; the end block's `file`
 //!                   entries name the files: `ID PATH`)
-//! 0xd8..=0xff       reserved (invalid)
+//! 0xd8 cpu          v cpu (< 2^32): the following events run on this CPU (system traces
+//!                   of several vCPUs; a stream starts on CPU 0)
+//! 0xd9 shootdown    v cpus (mask), v start, v end: the current CPU asks those CPUs to
+//!                   flush [start, end) (end = 2^64 − 1: everything)
+//! 0xda..=0xff       reserved (invalid)
 //! ```
 //!
 //! A **block** record is a basic block's instruction fetches: `insns` instructions in

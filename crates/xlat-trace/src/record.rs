@@ -134,6 +134,16 @@ impl Encoder {
                 out.push(tag::IDLE);
                 varint::put(out, cycles);
             }
+            Event::Cpu { cpu } => {
+                out.push(tag::CPU);
+                varint::put(out, cpu as u64);
+            }
+            Event::Shootdown { cpus, start, end } => {
+                out.push(tag::SHOOTDOWN);
+                varint::put(out, cpus);
+                varint::put(out, start.0);
+                varint::put(out, end.0);
+            }
             Event::Switch { pid } => {
                 out.push(tag::SWITCH);
                 varint::put(out, pid.0 as u64);
@@ -477,6 +487,14 @@ impl Decoder {
             tag::EXEC_TRACED => Event::ExecTraced,
             tag::IDLE => Event::Idle {
                 cycles: u64_field(raw, p)?,
+            },
+            tag::CPU => Event::Cpu {
+                cpu: u32_field(raw, p, "cpu")?,
+            },
+            tag::SHOOTDOWN => Event::Shootdown {
+                cpus: u64_field(raw, p)?,
+                start: VirtAddr(u64_field(raw, p)?),
+                end: VirtAddr(u64_field(raw, p)?),
             },
             tag::SWITCH => Event::Switch {
                 pid: Pid(u32_field(raw, p, "pid")?),

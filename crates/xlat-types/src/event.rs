@@ -281,6 +281,22 @@ pub enum Event {
     Idle {
         cycles: u64,
     },
+    /// The events that follow run on CPU `cpu` (a system trace of a guest with several
+    /// vCPUs); a stream starts on CPU 0. Each CPU has its own current process: the
+    /// capture follows this with that CPU's `Switch` and `Privilege`, so a one-CPU machine
+    /// replays the CPUs' work interleaved on its one TLB.
+    Cpu {
+        cpu: u32,
+    },
+    /// The current CPU asks the CPUs in `cpus` (bit `n`: CPU `n`, the first 64) to flush
+    /// `[start, end)` of the current address space (`end` = `u64::MAX`: all of it): an
+    /// inter-processor TLB shootdown. The targets' own flushes follow as their `Flush`
+    /// events; a one-CPU machine only counts it.
+    Shootdown {
+        cpus: u64,
+        start: VirtAddr,
+        end: VirtAddr,
+    },
 }
 
 impl Event {
@@ -308,6 +324,8 @@ impl Event {
             Event::ThreadStart { .. } => "thread-start",
             Event::ThreadExit { .. } => "thread-exit",
             Event::Idle { .. } => "idle",
+            Event::Cpu { .. } => "cpu",
+            Event::Shootdown { .. } => "shootdown",
         }
     }
 }

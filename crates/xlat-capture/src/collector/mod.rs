@@ -591,7 +591,8 @@ impl EventSource for Capture {
                             | Control::SpaceFree(_)
                             | Control::Mode(_)
                             | Control::Comm(_)
-                            | Control::KernelPages { .. },
+                            | Control::KernelPages { .. }
+                            | Control::Cpu(_),
                         ) => {}
                     }
                     out.extend_from_slice(&head);

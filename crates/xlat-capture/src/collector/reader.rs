@@ -61,7 +61,8 @@ pub(super) fn read_process(
                 | Control::SpaceFree(_)
                 | Control::Mode(_)
                 | Control::Comm(_)
-                | Control::KernelPages { .. },
+                | Control::KernelPages { .. }
+                | Control::Cpu(_),
             ) = d.control
             {
                 return End::Bad("a system-mode record from a user-mode plugin".to_string());

@@ -116,6 +116,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
                 thp_shift,
                 leaf_shifts: shifts.clone(),
                 precleared: Vec::new(),
+                cpu: 0,
             },
             acct: Accounting::default(),
             event: 0,

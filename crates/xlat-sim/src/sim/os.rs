@@ -412,6 +412,16 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
             Event::ThreadStart { .. } => self.acct.c.os.threads_started += 1,
             Event::ThreadExit { .. } => {}
             Event::Idle { cycles } => self.idle(cycles),
+            Event::Cpu { cpu } => {
+                if cpu != self.os.cpu {
+                    self.os.cpu = cpu;
+                    self.acct.c.os.cpu_changes += 1;
+                }
+            }
+            Event::Shootdown { cpus, .. } => {
+                self.acct.c.os.shootdowns += 1;
+                self.acct.c.os.shootdown_targets += u64::from(cpus.count_ones());
+            }
         }
         Ok(())
     }

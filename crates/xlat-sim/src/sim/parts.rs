@@ -43,6 +43,8 @@ pub(super) struct OsState<P> {
     pub(super) leaf_shifts: Vec<u8>,
     /// Frames the idle task cleared, for the next demand faults (`os.idle_clear`).
     pub(super) precleared: Vec<u64>,
+    /// The CPU the stream's events run on (`Event::Cpu`; one TLB hierarchy for all).
+    pub(super) cpu: u32,
 }
 
 /// One side's translation cycles: TLB levels past the first, walks, traps.

@@ -120,6 +120,10 @@ pub fn event() -> impl Strategy<Value = Event> {
         1 => Just(Event::Flush(FlushScope::All)),
         1 => any::<u32>().prop_map(|t| Event::ThreadStart { tid: Tid(t) }),
         1 => any::<u32>().prop_map(|t| Event::ThreadExit { tid: Tid(t) }),
+        1 => any::<u64>().prop_map(|cycles| Event::Idle { cycles }),
+        1 => any::<u32>().prop_map(|p| Event::Spawn { child: Pid(p) }),
+        1 => any::<u32>().prop_map(|cpu| Event::Cpu { cpu }),
+        1 => (any::<u64>(), va(), va()).prop_map(|(cpus, start, end)| Event::Shootdown { cpus, start, end }),
     ]
 }
 
