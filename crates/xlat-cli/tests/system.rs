@@ -470,6 +470,72 @@ fn two_vcpus_are_marked_and_replay_on_one_cpu() {
     assert_eq!(r["os"]["shootdowns"].as_u64().unwrap_or(0), shootdowns);
 }
 
+/// The kernel's cross-CPU flushes (issue 40): two Python threads map, touch and unmap
+/// memory on two vCPUs (Debian image); the kernel asks the other vCPU to flush
+/// (`native_flush_tlb_multi`), and each request is a `shootdown` of vCPUs 0 and 1 at most,
+/// over a page-aligned range of user addresses or everything; the replay counts them all.
+#[test]
+fn two_vcpus_record_the_kernels_shootdowns() {
+    let d = Dir::new();
+    let src = d.path("py");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(
+        src.join("threads.py"),
+        r#"import mmap, threading
+def work():
+    for _ in range(200):
+        m = mmap.mmap(-1, 1 << 16)
+        m[0] = 1; m[4096] = 2
+        m.close()
+ts = [threading.Thread(target=work) for _ in range(2)]
+[t.start() for t in ts]; [t.join() for t in ts]
+print('joined')
+"#,
+    )
+    .unwrap();
+    let (o, t) = system_trace(
+        &d,
+        "shoot",
+        &[
+            "--smp",
+            "2",
+            "--image",
+            "debian",
+            "--copy-in",
+            src.to_str().unwrap(),
+        ],
+        "python3 threads.py",
+    );
+    assert!(
+        o.status.success(),
+        "{:?}: {} / {}",
+        o.status,
+        stdout(&o),
+        stderr(&o)
+    );
+    assert_eq!(stdout(&o).trim(), "joined");
+    let ev = events(&t);
+    let shots: Vec<(u64, u64, u64)> = ev
+        .iter()
+        .filter_map(|e| match e {
+            Event::Shootdown { cpus, start, end } => Some((*cpus, start.0, end.0)),
+            _ => None,
+        })
+        .collect();
+    assert!(!shots.is_empty(), "no shootdown recorded");
+    for &(cpus, start, end) in &shots {
+        assert!(cpus != 0 && cpus & !0b11 == 0, "mask {cpus:#x}");
+        assert!(
+            end == u64::MAX || (start < end && start % 4096 == 0 && end % 4096 == 0),
+            "[{start:#x}, {end:#x})"
+        );
+    }
+    let r = replay_report(&d, &t, &["-m", "skylake"]);
+    assert_eq!(r["os"]["shootdowns"].as_u64(), Some(shots.len() as u64));
+    let targets: u64 = shots.iter().map(|s| u64::from(s.0.count_ones())).sum();
+    assert_eq!(r["os"]["shootdown_targets"].as_u64(), Some(targets));
+}
+
 #[test]
 fn a_failing_command_returns_its_status() {
     let d = Dir::new();
