@@ -49,8 +49,9 @@ pub struct Stats {
     /// vCPUs that ran while recording (the highest one seen + 1; 0 when no `cpu` record
     /// came: one vCPU).
     pub cpus: u32,
-    /// Changes of the running vCPU.
-    pub cpu_changes: u64,
+    /// `cpu` records (one per chunk of a vCPU's records; consecutive ones may name the
+    /// same vCPU).
+    pub cpu_records: u64,
     /// The plugin saw the stop marker (the trace holds the whole command).
     pub complete: bool,
     /// The program names of the processes that exec'd while recording (`__set_task_comm`;
@@ -314,7 +315,7 @@ fn read(
                 Some(Control::Cpu(cpu)) => {
                     // The plugin follows it with that vCPU's address space and mode.
                     st.cpus = st.cpus.max(cpu.saturating_add(1));
-                    st.cpu_changes += 1;
+                    st.cpu_records += 1;
                     out.push(Event::Cpu { cpu });
                 }
                 Some(Control::Comm(name)) => spaces.name(&name),
