@@ -32,6 +32,7 @@ pub mod os_fit;
 #[cfg(test)]
 mod tests;
 pub mod walk_fit;
+pub mod walkers;
 
 pub use check::{validate, Validation};
 pub use error::CalibrateError;

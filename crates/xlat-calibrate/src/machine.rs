@@ -294,7 +294,22 @@ pub fn calibrated(
         "everything else is {base_name}'s (memory latency, page-walk caches, ITLBs): {}",
         base.sources.join(" | ")
     ));
+    let walkers = crate::walkers::page_walkers(&probed.cpuid);
+    sources.push(match walkers {
+        Some((w, _)) => format!(
+            "time.walkers = {w}: page walks in flight at once, from a public description of \
+             this CPU (not measured; see parameter_sources)"
+        ),
+        None => "time.walkers not set: xlat does not know this CPU's page-table walkers, so \
+                 data-side walks overlap as data misses do (time.mlp)"
+            .into(),
+    });
     cfg.sources = sources;
+    if let Some((w, source)) = walkers {
+        cfg = cfg.with_overrides([("time.walkers", &toml::Value::Float(w))])?;
+        cfg.parameter_sources
+            .insert("time.walkers".into(), source.into());
+    }
     // The time model's parameters this file changed, with where they now come from.
     let probe = "measured by xlat probe on this machine (TSC cycles; see the file's sources)";
     for (k, _) in &sets {

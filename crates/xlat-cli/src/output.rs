@@ -273,6 +273,7 @@ fn detailed_raw(o: &Outcome) -> String {
     s.push_str(&crate::tables::privileges(r));
     s.push_str(&crate::tables::fetch_miss_pages(r));
     s.push_str(&crate::tables::attribution(r));
+    s.push_str(&crate::tables::cpus(r));
     let fl = &r.flushes;
     let _ = writeln!(
         s,

@@ -1,5 +1,5 @@
 //! The detailed report's tables: TLB levels and structures, per program, per privilege
-//! (kernel / user), `--attribute`'s, code pages by ITLB misses.
+//! (kernel / user), `--attribute`'s, code pages by ITLB misses, per CPU.
 
 use crate::fmt::n;
 use crate::grid::{left, right, Grid};
@@ -389,6 +389,38 @@ pub fn hash_lines(s: &mut String, h: &xlat_sim::hashed::HashStats) {
         n(h.idle_reclaim_cycles)
     );
     crate::latency::htab_groups(s, h);
+}
+
+/// Per CPU and the shootdowns between them (machines with `cpus > 1`; empty otherwise).
+pub fn cpus(r: &xlat_sim::Report) -> String {
+    let Some(c) = &r.cpus else {
+        return String::new();
+    };
+    let mut g = Grid::new(
+        0,
+        &[
+            left("CPU"),
+            right("references"),
+            right("L1 TLB misses"),
+            right("walks"),
+        ],
+    );
+    for (i, p) in c.per_cpu.iter().enumerate() {
+        g.row([format!("  {i}"), n(p.refs), n(p.l1_misses), n(p.walks)]);
+    }
+    let mut s = g.render();
+    let _ = writeln!(
+        s,
+        "shootdowns    {} flushes interrupted {} other CPUs (IPIs); {} times a CPU holding \
+         the process's entries under its ASID was not interrupted, and {} returns to such a \
+         process flushed its ASID (Linux x86's lazy policy); work moved between CPUs {} times",
+        n(c.shootdowns),
+        n(c.ipis),
+        n(c.avoided),
+        n(c.lazy_flushes),
+        n(c.moves)
+    );
+    s
 }
 
 #[cfg(test)]

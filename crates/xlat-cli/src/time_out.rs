@@ -52,9 +52,14 @@ pub fn time_lines(s: &mut String, r: &Report) {
             );
         }
     }
+    let overlap = match m.walkers {
+        Some(w) => format!("data side ÷ mlp, its walks ÷ {}", w.min(m.mlp)),
+        None => "data side ÷ mlp".into(),
+    };
     let _ = writeln!(
         s,
-        "  translation    {} cycles   (fetch side {}, data side {}) = {:.2} % of the total",
+        "  translation    {} cycles   (fetch side {}, data side {}; {overlap}) = {:.2} % of the \
+         total",
         c(t.translation_fetch + t.translation_data),
         c(t.translation_fetch),
         c(t.translation_data),

@@ -328,6 +328,31 @@ fn threads_have_their_own_ids() {
     assert_eq!(s.count(EventKind::ThreadStart), 4);
     assert_eq!(s.count(EventKind::ThreadExit), 4);
     assert_eq!(s.threads, 5);
+
+    // On four CPUs (issue 41): the main thread and the four workers placed on CPUs
+    // 0, 1, 2, 3, 0; every CPU works, the counts are the CPUs' sums, and no CPU switches
+    // address space (one process).
+    let one = replay_report(&d, &t, &["-m", "skylake"]);
+    assert!(one.get("cpus").is_none());
+    let r = replay_report(&d, &t, &["-m", "skylake", "--set", "cpus=4"]);
+    let per = r["cpus"]["per_cpu"].as_array().expect("per-CPU counts");
+    assert_eq!(per.len(), 4);
+    let sum = |k: &str| per.iter().map(|c| c[k].as_u64().unwrap()).sum::<u64>();
+    assert!(
+        per.iter().all(|c| c["refs"].as_u64().unwrap() > 0),
+        "{per:?}"
+    );
+    assert_eq!(sum("refs"), r["refs"]["total"].as_u64().unwrap());
+    assert_eq!(sum("walks"), r["walks"]["walks"].as_u64().unwrap());
+    assert_eq!(r["refs"]["total"], one["refs"]["total"]);
+    assert_eq!(r["os"]["context_switches"].as_u64(), Some(0));
+    // Separate TLBs: every CPU walks for the code and stacks it shares with the others.
+    assert!(
+        r["walks"]["walks"].as_u64() > one["walks"]["walks"].as_u64(),
+        "{} vs {}",
+        r["walks"]["walks"],
+        one["walks"]["walks"]
+    );
 }
 
 /// 5. A program killed by a signal: exit code 128+N, a warning, and a readable trace with

@@ -534,6 +534,23 @@ print('joined')
     assert_eq!(r["os"]["shootdowns"].as_u64(), Some(shots.len() as u64));
     let targets: u64 = shots.iter().map(|s| u64::from(s.0.count_ones())).sum();
     assert_eq!(r["os"]["shootdown_targets"].as_u64(), Some(targets));
+
+    // Replayed on two CPUs (issue 41), each record where it ran: both CPUs work, the
+    // recorded flushes are the same ones (each on its CPU), and the OS model adds no
+    // shootdown of its own (the kernel's are recorded).
+    let r2 = replay_report(&d, &t, &["-m", "skylake", "--set", "cpus=2"]);
+    let per = r2["cpus"]["per_cpu"].as_array().expect("per-CPU counts");
+    assert_eq!(per.len(), 2);
+    assert!(
+        per.iter().all(|c| c["refs"].as_u64().unwrap() > 0),
+        "{per:?}"
+    );
+    let refs: u64 = per.iter().map(|c| c["refs"].as_u64().unwrap()).sum();
+    assert_eq!(refs, r2["refs"]["total"].as_u64().unwrap());
+    assert_eq!(r2["refs"]["total"], r["refs"]["total"]);
+    assert_eq!(r2["flushes"]["page"], r["flushes"]["page"]);
+    assert_eq!(r2["cpus"]["ipis"].as_u64(), Some(0));
+    assert_eq!(r2["os"]["shootdowns"], r["os"]["shootdowns"]);
 }
 
 #[test]

@@ -175,6 +175,13 @@ pub fn prepare(cfg: &MachineConfig, spec: &CurveSpec) -> Result<Prepared, Config
              a one-pass curve would not be exact",
         ));
     }
+    if cfg.cpus > 1 {
+        return Err(bad(
+            "cpus",
+            "a one-pass curve profiles one CPU's structure; with several CPUs simulate each \
+             size instead",
+        ));
+    }
     if spec.sizes.is_empty() {
         return Err(bad(path, "a curve needs at least one size"));
     }

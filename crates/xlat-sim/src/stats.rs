@@ -207,6 +207,9 @@ pub struct CycleEstimate {
     pub tlb_hit: u64,
     /// Walk references and page-walk-cache lookups.
     pub walk: u64,
+    /// The data side's part of `walk` (what `time.walkers` bounds).
+    #[serde(default)]
+    pub walk_data: u64,
     /// Software reload traps and handler overhead.
     pub trap: u64,
     /// `tlb_hit + walk + trap`: the translation cost proper (faults and OS work are not).
@@ -303,6 +306,37 @@ pub struct Report {
     /// ([`crate::latency`]; absent before the first miss).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub miss_latency: Option<crate::latency::MissLatency>,
+    /// Per CPU and shootdowns (machines with `cpus > 1`; the other sections are totals
+    /// over every CPU).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<CpusReport>,
+}
+
+/// Several CPUs: what each did, and the OS's shootdowns between them.
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
+pub struct CpusReport {
+    /// Indexed by CPU.
+    pub per_cpu: Vec<CpuCounts>,
+    /// Times the work moved to another CPU (placement or a CPU record).
+    pub moves: u64,
+    /// OS flushes that interrupted at least one other CPU.
+    pub shootdowns: u64,
+    /// Other CPUs interrupted (IPIs), each doing the flush itself.
+    pub ipis: u64,
+    /// CPUs that held the process's entries under its ASID but ran another process: not
+    /// interrupted (x86's lazy `mm_cpumask`); each flushes the ASID on its return.
+    pub avoided: u64,
+    /// Those returns: a switch to a process whose flushes moved on while away.
+    pub lazy_flushes: u64,
+}
+
+/// One CPU's share of the run.
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
+pub struct CpuCounts {
+    pub refs: u64,
+    /// First-level TLB misses (both sides).
+    pub l1_misses: u64,
+    pub walks: u64,
 }
 
 /// The main counters' growth per interval of counted references: the rows add up to the

@@ -13,7 +13,9 @@
 //!   exposed: a fetch miss stops the front end;
 //! - `translation_data`: the data side's (the rest of `cycles.translation`: data TLB
 //!   misses, SLB misses, a store's write fault on a first-level hit) ÷ `time.mlp`
-//!   (out-of-order cores overlap them with other misses);
+//!   (out-of-order cores overlap them with other misses), except its walks
+//!   (`cycles.walk_data`) ÷ min(`time.mlp`, `time.walkers`) when the machine states how
+//!   many walks the core has in flight at once (its page-table walkers);
 //! - `os`: page faults (zeroing and copies included), the OS's page-table loops, system
 //!   calls, context switches and flushes (`cycles.fault + cycles.os + cycles.flush`).
 //!
@@ -80,8 +82,16 @@ pub fn estimate(r: &Report) -> TimeEstimate {
     // misses, and what no first-level miss caused: write faults on a hit, SLB misses) is
     // the data side's.
     let fetch = c.translation_fetch.min(c.translation);
-    let (translation_fetch, translation_data) =
-        (fetch as f64, (c.translation - fetch) as f64 / t.mlp);
+    let data = c.translation - fetch;
+    let translation_data = match t.walkers {
+        // Walks queue for the walkers: at most `walkers` of them overlap.
+        Some(w) => {
+            let walk = c.walk_data.min(data);
+            (data - walk) as f64 / t.mlp + walk as f64 / w.min(t.mlp)
+        }
+        None => data as f64 / t.mlp,
+    };
+    let translation_fetch = fetch as f64;
     let os = c.fault as f64 + c.os as f64 + c.flush as f64;
     let total = compute + memory_stall.unwrap_or(0.0) + translation_fetch + translation_data + os;
     assumptions.push(
@@ -146,6 +156,9 @@ pub fn parameters(m: &MachineConfig) -> Vec<Parameter> {
         "time.base_cpi".into(),
         "time.mlp".into(),
     ];
+    if m.time.walkers.is_some() {
+        keys.push("time.walkers".into());
+    }
     keys.extend((0..m.tlb.levels.len()).map(|i| format!("tlb.levels[{i}].hit_cycles")));
     keys.extend((0..m.cache.levels.len()).map(|i| format!("cache.levels[{i}].hit_cycles")));
     keys.push("cache.memory_cycles".into());

@@ -1,13 +1,15 @@
-//! System traces of several vCPUs (issue 40) on a one-CPU machine: `Cpu` events mark whose
+//! Several CPUs. On a one-CPU machine (issue 40), a system trace's `Cpu` events mark whose
 //! work follows and `Shootdown` events the kernel's cross-CPU flush requests; both are
 //! counted and change no translation (the capture follows a CPU change with that CPU's
-//! switch, and the targets' flushes are their own `Flush` events).
+//! switch, and the targets' flushes are their own `Flush` events). On `cpus = N` machines
+//! (issue 41): an MMU per CPU, placement by record or thread, x86 shootdowns, all
+//! hand-computed.
 
 mod common;
 
-use common::{load, mmap, run};
-use xlat_sim::presets;
-use xlat_types::{Event, VirtAddr};
+use common::{load, machine, mmap, run};
+use xlat_sim::{presets, MachineConfig, Report};
+use xlat_types::{Access, AccessKind, Event, Pid, Tid, VirtAddr};
 
 const BASE: u64 = 0x4000_0000;
 
@@ -48,5 +50,226 @@ fn cpu_and_shootdown_events_are_counted_and_translate_nothing() {
             b.tlb_levels.iter().map(|l| l.misses).collect::<Vec<_>>(),
             "{name}"
         );
+    }
+}
+
+fn with_cpus(cfg: &MachineConfig, n: i64) -> MachineConfig {
+    cfg.with_overrides([("cpus", &toml::Value::Integer(n))])
+        .unwrap()
+}
+
+/// A load by thread `tid`.
+fn tload(tid: u32, a: u64) -> Event {
+    let mut x = Access::new(AccessKind::Load, a, 8);
+    x.tid = Tid(tid);
+    Event::Access(x)
+}
+
+fn munmap(a: u64, len: u64) -> Event {
+    Event::Munmap {
+        addr: VirtAddr(a),
+        len,
+    }
+}
+
+fn sw(pid: u32) -> Event {
+    Event::Switch { pid: Pid(pid) }
+}
+
+/// Every count of `r`, without the machine and the per-CPU section.
+fn counts(r: &Report) -> serde_json::Value {
+    let mut v = serde_json::to_value(r).unwrap();
+    let o = v.as_object_mut().unwrap();
+    o.remove("machine");
+    o.remove("cpus");
+    o.remove("time");
+    v
+}
+
+/// One thread on several CPUs is the one-CPU machine: every count equal (the other CPUs
+/// never run); and every CPU's share of two threads on disjoint pages is what that thread
+/// alone does on one CPU.
+#[test]
+fn one_thread_on_several_cpus_counts_as_one_cpu() {
+    for name in ["skylake", "zen4", "mpc855t"] {
+        let one = presets::load(name).unwrap();
+        let ev: Vec<Event> = std::iter::once(mmap(BASE, 64 << 20))
+            .chain((0..20_000u64).map(|i| load(BASE + (i * 7919 % 16384) * 4096)))
+            .collect();
+        let a = run(&one, &ev);
+        let b = run(&with_cpus(&one, 4), &ev);
+        assert_eq!(counts(&a), counts(&b), "{name}");
+        assert!(a.cpus.is_none());
+        let c = b.cpus.as_ref().unwrap();
+        assert_eq!(c.per_cpu.len(), 4);
+        assert_eq!(c.per_cpu[0].refs, 20_000);
+        assert_eq!(c.per_cpu[0].walks, b.walks.walks);
+        assert_eq!(c.per_cpu[1].refs + c.per_cpu[2].refs + c.per_cpu[3].refs, 0);
+        assert_eq!(c.moves + c.shootdowns + c.ipis, 0);
+
+        // Two threads on disjoint halves, interleaved in bursts of 7.
+        let half = 8 << 20;
+        let page = |t: u64, i: u64| BASE + t * half + (i * 7919 % 2048) * 4096;
+        let mut two = vec![mmap(BASE, 2 * half)];
+        let mut alone = [vec![mmap(BASE, 2 * half)], vec![mmap(BASE, 2 * half)]];
+        for i in 0..5_000u64 {
+            let t = (i / 7) % 2;
+            two.push(tload(t as u32 + 10, page(t, i)));
+            alone[t as usize].push(load(page(t, i)));
+        }
+        let r = run(&with_cpus(&one, 2), &two);
+        let c = r.cpus.as_ref().unwrap();
+        for (t, events) in alone.iter().enumerate() {
+            let s = run(&one, events);
+            assert_eq!(c.per_cpu[t].refs, s.refs.total, "{name} thread {t}");
+            assert_eq!(c.per_cpu[t].walks, s.walks.walks, "{name} thread {t}");
+            let l1: u64 = s
+                .tlb_levels
+                .iter()
+                .filter(|l| l.name == s.tlb_levels[0].name)
+                .map(|l| l.misses)
+                .sum();
+            assert_eq!(c.per_cpu[t].l1_misses, l1, "{name} thread {t}");
+        }
+        assert_eq!(r.walks.walks, c.per_cpu[0].walks + c.per_cpu[1].walks);
+        // Both threads are one process: no CPU switches address space.
+        assert_eq!(r.os.context_switches, 0, "{name}");
+        assert_eq!(c.moves, 5_000 / 7, "{name}");
+    }
+}
+
+/// x86 shootdowns, hand-computed. Two CPUs, ASIDs: threads 1 and 2 of process 1 on CPUs 0
+/// and 1 both load page X; `munmap(X)` on CPU 1 invalidates it there and sends one IPI
+/// to CPU 0, which invalidates its own copy (two page flushes). Mapped again, X walks on
+/// both CPUs. Then process 2's thread 3 runs on CPU 0 (third thread: CPU 0), so CPU 0
+/// leaves process 1 holding its entries under its ASID; a munmap by thread 2 on CPU 1
+/// interrupts nobody (CPU 0 avoided) and CPU 0 flushes process 1's ASID when thread 1
+/// returns to it.
+#[test]
+fn munmap_shoots_down_the_cpus_that_run_the_process_and_the_others_flush_lazily() {
+    const X: u64 = BASE;
+    const Y: u64 = BASE + (1 << 20);
+    let cfg = with_cpus(&machine("{ entries = 16, sizes = [\"4KiB\"] }", ""), 2);
+    let ev = vec![
+        mmap(X, 4096),
+        mmap(Y, 4096),
+        tload(1, X), // CPU 0: walk 1
+        tload(2, X), // CPU 1: walk 2
+        tload(2, Y), // CPU 1: walk 3
+        munmap(X, 4096),
+        mmap(X, 4096),
+        tload(1, X), // CPU 0: shot down: walk 4
+        tload(2, X), // CPU 1: walk 5
+    ];
+    let r = run(&cfg, &ev);
+    let c = r.cpus.as_ref().unwrap();
+    assert_eq!(
+        (c.shootdowns, c.ipis, c.avoided, c.lazy_flushes),
+        (1, 1, 0, 0)
+    );
+    assert_eq!(r.flushes.page, 2);
+    assert_eq!(r.walks.walks, 5);
+    assert_eq!((c.per_cpu[0].walks, c.per_cpu[1].walks), (2, 3));
+    assert_eq!(r.os.context_switches, 0);
+
+    // Each IPI costs `cost.ipi_cycles`, in the flush cycles.
+    let priced = cfg
+        .with_overrides([("cost.ipi_cycles", &toml::Value::Integer(700))])
+        .unwrap();
+    let p = run(&priced, &ev);
+    assert_eq!(p.cycles.flush, r.cycles.flush + 700);
+
+    // The same on one CPU: one page flush, no shootdown section; X walks twice.
+    let one = run(&machine("{ entries = 16, sizes = [\"4KiB\"] }", ""), &ev);
+    assert_eq!((one.flushes.page, one.walks.walks), (1, 3));
+
+    let lazy = [
+        mmap(X, 4096),
+        tload(1, X), // CPU 0, process 1: walk 1
+        tload(2, X), // CPU 1, process 1: walk 2
+        Event::Spawn { child: Pid(2) },
+        sw(2),
+        tload(3, Y), // thread 3: CPU 0, which switches to process 2: walk 3
+        sw(1),
+        tload(2, X),     // CPU 1 still runs process 1: no switch, a hit
+        munmap(X, 4096), // on CPU 1: CPU 0 holds process 1's entries, not interrupted
+        mmap(X, 4096),
+        tload(2, X), // CPU 1: walk 4
+        tload(1, X), // CPU 0 switches back to process 1, flushes its ASID: walk 5
+    ];
+    let mut ev = vec![mmap(Y, 4096)];
+    ev.extend(lazy);
+    let r = run(&cfg, &ev);
+    let c = r.cpus.as_ref().unwrap();
+    assert_eq!(
+        (c.shootdowns, c.ipis, c.avoided, c.lazy_flushes),
+        (0, 0, 1, 1)
+    );
+    assert_eq!(r.flushes.page, 1);
+    assert_eq!(r.flushes.asid, 1);
+    assert_eq!(r.os.context_switches, 2);
+    assert_eq!(r.walks.walks, 5);
+
+    // Without ASIDs, CPU 0's switch to process 2 flushed it: nothing is avoided or lazy.
+    let untagged = cfg
+        .with_overrides([("tlb.asid_bits", &toml::Value::Integer(0))])
+        .unwrap();
+    let r = run(&untagged, &ev);
+    let c = r.cpus.as_ref().unwrap();
+    assert_eq!(
+        (c.shootdowns, c.ipis, c.avoided, c.lazy_flushes),
+        (0, 0, 0, 0)
+    );
+    assert_eq!(r.flushes.switch, 2);
+    assert_eq!(r.walks.walks, 5);
+}
+
+/// A trace with CPU records runs each record where it says (modulo `cpus`): the process
+/// each CPU last loaded runs there until the trace switches; the recorded flushes are
+/// that CPU's only.
+#[test]
+fn cpu_records_place_the_work_and_flushes_stay_local() {
+    let cfg = with_cpus(&machine("{ entries = 16, sizes = [\"4KiB\"] }", ""), 2);
+    let ev = vec![
+        mmap(BASE, 1 << 20),
+        Event::Cpu { cpu: 0 },
+        load(BASE), // CPU 0: walk 1
+        Event::Cpu { cpu: 1 },
+        load(BASE), // CPU 1: walk 2
+        Event::Flush(xlat_types::FlushScope::Page(VirtAddr(BASE))),
+        Event::Cpu { cpu: 2 }, // CPU 0 again (2 mod 2)
+        load(BASE),            // still in CPU 0's TLB
+        Event::Cpu { cpu: 1 },
+        load(BASE), // flushed on CPU 1: walk 3
+    ];
+    let r = run(&cfg, &ev);
+    let c = r.cpus.as_ref().unwrap();
+    assert_eq!(r.walks.walks, 3);
+    assert_eq!(r.flushes.page, 1);
+    assert_eq!((c.shootdowns, c.ipis), (0, 0));
+    assert_eq!(c.moves, 3);
+    assert_eq!((c.per_cpu[0].refs, c.per_cpu[1].refs), (2, 2));
+    assert_eq!(r.os.cpu_changes, 3);
+    // On one CPU the same trace walks twice (the flush drops the only copy).
+    let one = run(&machine("{ entries = 16, sizes = [\"4KiB\"] }", ""), &ev);
+    assert_eq!(one.walks.walks, 2);
+}
+
+/// `cpus` is checked: 1..=64, and radix or clustered tables only (so far).
+#[test]
+fn cpus_are_checked() {
+    let cfg = presets::load("skylake").unwrap();
+    for bad in [0, 65] {
+        let e = cfg
+            .with_overrides([("cpus", &toml::Value::Integer(bad))])
+            .unwrap_err();
+        assert!(e.to_string().contains("cpus"), "{e}");
+    }
+    for name in ["ppc604", "zen4-kvm"] {
+        let e = presets::load(name)
+            .unwrap()
+            .with_overrides([("cpus", &toml::Value::Integer(2))])
+            .unwrap_err();
+        assert!(e.to_string().contains("not split yet"), "{name}: {e}");
     }
 }

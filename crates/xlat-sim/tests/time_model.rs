@@ -159,3 +159,67 @@ fn fetch_misses_are_exposed_and_data_misses_divided_by_mlp() {
     assert_eq!(r.time.instructions, 6);
     assert_eq!(r.time.compute, 6.0);
 }
+
+/// With `time.walkers`, the data side's walks overlap min(`mlp`, `walkers`) at a time and
+/// the rest of the data side `mlp`; fetch walks stay exposed. One-entry L1, four-entry L2
+/// at 5 cycles: loads alternate between two pages (two cold walks, then L2 hits), fetches
+/// walk once to a third page.
+#[test]
+fn data_walks_overlap_as_many_as_the_walkers() {
+    use xlat_types::{Access, AccessKind};
+    let extra = |walkers: &str| {
+        format!(
+            "hit_cycles = 1\n[[tlb.levels]]\nname = \"L2\"\nhit_cycles = 5\n\
+             unified = [ {{ entries = 4, sizes = [\"4KiB\"] }} ]\n\
+             [walker]\nwalk_cycles = 30\n[time]\nmlp = 8\n{walkers}"
+        )
+    };
+    let fetch = |a| Event::Access(Access::new(AccessKind::Fetch, a, 4));
+    let mut ev = vec![mmap(0x10000, 0x4000), fetch(0x13000)];
+    for _ in 0..4 {
+        ev.extend([load(0x10000), load(0x11000)]);
+    }
+    let base = run(
+        &machine("{ entries = 1, sizes = [\"4KiB\"] }", &extra("")),
+        &ev,
+    );
+    let cfg = machine(
+        "{ entries = 1, sizes = [\"4KiB\"] }",
+        &extra("walkers = 2\n"),
+    );
+    let r = run(&cfg, &ev);
+    assert_eq!(r.walks.walks, 3);
+    // Every L1 miss looks up the L2 (5 cycles, hit or miss): the fetch's one and the 8
+    // loads' (the one-entry L1 holds the fetch's page or the other load's); 2 loads walk.
+    assert_eq!(r.cycles.tlb_hit, 9 * 5);
+    let fetch_walk = r.cycles.translation_fetch - 5;
+    assert!(fetch_walk > 0);
+    assert_eq!(r.cycles.walk_data, r.cycles.walk - fetch_walk);
+    assert!(r.cycles.walk_data >= 2 * 30);
+    let t = &r.time;
+    assert_eq!(t.translation_fetch, (5 + fetch_walk) as f64);
+    assert_eq!(
+        t.translation_data,
+        40.0 / 8.0 + r.cycles.walk_data as f64 / 2.0
+    );
+    // Unset: every data-side cycle ÷ mlp, as before; the counts do not change.
+    assert_eq!(base.cycles.walk_data, r.cycles.walk_data);
+    assert_eq!(
+        base.time.translation_data,
+        (40 + r.cycles.walk_data) as f64 / 8.0
+    );
+    let p = t.parameters.iter().find(|p| p.key == "time.walkers");
+    assert_eq!(p.map(|p| p.value), Some(2.0));
+    assert!(base.time.parameters.iter().all(|p| p.key != "time.walkers"));
+    // More walkers than the mlp: the mlp bounds them.
+    let wide = run(
+        &machine(
+            "{ entries = 1, sizes = [\"4KiB\"] }",
+            &extra("walkers = 64\n"),
+        ),
+        &ev,
+    );
+    assert_eq!(wide.time.translation_data, base.time.translation_data);
+    let bad = cfg.with_overrides([("time.walkers", &toml::Value::Float(0.5))]);
+    assert!(bad.is_err(), "fewer than one walker is refused");
+}

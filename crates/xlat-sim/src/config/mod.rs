@@ -107,6 +107,14 @@ impl<'de> Deserialize<'de> for Bytes {
     }
 }
 
+fn one_cpu() -> u32 {
+    1
+}
+
+fn is_one_cpu(n: &u32) -> bool {
+    *n == 1
+}
+
 /// The whole machine: page table, TLBs, walker, caches, OS policy and cost model.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -116,6 +124,10 @@ pub struct MachineConfig {
     /// Where the numbers come from (manuals, papers, measurements).
     #[serde(default)]
     pub sources: Vec<String>,
+    /// CPUs, each with its own TLBs, walk caches and data caches, over one OS and its page
+    /// tables (`crate::sim` module docs: placement and shootdowns). 1 by default.
+    #[serde(default = "one_cpu", skip_serializing_if = "is_one_cpu")]
+    pub cpus: u32,
     pub page_table: PageTableConfig,
     pub tlb: TlbConfig,
     #[serde(default)]
@@ -639,6 +651,15 @@ pub struct CostConfig {
     /// Per fork and per exit, besides the page tables: the task, files, signals,
     /// scheduling (lmbench's fork+exit without its page-table work). 0: not modelled.
     pub process_cycles: u64,
+    /// Per other CPU a shootdown interrupts (`cpus > 1`): the IPI's delivery, the target's
+    /// interrupt entry and exit and the sender's wait for its acknowledgement, besides the
+    /// target's own flush. 0: not modelled (not written when 0).
+    #[serde(skip_serializing_if = "is_zero_u64")]
+    pub ipi_cycles: u64,
+}
+
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Default for CostConfig {
@@ -657,6 +678,7 @@ impl Default for CostConfig {
             syscall_cycles: 0,
             switch_cycles: 0,
             process_cycles: 0,
+            ipi_cycles: 0,
         }
     }
 }

@@ -19,6 +19,10 @@ pub struct TimeConfig {
     /// data-side translation) overlap this many at a time, so they cost 1/`mlp` of their
     /// latency. Instruction-side stalls are never divided: a fetch miss stops the front end.
     pub mlp: f64,
+    /// Page walks in flight at once (the core's hardware page-table walkers): the data
+    /// side's walk cycles overlap min(`mlp`, `walkers`) at a time. Unset: `mlp`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub walkers: Option<f64>,
 }
 
 impl Default for TimeConfig {
@@ -27,6 +31,7 @@ impl Default for TimeConfig {
             clock_mhz: None,
             base_cpi: 1.0,
             mlp: 1.0,
+            walkers: None,
         }
     }
 }
@@ -47,7 +52,11 @@ impl MachineConfig {
                 return Err(bad("clock_mhz", format!("{mhz}: allowed (0, {MAX_MHZ}]")));
             }
         }
-        for (name, v, min) in [("base_cpi", t.base_cpi, 0.0), ("mlp", t.mlp, 1.0)] {
+        let walkers = t.walkers.map(|w| ("walkers", w, 1.0));
+        for (name, v, min) in [("base_cpi", t.base_cpi, 0.0), ("mlp", t.mlp, 1.0)]
+            .into_iter()
+            .chain(walkers)
+        {
             if !(v >= min && v <= MAX_FACTOR) {
                 return Err(bad(name, format!("{v}: allowed [{min}, {MAX_FACTOR}]")));
             }

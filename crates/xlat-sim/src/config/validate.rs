@@ -20,6 +20,8 @@ pub const MAX_LATENCY: u64 = 10_000;
 /// Largest `os.flush_ceiling`: 2^24 base pages (a range flushed page by page costs that
 /// many invalidations; Linux x86 uses 33).
 pub const MAX_FLUSH_CEILING: u64 = 1 << 24;
+/// Most CPUs of a machine (a shootdown's CPU mask is 64 bits).
+pub const MAX_CPUS: u32 = 64;
 /// Most lockdown slots per structure, and most prefetch-buffer entries.
 pub const MAX_SLOTS: u32 = 4096;
 
@@ -127,6 +129,23 @@ impl MachineConfig {
 
     /// Cross-field checks; every message names the field and the allowed values.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        if !(1..=MAX_CPUS).contains(&self.cpus) {
+            return Err(invalid(
+                "cpus",
+                format!("{}: allowed 1..={MAX_CPUS}", self.cpus),
+            ));
+        }
+        if self.cpus > 1 && (self.page_table.hash().is_some() || self.nested.is_some()) {
+            return Err(invalid(
+                "cpus",
+                format!(
+                    "{}: more than one CPU is modelled for radix and clustered page tables \
+                     only so far: a hashed machine's HTAB and a guest's host dimension are \
+                     shared by every CPU, which the simulator does not split yet (issue 41)",
+                    self.cpus
+                ),
+            ));
+        }
         let (base_page, entry_bytes, levels) = (
             &self.page_table.base_page(),
             &self.page_table.entry_bytes(),
@@ -407,6 +426,7 @@ impl MachineConfig {
             ("cost.syscall_cycles", self.cost.syscall_cycles),
             ("cost.switch_cycles", self.cost.switch_cycles),
             ("cost.process_cycles", self.cost.process_cycles),
+            ("cost.ipi_cycles", self.cost.ipi_cycles),
         ] {
             at_most(f, v, MAX_CYCLES)?;
         }
@@ -588,6 +608,10 @@ impl MachineConfig {
         for (ci, c) in self.cache.levels.iter().enumerate() {
             let lines = c.size.0 / c.line.max(1) as u64;
             parts.push((16 * lines, format!("cache.levels[{ci}].size")));
+        }
+        // Every CPU has the structures so far.
+        for p in &mut parts {
+            p.0 = p.0.saturating_mul(u64::from(self.cpus.max(1)));
         }
         if let Some(h) = self.page_table.hash() {
             let bytes = crate::hashed::HashMmu::host_bytes(

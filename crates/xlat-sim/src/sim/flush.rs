@@ -29,11 +29,20 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
     }
 
     /// Flushes the leaves an operation removed or changed: page by page up to the
-    /// ceiling (in base pages), the whole address space beyond it.
+    /// ceiling (in base pages), the whole address space beyond it; with several CPUs, on
+    /// the others that run the process too ([`Sim::shoot_down`]).
     /// `removed`: the leaves are gone from the tables (a hashed machine's eager flush
     /// of the whole context cannot find them there, so their marked HTAB entries are
     /// searched for one by one: Linux keeps `_PAGE_HASHPTE` in a cleared PTE for this).
     pub(super) fn flush_leaves(&mut self, leaves: &[(u64, u8, u8)], pages: u64, removed: bool) {
+        self.flush_leaves_here(leaves, pages, removed);
+        if self.cpus.is_some() && pages > 0 {
+            self.shoot_down(|s| s.flush_leaves_here(leaves, pages, removed));
+        }
+    }
+
+    /// [`Sim::flush_leaves`] on the running CPU only.
+    fn flush_leaves_here(&mut self, leaves: &[(u64, u8, u8)], pages: u64, removed: bool) {
         if pages == 0 {
             return;
         }
@@ -53,7 +62,23 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
     /// (`pages` base pages): [`Sim::flush_leaves`], or, where the OS flushes whole ranges
     /// ([`Organization::flushes_whole_ranges`]), every page of the range up to the
     /// ceiling (counted in the range's pages), the whole address space beyond it.
+    /// With several CPUs, the others that run the process do the same ([`Sim::shoot_down`]).
     pub(super) fn flush_op(
+        &mut self,
+        range: (u64, u64),
+        leaves: &[(u64, u8, u8)],
+        pages: u64,
+        removed: bool,
+    ) {
+        self.flush_op_here(range, leaves, pages, removed);
+        let flushed = pages > 0 || O::flushes_whole_ranges(self);
+        if self.cpus.is_some() && flushed {
+            self.shoot_down(|s| s.flush_op_here(range, leaves, pages, removed));
+        }
+    }
+
+    /// [`Sim::flush_op`] on the running CPU only.
+    fn flush_op_here(
         &mut self,
         (start, end): (u64, u64),
         leaves: &[(u64, u8, u8)],
@@ -61,7 +86,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
         removed: bool,
     ) {
         if !O::flushes_whole_ranges(self) {
-            return self.flush_leaves(leaves, pages, removed);
+            return self.flush_leaves_here(leaves, pages, removed);
         }
         if (end - start) >> self.base_shift > self.cfg.os.flush_ceiling {
             self.flush_space();

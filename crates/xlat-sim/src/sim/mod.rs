@@ -23,8 +23,12 @@
 //! - A guest (`[nested]`) walks in two dimensions (`nested.rs`, see [`crate::nested`]):
 //!   the walk counters and per-level references are the guest dimension's, the
 //!   `nested` section counts the host's, and the walk cycles include both.
+//! - Several CPUs (`cpus = N`, `cpus.rs`): an MMU per CPU over the one OS; events are
+//!   placed by their CPU records or by thread, and the OS's flushes shoot down the other
+//!   CPUs that run the process, as Linux x86 does.
 
 mod attribution;
+mod cpus;
 mod faults;
 mod flush;
 mod hashed;
@@ -65,7 +69,7 @@ use parts::{Accounting, Mmu, OsState, Process};
 use rustc_hash::FxHashMap;
 pub use table_walk::TableWalk;
 use xlat_types::{
-    AccessKind, Advice, Event, FlushScope, MapFlags, Pid, Prot, VirtAddr, MAX_ACCESS_BYTES,
+    AccessKind, Advice, Event, FlushScope, MapFlags, Pid, Prot, Tid, VirtAddr, MAX_ACCESS_BYTES,
 };
 
 /// A machine simulating one stream of events: page tables `P` under the MMU
@@ -79,7 +83,10 @@ pub struct Sim<P: PageTable, O: Organization = TableWalk> {
     /// Address bits above the translated range (an access touching them is an error).
     va_high: u64,
     data_refs: bool,
+    /// The running CPU's MMU.
     mmu: Mmu<O>,
+    /// The other CPUs (`cpus > 1`; `None` with one CPU).
+    cpus: Option<Box<cpus::Cpus<O>>>,
     os: OsState<P>,
     acct: Accounting,
     /// CPU time of the threads that ran [`Sim::run`] on this simulator, summed.
@@ -141,6 +148,14 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
         if self.mem_probe.is_some() {
             self.host_check("the events so far", 0, "the host memory in use")?;
         }
+        if self.cpus.is_some() {
+            return self.run_placed(events);
+        }
+        self.run_here(events)
+    }
+
+    /// [`Sim::run_batch`] on the running CPU.
+    fn run_here(&mut self, events: &[Event]) -> Result<(), SimError> {
         if self.acct.tracking {
             return self.run_tracked(events);
         }

@@ -82,18 +82,8 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
                 !((1u64 << cfg.va_bits()) - 1)
             },
             data_refs: cfg.cache.data_refs,
-            mmu: Mmu {
-                tlb: Tlbs::new(&cfg.tlb)?,
-                pwc,
-                caches: Caches::new(&cfg.cache)?,
-                org,
-                nested: cfg
-                    .nested
-                    .as_ref()
-                    .map(|n| crate::nested::Nested::new(n).map(Box::new))
-                    .transpose()?,
-                asid: 0,
-            },
+            mmu: Mmu::new(cfg, pwc, org)?,
+            cpus: None,
             os: OsState {
                 mem,
                 slots: vec![Some(Process {
@@ -128,6 +118,15 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
             past_levels: Vec::new(),
             cfg: cfg.clone(),
         };
+        if cfg.cpus > 1 {
+            let mut others = Vec::new();
+            for _ in 1..cfg.cpus {
+                let pwc = Pwc::new(&cfg.walker.pwc, &sim.os.slots[0].as_ref().expect("init").pt)?;
+                let org = O::new(cfg, &mut sim.os.mem)?;
+                others.push(Mmu::new(cfg, pwc, org)?);
+            }
+            sim.cpus = Some(Box::new(super::cpus::Cpus::new(others)));
+        }
         sim.os.pid_slot.insert(Pid::INIT.0, 0);
         sim.program_starts(Pid::INIT.0, 0);
         sim.assign_asid(0);

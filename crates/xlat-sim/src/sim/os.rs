@@ -388,14 +388,13 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
                     pid: pid.0,
                 })?;
                 self.attribute();
-                self.acct.c.os.context_switches += 1;
-                sat(&mut self.acct.c.cyc.os, self.cfg.cost.switch_cycles);
-                if self.os.loaded_pid != Some(pid.0) {
-                    O::switch_flush(self);
+                if self.placing_by_thread() {
+                    // The process runs next on its thread's CPU, which loads it then.
+                    self.os.cur = Some(slot);
+                    self.unplace();
+                } else {
+                    self.switch_to(slot);
                 }
-                self.os.loaded_pid = Some(pid.0);
-                self.os.cur = Some(slot);
-                self.assign_asid(slot);
             }
             Event::Flush(scope) => {
                 self.current(what)?;
@@ -417,6 +416,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
                     self.os.cpu = cpu;
                     self.acct.c.os.cpu_changes += 1;
                 }
+                self.cpu_record(cpu);
             }
             Event::Shootdown { cpus, .. } => {
                 self.acct.c.os.shootdowns += 1;
@@ -680,6 +680,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
         });
         O::exit(self, p.ctx, p.asid_gen, &hashed);
         self.os.pid_slot.remove(&p.pid);
+        self.forget_process(p.pid);
         self.acct.c.os.exit_entries += sw.entries;
         self.acct.c.os.exit_tables += sw.tables;
         self.acct.c.os.table_visits += sw.visits;

@@ -3,11 +3,11 @@
 //! ([`OsState`]: processes, areas, frames, tags) and the [`Accounting`] (counters,
 //! programs, privileges, attribution, warm-up, windows, curve profiling).
 //!
-//! One MMU for now: several CPUs (issue 41) will hold one per CPU over one OS.
+//! Several CPUs hold an MMU each over the one OS (`cpus.rs`).
 
 use super::*;
 
-/// The CPU's translation hardware.
+/// A CPU's translation hardware.
 pub(super) struct Mmu<O> {
     pub(super) tlb: Tlbs,
     pub(super) pwc: Pwc,
@@ -18,6 +18,24 @@ pub(super) struct Mmu<O> {
     pub(super) nested: Option<Box<crate::nested::Nested>>,
     /// The tag loaded for the running process (its ASID; 0 without ASIDs).
     pub(super) asid: u16,
+}
+
+impl<O> Mmu<O> {
+    /// The MMU `cfg` describes, with its walk caches and organization state.
+    pub(super) fn new(cfg: &MachineConfig, pwc: Pwc, org: O) -> Result<Self, ConfigError> {
+        Ok(Mmu {
+            tlb: Tlbs::new(&cfg.tlb)?,
+            pwc,
+            caches: Caches::new(&cfg.cache)?,
+            org,
+            nested: cfg
+                .nested
+                .as_ref()
+                .map(|n| crate::nested::Nested::new(n).map(Box::new))
+                .transpose()?,
+            asid: 0,
+        })
+    }
 }
 
 /// The OS model's state.
@@ -43,7 +61,7 @@ pub(super) struct OsState<P> {
     pub(super) leaf_shifts: Vec<u8>,
     /// Frames the idle task cleared, for the next demand faults (`os.idle_clear`).
     pub(super) precleared: Vec<u64>,
-    /// The CPU the stream's events run on (`Event::Cpu`; one TLB hierarchy for all).
+    /// The CPU the stream's events name (`Event::Cpu`; placed modulo `cpus`).
     pub(super) cpu: u32,
 }
 

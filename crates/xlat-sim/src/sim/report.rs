@@ -3,6 +3,9 @@
 
 use super::organization::Organization;
 use super::*;
+use crate::cache::CacheStats;
+use crate::pwc::PwcStats;
+use crate::tlb::{LevelStats, StructStats};
 
 impl<P: PageTable, O: Organization> Sim<P, O> {
     /// The report as of now (after a warm-up: since it ended).
@@ -26,7 +29,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
         refs.instructions += refs.fetch - refs.blocks;
         let total = refs.total.max(1) as f64;
         let mut tlb_levels = Vec::new();
-        for (li, pair) in self.mmu.tlb.level_stats().iter().enumerate() {
+        for (li, pair) in self.level_stats_all().iter().enumerate() {
             let n = if self.mmu.tlb.is_unified(li) { 1 } else { 2 };
             for st in pair.iter().take(n) {
                 let mut s = st.clone();
@@ -72,6 +75,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
             cyc.trap = cyc.trap.saturating_add(s.trap);
         }
         cyc.translation_fetch = c.side_cyc[0].sum();
+        cyc.walk_data = c.side_cyc[1].walk;
         cyc.derive(refs.total);
         let mut os = c.os.clone();
         os.processes_live = self.os.slots.iter().flatten().count() as u64;
@@ -84,20 +88,14 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
             machine: self.cfg.clone(),
             refs,
             tlb_levels,
-            tlb_structures: self
-                .mmu
-                .tlb
-                .structs
-                .iter()
-                .map(|s| s.stats.clone())
-                .collect(),
+            tlb_structures: self.struct_stats_all(),
             programs: self.program_stats(),
             privileges: self.privilege_stats(),
             fetch_miss_pages: self.fetch_miss_pages(),
             attribution: None,
             prefetch: Prefetch {
-                hits: self.mmu.tlb.prefetch_hits,
-                fills: self.mmu.tlb.prefetch_fills,
+                hits: self.all_mmus().map(|m| m.tlb.prefetch_hits).sum(),
+                fills: self.all_mmus().map(|m| m.tlb.prefetch_fills).sum(),
             },
             walks: Walks {
                 walks: c.walks,
@@ -111,11 +109,11 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
                         refs: *r,
                     })
                     .collect(),
-                pwc: self.mmu.pwc.stats.clone(),
-                pwc_misses: self.mmu.pwc.misses,
-                caches: self.mmu.caches.stats(),
-                memory_walk_refs: self.mmu.caches.memory_walk_refs(),
-                memory_data_refs: self.mmu.caches.memory_data_refs(),
+                pwc: self.pwc_stats_all(),
+                pwc_misses: self.all_mmus().map(|m| m.pwc.misses).sum(),
+                caches: self.cache_stats_all(),
+                memory_walk_refs: self.all_mmus().map(|m| m.caches.memory_walk_refs()).sum(),
+                memory_data_refs: self.all_mmus().map(|m| m.caches.memory_data_refs()).sum(),
                 traps: c.traps,
             },
             faults: c.faults.clone(),
@@ -157,6 +155,66 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
                 .recording
                 .then(|| self.acct.latency.report())
                 .flatten(),
+            cpus: self.cpus_report(),
         }
+    }
+
+    /// Each TLB level's statistics, summed over the CPUs.
+    fn level_stats_all(&self) -> Vec<[LevelStats; 2]> {
+        let mut all = self.mmu.tlb.level_stats();
+        for m in self.all_mmus().skip(1) {
+            for (sum, pair) in all.iter_mut().zip(m.tlb.level_stats()) {
+                for (a, b) in sum.iter_mut().zip(pair) {
+                    a.hits += b.hits;
+                    a.misses += b.misses;
+                }
+            }
+        }
+        all
+    }
+
+    /// Each TLB structure's statistics, summed over the CPUs.
+    fn struct_stats_all(&self) -> Vec<StructStats> {
+        let mut all: Vec<StructStats> = self
+            .mmu
+            .tlb
+            .structs
+            .iter()
+            .map(|s| s.stats.clone())
+            .collect();
+        for m in self.all_mmus().skip(1) {
+            for (a, s) in all.iter_mut().zip(&m.tlb.structs) {
+                let b = &s.stats;
+                a.hits += b.hits;
+                a.locked_hits += b.locked_hits;
+                a.fills += b.fills;
+                a.evictions += b.evictions;
+                a.invalidations += b.invalidations;
+            }
+        }
+        all
+    }
+
+    /// The page-walk caches' statistics, summed over the CPUs.
+    fn pwc_stats_all(&self) -> Vec<PwcStats> {
+        let mut all = self.mmu.pwc.stats.clone();
+        for m in self.all_mmus().skip(1) {
+            for (a, b) in all.iter_mut().zip(&m.pwc.stats) {
+                a.hits += b.hits;
+            }
+        }
+        all
+    }
+
+    /// The data caches' statistics, summed over the CPUs (each CPU has its own).
+    fn cache_stats_all(&self) -> Vec<CacheStats> {
+        let mut all = self.mmu.caches.stats();
+        for m in self.all_mmus().skip(1) {
+            for (a, b) in all.iter_mut().zip(m.caches.stats()) {
+                a.walk_hits += b.walk_hits;
+                a.data_hits += b.data_hits;
+            }
+        }
+        all
     }
 }

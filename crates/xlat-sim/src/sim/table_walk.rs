@@ -96,6 +96,20 @@ impl Organization for TableWalk {
                 sim.acct.c.flushes.all += 1;
                 sim.acct.c.flushes.entries_invalidated += n;
                 sat(&mut sim.acct.c.cyc.flush, sim.cfg.cost.flush_all_cycles);
+                // The ASIDs are global: every CPU flushes (ARM64 defers each other CPU's
+                // flush to its next switch; none of them runs before then here).
+                let (mut cpus, mut n) = (0u64, 0u64);
+                for m in sim.other_mmus() {
+                    n += m.tlb.flush_asid(None);
+                    m.pwc.flush(None);
+                    cpus += 1;
+                }
+                sim.acct.c.flushes.all += cpus;
+                sim.acct.c.flushes.entries_invalidated += n;
+                sat(
+                    &mut sim.acct.c.cyc.flush,
+                    cpus.saturating_mul(sim.cfg.cost.flush_all_cycles),
+                );
                 sim.acct.c.os.asid_rollovers += 1;
                 sim.os.asid_gen += 1;
                 sim.os.next_asid = 1;
