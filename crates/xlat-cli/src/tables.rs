@@ -409,6 +409,13 @@ pub fn cpus(r: &xlat_sim::Report) -> String {
         g.row([format!("  {i}"), n(p.refs), n(p.l1_misses), n(p.walks)]);
     }
     let mut s = g.render();
+    if c.broadcasts > 0 {
+        let _ = writeln!(
+            s,
+            "broadcasts    {} flushes invalidated every other CPU's TLB by hardware (no IPI)",
+            n(c.broadcasts)
+        );
+    }
     let _ = writeln!(
         s,
         "shootdowns    {} flushes interrupted {} other CPUs (IPIs); {} times a CPU holding \

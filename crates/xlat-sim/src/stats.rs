@@ -328,6 +328,10 @@ pub struct CpusReport {
     pub avoided: u64,
     /// Those returns: a switch to a process whose flushes moved on while away.
     pub lazy_flushes: u64,
+    /// Broadcast invalidations (`os.shootdown = "broadcast"`): flushes every other CPU's
+    /// TLB applied by hardware, no IPI.
+    #[serde(default)]
+    pub broadcasts: u64,
 }
 
 /// One CPU's share of the run.

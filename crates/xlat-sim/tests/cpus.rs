@@ -209,6 +209,16 @@ fn munmap_shoots_down_the_cpus_that_run_the_process_and_the_others_flush_lazily(
     assert_eq!(r.flushes.asid, 1);
     assert_eq!(r.os.context_switches, 2);
     assert_eq!(r.walks.walks, 5);
+    // Per program, the CPUs' counts add up: every reference, miss and walk is someone's.
+    let sum = |f: fn(&xlat_sim::stats::ProgramStats) -> u64| r.programs.iter().map(f).sum::<u64>();
+    assert_eq!(sum(|p| p.walks), 5);
+    assert_eq!(sum(|p| p.refs), r.refs.total);
+    let l1: u64 = c.per_cpu.iter().map(|p| p.l1_misses).sum();
+    assert_eq!(sum(|p| p.l1_misses), l1);
+    assert_eq!(
+        r.programs.iter().find(|p| p.pid == 2).map(|p| p.walks),
+        Some(1)
+    );
 
     // Without ASIDs, CPU 0's switch to process 2 flushed it: nothing is avoided or lazy.
     let untagged = cfg
@@ -222,6 +232,53 @@ fn munmap_shoots_down_the_cpus_that_run_the_process_and_the_others_flush_lazily(
     );
     assert_eq!(r.flushes.switch, 2);
     assert_eq!(r.walks.walks, 5);
+}
+
+/// ARM64's broadcast invalidation, hand-computed: the munmap on CPU 1 removes process 1's
+/// page X from both CPUs' TLBs by hardware (one flush counted, two entries lost), CPU 0's
+/// too although it runs process 2, whose own entry at X (another ASID) stays; no IPI, no
+/// laziness: CPU 0's return to process 1 flushes nothing, and walks for X.
+#[test]
+fn broadcast_invalidation_reaches_every_cpu_by_asid() {
+    const X: u64 = BASE;
+    let cfg = with_cpus(&machine("{ entries = 16, sizes = [\"4KiB\"] }", ""), 2)
+        .with_overrides([("os.shootdown", &toml::Value::String("broadcast".into()))])
+        .unwrap();
+    let ev = vec![
+        mmap(X, 4096),
+        tload(1, X), // CPU 0, process 1: walk 1
+        tload(2, X), // CPU 1, process 1: walk 2
+        Event::Spawn { child: Pid(2) },
+        sw(2),
+        tload(3, X), // CPU 0 switches to process 2 (its own X): walk 3
+        sw(1),
+        munmap(X, 4096), // on CPU 1 (thread 2 ran last there): broadcast
+        sw(2),
+        tload(3, X), // CPU 0: process 2's X is still cached
+        sw(1),
+        mmap(X, 4096),
+        tload(1, X), // CPU 0 switches back to process 1: walk 4
+    ];
+    let r = run(&cfg, &ev);
+    let c = r.cpus.as_ref().unwrap();
+    assert_eq!(
+        (
+            c.broadcasts,
+            c.shootdowns,
+            c.ipis,
+            c.avoided,
+            c.lazy_flushes
+        ),
+        (1, 0, 0, 0, 0)
+    );
+    assert_eq!((r.flushes.page, r.flushes.asid), (1, 0));
+    assert_eq!(r.flushes.entries_invalidated, 2);
+    assert_eq!(r.walks.walks, 4);
+    assert_eq!(r.os.context_switches, 2);
+    let priced = cfg
+        .with_overrides([("cost.broadcast_cycles", &toml::Value::Integer(300))])
+        .unwrap();
+    assert_eq!(run(&priced, &ev).cycles.flush, r.cycles.flush + 300);
 }
 
 /// A trace with CPU records runs each record where it says (modulo `cpus`): the process

@@ -577,6 +577,28 @@ pub struct OsConfig {
     /// Most pre-cleared pages kept (Linux 2.4.0 `zero_cache_water`: 96).
     #[serde(default = "zero_pool")]
     pub zero_pool: u64,
+    /// How the OS's flushes reach the other CPUs (`cpus > 1`).
+    #[serde(default, skip_serializing_if = "Shootdown::is_ipi")]
+    pub shootdown: Shootdown,
+}
+
+/// How a flush reaches the other CPUs' TLBs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Shootdown {
+    /// Linux x86: an IPI to each CPU that has the process loaded, which flushes its own
+    /// TLB; CPUs that left it flush its ASID when they return (`tlb_gen`).
+    #[default]
+    Ipi,
+    /// A broadcast invalidation (ARM64's `TLBI …IS`, PowerPC's `tlbie`): the hardware
+    /// removes the pages (or the ASID) from every CPU's TLB; no interrupt, no laziness.
+    Broadcast,
+}
+
+impl Shootdown {
+    fn is_ipi(&self) -> bool {
+        *self == Shootdown::Ipi
+    }
 }
 
 fn zero_pool() -> u64 {
@@ -608,6 +630,7 @@ impl Default for OsConfig {
             flush_ceiling: default_ceiling(),
             idle_clear: IdleClear::Off,
             zero_pool: zero_pool(),
+            shootdown: Shootdown::Ipi,
         }
     }
 }
@@ -656,6 +679,11 @@ pub struct CostConfig {
     /// target's own flush. 0: not modelled (not written when 0).
     #[serde(skip_serializing_if = "is_zero_u64")]
     pub ipi_cycles: u64,
+    /// Per broadcast invalidation (`os.shootdown = "broadcast"`): the issuing CPU's wait
+    /// for every CPU's acknowledgement (ARM64's `DSB ISH`; PowerPC's `tlbsync`). 0: not
+    /// modelled (not written when 0).
+    #[serde(skip_serializing_if = "is_zero_u64")]
+    pub broadcast_cycles: u64,
 }
 
 fn is_zero_u64(n: &u64) -> bool {
@@ -679,6 +707,7 @@ impl Default for CostConfig {
             switch_cycles: 0,
             process_cycles: 0,
             ipi_cycles: 0,
+            broadcast_cycles: 0,
         }
     }
 }

@@ -427,6 +427,7 @@ impl MachineConfig {
             ("cost.switch_cycles", self.cost.switch_cycles),
             ("cost.process_cycles", self.cost.process_cycles),
             ("cost.ipi_cycles", self.cost.ipi_cycles),
+            ("cost.broadcast_cycles", self.cost.broadcast_cycles),
         ] {
             at_most(f, v, MAX_CYCLES)?;
         }

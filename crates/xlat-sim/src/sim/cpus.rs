@@ -12,7 +12,8 @@
 //! never migrate. A switch in such a trace names the process that runs next; the CPU its
 //! thread runs on loads it then, if it has another loaded: a context switch there (counted
 //! and charged as one, an untagged TLB flushed). A CPU that still has the process loaded
-//! switches nothing.
+//! switches nothing. An event that acts on the process (munmap, fork, exec, …) runs on the
+//! CPU its thread last ran on (or any that has it loaded; else the running CPU switches).
 //!
 //! **Shootdowns** as Linux x86 does them (`flush_tlb_mm_range`, `switch_mm_irqs_off`,
 //! arch/x86/mm/tlb.c, 6.1): the OS model's flush for an operation on process P (munmap,
@@ -47,6 +48,8 @@ pub(super) struct Cpus<O> {
     tlb_gen: FxHashMap<u32, u64>,
     /// Thread → CPU (placement by thread).
     threads: FxHashMap<Tid, u32>,
+    /// Per process (pid): the CPU its last placed reference ran on.
+    last_cpu: FxHashMap<u32, usize>,
     /// The thread of the last reference placed.
     last_tid: Option<Tid>,
     /// A CPU record came: the trace places its records itself.
@@ -74,6 +77,7 @@ impl<O> Cpus<O> {
             seen: FxHashMap::from_iter([(Pid::INIT.0, 0)]),
             tlb_gen: FxHashMap::default(),
             threads: FxHashMap::default(),
+            last_cpu: FxHashMap::default(),
             last_tid: None,
             by_record: false,
             mark: (0, 0),
@@ -99,9 +103,22 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
             let tid = match ev {
                 Event::Access(a) => a.tid,
                 Event::Block(b) => b.tid,
-                // Other events run in order, each on its own: they may switch.
+                // Other events run in order, each on its own: they may switch. One that
+                // acts on the current process runs where it is loaded.
                 _ => {
-                    self.run_here(&events[from..=i])?;
+                    self.run_here(&events[from..i])?;
+                    if !matches!(
+                        ev,
+                        Event::Switch { .. }
+                            | Event::Cpu { .. }
+                            | Event::Idle { .. }
+                            | Event::Shootdown { .. }
+                            | Event::ThreadStart { .. }
+                            | Event::ThreadExit { .. }
+                    ) {
+                        self.load_current();
+                    }
+                    self.run_here(std::slice::from_ref(ev))?;
                     from = i + 1;
                     continue;
                 }
@@ -119,6 +136,9 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
                 .cur
                 .and_then(|s| self.os.slots[s].as_ref())
                 .map(|p| p.pid);
+            if let Some(pid) = pid {
+                c.last_cpu.insert(pid, cpu);
+            }
             if cpu != c.active || self.os.loaded_pid != pid {
                 self.run_here(&events[from..i])?;
                 from = i;
@@ -131,6 +151,36 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
             }
         }
         self.run_here(&events[from..])
+    }
+
+    /// Placement by thread: the current process is loaded on the running CPU before an
+    /// event that acts on it (munmap, fork, exec, …): the CPU its thread last ran on if it
+    /// still has it loaded, else any CPU that has, else the running CPU switches to it.
+    fn load_current(&mut self) {
+        let Some(cur) = self.os.cur else { return };
+        let Some(pid) = self.os.slots[cur].as_ref().map(|p| p.pid) else {
+            return;
+        };
+        let Some(c) = self.cpus.as_ref() else { return };
+        if c.by_record || self.os.loaded_pid == Some(pid) {
+            return;
+        }
+        let has = |k: usize| {
+            c.parked[k]
+                .as_ref()
+                .is_some_and(|p| p.loaded_pid == Some(pid))
+        };
+        let at = c
+            .last_cpu
+            .get(&pid)
+            .copied()
+            .filter(|&k| has(k))
+            .or_else(|| (0..c.n()).find(|&k| has(k)));
+        match at {
+            Some(k) => self.move_to(k),
+            None if self.os.loaded_pid.is_none() => self.start_in(cur),
+            None => self.switch_to(cur),
+        }
     }
 
     /// Whether references are placed by thread (several CPUs, no CPU records so far): a
@@ -241,7 +291,12 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
     /// After the running CPU flushed for an operation on the current process: the same
     /// flush (`again`) on every other CPU that has the process loaded (an IPI each); the
     /// process's `tlb_gen` moves on, so CPUs that left it flush its ASID when they return.
+    /// With `os.shootdown = "broadcast"`, every other CPU's TLB loses the same entries by
+    /// hardware ([`Sim::broadcast`]).
     pub(super) fn shoot_down(&mut self, mut again: impl FnMut(&mut Self)) {
+        if self.cfg.os.shootdown == crate::config::Shootdown::Broadcast {
+            return self.broadcast(again);
+        }
         let Some(pid) = self
             .os
             .cur
@@ -285,10 +340,38 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
         self.move_to(here);
     }
 
+    /// A broadcast invalidation (ARM64 `TLBI VAE1IS`/`ASIDE1IS` then `DSB ISH`, Linux
+    /// arm64 `__flush_tlb_range`, arch/arm64/include/asm/tlbflush.h): every other CPU's TLB
+    /// and walk cache lose what the running CPU's lost, whatever it runs; the flush is
+    /// counted and charged once (the running CPU issued it), the entries each CPU lost
+    /// are counted, and `cost.broadcast_cycles` is charged once per broadcast.
+    fn broadcast(&mut self, mut again: impl FnMut(&mut Self)) {
+        let Some(c) = self.cpus.as_mut() else { return };
+        let here = c.active;
+        let n = c.n();
+        c.report.broadcasts += 1;
+        sat(&mut self.acct.c.cyc.flush, self.cfg.cost.broadcast_cycles);
+        let (flushes, cycles) = (self.acct.c.flushes.clone(), self.acct.c.cyc.flush);
+        // The invalidation names the issuing process's ASID on every CPU.
+        let asid = self.mmu.asid;
+        for k in (0..n).filter(|&k| k != here) {
+            self.move_to(k);
+            let own = std::mem::replace(&mut self.mmu.asid, asid);
+            again(self);
+            self.mmu.asid = own;
+        }
+        self.move_to(here);
+        let lost = self.acct.c.flushes.entries_invalidated;
+        self.acct.c.flushes = flushes;
+        self.acct.c.flushes.entries_invalidated = lost;
+        self.acct.c.cyc.flush = cycles;
+    }
+
     /// A process ended: its flush generation is forgotten everywhere (its pid may be reused).
     pub(super) fn forget_process(&mut self, pid: u32) {
         let Some(c) = self.cpus.as_mut() else { return };
         c.tlb_gen.remove(&pid);
+        c.last_cpu.remove(&pid);
         c.seen.remove(&pid);
         for p in c.parked.iter_mut().flatten() {
             p.seen.remove(&pid);

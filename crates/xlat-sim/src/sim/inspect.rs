@@ -29,9 +29,12 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
         vas.into_iter().try_for_each(|va| O::check(self, va))
     }
 
-    /// First-level TLB misses so far, per side (0: fetches, 1: data).
+    /// First-level TLB misses so far, per side (0: fetches, 1: data), over every CPU.
     pub fn l1_misses(&self) -> [u64; 2] {
-        self.mmu.tlb.l1_misses_by_side()
+        self.all_mmus().fold([0, 0], |[f, d], m| {
+            let [mf, md] = m.tlb.l1_misses_by_side();
+            [f + mf, d + md]
+        })
     }
 
     /// Frames of global (kernel) pages: they stay allocated for the whole run.

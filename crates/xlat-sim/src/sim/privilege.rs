@@ -54,7 +54,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
             // As the report counts them: each block's instructions, one per fetch access.
             instructions: self.acct.c.refs.instructions + self.acct.c.by_kind[0]
                 - self.acct.c.refs.blocks,
-            l1_misses: self.mmu.tlb.l1_misses_by_side(),
+            l1_misses: self.l1_misses(),
             walks: self.acct.c.walks,
             walk_cycles: self.acct.c.walk_and_trap(),
             faults: f.demand + f.demand_huge + f.cow_copies + f.write_protect,

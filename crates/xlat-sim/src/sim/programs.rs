@@ -39,7 +39,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
     fn totals(&self) -> [u64; 3] {
         [
             self.acct.c.by_kind.iter().sum(),
-            self.mmu.tlb.l1_misses_total(),
+            self.all_mmus().map(|m| m.tlb.l1_misses_total()).sum(),
             self.acct.c.walks,
         ]
     }

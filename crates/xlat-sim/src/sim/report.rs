@@ -160,7 +160,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
     }
 
     /// Each TLB level's statistics, summed over the CPUs.
-    fn level_stats_all(&self) -> Vec<[LevelStats; 2]> {
+    pub(super) fn level_stats_all(&self) -> Vec<[LevelStats; 2]> {
         let mut all = self.mmu.tlb.level_stats();
         for m in self.all_mmus().skip(1) {
             for (sum, pair) in all.iter_mut().zip(m.tlb.level_stats()) {

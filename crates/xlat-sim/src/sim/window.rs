@@ -114,7 +114,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
         let refs: u64 = c.by_kind.iter().sum();
         let fetch = c.by_kind[AccessKind::Fetch as usize];
         let mut misses = Vec::new();
-        for (li, pair) in self.mmu.tlb.level_stats().iter().enumerate() {
+        for (li, pair) in self.level_stats_all().iter().enumerate() {
             if self.mmu.tlb.is_unified(li) {
                 misses.push(pair[0].misses + pair[1].misses);
             } else {
