@@ -193,7 +193,8 @@ pub struct Flushes {
     pub asid: u64,
     /// Global flushes (explicit, ASID rollover).
     pub all: u64,
-    /// Flushes caused by a context switch on an untagged TLB.
+    /// Flushes caused by a context switch: on an untagged TLB, or of a per-CPU ASID slot
+    /// taken over or stale (`os.asids = "per-cpu"`).
     pub switch: u64,
     /// TLB entries removed by all of the above.
     pub entries_invalidated: u64,

@@ -220,6 +220,21 @@ fn munmap_shoots_down_the_cpus_that_run_the_process_and_the_others_flush_lazily(
         Some(1)
     );
 
+    // With Linux x86's per-CPU slots the same: CPU 1's first process and CPU 0's switch
+    // to process 2 take new slots (two switch flushes, of nothing), and CPU 0's return to
+    // process 1 finds its slot stale (the third, counted lazy).
+    let slots = cfg
+        .with_overrides([("os.asids", &toml::Value::String("per-cpu".into()))])
+        .unwrap();
+    let s = run(&slots, &ev);
+    let c = s.cpus.as_ref().unwrap();
+    assert_eq!(
+        (c.shootdowns, c.ipis, c.avoided, c.lazy_flushes),
+        (0, 0, 1, 1)
+    );
+    assert_eq!((s.flushes.switch, s.flushes.asid), (3, 0));
+    assert_eq!(s.walks.walks, 5);
+
     // Without ASIDs, CPU 0's switch to process 2 flushed it: nothing is avoided or lazy.
     let untagged = cfg
         .with_overrides([("tlb.asid_bits", &toml::Value::Integer(0))])
@@ -232,6 +247,52 @@ fn munmap_shoots_down_the_cpus_that_run_the_process_and_the_others_flush_lazily(
     );
     assert_eq!(r.flushes.switch, 2);
     assert_eq!(r.walks.walks, 5);
+}
+
+/// Linux x86's per-CPU ASID slots, hand-computed on one CPU with 2 slots: processes 1, 2,
+/// 3 each load their own page A. Process 2 takes slot 1 (flushed, empty); process 1 is in
+/// slot 0 (no flush, a hit); process 3 takes slot 0 round-robin (process 1's entry
+/// flushed), then 1 takes slot 1 (2's flushed), then 2 takes slot 0 (3's flushed): four
+/// switch flushes, three entries, five walks. With global ASIDs: no flush, three walks.
+#[test]
+fn per_cpu_asid_slots_are_taken_round_robin() {
+    const A: u64 = BASE;
+    let global = machine("{ entries = 16, sizes = [\"4KiB\"] }", "");
+    let cfg = global
+        .with_overrides([
+            ("os.asids", &toml::Value::String("per-cpu".into())),
+            ("os.asid_slots", &toml::Value::Integer(2)),
+        ])
+        .unwrap();
+    let ev = vec![
+        mmap(A, 4096),
+        load(A), // process 1, slot 0: walk 1
+        Event::Spawn { child: Pid(2) },
+        sw(2),
+        load(A), // slot 1: walk 2
+        sw(1),
+        load(A), // slot 0 still: a hit
+        Event::Spawn { child: Pid(3) },
+        sw(3),
+        load(A), // slot 0 taken over: walk 3
+        sw(1),
+        load(A), // slot 1 taken over: walk 4
+        sw(2),
+        load(A), // slot 0 taken over: walk 5
+    ];
+    let r = run(&cfg, &ev);
+    assert_eq!(r.flushes.switch, 4);
+    assert_eq!(r.flushes.entries_invalidated, 3);
+    assert_eq!(r.walks.walks, 5);
+    assert_eq!(r.os.context_switches, 5);
+    let g = run(&global, &ev);
+    assert_eq!((g.flushes.switch, g.walks.walks), (0, 3));
+    // No slot at all is refused.
+    let bad = global.with_overrides([
+        ("os.asids", &toml::Value::String("per-cpu".into())),
+        ("os.asid_slots", &toml::Value::Integer(0)),
+    ]);
+    assert!(bad.is_err());
 }
 
 /// ARM64's broadcast invalidation, hand-computed: the munmap on CPU 1 removes process 1's

@@ -580,6 +580,41 @@ pub struct OsConfig {
     /// How the OS's flushes reach the other CPUs (`cpus > 1`).
     #[serde(default, skip_serializing_if = "Shootdown::is_ipi")]
     pub shootdown: Shootdown,
+    /// How processes get ASIDs (with `tlb.asid_bits > 0`).
+    #[serde(default, skip_serializing_if = "Asids::is_global")]
+    pub asids: Asids,
+    /// ASID slots per CPU with `asids = "per-cpu"` (Linux x86 `TLB_NR_DYN_ASIDS`: 6).
+    #[serde(default = "asid_slots", skip_serializing_if = "is_six")]
+    pub asid_slots: u32,
+}
+
+fn asid_slots() -> u32 {
+    6
+}
+
+fn is_six(n: &u32) -> bool {
+    *n == 6
+}
+
+/// How processes get ASIDs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Asids {
+    /// One numbering for all CPUs: each process keeps its ASID until they run out, then a
+    /// new generation starts and every TLB is flushed (Linux ARM/arm64 `new_context`).
+    #[default]
+    Global,
+    /// Linux x86 (`choose_new_asid`, arch/x86/mm/tlb.c): each CPU keeps `os.asid_slots`
+    /// recently run processes; a process not among them takes the next slot round-robin
+    /// and that slot's ASID is flushed; one among them reuses its slot, flushed only if
+    /// the process's flushes moved on since (`tlb_gen`).
+    PerCpu,
+}
+
+impl Asids {
+    fn is_global(&self) -> bool {
+        *self == Asids::Global
+    }
 }
 
 /// How a flush reaches the other CPUs' TLBs.
@@ -631,6 +666,8 @@ impl Default for OsConfig {
             idle_clear: IdleClear::Off,
             zero_pool: zero_pool(),
             shootdown: Shootdown::Ipi,
+            asids: Asids::Global,
+            asid_slots: asid_slots(),
         }
     }
 }

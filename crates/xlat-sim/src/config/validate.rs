@@ -135,6 +135,28 @@ impl MachineConfig {
                 format!("{}: allowed 1..={MAX_CPUS}", self.cpus),
             ));
         }
+        if self.os.asids == Asids::PerCpu {
+            let max = (1u64 << self.tlb.asid_bits.min(16)) - 1;
+            if self.tlb.asid_bits == 0
+                || !(1..=max.min(4096)).contains(&u64::from(self.os.asid_slots))
+            {
+                return Err(invalid(
+                    "os.asid_slots",
+                    format!(
+                        "{}: per-CPU ASIDs need tlb.asid_bits > 0 and 1..={} slots (each \
+                         slot is an ASID 1..=slots)",
+                        self.os.asid_slots,
+                        max.min(4096)
+                    ),
+                ));
+            }
+            if self.page_table.hash().is_some() {
+                return Err(invalid(
+                    "os.asids",
+                    "per-cpu: a hashed machine tags its TLB with VSIDs, not ASIDs",
+                ));
+            }
+        }
         if self.cpus > 1 && (self.page_table.hash().is_some() || self.nested.is_some()) {
             return Err(invalid(
                 "cpus",

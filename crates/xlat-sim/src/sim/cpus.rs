@@ -34,6 +34,7 @@ pub(super) struct Parked<O> {
     mmu: Mmu<O>,
     loaded_pid: Option<u32>,
     seen: FxHashMap<u32, u64>,
+    asid_slots: Option<super::asid_slots::AsidSlots>,
 }
 
 /// The CPUs besides the running one, placement and the shootdown counts.
@@ -60,7 +61,10 @@ pub(super) struct Cpus<O> {
 }
 
 impl<O> Cpus<O> {
-    pub(super) fn new(others: Vec<Mmu<O>>) -> Self {
+    pub(super) fn new(
+        others: Vec<Mmu<O>>,
+        asid_slots: Option<&super::asid_slots::AsidSlots>,
+    ) -> Self {
         let n = others.len() + 1;
         let mut parked: Vec<Option<Parked<O>>> = vec![None];
         parked.extend(others.into_iter().map(|mmu| {
@@ -68,6 +72,7 @@ impl<O> Cpus<O> {
                 mmu,
                 loaded_pid: None,
                 seen: FxHashMap::default(),
+                asid_slots: asid_slots.map(|s| s.fresh()),
             })
         }));
         Cpus {
@@ -256,6 +261,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
         std::mem::swap(&mut self.mmu, &mut next.mmu);
         std::mem::swap(&mut self.os.loaded_pid, &mut next.loaded_pid);
         std::mem::swap(&mut c.seen, &mut next.seen);
+        std::mem::swap(&mut self.os.asid_slots, &mut next.asid_slots);
         c.parked[a] = Some(next);
         c.active = k;
     }
@@ -282,9 +288,26 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
         let Some(c) = self.cpus.as_mut() else { return };
         let gen = c.tlb_gen.get(&pid).copied().unwrap_or(0);
         let stale = c.seen.insert(pid, gen).is_some_and(|g| g < gen);
-        if stale && self.cfg.tlb.asid_bits != 0 {
+        // Per-CPU ASID slots flushed a stale slot themselves (`assign_slot`).
+        if stale && self.cfg.tlb.asid_bits != 0 && self.os.asid_slots.is_none() {
             c.report.lazy_flushes += 1;
             self.flush_space();
+        }
+    }
+
+    /// Process `pid`'s flush generation (Linux's `mm->context.tlb_gen`): 0 with one CPU,
+    /// where every flush of a process happens where it runs.
+    pub(super) fn mm_gen(&self, pid: u32) -> u64 {
+        self.cpus
+            .as_ref()
+            .and_then(|c| c.tlb_gen.get(&pid).copied())
+            .unwrap_or(0)
+    }
+
+    /// A switch to a process whose flushes moved on while it was away flushed its ASID.
+    pub(super) fn count_lazy_flush(&mut self) {
+        if let Some(c) = self.cpus.as_mut() {
+            c.report.lazy_flushes += 1;
         }
     }
 
@@ -311,13 +334,20 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
         *gen += 1;
         let gen = *gen;
         c.seen.insert(pid, gen);
+        if let Some(s) = self.os.asid_slots.as_mut() {
+            s.sync(pid, gen);
+        }
         let here = c.active;
         let mut targets = Vec::new();
         for (k, p) in c.parked.iter().enumerate() {
             let Some(p) = p else { continue };
+            let holds = match &p.asid_slots {
+                Some(s) => s.holds(pid),
+                None => p.seen.contains_key(&pid),
+            };
             if p.loaded_pid == Some(pid) {
                 targets.push(k);
-            } else if tagged && p.seen.contains_key(&pid) {
+            } else if tagged && holds {
                 c.report.avoided += 1;
             }
         }
@@ -336,6 +366,9 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
                 .expect("several CPUs")
                 .seen
                 .insert(pid, gen);
+            if let Some(s) = self.os.asid_slots.as_mut() {
+                s.sync(pid, gen);
+            }
         }
         self.move_to(here);
     }
@@ -367,14 +400,21 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
         self.acct.c.cyc.flush = cycles;
     }
 
-    /// A process ended: its flush generation is forgotten everywhere (its pid may be reused).
+    /// A process ended: its flush generation and ASID slots are forgotten everywhere (its
+    /// pid may be reused).
     pub(super) fn forget_process(&mut self, pid: u32) {
+        if let Some(s) = self.os.asid_slots.as_mut() {
+            s.forget(pid);
+        }
         let Some(c) = self.cpus.as_mut() else { return };
         c.tlb_gen.remove(&pid);
         c.last_cpu.remove(&pid);
         c.seen.remove(&pid);
         for p in c.parked.iter_mut().flatten() {
             p.seen.remove(&pid);
+            if let Some(s) = p.asid_slots.as_mut() {
+                s.forget(pid);
+            }
         }
     }
 

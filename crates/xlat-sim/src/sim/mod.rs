@@ -27,6 +27,7 @@
 //!   placed by their CPU records or by thread, and the OS's flushes shoot down the other
 //!   CPUs that run the process, as Linux x86 does.
 
+mod asid_slots;
 mod attribution;
 mod cpus;
 mod faults;

@@ -106,6 +106,9 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
                 thp_shift,
                 leaf_shifts: shifts.clone(),
                 precleared: Vec::new(),
+                asid_slots: (cfg.os.asids == crate::config::Asids::PerCpu).then(|| {
+                    super::asid_slots::AsidSlots::new(cfg.os.asid_slots).started_in(Pid::INIT.0)
+                }),
                 cpu: 0,
             },
             acct: Accounting::default(),
@@ -125,7 +128,10 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
                 let org = O::new(cfg, &mut sim.os.mem)?;
                 others.push(Mmu::new(cfg, pwc, org)?);
             }
-            sim.cpus = Some(Box::new(super::cpus::Cpus::new(others)));
+            sim.cpus = Some(Box::new(super::cpus::Cpus::new(
+                others,
+                sim.os.asid_slots.as_ref(),
+            )));
         }
         sim.os.pid_slot.insert(Pid::INIT.0, 0);
         sim.program_starts(Pid::INIT.0, 0);

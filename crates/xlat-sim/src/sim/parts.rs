@@ -61,6 +61,8 @@ pub(super) struct OsState<P> {
     pub(super) leaf_shifts: Vec<u8>,
     /// Frames the idle task cleared, for the next demand faults (`os.idle_clear`).
     pub(super) precleared: Vec<u64>,
+    /// The running CPU's ASID slots (`os.asids = "per-cpu"`; `None`: global ASIDs).
+    pub(super) asid_slots: Option<super::asid_slots::AsidSlots>,
     /// The CPU the stream's events name (`Event::Cpu`; placed modulo `cpus`).
     pub(super) cpu: u32,
 }

@@ -80,6 +80,9 @@ impl Organization for TableWalk {
     }
 
     fn assign<P: PageTable>(sim: &mut Sim<P, Self>, slot: usize) {
+        if sim.os.asid_slots.is_some() {
+            return sim.assign_slot(slot);
+        }
         if sim.cfg.tlb.asid_bits == 0 {
             sim.mmu.asid = 0;
             return;
