@@ -412,8 +412,10 @@ pub fn cpus(r: &xlat_sim::Report) -> String {
     if c.broadcasts > 0 {
         let _ = writeln!(
             s,
-            "broadcasts    {} flushes invalidated every other CPU's TLB by hardware (no IPI)",
-            n(c.broadcasts)
+            "broadcasts    {} flushes invalidated every other CPU's TLB by hardware (no IPI): \
+             {} single-page invalidations (tlbie on PowerPC)",
+            n(c.broadcasts),
+            n(c.broadcast_pages)
         );
     }
     let _ = writeln!(

@@ -333,6 +333,10 @@ pub struct CpusReport {
     /// TLB applied by hardware, no IPI.
     #[serde(default)]
     pub broadcasts: u64,
+    /// Their single-page invalidations (PowerPC: each a `tlbie`, serialized system-wide by
+    /// Linux ppc64's global `native_tlbie_lock`).
+    #[serde(default)]
+    pub broadcast_pages: u64,
 }
 
 /// One CPU's share of the run.

@@ -157,13 +157,13 @@ impl MachineConfig {
                 ));
             }
         }
-        if self.cpus > 1 && (self.page_table.hash().is_some() || self.nested.is_some()) {
+        if self.cpus > 1 && self.nested.is_some() {
             return Err(invalid(
                 "cpus",
                 format!(
-                    "{}: more than one CPU is modelled for radix and clustered page tables \
-                     only so far: a hashed machine's HTAB and a guest's host dimension are \
-                     shared by every CPU, which the simulator does not split yet (issue 41)",
+                    "{}: more than one CPU is not modelled for a guest yet: its host \
+                     dimension (host tables, nested TLB) is shared by every CPU, which the \
+                     simulator does not split yet (issue 41)",
                     self.cpus
                 ),
             ));

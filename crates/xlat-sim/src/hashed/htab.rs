@@ -128,6 +128,17 @@ fn eq_mask(tags: &[u64; SLOTS], want: u64) -> u32 {
 }
 
 impl Htab {
+    /// The same geometry with no slots: a placeholder where the HTAB is not kept (another
+    /// CPU's copy of the MMU state; the HTAB is shared).
+    pub fn hollow(&self) -> Htab {
+        Htab {
+            tags: Vec::new(),
+            rest: Vec::new(),
+            victim: self.victim.clone(),
+            ..*self
+        }
+    }
+
     /// A table of `ptegs` groups (a power of two) at physical address `base` (aligned to
     /// its size); `pte_bytes` is 8 (32-bit) or 16 (64-bit).
     pub fn new(base: u64, ptegs: u64, pte_bytes: u64, victim: Victim) -> Self {

@@ -183,6 +183,31 @@ pub struct HashMmu {
 }
 
 impl HashMmu {
+    /// Another CPU's copy: its own segment registers, SLB and loaded context (as this one
+    /// has them now); the HTAB and the contexts stay with the running CPU's copy, so this
+    /// one's are left empty.
+    pub fn for_cpu(&self) -> Self {
+        HashMmu {
+            htab: self.htab.hollow(),
+            live: Vec::new(),
+            per_ctx: Vec::new(),
+            reads: Vec::new(),
+            bats: self.bats.clone(),
+            linear: self.linear.clone(),
+            stats: HashStats::default(),
+            slb: self.slb.clone(),
+            ..*self
+        }
+    }
+
+    /// Exchanges the per-CPU state (segment registers, SLB, loaded context) of two CPUs'
+    /// copies.
+    pub fn swap_cpu(&mut self, other: &mut Self) {
+        std::mem::swap(&mut self.sr, &mut other.sr);
+        std::mem::swap(&mut self.slb, &mut other.slb);
+        std::mem::swap(&mut self.ctx, &mut other.ctx);
+    }
+
     /// The hashed MMU of `cfg` (which must be a hashed machine), its HTAB allocated in
     /// `mem`'s page-table pool, the `linear` regions' 16 MiB PTEs bolted into it.
     pub fn new(

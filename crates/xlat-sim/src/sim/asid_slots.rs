@@ -91,8 +91,8 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
         let asid = i as u16 + 1;
         self.mmu.asid = asid;
         if flush {
-            let n = self.mmu.tlb.flush_asid(Some(asid));
-            self.mmu.pwc.flush(Some(asid));
+            let n = self.mmu.inval_asid(Some(asid));
+            self.mmu.pwc_flush(Some(asid));
             self.acct.c.flushes.switch += 1;
             self.acct.c.flushes.entries_invalidated += n;
             sat(&mut self.acct.c.cyc.flush, self.cfg.cost.flush_all_cycles);

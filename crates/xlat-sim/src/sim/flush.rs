@@ -35,6 +35,9 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
     /// of the whole context cannot find them there, so their marked HTAB entries are
     /// searched for one by one: Linux keeps `_PAGE_HASHPTE` in a cleared PTE for this).
     pub(super) fn flush_leaves(&mut self, leaves: &[(u64, u8, u8)], pages: u64, removed: bool) {
+        if self.broadcasts() {
+            return self.broadcast(|s| s.flush_leaves_here(leaves, pages, removed));
+        }
         self.flush_leaves_here(leaves, pages, removed);
         if self.cpus.is_some() && pages > 0 {
             self.shoot_down(|s| s.flush_leaves_here(leaves, pages, removed));
@@ -70,6 +73,9 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
         pages: u64,
         removed: bool,
     ) {
+        if self.broadcasts() {
+            return self.broadcast(|s| s.flush_op_here(range, leaves, pages, removed));
+        }
         self.flush_op_here(range, leaves, pages, removed);
         let flushed = pages > 0 || O::flushes_whole_ranges(self);
         if self.cpus.is_some() && flushed {

@@ -354,6 +354,16 @@ impl Organization for HashMmu {
         pt.hash().is_some()
     }
 
+    /// Segment registers, SLB and loaded context are per CPU; the HTAB and the contexts
+    /// are the machine's (they stay with the running CPU's copy).
+    fn for_cpu(&self) -> Self {
+        HashMmu::for_cpu(self)
+    }
+
+    fn swap_cpu(running: &mut Self, other: &mut Self) {
+        running.swap_cpu(other);
+    }
+
     /// The HTAB first: the page-table pool's first block, aligned to its size.
     fn new(cfg: &MachineConfig, mem: &mut PhysMem) -> Result<Self, ConfigError> {
         let h = cfg.page_table.hash().ok_or_else(|| ConfigError::Invalid {
@@ -391,7 +401,7 @@ impl Organization for HashMmu {
     fn flush_blocks<P: PageTable>(sim: &mut Sim<P, Self>, s: u64, e: u64) {
         let mut n = 0;
         for (b, k) in flush::tile(s, e, SEGMENT_SHIFT) {
-            n += sim.mmu.tlb.flush_page(sim.os_va(b), k, 0);
+            n += sim.mmu.inval_page(sim.os_va(b), k, 0);
         }
         sim.acct.c.flushes.entries_invalidated += n;
         sim.flush_range_hashed(s, e);

@@ -17,7 +17,7 @@ impl<P: PageTable> Sim<P, HashMmu> {
     pub(super) fn flush_page_hashed(&mut self, ea: u64, flags: Option<u8>) {
         let base = ea & !((1 << PAGE_SHIFT) - 1);
         let va = self.os_va(base);
-        let n = self.mmu.tlb.flush_page(va, PAGE_SHIFT, 0);
+        let n = self.mmu.inval_page(va, PAGE_SHIFT, 0);
         self.acct.c.flushes.page += 1;
         self.acct.c.flushes.entries_invalidated += n;
         sat(&mut self.acct.c.cyc.flush, self.cfg.cost.flush_page_cycles);
@@ -71,6 +71,7 @@ impl<P: PageTable> Sim<P, HashMmu> {
                     h.retire(old);
                 }
                 self.assign_context(cur);
+                self.reload_elsewhere(cur);
             }
             ContextFlush::Eager => {
                 h.stats.eager_flushes += 1;
@@ -93,12 +94,12 @@ impl<P: PageTable> Sim<P, HashMmu> {
     /// does without a hash table (`_tlbia`).
     pub(super) fn flush_hashed_pages(&mut self, hashed: &[u64]) {
         for &va in hashed {
-            let n = self.mmu.tlb.flush_page(self.os_va(va), PAGE_SHIFT, 0);
+            let n = self.mmu.inval_page(self.os_va(va), PAGE_SHIFT, 0);
             self.acct.c.flushes.entries_invalidated += n;
             self.flush_hash(va);
         }
         if self.cfg.walker.handler == Some(Handler::Tree) {
-            let n = self.mmu.tlb.flush_asid(None);
+            let n = self.mmu.inval_asid(None);
             self.acct.c.flushes.all += 1;
             self.acct.c.flushes.entries_invalidated += n;
         }
@@ -152,7 +153,7 @@ impl<P: PageTable> Sim<P, HashMmu> {
             .caches
             .access_run(first, n, h.htab.pte_bytes(), &mut prev);
         sat(&mut self.acct.c.cyc.flush, c);
-        let n = self.mmu.tlb.flush_asid(None);
+        let n = self.mmu.inval_asid(None);
         self.acct.c.flushes.all += 1;
         self.acct.c.flushes.entries_invalidated += n;
         sat(&mut self.acct.c.cyc.flush, self.cfg.cost.flush_all_cycles);

@@ -125,7 +125,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
             let mut others = Vec::new();
             for _ in 1..cfg.cpus {
                 let pwc = Pwc::new(&cfg.walker.pwc, &sim.os.slots[0].as_ref().expect("init").pt)?;
-                let org = O::new(cfg, &mut sim.os.mem)?;
+                let org = sim.mmu.org.for_cpu();
                 others.push(Mmu::new(cfg, pwc, org)?);
             }
             sim.cpus = Some(Box::new(super::cpus::Cpus::new(

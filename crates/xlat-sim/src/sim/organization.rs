@@ -26,6 +26,13 @@ pub trait Organization: Sized {
     /// pool's first block).
     fn new(cfg: &MachineConfig, mem: &mut PhysMem) -> Result<Self, ConfigError>;
 
+    /// Another CPU's state (`cpus > 1`): its own per-CPU part as this one's is now; what
+    /// the CPUs share stays with the running CPU's (see [`Organization::swap_cpu`]).
+    fn for_cpu(&self) -> Self;
+
+    /// Exchanges the per-CPU parts of the running CPU's state (`running`) and another's.
+    fn swap_cpu(running: &mut Self, other: &mut Self);
+
     /// Translates the page containing `va` for the current process: TLB lookups, the
     /// reload on a miss in every level, faults; returns the log2 size of what served it.
     fn translate<const V3: bool, P: PageTable>(
@@ -56,8 +63,8 @@ pub trait Organization: Sized {
     /// Invalidates every TLB and page-walk-cache entry, global ones included (a trace's
     /// `Flush(All)`; the same on every organization: a hashed MMU's HTAB stays).
     fn flush_all<P: PageTable>(sim: &mut Sim<P, Self>) {
-        let n = sim.mmu.tlb.flush_all();
-        sim.mmu.pwc.flush(None);
+        let n = sim.mmu.inval_all();
+        sim.mmu.pwc_flush(None);
         sim.acct.c.flushes.all += 1;
         sim.acct.c.flushes.entries_invalidated += n;
         sat(&mut sim.acct.c.cyc.flush, sim.cfg.cost.flush_all_cycles);

@@ -18,6 +18,17 @@ pub(super) struct Mmu<O> {
     pub(super) nested: Option<Box<crate::nested::Nested>>,
     /// The tag loaded for the running process (its ASID; 0 without ASIDs).
     pub(super) asid: u16,
+    /// The invalidations made while recording (a broadcast's, replayed on every CPU).
+    pub(super) log: Option<Vec<Inval>>,
+}
+
+/// One invalidation of a CPU's TLBs or walk caches, as the hardware broadcasts it.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Inval {
+    Page { base: u64, shift: u32, asid: u16 },
+    Asid(Option<u16>),
+    All,
+    Pwc(Option<u16>),
 }
 
 impl<O> Mmu<O> {
@@ -34,7 +45,52 @@ impl<O> Mmu<O> {
                 .map(|n| crate::nested::Nested::new(n).map(Box::new))
                 .transpose()?,
             asid: 0,
+            log: None,
         })
+    }
+
+    /// The TLBs' entries of page `[base, base + 2^shift)` for `asid`, and global ones.
+    pub(super) fn inval_page(&mut self, base: u64, shift: u32, asid: u16) -> u64 {
+        self.record(Inval::Page { base, shift, asid });
+        self.tlb.flush_page(base, shift, asid)
+    }
+
+    /// Every non-global TLB entry of `asid` (of every ASID if `None`).
+    pub(super) fn inval_asid(&mut self, asid: Option<u16>) -> u64 {
+        self.record(Inval::Asid(asid));
+        self.tlb.flush_asid(asid)
+    }
+
+    /// Every TLB entry but locked ones.
+    pub(super) fn inval_all(&mut self) -> u64 {
+        self.record(Inval::All);
+        self.tlb.flush_all()
+    }
+
+    /// Every walk-cache entry of `asid` (all if `None`).
+    pub(super) fn pwc_flush(&mut self, asid: Option<u16>) {
+        self.record(Inval::Pwc(asid));
+        self.pwc.flush(asid);
+    }
+
+    fn record(&mut self, i: Inval) {
+        if let Some(l) = self.log.as_mut() {
+            l.push(i);
+        }
+    }
+
+    /// Applies `log` (another CPU's invalidations) here; returns TLB entries removed.
+    pub(super) fn replay(&mut self, log: &[Inval]) -> u64 {
+        let mut n = 0;
+        for &i in log {
+            match i {
+                Inval::Page { base, shift, asid } => n += self.tlb.flush_page(base, shift, asid),
+                Inval::Asid(a) => n += self.tlb.flush_asid(a),
+                Inval::All => n += self.tlb.flush_all(),
+                Inval::Pwc(a) => self.pwc.flush(a),
+            }
+        }
+        n
     }
 }
 

@@ -17,6 +17,12 @@ impl Organization for TableWalk {
         pt.hash().is_none()
     }
 
+    fn for_cpu(&self) -> Self {
+        TableWalk
+    }
+
+    fn swap_cpu(_: &mut Self, _: &mut Self) {}
+
     fn new(_: &MachineConfig, _: &mut PhysMem) -> Result<Self, ConfigError> {
         Ok(TableWalk)
     }
@@ -43,8 +49,8 @@ impl Organization for TableWalk {
     /// The page's TLB entries of the current ASID (and global ones), and every
     /// page-walk-cache entry of the ASID (the x86 INVLPG rule).
     fn flush_page<P: PageTable>(sim: &mut Sim<P, Self>, base: u64, shift: u32, _: Option<u8>) {
-        let n = sim.mmu.tlb.flush_page(base, shift, sim.mmu.asid);
-        sim.mmu.pwc.flush(Some(sim.mmu.asid));
+        let n = sim.mmu.inval_page(base, shift, sim.mmu.asid);
+        sim.mmu.pwc_flush(Some(sim.mmu.asid));
         sim.acct.c.flushes.page += 1;
         sim.acct.c.flushes.entries_invalidated += n;
         sat(&mut sim.acct.c.cyc.flush, sim.cfg.cost.flush_page_cycles);
@@ -53,9 +59,9 @@ impl Organization for TableWalk {
     fn flush_blocks<P: PageTable>(sim: &mut Sim<P, Self>, s: u64, e: u64) {
         let mut n = 0;
         for (b, k) in flush::tile(s, e, 63) {
-            n += sim.mmu.tlb.flush_page(b, k, sim.mmu.asid);
+            n += sim.mmu.inval_page(b, k, sim.mmu.asid);
         }
-        sim.mmu.pwc.flush(Some(sim.mmu.asid));
+        sim.mmu.pwc_flush(Some(sim.mmu.asid));
         sim.acct.c.flushes.entries_invalidated += n;
     }
 
@@ -66,8 +72,8 @@ impl Organization for TableWalk {
         } else {
             Some(sim.mmu.asid)
         };
-        let n = sim.mmu.tlb.flush_asid(tag);
-        sim.mmu.pwc.flush(tag);
+        let n = sim.mmu.inval_asid(tag);
+        sim.mmu.pwc_flush(tag);
         sim.acct.c.flushes.asid += 1;
         sim.acct.c.flushes.entries_invalidated += n;
         sat(&mut sim.acct.c.cyc.flush, sim.cfg.cost.flush_all_cycles);
@@ -94,8 +100,8 @@ impl Organization for TableWalk {
             .is_some_and(|p| p.asid_gen != gen);
         if needs {
             if sim.os.next_asid > max {
-                let n = sim.mmu.tlb.flush_asid(None);
-                sim.mmu.pwc.flush(None);
+                let n = sim.mmu.inval_asid(None);
+                sim.mmu.pwc_flush(None);
                 sim.acct.c.flushes.all += 1;
                 sim.acct.c.flushes.entries_invalidated += n;
                 sat(&mut sim.acct.c.cyc.flush, sim.cfg.cost.flush_all_cycles);
@@ -130,8 +136,8 @@ impl Organization for TableWalk {
         if sim.cfg.tlb.asid_bits != 0 {
             return;
         }
-        let n = sim.mmu.tlb.flush_asid(None);
-        sim.mmu.pwc.flush(None);
+        let n = sim.mmu.inval_asid(None);
+        sim.mmu.pwc_flush(None);
         sim.acct.c.flushes.switch += 1;
         sim.acct.c.flushes.entries_invalidated += n;
         sat(&mut sim.acct.c.cyc.flush, sim.cfg.cost.flush_all_cycles);
