@@ -22,6 +22,8 @@
 //! another mm), which does the same flush. A CPU that left P keeps P's entries under P's
 //! ASID: it is not interrupted (counted as avoided) and flushes P's ASID when it next
 //! switches to P, because P's `tlb_gen` moved on. Without ASIDs a switch flushes anyway.
+//! A user-mode trace does not say when a thread blocks: its CPU keeps the process loaded
+//! and is interrupted (Linux skips such lazy-TLB CPUs unless page tables are freed).
 //! Explicit flushes in a trace (`Event::Flush`: a recorded kernel's own) are the running
 //! CPU's only: a system trace records each CPU's flushes on that CPU.
 
