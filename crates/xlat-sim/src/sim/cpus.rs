@@ -326,12 +326,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
     /// process's `tlb_gen` moves on, so CPUs that left it flush its ASID when they return.
     /// (Broadcasting machines go through [`Sim::broadcast`] instead.)
     pub(super) fn shoot_down(&mut self, mut again: impl FnMut(&mut Self)) {
-        let Some(pid) = self
-            .os
-            .cur
-            .and_then(|c| self.os.slots[c].as_ref())
-            .map(|p| p.pid)
-        else {
+        let Some(pid) = self.current_pid() else {
             return;
         };
         let tagged = self.cfg.tlb.asid_bits != 0;
@@ -357,24 +352,29 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
                 c.report.avoided += 1;
             }
         }
+        self.interrupt(here, &targets, |s| {
+            again(s);
+            s.cpus.as_mut().expect("several CPUs").seen.insert(pid, gen);
+            if let Some(slots) = s.os.asid_slots.as_mut() {
+                slots.sync(pid, gen);
+            }
+        });
+    }
+
+    /// IPIs to the CPUs `targets` (none: nothing): counted as one shootdown, charged
+    /// `cost.ipi_cycles` each; `each` runs on every target, then CPU `here` runs again.
+    fn interrupt(&mut self, here: usize, targets: &[usize], mut each: impl FnMut(&mut Self)) {
         if targets.is_empty() {
             return;
         }
+        let c = self.cpus.as_mut().expect("several CPUs");
         c.report.shootdowns += 1;
         c.report.ipis += targets.len() as u64;
         let ipis = (targets.len() as u64).saturating_mul(self.cfg.cost.ipi_cycles);
         sat(&mut self.acct.c.cyc.flush, ipis);
-        for k in targets {
+        for &k in targets {
             self.move_to(k);
-            again(self);
-            self.cpus
-                .as_mut()
-                .expect("several CPUs")
-                .seen
-                .insert(pid, gen);
-            if let Some(s) = self.os.asid_slots.as_mut() {
-                s.sync(pid, gen);
-            }
+            each(self);
         }
         self.move_to(here);
     }
@@ -396,18 +396,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
                     .is_some_and(|p| p.loaded_pid == Some(pid))
             })
             .collect();
-        if targets.is_empty() {
-            return;
-        }
-        c.report.shootdowns += 1;
-        c.report.ipis += targets.len() as u64;
-        let ipis = (targets.len() as u64).saturating_mul(self.cfg.cost.ipi_cycles);
-        sat(&mut self.acct.c.cyc.flush, ipis);
-        for k in targets {
-            self.move_to(k);
-            O::assign(self, slot);
-        }
-        self.move_to(here);
+        self.interrupt(here, &targets, |s| O::assign(s, slot));
     }
 
     /// Whether OS flushes reach the other CPUs by broadcast: `os.shootdown = "broadcast"`,

@@ -36,6 +36,14 @@ impl Programs {
 }
 
 impl<P: PageTable, O: Organization> Sim<P, O> {
+    /// The running process's pid.
+    pub(super) fn current_pid(&self) -> Option<u32> {
+        self.os
+            .cur
+            .and_then(|c| self.os.slots[c].as_ref())
+            .map(|p| p.pid)
+    }
+
     fn totals(&self) -> [u64; 3] {
         [
             self.acct.c.by_kind.iter().sum(),
@@ -48,12 +56,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
     pub(super) fn attribute(&mut self) {
         let now = self.totals();
         let mark = std::mem::replace(&mut self.acct.programs.mark, now);
-        let Some(pid) = self
-            .os
-            .cur
-            .and_then(|c| self.os.slots[c].as_ref())
-            .map(|p| p.pid)
-        else {
+        let Some(pid) = self.current_pid() else {
             return;
         };
         if let Some(&i) = self.acct.programs.live.get(&pid) {
@@ -79,11 +82,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
     /// The programs, with the current one's share up to now.
     pub(super) fn program_stats(&self) -> Vec<ProgramStats> {
         let mut v = self.acct.programs.list.clone();
-        let pid = self
-            .os
-            .cur
-            .and_then(|c| self.os.slots[c].as_ref())
-            .map(|p| p.pid);
+        let pid = self.current_pid();
         if let Some(&i) = pid.and_then(|p| self.acct.programs.live.get(&p)) {
             add(&mut v[i], self.acct.programs.mark, self.totals());
         }
