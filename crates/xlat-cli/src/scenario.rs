@@ -23,6 +23,7 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     ("sparse-2tb", include_str!("../scenarios/sparse-2tb.toml")),
     ("multi-fill", include_str!("../scenarios/multi-fill.toml")),
     ("vsid-flush", include_str!("../scenarios/vsid-flush.toml")),
+    ("hash-lock", include_str!("../scenarios/hash-lock.toml")),
     ("fork-levels", include_str!("../scenarios/fork-levels.toml")),
     (
         "pinned-kernel",

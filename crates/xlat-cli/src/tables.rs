@@ -388,6 +388,15 @@ pub fn hash_lines(s: &mut String, h: &xlat_sim::hashed::HashStats) {
         n(h.zombies_reclaimed),
         n(h.idle_reclaim_cycles)
     );
+    if h.lock_acquisitions > 0 {
+        let _ = writeln!(
+            s,
+            "  global HTAB lock: {} acquisitions, held {} cycles ({:.0} each)",
+            n(h.lock_acquisitions),
+            n(h.lock_hold_cycles),
+            h.lock_hold_cycles as f64 / h.lock_acquisitions as f64
+        );
+    }
     crate::latency::htab_groups(s, h);
 }
 

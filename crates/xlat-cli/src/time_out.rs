@@ -70,6 +70,18 @@ pub fn time_lines(s: &mut String, r: &Report) {
         "  OS             {} cycles   (faults, page-table loops, system calls, switches, flushes)",
         c(t.os)
     );
+    if t.lock_wait > 0.0 {
+        let h = r.hash.as_ref();
+        let _ = writeln!(
+            s,
+            "  lock wait      {} cycles   ({} CPUs spinning for the global HTAB lock: {} \
+             acquisitions, held {} cycles in all)",
+            c(t.lock_wait),
+            r.machine.cpus,
+            n(h.map_or(0, |h| h.lock_acquisitions)),
+            n(h.map_or(0, |h| h.lock_hold_cycles))
+        );
+    }
     let at = match (t.seconds, m.clock_mhz) {
         (Some(sec), Some(mhz)) => format!(" = {} at {mhz} MHz", seconds(sec)),
         _ => " (no time.clock_mhz: no seconds)".into(),

@@ -22,6 +22,7 @@ fn every_scenario_agrees_with_its_seed() {
         "sparse-2tb",
         "multi-fill",
         "vsid-flush",
+        "hash-lock",
         "fork-levels",
         "pinned-kernel",
         "arm926-lockdown",

@@ -17,7 +17,11 @@
 //!   (`cycles.walk_data`) ÷ min(`time.mlp`, `time.walkers`) when the machine states how
 //!   many walks the core has in flight at once (its page-table walkers);
 //! - `os`: page faults (zeroing and copies included), the OS's page-table loops, system
-//!   calls, context switches and flushes (`cycles.fault + cycles.os + cycles.flush`).
+//!   calls, context switches and flushes (`cycles.fault + cycles.os + cycles.flush`);
+//! - `lock_wait` (`cpus > 1` with a global HTAB lock, `page_table.hash.lock`): the CPUs'
+//!   spinning for it, by mean-value analysis of a closed queue ([`lock_response`]): the
+//!   `cpus` CPUs each do an equal share of the run's work at once, acquiring the lock at
+//!   the run's rate and holding it its mean hold time.
 //!
 //! Seconds = total / `time.clock_mhz`. Left out, and said in `assumptions`: overlap of
 //! compute with stalls beyond `mlp`, branch and pipeline effects (in `base_cpi`), idle time.
@@ -37,6 +41,9 @@ pub struct TimeEstimate {
     pub translation_fetch: f64,
     pub translation_data: f64,
     pub os: f64,
+    /// CPUs spinning for the global HTAB lock (0 with one CPU or without the lock).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub lock_wait: f64,
     pub total_cycles: f64,
     /// `None` without `time.clock_mhz`.
     pub seconds: Option<f64>,
@@ -93,7 +100,24 @@ pub fn estimate(r: &Report) -> TimeEstimate {
     };
     let translation_fetch = fetch as f64;
     let os = c.fault as f64 + c.os as f64 + c.flush as f64;
-    let total = compute + memory_stall.unwrap_or(0.0) + translation_fetch + translation_data + os;
+    let busy = compute + memory_stall.unwrap_or(0.0) + translation_fetch + translation_data + os;
+    let lock_wait = lock_wait(r, busy);
+    if lock_wait > 0.0 {
+        assumptions.push(format!(
+            "lock wait: the {} CPUs each run an equal share of this work at the same time, \
+             acquiring the global HTAB lock at the run's rate and holding it its mean hold \
+             time (exponentially distributed: mean-value analysis of a closed queue); a \
+             spinning CPU does nothing else",
+            m.cpus
+        ));
+    }
+    let total = busy + lock_wait;
+    if m.cpus > 1 {
+        assumptions.push(format!(
+            "{} CPUs: the total is their summed time (CPU time), not elapsed time",
+            m.cpus
+        ));
+    }
     assumptions.push(
         "stalls add to compute (no overlap beyond time.mlp); branch and pipeline effects are \
          in time.base_cpi; idle time is not counted"
@@ -115,12 +139,49 @@ pub fn estimate(r: &Report) -> TimeEstimate {
         translation_fetch,
         translation_data,
         os,
+        lock_wait,
         total_cycles: total,
         seconds,
         translation_share: share,
         assumptions,
         parameters: parameters(m),
     }
+}
+
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
+}
+
+/// Cycles all CPUs spin for the global HTAB lock: with `A` acquisitions held `H` cycles
+/// in all and `busy` cycles of work, each of the `cpus` CPUs computes `Z = (busy − H) / A`
+/// cycles between acquisitions of a lock held `S = H / A`; each acquisition waits
+/// [`lock_response`]`(cpus, S, Z) − S`.
+fn lock_wait(r: &Report, busy: f64) -> f64 {
+    let Some(h) = r.hash.as_ref() else {
+        return 0.0;
+    };
+    if r.machine.cpus < 2 || h.lock_acquisitions == 0 {
+        return 0.0;
+    }
+    let a = h.lock_acquisitions as f64;
+    let s = h.lock_hold_cycles as f64 / a;
+    let z = ((busy - h.lock_hold_cycles as f64) / a).max(0.0);
+    a * (lock_response(r.machine.cpus, s, z) - s).max(0.0)
+}
+
+/// Mean time from a lock request to its release, for `n` CPUs that each compute `z`
+/// cycles between requests for one lock held `s` cycles: exact mean-value analysis of
+/// the closed queue (one server, `n` customers, think time `z`; Reiser & Lavenberg 1980),
+/// whose `n = 1` answer is `s` (no wait) and which tends to `n·s − z` once the lock is
+/// saturated. Exact for exponential hold times, an approximation for others.
+pub fn lock_response(n: u32, s: f64, z: f64) -> f64 {
+    let (mut r, mut q) = (s, 0.0);
+    for k in 1..=n {
+        r = s * (1.0 + q);
+        let x = f64::from(k) / (r + z);
+        q = x * r;
+    }
+    r
 }
 
 /// Cycles past the first cache level of the references the caches served, the idle
@@ -177,6 +238,9 @@ pub fn parameters(m: &MachineConfig) -> Vec<Parameter> {
         for k in ["miss_cycles", "search_cycles", "idle_pte_cycles"] {
             keys.push(format!("page_table.hash.{k}"));
         }
+        if m.page_table.hash().is_some_and(|h| h.hpte_cycles > 0) {
+            keys.push("page_table.hash.hpte_cycles".into());
+        }
     }
     let json = serde_json::to_value(m).unwrap_or_default();
     if let Some(cost) = json.get("cost").and_then(|c| c.as_object()) {
@@ -208,6 +272,7 @@ impl TimeEstimate {
             && near(self.translation_fetch, t.translation_fetch)
             && near(self.translation_data, t.translation_data)
             && near(self.os, t.os)
+            && near(self.lock_wait, t.lock_wait)
             && near(self.total_cycles, t.total_cycles)
             && near_opt(self.seconds, t.seconds)
             && near(self.translation_share, t.translation_share)

@@ -98,6 +98,33 @@ pub enum FlushSearch {
     EveryPage,
 }
 
+/// The global lock the OS's HTAB updates take: what CPUs wait for when several update
+/// the HTAB at once. Counted per acquisition with the cycles it is held (`hash.lock_*`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HashLock {
+    /// No global lock: inserts and removals lock the PTE only (the ppc64 rework of
+    /// Linux 2.5.7, "lockless inserts and removals (there is still locking at the pte
+    /// level)", seed 001) and the CPU broadcasts `tlbie` without a lock.
+    #[default]
+    None,
+    /// Each HPTE invalidation's `tlbie` under one lock (Linux 2.6 ppc64 `native_tlbie_lock`
+    /// / `pSeries_tlbie_lock`, taken when the CPU lacks `CPU_FTR_LOCKLESS_TLBIE`); held for
+    /// `cost.flush_page_cycles`.
+    Tlbie,
+    /// Linux 2.4 / 2.5.6 ppc64 `hash_table_lock` (arch/ppc64/kernel/htab.c): `hash_page`
+    /// holds it while it selects a slot and writes the HPTE (held for the insert's slot
+    /// reads and writes), `flush_hash_page` while it finds and invalidates one (the
+    /// search's slot reads plus `cost.flush_page_cycles`, the `tlbie`).
+    Global,
+}
+
+impl HashLock {
+    fn is_none(&self) -> bool {
+        *self == HashLock::None
+    }
+}
+
 /// How the OS turns a context number into the VSIDs of its segments.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -247,6 +274,18 @@ pub struct HashConfig {
     /// cache model. Was `cost.idle_pte_cycles`.
     #[serde(default = "idle_pte_cycles")]
     pub idle_pte_cycles: u64,
+    /// OS policy: the global lock HTAB updates take (with `cpus > 1` the time model adds
+    /// the CPUs' wait for it).
+    #[serde(default, skip_serializing_if = "HashLock::is_none")]
+    pub lock: HashLock,
+    /// Cycles of each HPTE insert and invalidation besides its slot reads and `tlbie` (e.g.
+    /// a hypervisor call under LPAR: `H_ENTER`, `H_REMOVE`), held under `lock` if any.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub hpte_cycles: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 pub(super) fn idle_pte_cycles() -> u64 {

@@ -14,7 +14,7 @@ mod time;
 mod validate;
 
 pub use hashed::{
-    BatConfig, ContextFlush, FlushSearch, HashArch, HashConfig, HashVictim, LinearConfig,
+    BatConfig, ContextFlush, FlushSearch, HashArch, HashConfig, HashLock, HashVictim, LinearConfig,
     SlbConfig, VsidRule, BAT_MAX, BAT_MIN, LARGE_PAGE, MOVED_TO_HASH, VSID_BITS_64,
 };
 

@@ -88,6 +88,12 @@ pub struct HashStats {
     pub idle_slots_scanned: u64,
     pub zombies_reclaimed: u64,
     pub idle_reclaim_cycles: u64,
+    /// Acquisitions of the global HTAB lock (`page_table.hash.lock`) and the cycles it was
+    /// held in all (the time model's lock wait follows from them with `cpus > 1`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub lock_acquisitions: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub lock_hold_cycles: u64,
     /// Occupancy now and at its peak: live PTEs, zombies, free slots.
     pub htab_bytes: u64,
     pub slots: u64,
@@ -116,6 +122,10 @@ pub struct HashStats {
     /// The same by valid PTEs, zombies included (what an insert finds full).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub groups_valid: Vec<u64>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl HashStats {
@@ -169,6 +179,10 @@ pub struct HashMmu {
     /// Idle reclaim of zombie PTEs, and its cost per slot examined.
     pub idle_reclaim: bool,
     pub idle_pte_cycles: u64,
+    /// The global lock HTAB updates take (`page_table.hash.lock`).
+    pub lock: crate::config::HashLock,
+    /// Each HPTE insert's and invalidation's fixed cycles (`page_table.hash.hpte_cycles`).
+    pub hpte_cycles: u64,
     /// The current process's segment registers (VSIDs), 32-bit.
     pub sr: [u64; 16],
     /// The SLB (64-bit) and the context its user entries belong to.
@@ -272,6 +286,8 @@ impl HashMmu {
             search_cycles: h.search_cycles,
             idle_reclaim: h.idle_reclaim,
             idle_pte_cycles: h.idle_pte_cycles,
+            lock: h.lock,
+            hpte_cycles: h.hpte_cycles,
             sr: [0; 16],
             slb: None,
             ctx: 0,
@@ -484,6 +500,12 @@ impl HashMmu {
             }
         }
         self.note_peaks();
+    }
+
+    /// One acquisition of the global HTAB lock, held `cycles`.
+    pub fn locked(&mut self, cycles: u64) {
+        self.stats.lock_acquisitions += 1;
+        self.stats.lock_hold_cycles = self.stats.lock_hold_cycles.saturating_add(cycles);
     }
 
     /// Clears slot `i` (a flush found it).

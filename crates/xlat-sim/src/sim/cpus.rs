@@ -9,10 +9,10 @@
 //! is the one that CPU last loaded, until the trace's own switch. Otherwise each thread (an
 //! access's `tid`) runs on a CPU fixed at its first reference: the n-th thread seen runs on
 //! CPU n mod `cpus` (one thread per CPU while they last, round-robin after), so threads
-//! never migrate. A switch in such a trace names the process that runs next; the CPU its
-//! thread runs on loads it then, if it has another loaded: a context switch there (counted
-//! and charged as one, an untagged TLB flushed). A CPU that still has the process loaded
-//! switches nothing. An event that acts on the process (munmap, fork, exec, …) runs on the
+//! never migrate. A switch in such a trace is counted and charged as on one CPU (so one
+//! thread on N CPUs counts as one CPU) and names the process that runs next; the CPU its
+//! thread runs on loads it then, if it has another loaded (an untagged TLB flushed, a
+//! stale ASID flushed), without a switch of its own. An event that acts on the process (munmap, fork, exec, …) runs on the
 //! CPU its thread last ran on (or any that has it loaded; else the running CPU switches).
 //!
 //! **Shootdowns** as Linux x86 does them (`flush_tlb_mm_range`, `switch_mm_irqs_off`,
@@ -153,7 +153,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
                 self.move_to(cpu);
                 match self.os.cur {
                     Some(cur) if self.os.loaded_pid.is_none() => self.start_in(cur),
-                    Some(cur) if self.os.loaded_pid != pid => self.switch_to(cur),
+                    Some(cur) if self.os.loaded_pid != pid => self.load(cur),
                     _ => {}
                 }
             }
@@ -187,7 +187,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
         match at {
             Some(k) => self.move_to(k),
             None if self.os.loaded_pid.is_none() => self.start_in(cur),
-            None => self.switch_to(cur),
+            None => self.load(cur),
         }
     }
 
@@ -281,9 +281,21 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
     /// several CPUs, the process's ASID flushed if its `tlb_gen` moved on since this CPU
     /// last ran it.
     pub(super) fn switch_to(&mut self, slot: usize) {
-        let pid = self.os.slots[slot].as_ref().expect("slot").pid;
+        self.count_switch();
+        self.load(slot);
+    }
+
+    /// One context switch of the trace (`Event::Switch`), counted and charged.
+    pub(super) fn count_switch(&mut self) {
         self.acct.c.os.context_switches += 1;
         sat(&mut self.acct.c.cyc.os, self.cfg.cost.switch_cycles);
+    }
+
+    /// The running CPU loads process `slot`'s address space: an untagged TLB flushed if
+    /// another was loaded, its ASID assigned, flushed if stale. Placement by thread loads
+    /// so without a context switch of its own: the trace's switch was counted.
+    fn load(&mut self, slot: usize) {
+        let pid = self.os.slots[slot].as_ref().expect("slot").pid;
         if self.os.loaded_pid != Some(pid) {
             O::switch_flush(self);
             if self.cfg.tlb.asid_bits == 0 {
@@ -464,11 +476,13 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
         std::iter::once(&self.mmu).chain(others.map(|p| &p.mmu))
     }
 
-    /// Every CPU's MMU but the running one's, mutably (an ASID rollover flushes them all).
+    /// Every other CPU's MMU that has run (loaded an address space), mutably: an ASID
+    /// rollover flushes them all; a CPU that never ran has nothing to flush.
     pub(super) fn other_mmus(&mut self) -> impl Iterator<Item = &mut Mmu<O>> {
         self.cpus
             .iter_mut()
             .flat_map(|c| c.parked.iter_mut().flatten())
+            .filter(|p| p.loaded_pid.is_some())
             .map(|p| &mut p.mmu)
     }
 

@@ -21,7 +21,7 @@
 
 use super::organization::Organization;
 use super::*;
-use crate::config::Handler;
+use crate::config::{Handler, HashLock};
 use crate::hashed::SEGMENT_SHIFT;
 
 /// A hashed machine's pages are 4 KiB.
@@ -338,8 +338,12 @@ impl<P: PageTable> Sim<P, HashMmu> {
         h.stats.tree_walks += 1;
         let owner = h.owner(k, ea >> SEGMENT_SHIFT);
         h.insert(vsid, page, leaf.pfn, leaf.flags & !HASHPTE, owner);
-        self.acct.c.side_cyc[side].walk +=
-            Self::access_runs(&mut self.mmu.caches, &h.runs, h.htab.pte_bytes());
+        let insert = Self::access_runs(&mut self.mmu.caches, &h.runs, h.htab.pte_bytes())
+            .saturating_add(h.hpte_cycles);
+        if h.lock == HashLock::Global {
+            h.locked(insert);
+        }
+        self.acct.c.side_cyc[side].walk += insert;
         if leaf.flags & HASHPTE == 0 {
             let p = self.os.slots[cur].as_mut().expect("current");
             let base = ea & !((1 << PAGE_SHIFT) - 1);

@@ -4,7 +4,7 @@
 //! hardware and OS state live in [`crate::hashed`]; the translate path in `hashed.rs`.
 
 use super::*;
-use crate::config::{FlushSearch, Handler};
+use crate::config::{FlushSearch, Handler, HashLock};
 use crate::hashed::SEGMENT_SHIFT;
 
 /// A hashed machine's pages are 4 KiB.
@@ -53,7 +53,14 @@ impl<P: PageTable> Sim<P, HashMmu> {
             h.stats.flush_cleared += 1;
         }
         let c = self.mmu.caches.access_walk_lines(&h.reads);
-        sat(&mut self.acct.c.cyc.flush, c);
+        // The invalidation's own work beyond its slot reads (a hypervisor call).
+        let (hpte, tlbie) = (h.hpte_cycles, self.cfg.cost.flush_page_cycles);
+        match h.lock {
+            HashLock::None => {}
+            HashLock::Tlbie => h.locked(tlbie.saturating_add(hpte)),
+            HashLock::Global => h.locked(c.saturating_add(tlbie).saturating_add(hpte)),
+        }
+        sat(&mut self.acct.c.cyc.flush, c.saturating_add(hpte));
     }
 
     /// Flushes the current process's whole context per `page_table.hash.context_flush`.

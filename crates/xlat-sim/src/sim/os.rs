@@ -389,7 +389,9 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
                 })?;
                 self.attribute();
                 if self.placing_by_thread() {
-                    // The process runs next on its thread's CPU, which loads it then.
+                    // Counted as on one CPU; the process runs next on its thread's CPU,
+                    // which loads it then.
+                    self.count_switch();
                     self.os.cur = Some(slot);
                     self.unplace();
                 } else {
