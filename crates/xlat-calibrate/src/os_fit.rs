@@ -4,6 +4,9 @@
 //! - `cost.syscall_cycles` is **measured**: the null system call.
 //! - `cost.switch_cycles` is **derived**: a context switch (a pipe round trip / 2) minus its
 //!   `read` and `write` system calls.
+//! - `cost.ipi_cycles` is **measured** (several CPUs): a page dropped while another thread
+//!   of the process runs on another CPU, minus the same alone: the initiator's wait for one
+//!   flush IPI (the target's handler is on the other CPU, not in it).
 //! - The sweeps are **fitted**: each is simulated on the machine (the same operation as an
 //!   lmbench-style workload, [`family`]), and since the simulator charges every OS constant
 //!   per event, its time per operation is linear in the constants: one run with a constant
@@ -182,6 +185,17 @@ pub fn fit_os(
             source: format!(
                 "derived: a context switch ({sw:.0} ns, a pipe round trip / 2) minus its read \
                  and write system calls"
+            ),
+        });
+    }
+    if let Some(ns) = os.median_ns(OsOp::Shootdown, 0).filter(|&ns| ns > 0.0) {
+        let v = cyc(ns).round() as u64;
+        cfg = with(&cfg, "cost.ipi_cycles", v)?;
+        constants.push(OsConstant {
+            key: "cost.ipi_cycles",
+            value: v,
+            source: format!(
+                "measured: a page dropped (madvise) with another thread of the process                  spinning on another CPU, minus alone: {ns:.0} ns, the initiator's wait for                  one flush IPI"
             ),
         });
     }

@@ -221,6 +221,7 @@ fn os_costs_are_fitted_to_the_sweeps_and_checked_on_other_sizes() {
         [
             "cost.syscall_cycles",
             "cost.switch_cycles",
+            "cost.ipi_cycles",
             "cost.fault_cycles",
             "cost.loop_call_cycles",
             "cost.pte_cycles",
@@ -231,9 +232,14 @@ fn os_costs_are_fitted_to_the_sweeps_and_checked_on_other_sizes() {
     let syscall = fit.constants[0].value as f64 / tpn;
     assert!((syscall - 80.0).abs() < 4.0, "{syscall}");
     assert!(fit.constants[0].source.starts_with("measured"));
-    assert!(fit.constants[2].source.starts_with("fitted"));
+    // The shootdown is measured: 3 µs in the script (one flush IPI's wait).
+    let ipi = fit.constants[2].value as f64 / tpn;
+    assert!((ipi - 3000.0).abs() < 300.0, "{ipi}");
+    assert!(fit.constants[2].source.starts_with("measured"));
+    assert_eq!(cfg.cost.ipi_cycles, fit.constants[2].value);
+    assert!(fit.constants[3].source.starts_with("fitted"));
     assert_eq!(cfg.cost.syscall_cycles, fit.constants[0].value);
-    assert_eq!(cfg.cost.pte_cycles, fit.constants[4].value);
+    assert_eq!(cfg.cost.pte_cycles, fit.constants[5].value);
     let checks: Vec<_> = fit.rows.iter().filter(|r| !r.fitted_on).collect();
     assert_eq!(checks.len(), 4);
     for r in &checks {

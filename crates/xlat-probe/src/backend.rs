@@ -141,11 +141,15 @@ pub enum OsOp {
     /// `mmap` of `size` bytes of anonymous memory, a 1-byte store per 4 KiB page (a fault
     /// each), `munmap` (a sweep over the size).
     MmapTouch,
+    /// A TLB shootdown's cost to its initiator: a page written and dropped with another
+    /// thread of the process spinning on another CPU, minus the same alone
+    /// ([`crate::shootdown`]).
+    Shootdown,
 }
 
 impl OsOp {
     /// Every operation, in report order.
-    pub const ALL: [OsOp; 7] = [
+    pub const ALL: [OsOp; 8] = [
         OsOp::NullSyscall,
         OsOp::FaultFile,
         OsOp::FaultAnon,
@@ -153,6 +157,7 @@ impl OsOp {
         OsOp::ForkExit,
         OsOp::ForkExec,
         OsOp::ContextSwitch,
+        OsOp::Shootdown,
     ];
 
     /// Display name.
@@ -167,6 +172,7 @@ impl OsOp {
             OsOp::ContextSwitch => "context switch",
             OsOp::ForkExitMapped => "fork+exit after mapping",
             OsOp::MmapTouch => "mmap+touch+munmap",
+            OsOp::Shootdown => "TLB shootdown (1 other CPU)",
         }
     }
 
@@ -195,6 +201,7 @@ impl OsOp {
             OsOp::ContextSwitch => (2_000, 15),
             OsOp::ForkExitMapped => (10, 9),
             OsOp::MmapTouch => (20, 9),
+            OsOp::Shootdown => (2_000, 15),
         };
         OsSpec {
             iterations,

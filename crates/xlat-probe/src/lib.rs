@@ -21,6 +21,7 @@ pub mod rdtsc;
 pub mod report;
 pub mod rng;
 pub mod sharing;
+pub mod shootdown;
 pub mod stats;
 pub mod timer;
 pub mod tlb;

@@ -85,7 +85,7 @@ pub struct MockMachine {
     pub noise: f64,
     /// Probability that a chase sample is an outlier (x1.6, as after an interrupt).
     pub outlier_rate: f64,
-    /// Median ns and relative noise of each OS operation.
+    /// Median ns and relative noise of each OS operation (a NaN median: not measurable).
     pub os: Vec<(OsOp, f64, f64)>,
     /// ns per 4 KiB page of a sweep's operation, added to its median (`os`) at each size.
     pub os_per_page: Vec<(OsOp, f64)>,
@@ -142,6 +142,7 @@ impl Default for MockMachine {
                 (OsOp::ContextSwitch, 1_500.0, 0.03),
                 (OsOp::ForkExitMapped, 60_000.0, 0.03),
                 (OsOp::MmapTouch, 2_000.0, 0.03),
+                (OsOp::Shootdown, 3_000.0, 0.05),
             ],
             // Per page: a PTE copied and cleared (fork+exit), a fault with its zeroing
             // (mmap+touch).
@@ -538,6 +539,13 @@ impl Backend for MockBackend {
             .iter()
             .find(|(o, _)| *o == op)
             .map_or(0.0, |&(_, p)| p);
+        if median.is_nan() {
+            // Scripted as not measurable on this machine (e.g. a shootdown on one CPU).
+            return Ok(OsResult {
+                ns_per_op: Vec::new(),
+                note: Some("mock: not measurable".into()),
+            });
+        }
         let median = median + per_page * (spec.size / 4096) as f64;
         let v = (0..spec.runs)
             .map(|_| (median * (1.0 + noise * self.rng.normal())).max(1.0))

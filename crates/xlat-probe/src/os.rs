@@ -42,6 +42,9 @@ pub struct OsReport {
     /// One entry per operation, in [`OsOp::ALL`] order, then each sweep's sizes in
     /// [`OsOp::SWEEPS`] order.
     pub ops: Vec<OsMeasurement>,
+    /// Operations not measured on this machine, with why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<String>,
 }
 
 impl OsReport {
@@ -56,12 +59,17 @@ impl OsReport {
 
 /// Run every operation.
 pub fn run<B: Backend>(b: &mut B) -> Result<OsReport, ProbeError> {
-    let mut ops = Vec::new();
+    let (mut ops, mut skipped) = (Vec::new(), Vec::new());
     let sweeps = OsOp::SWEEPS
         .iter()
         .flat_map(|(op, sizes)| sizes.iter().map(|&s| op.sized(s)).map(move |p| (*op, p)));
     for (op, plan) in OsOp::ALL.iter().map(|&op| (op, op.plan())).chain(sweeps) {
         let r = b.os_op(op, &plan)?;
+        if r.ns_per_op.is_empty() {
+            // Not measurable here (e.g. a shootdown with one CPU): said, not reported.
+            skipped.push(format!("{}: {}", op.name(), r.note.unwrap_or_default()));
+            continue;
+        }
         let summary = Summary::of(&r.ns_per_op);
         let rel = summary.relative_spread();
         let warning = (rel > WIDE_SPREAD).then(|| {
@@ -88,5 +96,29 @@ pub fn run<B: Backend>(b: &mut B) -> Result<OsReport, ProbeError> {
             warning,
         });
     }
-    Ok(OsReport { ops })
+    Ok(OsReport { ops, skipped })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mock::{MockBackend, MockMachine};
+
+    /// An operation the machine cannot measure (a shootdown with one CPU) is left out of
+    /// the table and said, not reported as a number.
+    #[test]
+    fn an_unmeasurable_operation_is_said_not_reported() {
+        let mut m = MockMachine::default();
+        for e in m.os.iter_mut().filter(|e| e.0 == OsOp::Shootdown) {
+            e.1 = f64::NAN;
+        }
+        let r = run(&mut MockBackend::new(m)).unwrap();
+        assert!(r.ops.iter().all(|o| o.op != OsOp::Shootdown));
+        assert!(r.median_ns(OsOp::Shootdown, 0).is_none());
+        assert_eq!(r.skipped.len(), 1);
+        assert!(r.skipped[0].starts_with("TLB shootdown"), "{:?}", r.skipped);
+        let all = run(&mut MockBackend::new(MockMachine::default())).unwrap();
+        assert!(all.skipped.is_empty());
+        assert!(all.median_ns(OsOp::Shootdown, 0).unwrap() > 2000.0);
+    }
 }

@@ -41,6 +41,7 @@ pub fn run(op: OsOp, spec: &OsSpec) -> Result<OsResult, ProbeError> {
         }),
         OsOp::ForkExec => fork_exec(spec),
         OsOp::ContextSwitch => context_switch(spec),
+        OsOp::Shootdown => crate::shootdown::run(spec),
         OsOp::ForkExitMapped => fork_exit_mapped(spec),
         OsOp::MmapTouch => Ok(OsResult {
             ns_per_op: batches(spec, |n| mmap_touch(n, spec.size as usize))?,
@@ -120,10 +121,10 @@ fn mmap_munmap(n: usize) -> Result<(), ProbeError> {
 }
 
 /// A mapping unmapped on drop.
-struct Mapping(*mut libc::c_void, usize);
+pub(crate) struct Mapping(*mut libc::c_void, usize);
 
 impl Mapping {
-    fn new(
+    pub(crate) fn new(
         len: usize,
         prot: libc::c_int,
         flags: libc::c_int,
@@ -136,6 +137,11 @@ impl Mapping {
         } else {
             Ok(Mapping(p, len))
         }
+    }
+
+    /// The mapping's first byte.
+    pub(crate) fn ptr(&self) -> *mut u8 {
+        self.0.cast()
     }
 }
 
@@ -424,7 +430,8 @@ fn fork_exec(spec: &OsSpec) -> Result<OsResult, ProbeError> {
     })
 }
 
-fn pin_to(cpu: usize) -> Option<libc::cpu_set_t> {
+/// Pins the calling thread to `cpu`; returns its previous affinity (`None`: not pinned).
+pub(crate) fn pin_to(cpu: usize) -> Option<libc::cpu_set_t> {
     // SAFETY: cpu_set_t is plain data; the libc macros/functions only touch the sets we own.
     unsafe {
         let mut old: libc::cpu_set_t = std::mem::zeroed();
@@ -438,6 +445,12 @@ fn pin_to(cpu: usize) -> Option<libc::cpu_set_t> {
         }
         Some(old)
     }
+}
+
+/// Restores an affinity mask [`pin_to`] returned.
+pub(crate) fn restore_affinity(old: &libc::cpu_set_t) {
+    // SAFETY: a mask read by sched_getaffinity.
+    unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), old) };
 }
 
 fn context_switch(spec: &OsSpec) -> Result<OsResult, ProbeError> {
@@ -491,8 +504,7 @@ fn context_switch(spec: &OsSpec) -> Result<OsResult, ProbeError> {
         unsafe { libc::close(fd) };
     }
     if let Some(old) = old {
-        // SAFETY: restoring the affinity mask read earlier.
-        unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &old) };
+        restore_affinity(&old);
     }
     let pinned = if old.is_some() {
         format!("both processes pinned to CPU {cpu}")

@@ -603,6 +603,9 @@ fn render_os(s: &mut String, o: &OsReport) {
             let _ = writeln!(s, "> warning: {}: {}", m.name, w);
         }
     }
+    for k in &o.skipped {
+        let _ = writeln!(s, "- {k}");
+    }
     s.push('\n');
 }
 
