@@ -476,6 +476,6 @@ pub struct ProgramStats {
     pub command: Option<String>,
 }
 
-fn is_zero(n: &u64) -> bool {
+pub(crate) fn is_zero(n: &u64) -> bool {
     *n == 0
 }

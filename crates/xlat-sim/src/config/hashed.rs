@@ -280,12 +280,8 @@ pub struct HashConfig {
     pub lock: HashLock,
     /// Cycles of each HPTE insert and invalidation besides its slot reads and `tlbie` (e.g.
     /// a hypervisor call under LPAR: `H_ENTER`, `H_REMOVE`), held under `lock` if any.
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "super::is_zero_u64")]
     pub hpte_cycles: u64,
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
 }
 
 pub(super) fn idle_pte_cycles() -> u64 {

@@ -723,7 +723,7 @@ pub struct CostConfig {
     pub broadcast_cycles: u64,
 }
 
-fn is_zero_u64(n: &u64) -> bool {
+pub(super) fn is_zero_u64(n: &u64) -> bool {
     *n == 0
 }
 

@@ -90,9 +90,9 @@ pub struct HashStats {
     pub idle_reclaim_cycles: u64,
     /// Acquisitions of the global HTAB lock (`page_table.hash.lock`) and the cycles it was
     /// held in all (the time model's lock wait follows from them with `cpus > 1`).
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "crate::stats::is_zero")]
     pub lock_acquisitions: u64,
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "crate::stats::is_zero")]
     pub lock_hold_cycles: u64,
     /// Occupancy now and at its peak: live PTEs, zombies, free slots.
     pub htab_bytes: u64,
@@ -122,10 +122,6 @@ pub struct HashStats {
     /// The same by valid PTEs, zombies included (what an insert finds full).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub groups_valid: Vec<u64>,
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
 }
 
 impl HashStats {

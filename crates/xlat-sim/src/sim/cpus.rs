@@ -12,8 +12,9 @@
 //! never migrate. A switch in such a trace is counted and charged as on one CPU (so one
 //! thread on N CPUs counts as one CPU) and names the process that runs next; the CPU its
 //! thread runs on loads it then, if it has another loaded (an untagged TLB flushed, a
-//! stale ASID flushed), without a switch of its own. An event that acts on the process (munmap, fork, exec, …) runs on the
-//! CPU its thread last ran on (or any that has it loaded; else the running CPU switches).
+//! stale ASID flushed), without a switch of its own. An event that acts on the process
+//! (munmap, fork, exec, …) runs on the CPU its thread last ran on (or any that has it
+//! loaded; else the running CPU loads it).
 //!
 //! **Shootdowns** as Linux x86 does them (`flush_tlb_mm_range`, `switch_mm_irqs_off`,
 //! arch/x86/mm/tlb.c, 6.1): the OS model's flush for an operation on process P (munmap,
