@@ -26,6 +26,7 @@
 
 pub mod check;
 mod error;
+pub mod kernel;
 mod machine;
 pub mod memory_fit;
 pub mod os_fit;
@@ -50,7 +51,8 @@ pub fn tlb_of(r: &Report) -> Result<&TlbReport, CalibrateError> {
 }
 
 /// The first of up to `attempts` measurements (`measure(seed)`, seeds 1, 2, ...) that sizes
-/// both DTLB levels; `untrusted(seed)` after each one that does not;
+/// both DTLB levels and finds the L2's half-miss footprint; `untrusted(seed)` after each
+/// one that does not;
 /// [`CalibrateError::Untrusted`] with the last one's warnings if none does.
 pub fn trusted_report<E: From<CalibrateError>>(
     attempts: u32,
@@ -62,10 +64,23 @@ pub fn trusted_report<E: From<CalibrateError>>(
         let r = measure(seed)?;
         let tlb = tlb_of(&r)?;
         let sized = tlb.levels.len() >= 2 && tlb.levels.iter().take(2).all(|l| l.trusted);
-        if sized {
+        // The L2's size is fitted to the footprint where half the loads miss: a run whose
+        // miss fractions never crossed one half (a burst of other work) cannot give it.
+        let half = tlb
+            .levels
+            .get(1)
+            .is_some_and(|l| l.half_miss_pages.is_some());
+        if sized && half {
             return Ok(r);
         }
         last = tlb.warnings.clone();
+        if sized {
+            last.push(
+                "L2 DTLB: no footprint where half the loads missed (the miss fractions never \
+                 crossed one half)"
+                    .into(),
+            );
+        }
         if last.is_empty() {
             last.push(format!(
                 "the probe found {} TLB level(s), not two",

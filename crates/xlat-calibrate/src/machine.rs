@@ -305,6 +305,14 @@ pub fn calibrated(
             .into(),
     });
     cfg.sources = sources;
+    if let Some(cow) = crate::kernel::thp_cow(&probed.kernel) {
+        let v = toml::Value::String(cow.name().into());
+        cfg = cfg.with_overrides([("os.thp_cow", &v)])?;
+        cfg.parameter_sources.insert(
+            "os.thp_cow".into(),
+            crate::kernel::thp_cow_source(&probed.kernel, cow),
+        );
+    }
     if let Some((w, source)) = walkers {
         cfg = cfg.with_overrides([("time.walkers", &toml::Value::Float(w))])?;
         cfg.parameter_sources

@@ -14,11 +14,16 @@
 //!   of the relative error over the fit sizes (the 1st, 3rd and 5th) gives the free
 //!   constants (never negative);
 //!   the other sizes are the check. mmap+touch+munmap first fits `cost.fault_cycles` (per
-//!   page; zeroing stays at the base's `clear_page_cycles`) and `cost.loop_call_cycles`
-//!   (per range-loop call: a few per mmap and munmap, what a call costs besides its
-//!   pages); fork+exit against the parent's mapped size then fits `cost.pte_cycles` (per
+//!   page; zeroing stays at the base's `clear_page_cycles`) and `cost.vma_cycles` (per
+//!   area created or removed: one each per mmap and munmap, what the calls cost besides
+//!   their pages and system-call entries; fork copies and exit removes every area at the
+//!   same rate). Until session 39 the second constant was `cost.loop_call_cycles`, which
+//!   then charged fork and exit ~4 loop calls per area at that rate: ~5× the per-area
+//!   cost measured natively (bash's 52 areas cost 0.64 ms per fork+exit instead of
+//!   ~0.13). fork+exit against the parent's mapped size then fits `cost.pte_cycles` (per
 //!   page) and `cost.process_cycles` (per fork and exit: the task, files, and the probe
-//!   process's own page tables, which the simulated lmbench process does not have).
+//!   process's own page tables and areas, which the simulated lmbench process does not
+//!   have).
 //!
 //! Cycles are the probe's TSC cycles, as in the rest of a calibrated machine.
 
@@ -83,7 +88,7 @@ pub fn family(op: OsOp, size: u64, iterations: u64) -> Option<(String, [&'static
     Some(match op {
         OsOp::MmapTouch => (
             format!("lmbench:op=mmap,anon=1,map_size={size},iterations={iterations}"),
-            ["cost.fault_cycles", "cost.loop_call_cycles"],
+            ["cost.fault_cycles", "cost.vma_cycles"],
         ),
         OsOp::ForkExitMapped => (
             format!(
@@ -195,7 +200,9 @@ pub fn fit_os(
             key: "cost.ipi_cycles",
             value: v,
             source: format!(
-                "measured: a page dropped (madvise) with another thread of the process                  spinning on another CPU, minus alone: {ns:.0} ns, the initiator's wait for                  one flush IPI"
+                "measured: a page dropped (madvise) with another thread of the process \
+                 spinning on another CPU, minus alone: {ns:.0} ns, the initiator's wait for \
+                 one flush IPI"
             ),
         });
     }

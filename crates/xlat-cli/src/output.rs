@@ -214,6 +214,14 @@ fn detailed_raw(o: &Outcome) -> String {
         n(f.outside_mappings),
         n(f.populated)
     );
+    if f.thp_cow_splits > 0 {
+        let _ = writeln!(
+            s,
+            "              of the copy-on-write faults, {} split a shared huge page and \
+             copied one base page (os.thp_cow = \"split\")",
+            n(f.thp_cow_splits)
+        );
+    }
     if f.kernel_large + f.kernel_large_fallback > 0 {
         let _ = writeln!(
             s,

@@ -187,7 +187,13 @@ fn simulated(cfg: &MachineConfig, argv: &[String]) -> Result<Simulated> {
 /// `xlat validate`.
 pub fn run(a: ValidateArgs) -> Result<()> {
     crate::run::check_files(&[("--csv", &a.csv)])?;
-    let cfg = crate::run::machine_with_sets(&a.machine, &["os.thp=madvise".to_string()])?;
+    // The runs are this host's: its kernel decides how a shared huge page is copied.
+    let mut sets = vec!["os.thp=madvise".to_string()];
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    if let Some(cow) = xlat_calibrate::kernel::thp_cow(release.trim()) {
+        sets.push(format!("os.thp_cow={}", cow.name()));
+    }
+    let cfg = crate::run::machine_with_sets(&a.machine, &sets)?;
     let mut csv = csv::Writer::from_writer(Vec::new());
     csv.write_record([
         "program",

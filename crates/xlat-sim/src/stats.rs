@@ -85,6 +85,10 @@ pub struct Faults {
     /// leaf size, a misaligned or occupied block): mapped with a smaller leaf.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub kernel_large_fallback: u64,
+    /// Of `cow_copies`: writes to a shared huge page that split it and copied the base
+    /// page written (`os.thp_cow = "split"`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub thp_cow_splits: u64,
 }
 
 #[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
@@ -168,6 +172,11 @@ pub struct Os {
     pub shootdowns: u64,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub shootdown_targets: u64,
+    /// Areas (VMAs) created, changed, copied or removed: one per mmap, munmap, mremap and
+    /// brk; per area (adjacent like ones merged, as for `loops`) for mprotect, fork and
+    /// exit/exec. Charged `cost.vma_cycles` each.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub area_ops: u64,
 }
 
 #[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]

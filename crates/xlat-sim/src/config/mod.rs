@@ -586,6 +586,38 @@ pub struct OsConfig {
     /// ASID slots per CPU with `asids = "per-cpu"` (Linux x86 `TLB_NR_DYN_ASIDS`: 6).
     #[serde(default = "asid_slots", skip_serializing_if = "is_six")]
     pub asid_slots: u32,
+    /// What a write to a shared (copy-on-write) huge page does.
+    #[serde(default, skip_serializing_if = "ThpCow::is_copy")]
+    pub thp_cow: ThpCow,
+}
+
+/// A copy-on-write fault on a huge page still shared with another process.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ThpCow {
+    /// The whole huge page is copied into a new huge frame (Linux 2.6.38–5.7
+    /// `do_huge_pmd_wp_page`).
+    #[default]
+    Copy,
+    /// The huge mapping is split into base pages that keep sharing its frames, and the
+    /// written base page alone is copied (Linux ≥ 5.8, commit 3917c80280c9 "thp: change
+    /// CoW semantics for anon-THP": `do_huge_pmd_wp_page` splits the PMD and falls back
+    /// to the PTE fault). The split writes every base entry (`cost.pte_cycles` each).
+    Split,
+}
+
+impl ThpCow {
+    fn is_copy(&self) -> bool {
+        *self == ThpCow::Copy
+    }
+
+    /// The configuration value (`os.thp_cow = "…"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ThpCow::Copy => "copy",
+            ThpCow::Split => "split",
+        }
+    }
 }
 
 fn asid_slots() -> u32 {
@@ -668,6 +700,7 @@ impl Default for OsConfig {
             shootdown: Shootdown::Ipi,
             asids: Asids::Global,
             asid_slots: asid_slots(),
+            thp_cow: ThpCow::Copy,
         }
     }
 }
@@ -721,6 +754,11 @@ pub struct CostConfig {
     /// modelled (not written when 0).
     #[serde(skip_serializing_if = "is_zero_u64")]
     pub broadcast_cycles: u64,
+    /// Per area (VMA) an operation creates, changes, copies or removes (the report's
+    /// `os.area_ops`): one per mmap, munmap, mremap and brk, per area for mprotect, fork
+    /// and exit. 0: not modelled (not written when 0).
+    #[serde(skip_serializing_if = "is_zero_u64")]
+    pub vma_cycles: u64,
 }
 
 pub(super) fn is_zero_u64(n: &u64) -> bool {
@@ -745,6 +783,7 @@ impl Default for CostConfig {
             process_cycles: 0,
             ipi_cycles: 0,
             broadcast_cycles: 0,
+            vma_cycles: 0,
         }
     }
 }

@@ -66,7 +66,7 @@ impl MachineConfig {
             msg: e.to_string(),
         })?;
         for key in self.parameter_sources.keys() {
-            if lookup(&json, key).is_none() {
+            if lookup(&json, key).is_none() && !omitted_field(&json, key) {
                 return Err(ConfigError::Invalid {
                     field: format!("parameter_sources.\"{key}\""),
                     msg: "names no field of this machine (keys are field paths as `--set` \
@@ -108,6 +108,42 @@ pub(crate) fn lookup<'a>(json: &'a serde_json::Value, path: &str) -> Option<&'a 
         }
     }
     Some(cur)
+}
+
+/// Whether `path` names a field its section leaves out of the serialized machine (a cost
+/// of 0 is not written): its section exists and takes the key (deserializing the machine
+/// with it added fails for its value, not as an unknown field).
+fn omitted_field(json: &serde_json::Value, path: &str) -> bool {
+    let Some((parent, key)) = path.rsplit_once('.') else {
+        return false;
+    };
+    if key.contains('[') || !lookup(json, parent).is_some_and(|v| v.is_object()) {
+        return false;
+    }
+    // Only a machine that reads back as it is can tell an unknown field from a bad value.
+    if serde_json::from_value::<MachineConfig>(json.clone()).is_err() {
+        return false;
+    }
+    let mut with = json.clone();
+    let mut cur = &mut with;
+    for part in parent.split('.') {
+        let (k, index) = match part.split_once('[') {
+            Some((k, rest)) => (
+                k,
+                rest.strip_suffix(']').and_then(|n| n.parse::<usize>().ok()),
+            ),
+            None => (part, None),
+        };
+        cur = &mut cur[k];
+        if let Some(i) = index {
+            cur = &mut cur[i];
+        }
+    }
+    cur[key] = serde_json::Value::Null;
+    match serde_json::from_value::<MachineConfig>(with) {
+        Ok(_) => true,
+        Err(e) => !e.to_string().contains("unknown field"),
+    }
 }
 
 /// `[parameter_sources]`: a field path (or a section's) → where its value comes from.

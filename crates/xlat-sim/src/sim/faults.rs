@@ -261,7 +261,31 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
         };
         let n = 1u64 << (leaf.shift as u32 - bs);
         sat(&mut self.acct.c.cyc.fault, self.cfg.cost.fault_cycles);
-        if leaf.flags & FIXED == 0 && self.os.mem.is_shared(leaf.pfn, n) {
+        let shared = leaf.flags & FIXED == 0 && self.os.mem.is_shared(leaf.pfn, n);
+        if shared && n > 1 && self.cfg.os.thp_cow == crate::config::ThpCow::Split {
+            // Linux >= 5.8: split the huge mapping (its base entries keep sharing its
+            // frames, write-protected), then the PTE fault copies the written page.
+            let page = va & !((1u64 << bs) - 1);
+            let new = self.os.mem.alloc_frames(0);
+            let mut old = None;
+            let sw =
+                p.pt.update(page, page + (1u64 << bs), &mut self.os.mem, &mut |_, l| {
+                    old = Some(l.pfn);
+                    l.pfn = new;
+                    l.flags |= WRITABLE;
+                });
+            self.os
+                .mem
+                .release(old.expect("the written page is mapped"), 1);
+            self.acct.c.faults.cow_copies += 1;
+            self.acct.c.faults.thp_cow_splits += 1;
+            let cost = &self.cfg.cost;
+            let c = cost
+                .copy_page_cycles
+                .saturating_add(sw.entries.saturating_mul(cost.pte_cycles))
+                .saturating_add(sw.tables.saturating_mul(cost.table_cycles));
+            sat(&mut self.acct.c.cyc.fault, c);
+        } else if shared {
             let new = self.os.mem.alloc_frames(leaf.shift as u32 - bs);
             self.os.mem.release(leaf.pfn, n);
             p.pt.replace(

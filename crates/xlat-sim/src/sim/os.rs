@@ -195,6 +195,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
                         self.add_global(at, vma)?;
                     }
                 } else {
+                    self.area_ops(1);
                     let vmas = &mut self.os.slots[cur].as_mut().expect("cur").vmas;
                     if vmas.remove(start, end) {
                         self.unmap_pages(cur, start, end);
@@ -246,6 +247,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
                 let cur = self.current(what)?;
                 self.acct.c.os.munmaps += 1;
                 self.syscall();
+                self.area_ops(1);
                 let (start, end) = self.range(addr.0, len, what)?;
                 self.outside_kernel(start, end, what)?;
                 let p = self.os.slots[cur].as_mut().expect("cur");
@@ -329,6 +331,11 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
                 let p = self.os.slots[cur].as_ref().expect("cur");
                 if let Some((_, c)) = p.heap {
                     self.outside_kernel(a.min(c), a.max(c), what)?;
+                }
+                let p = self.os.slots[cur].as_mut().expect("cur");
+                if p.heap.is_some_and(|(s, c)| a > c || a.max(s) < c) {
+                    // The heap's area grows or shrinks (Linux `do_brk_flags`, `do_vmi_munmap`).
+                    self.area_ops(1);
                 }
                 let p = self.os.slots[cur].as_mut().expect("cur");
                 match p.heap {
@@ -450,6 +457,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
         }
         self.outside_kernel(os, oe, what)?;
         self.outside_kernel(ns, ne, what)?;
+        self.area_ops(1);
         let bs = self.base_shift;
         let p = self.os.slots[cur].as_mut().expect("cur");
         let attrs = p.vmas.find(os).map(|(_, v)| *v).unwrap_or(Vma {

@@ -50,10 +50,22 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
             last = Some(v);
         }
         let mut loops = Loops::default();
-        for (s, e) in areas {
+        for &(s, e) in &areas {
             p.pt.range_loops(s, e, &mut loops);
         }
         self.charge_loops(op, &loops);
+        self.area_ops(areas.len() as u64);
+    }
+
+    /// `n` areas created, changed, copied or removed (`cost.vma_cycles` each): Linux's
+    /// per-VMA work besides the page tables (`vm_area_dup`/`anon_vma_fork` in `dup_mmap`,
+    /// `remove_vma` in `exit_mmap`, the VMA tree's insertions and removals).
+    pub(super) fn area_ops(&mut self, n: u64) {
+        self.acct.c.os.area_ops += n;
+        sat(
+            &mut self.acct.c.cyc.os,
+            n.saturating_mul(self.cfg.cost.vma_cycles),
+        );
     }
 
     /// Adds `loops` to `op`'s counts and their cycles to `cycles.os`.
