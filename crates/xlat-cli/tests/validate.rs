@@ -81,9 +81,19 @@ fn validate_runs_real_programs_natively_and_simulated() {
                 .collect();
             assert!(t.len() == 2 && t.iter().all(|&x| x > 0.0), "{r}");
         }
+        // The pairs' differences' envelope, and whether the prediction lies in it.
+        let (lo, hi) = cells[5].split_once("..").unwrap();
+        let (lo, hi): (f64, f64) = (lo.parse().unwrap(), hi.parse().unwrap());
+        let predicted: f64 = cells[6].parse().unwrap();
+        assert!(lo <= hi, "{r}");
+        // (Printed to the millisecond: at an edge either answer is right.)
+        let edge = (predicted - lo).abs() < 1e-3 || (predicted - hi).abs() < 1e-3;
+        let inside = if (lo..=hi).contains(&predicted) { "yes" } else { "no" };
+        assert!(edge || cells[7] == inside, "{r}");
     }
     assert!(
         out.contains("predicted Δ within ±25% of measured: ")
+            && out.contains("inside the envelope of the pairs' differences")
             && out.contains("measured Δ larger than the runs' spread"),
         "{out}"
     );
