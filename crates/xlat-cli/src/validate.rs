@@ -295,7 +295,12 @@ pub fn run(a: ValidateArgs) -> Result<()> {
         clear += usize::from(resolved);
         // The runs alternate 4 KiB and THP: each pair's difference is one measurement of Δ
         // under the conditions of that moment (other tenants, the host's backing).
-        let pairs: Vec<f64> = t[0].runs.iter().zip(&t[1].runs).map(|(a, b)| a - b).collect();
+        let pairs: Vec<f64> = t[0]
+            .runs
+            .iter()
+            .zip(&t[1].runs)
+            .map(|(a, b)| a - b)
+            .collect();
         let [plo, phi] = xlat_probe::stats::range(&pairs).unwrap_or([0.0, 0.0]);
         let inside = a.repeat > 1 && (plo..=phi).contains(&predicted);
         enveloped += usize::from(inside);

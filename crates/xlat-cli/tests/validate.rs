@@ -88,7 +88,11 @@ fn validate_runs_real_programs_natively_and_simulated() {
         assert!(lo <= hi, "{r}");
         // (Printed to the millisecond: at an edge either answer is right.)
         let edge = (predicted - lo).abs() < 1e-3 || (predicted - hi).abs() < 1e-3;
-        let inside = if (lo..=hi).contains(&predicted) { "yes" } else { "no" };
+        let inside = if (lo..=hi).contains(&predicted) {
+            "yes"
+        } else {
+            "no"
+        };
         assert!(edge || cells[7] == inside, "{r}");
     }
     assert!(
