@@ -117,29 +117,20 @@ fn omitted_field(json: &serde_json::Value, path: &str) -> bool {
     let Some((parent, key)) = path.rsplit_once('.') else {
         return false;
     };
-    if key.contains('[') || !lookup(json, parent).is_some_and(|v| v.is_object()) {
+    if key.contains('[') {
         return false;
     }
+    // The parent as a JSON pointer: `tlb.levels[1]` → `/tlb/levels/1`.
+    let pointer = format!("/{}", parent.replace(['.', '['], "/").replace(']', ""));
+    let mut with = json.clone();
+    let Some(section) = with.pointer_mut(&pointer).and_then(|v| v.as_object_mut()) else {
+        return false;
+    };
+    section.insert(key.to_string(), serde_json::Value::Null);
     // Only a machine that reads back as it is can tell an unknown field from a bad value.
     if serde_json::from_value::<MachineConfig>(json.clone()).is_err() {
         return false;
     }
-    let mut with = json.clone();
-    let mut cur = &mut with;
-    for part in parent.split('.') {
-        let (k, index) = match part.split_once('[') {
-            Some((k, rest)) => (
-                k,
-                rest.strip_suffix(']').and_then(|n| n.parse::<usize>().ok()),
-            ),
-            None => (part, None),
-        };
-        cur = &mut cur[k];
-        if let Some(i) = index {
-            cur = &mut cur[i];
-        }
-    }
-    cur[key] = serde_json::Value::Null;
     match serde_json::from_value::<MachineConfig>(with) {
         Ok(_) => true,
         Err(e) => !e.to_string().contains("unknown field"),
