@@ -38,12 +38,15 @@
 mod c3;
 pub mod calls;
 mod error;
+pub mod fetches;
 pub mod format;
 pub mod linked;
 mod pettis_hansen;
 pub mod profile;
 pub mod relink;
+pub mod relinks;
 pub mod spaces;
+pub mod tune;
 
 pub use c3::c3;
 pub use error::ReadError;

@@ -60,12 +60,12 @@ pub fn placement(funcs: &[&xlat_symbols::Symbol], order: &[usize]) -> HashMap<u6
 }
 
 /// A trace's events with the code of file `file` moved as `new` (old address → new).
-struct Relinked<'a, S> {
-    src: S,
-    spaces: Spaces,
-    file: u32,
-    syms: &'a Symbols,
-    new: &'a HashMap<u64, u64>,
+pub(crate) struct Relinked<'a, S> {
+    pub(crate) src: S,
+    pub(crate) spaces: Spaces,
+    pub(crate) file: u32,
+    pub(crate) syms: &'a Symbols,
+    pub(crate) new: &'a HashMap<u64, u64>,
 }
 
 impl<S: EventSource> Relinked<'_, S> {

@@ -7,6 +7,7 @@
 mod order;
 mod predict;
 mod report;
+mod tuned;
 
 use order::read_order;
 use predict::{predict, Binary};
@@ -22,12 +23,15 @@ use xlat_layout::{CallGraph, Params};
 use xlat_symbols::Symbols;
 use xlat_trace::TraceReader;
 
-#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Algorithm {
     /// Call-chain clustering (Ottoni & Maher, CGO 2017).
     C3,
     /// Pettis & Hansen, PLDI 1990.
     PettisHansen,
+    /// The fewest first-level ITLB misses on `--tune-for`'s machines: a search from the C3,
+    /// Pettis–Hansen and `--order` orders, each order tried replayed on the machines.
+    Tuned,
 }
 
 impl Algorithm {
@@ -35,17 +39,12 @@ impl Algorithm {
         match self {
             Algorithm::C3 => "C3",
             Algorithm::PettisHansen => "Pettis-Hansen",
+            Algorithm::Tuned => "tuned",
         }
     }
 
-    fn other(self) -> Algorithm {
-        match self {
-            Algorithm::C3 => Algorithm::PettisHansen,
-            Algorithm::PettisHansen => Algorithm::C3,
-        }
-    }
-
-    /// The order of `g`'s functions, packing C3's clusters into `page` bytes.
+    /// The order of `g`'s functions, packing C3's clusters into `page` bytes (C3 and
+    /// Pettis–Hansen; a tuned order is searched from them: [`tuned`]).
     fn order(self, g: &CallGraph, page: u64) -> Result<Vec<usize>> {
         Ok(match self {
             Algorithm::C3 => xlat_layout::c3(
@@ -55,7 +54,7 @@ impl Algorithm {
                     ..Params::default()
                 },
             ),
-            Algorithm::PettisHansen => xlat_layout::pettis_hansen(g),
+            Algorithm::PettisHansen | Algorithm::Tuned => xlat_layout::pettis_hansen(g),
         }?)
     }
 }
@@ -72,8 +71,18 @@ pub enum Format {
 
 #[derive(clap::Args)]
 pub struct LayoutArgs {
-    /// The program's trace (`xlat trace`).
-    pub trace: PathBuf,
+    /// The program's traces (`xlat trace`): one run, or several whose profiles are added
+    /// (each scaled by its `--weight`).
+    #[arg(required = true, value_name = "TRACE")]
+    pub traces: Vec<PathBuf>,
+    /// Each trace's weight in the profile and in `--algorithm tuned`'s objective, in the
+    /// order of the traces (default: 1 each).
+    #[arg(long = "weight", value_name = "W")]
+    pub weights: Vec<f64>,
+    /// Also predict the orders on this trace, a run they were not made from (with `-m`;
+    /// repeatable): how they generalize.
+    #[arg(long = "test", value_name = "TRACE")]
+    pub tests: Vec<PathBuf>,
     /// The binary to order: its path, or the end of it (default: the file with the most
     /// instructions fetched that is not a shared library).
     #[arg(long)]
@@ -82,9 +91,9 @@ pub struct LayoutArgs {
     pub algorithm: Algorithm,
     #[arg(long, value_enum, default_value = "lld")]
     pub format: Format,
-    /// Where the order goes.
+    /// Where the order goes (without it, orders are only reported and predicted).
     #[arg(short, long)]
-    pub output: PathBuf,
+    pub output: Option<PathBuf>,
     /// Also write the trace's calls between the binary's functions as lld's
     /// `--call-graph-ordering-file`, for lld's own ordering (`--call-graph-profile-sort`).
     #[arg(long, value_name = "FILE")]
@@ -94,7 +103,7 @@ pub struct LayoutArgs {
     #[arg(long, value_parser = crate::parse_bytes)]
     pub page: Option<u64>,
     /// Also replay the trace on this machine (preset or file; repeatable) as it is and with
-    /// the code moved where the order puts it (a virtual relink), and compare ITLB misses.
+    /// the code moved where each order puts it (a virtual relink), and compare ITLB misses.
     #[arg(short, long = "machine")]
     pub machines: Vec<String>,
     /// Also count the code pages each call of this function of the binary touches (its
@@ -104,8 +113,20 @@ pub struct LayoutArgs {
     /// Also predict this order of the binary's functions with `-m` and `--function`: one
     /// name per line, in any format `-o` writes or lld's `--print-symbol-order` output
     /// (functions it does not list follow in address order, as a linker leaves them).
+    /// `--algorithm tuned` starts from it too.
     #[arg(long, value_name = "FILE")]
     pub order: Option<PathBuf>,
+    /// `--algorithm tuned`: the machine whose first-level ITLB misses the order minimizes
+    /// (preset or file; repeatable: none may get worse; default: the first `-m`).
+    #[arg(long = "tune-for", value_name = "MACHINE")]
+    pub tune_for: Vec<String>,
+    /// `--algorithm tuned`: orders evaluated at most (the starts included).
+    #[arg(long, default_value_t = 300)]
+    pub evaluations: u64,
+    /// `--algorithm tuned`: seconds at most (a search stopped by it depends on the
+    /// machine's speed; by default only `--evaluations` stops it).
+    #[arg(long, value_name = "SECONDS")]
+    pub tune_seconds: Option<f64>,
     /// `--json FILE`: the summary, the code pages and the predictions; `--csv FILE`: the
     /// binary's instructions by code page and function.
     #[command(flatten)]
@@ -157,6 +178,90 @@ fn choose(p: &Profile, files: &HashMap<u32, String>, want: Option<&str>) -> Resu
     }
 }
 
+/// One trace of the run: what `xlat layout` read of it and the binary's file in it.
+pub struct Traced {
+    pub path: PathBuf,
+    pub what: String,
+    pub p: Profile,
+    pub files: HashMap<u32, String>,
+    /// The binary's file number.
+    pub id: u32,
+    /// The dynamic linker's file, if the trace names it.
+    pub loader: Option<u32>,
+    pub weight: f64,
+}
+
+impl Traced {
+    /// Reads the trace at `path` (its profile and file table).
+    fn read(path: &Path, weight: f64) -> Result<Traced> {
+        let what = crate::output::shown(path);
+        let (p, files) = profile(path, &what, KERNEL_NAME)?;
+        let loader = files
+            .iter()
+            .find(|(_, p)| {
+                let n = p.rsplit('/').next().unwrap_or(p);
+                n.starts_with("ld-linux") || n.starts_with("ld.so") || n.starts_with("ld64.so")
+            })
+            .map(|(&i, _)| i);
+        Ok(Traced {
+            path: path.to_path_buf(),
+            what,
+            p,
+            files,
+            id: 0,
+            loader,
+            weight,
+        })
+    }
+
+    /// This trace with the binary `binary` (`[kernel]`: a system trace's kernel) found in
+    /// it.
+    fn with_binary(mut self, binary: &str) -> Result<Traced> {
+        self.id = match binary {
+            KERNEL_NAME if self.files.contains_key(&KERNEL) => KERNEL,
+            _ => *self
+                .files
+                .iter()
+                .find(|(_, p)| *p == binary)
+                .with_context(|| {
+                    format!("trace {}: the program never mapped {binary}", self.what)
+                })?
+                .0,
+        };
+        Ok(self)
+    }
+}
+
+/// The call graphs of `traces` added, each scaled by its weight; and the instructions
+/// fetched in the binary outside every function (scaled too).
+fn combined(traces: &[Traced], syms: &Symbols, funcs: &[&xlat_symbols::Symbol]) -> (CallGraph, u64) {
+    let mut heat = vec![0f64; funcs.len()];
+    let mut edges: std::collections::BTreeMap<(usize, usize), f64> = Default::default();
+    let mut unknown = 0f64;
+    let mut graph = None;
+    for t in traces {
+        let (g, u) = call_graph(&t.p, t.id, syms, funcs);
+        for (h, f) in heat.iter_mut().zip(&g.functions) {
+            *h += f.heat as f64 * t.weight;
+        }
+        for &(x, y, n) in &g.edges {
+            *edges.entry((x, y)).or_default() += n as f64 * t.weight;
+        }
+        unknown += u as f64 * t.weight;
+        graph.get_or_insert(g);
+    }
+    let mut g = graph.unwrap_or_default();
+    for (f, h) in g.functions.iter_mut().zip(heat) {
+        f.heat = h.round() as u64;
+    }
+    g.edges = edges
+        .into_iter()
+        .map(|((x, y), n)| (x, y, n.round() as u64))
+        .filter(|e| e.2 > 0)
+        .collect();
+    (g, unknown.round() as u64)
+}
+
 /// `xlat layout`.
 pub fn run(a: &LayoutArgs) -> Result<()> {
     let outputs = a.table.open()?;
@@ -169,12 +274,30 @@ pub fn run(a: &LayoutArgs) -> Result<()> {
     if !page.is_power_of_two() {
         bail!("--page {page}: a power of two");
     }
-    let (p, files) = profile(&a.trace, &crate::output::shown(&a.trace), KERNEL_NAME)?;
-    let id = choose(&p, &files, a.binary.as_deref())?;
-    let path = &files[&id];
+    if !a.weights.is_empty() && a.weights.len() != a.traces.len() {
+        bail!(
+            "--weight: {} given for {} traces (one per trace, in their order)",
+            a.weights.len(),
+            a.traces.len()
+        );
+    }
+    if let Some(w) = a.weights.iter().find(|w| !(w.is_finite() && **w > 0.0)) {
+        bail!("--weight {w}: a weight is a positive number");
+    }
+    if !a.tests.is_empty() && a.machines.is_empty() {
+        bail!("--test predicts on -m machines: name one with -m");
+    }
+    let weight = |k: usize| a.weights.get(k).copied().unwrap_or(1.0);
+    let first = Traced::read(&a.traces[0], weight(0))?;
+    let id = choose(&first.p, &first.files, a.binary.as_deref())?;
+    let path = first.files[&id].clone();
+    let binary = match id {
+        KERNEL => KERNEL_NAME.to_string(),
+        _ => path.clone(),
+    };
     let syms = match id {
-        KERNEL => kernel_functions(&a.trace)?,
-        _ => Symbols::open_named(Path::new(path), crate::attribution::FILE_TABLE)
+        KERNEL => kernel_functions(&a.traces[0])?,
+        _ => Symbols::open_named(Path::new(&path), crate::attribution::FILE_TABLE)
             .map_err(|e| anyhow::anyhow!("{e}"))?,
     };
     // The binary's functions, by address; the graph's nodes.
@@ -193,11 +316,41 @@ pub fn run(a: &LayoutArgs) -> Result<()> {
         Some(f) => Some(read_order(f, &funcs)?),
         None => None,
     };
-    let (g, unknown) = call_graph(&p, id, &syms, &funcs);
+    let mut traces = vec![first.with_binary(&binary)?];
+    for (k, p) in a.traces.iter().enumerate().skip(1) {
+        traces.push(Traced::read(p, weight(k))?.with_binary(&binary)?);
+    }
+    let tests = a
+        .tests
+        .iter()
+        .map(|p| Traced::read(p, 1.0)?.with_binary(&binary))
+        .collect::<Result<Vec<_>>>()?;
+    let (g, unknown) = combined(&traces, &syms, &funcs);
     let heat: Vec<u64> = g.functions.iter().map(|f| f.heat).collect();
-    let order = a.algorithm.order(&g, page)?;
-    // Each name once: a linker moves every function of a name where the name first
-    // appears (see `linked_order`).
+    let hot: Vec<usize> = (0..funcs.len()).filter(|&i| heat[i] > 0).collect();
+    // The orders as a linker makes them from their names: functions that share a name go
+    // together, where the name first appears (see `linked_order`).
+    let c3 = as_linked(&funcs, &Algorithm::C3.order(&g, page)?);
+    let ph = as_linked(&funcs, &Algorithm::PettisHansen.order(&g, page)?);
+    let mut orders: Vec<(String, Vec<usize>)> = vec![
+        ("the C3 order".into(), c3),
+        ("the Pettis-Hansen order".into(), ph),
+    ];
+    if a.algorithm == Algorithm::PettisHansen {
+        orders.swap(0, 1);
+    }
+    if let Some((name, o)) = &given {
+        orders.push((name.clone(), o.clone()));
+    }
+    let mut tuned_json = None;
+    if a.algorithm == Algorithm::Tuned {
+        let is_hot: Vec<bool> = heat.iter().map(|&h| h > 0).collect();
+        let (o, j) = tuned::tuned(&mut t, a, &traces, &syms, &funcs, &is_hot, &orders)?;
+        orders.insert(0, ("the tuned order".into(), o));
+        tuned_json = Some(j);
+    }
+    let order = orders[0].1.clone();
+    // Each name once, where it first appears.
     let mut listed = std::collections::HashSet::new();
     let names: Vec<&str> = order
         .iter()
@@ -205,12 +358,14 @@ pub fn run(a: &LayoutArgs) -> Result<()> {
         .filter(|n| listed.insert(*n))
         .collect();
     let shared = funcs.len() - names.len();
-    let text = match a.format {
-        Format::Lld => xlat_layout::format::lld_symbol_ordering(&names),
-        Format::Gold => xlat_layout::format::gold_section_ordering(&names),
-        Format::Ld => xlat_layout::format::ld_script_fragment(&names),
-    };
-    crate::export::write_file(&a.output, |w| w.write_all(text.as_bytes()))?;
+    if let Some(out) = &a.output {
+        let text = match a.format {
+            Format::Lld => xlat_layout::format::lld_symbol_ordering(&names),
+            Format::Gold => xlat_layout::format::gold_section_ordering(&names),
+            Format::Ld => xlat_layout::format::ld_script_fragment(&names),
+        };
+        crate::export::write_file(out, |w| w.write_all(text.as_bytes()))?;
+    }
     if let Some(cg) = &a.call_graph {
         let name = |i: usize| g.functions[i].name.as_str();
         let edges: Vec<(&str, &str, u64)> = g
@@ -222,10 +377,7 @@ pub fn run(a: &LayoutArgs) -> Result<()> {
         crate::export::write_file(cg, |w| w.write_all(text.as_bytes()))?;
     }
 
-    let hot: Vec<usize> = (0..funcs.len()).filter(|&i| heat[i] > 0).collect();
     let now = pages_now(&funcs, &hot, page);
-    // Where a linker puts them: functions that share a name go together.
-    let order = as_linked(&funcs, &order);
     let after = xlat_layout::pages_touched(&order, &g, &hot, page, 16);
     let total: u64 = heat.iter().sum();
     let page_name =
@@ -239,6 +391,18 @@ pub fn run(a: &LayoutArgs) -> Result<()> {
         ),
         _ => writeln!(t, "binary        {path}"),
     };
+    if traces.len() > 1 {
+        let _ = writeln!(
+            t,
+            "profile       {} traces added: {}",
+            traces.len(),
+            traces
+                .iter()
+                .map(|x| format!("{} (weight {})", x.what, x.weight))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
     let _ = writeln!(
         t,
         "functions     {} ({} ran: {} instructions{})",
@@ -264,7 +428,7 @@ pub fn run(a: &LayoutArgs) -> Result<()> {
          from a page boundary, 16-byte aligned; a prediction, not a relink)",
         a.algorithm.name()
     );
-    let (pages, rows) = report::page_heat(&mut t, &p, id, &syms, page);
+    let (pages, rows) = report::page_heat(&mut t, &traces[0].p, id, &syms, page);
     let how = match a.format {
         Format::Lld => "lld: -Wl,--symbol-ordering-file=FILE",
         Format::Gold => {
@@ -272,11 +436,9 @@ pub fn run(a: &LayoutArgs) -> Result<()> {
         }
         Format::Ld => "GNU ld: a fragment for the .text output section of a linker script",
     };
-    let _ = writeln!(
-        t,
-        "written       {} ({how})",
-        crate::output::shown(&a.output)
-    );
+    if let Some(out) = &a.output {
+        let _ = writeln!(t, "written       {} ({how})", crate::output::shown(out));
+    }
     if let Some(cg) = &a.call_graph {
         let _ = writeln!(
             t,
@@ -286,37 +448,32 @@ pub fn run(a: &LayoutArgs) -> Result<()> {
     }
     let mut prediction = None;
     if !a.machines.is_empty() || target.is_some() {
-        let file = Binary {
-            id,
-            syms: &syms,
-            funcs: &funcs,
-            loader: files
-                .iter()
-                .find(|(_, p)| {
-                    let n = p.rsplit('/').next().unwrap_or(p);
-                    n.starts_with("ld-linux") || n.starts_with("ld.so") || n.starts_with("ld64.so")
-                })
-                .map(|(&i, _)| i),
-        };
         prediction = Some(predict(
             &mut t,
             a,
             page,
-            &file,
-            &g,
-            &order,
-            given,
+            &Binary {
+                syms: &syms,
+                funcs: &funcs,
+            },
+            (&traces, &tests),
+            &orders,
             target.copied(),
         )?);
     }
     outputs.print(&t);
     let json = report::LayoutJson {
         schema: 1,
-        trace: a.trace.display().to_string(),
-        binary: match id {
-            KERNEL => KERNEL_NAME.to_string(),
-            _ => path.clone(),
-        },
+        trace: a.traces[0].display().to_string(),
+        traces: traces
+            .iter()
+            .map(|x| report::TraceWeight {
+                trace: x.path.display().to_string(),
+                weight: x.weight,
+            })
+            .collect(),
+        tests: a.tests.iter().map(|p| p.display().to_string()).collect(),
+        binary,
         algorithm: a.algorithm.name(),
         page_size: page,
         functions: funcs.len() as u64,
@@ -328,6 +485,7 @@ pub fn run(a: &LayoutArgs) -> Result<()> {
         hot_pages_now: now,
         hot_pages_ordered: after,
         code_pages: pages,
+        tuned: tuned_json,
         prediction,
     };
     outputs.finish(&json, &rows)

@@ -1,26 +1,20 @@
 //! `-m`, `--function` and `--order`: the trace replayed as traced and with the binary's
 //! code where each order puts it.
 
-use super::LayoutArgs;
-use anyhow::{Context, Result};
+use super::{LayoutArgs, Traced};
+use anyhow::Result;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 use std::fmt::Write as _;
-use std::path::Path;
-use xlat_layout::linked::as_linked;
+use xlat_layout::calls;
 use xlat_layout::relink::{itlb_entries, placement};
-use xlat_layout::{calls, relink, CallGraph};
-use xlat_sim::MachineConfig;
+use xlat_layout::relinks::replay_all;
 use xlat_symbols::Symbols;
-use xlat_trace::TraceReader;
 
 /// The binary being ordered.
 pub struct Binary<'a> {
-    pub id: u32,
     pub syms: &'a Symbols,
     pub funcs: &'a [&'a xlat_symbols::Symbol],
-    /// The dynamic linker's file, if the trace names it.
-    pub loader: Option<u32>,
 }
 
 /// What `-m` and `--function` predict (`--json`'s `prediction`). Each list of layouts
@@ -64,52 +58,45 @@ pub struct LayoutValue {
     pub value: f64,
 }
 
-/// First-level ITLB misses of one `-m` machine per layout.
+/// First-level ITLB misses of one `-m` machine replaying one trace, per layout.
 #[derive(Serialize)]
 pub struct MachineMisses {
     pub machine: String,
+    pub trace: String,
+    /// A `--test` trace (not profiled).
+    pub test: bool,
     pub itlb_entries: u64,
     pub layouts: Vec<LayoutValue>,
 }
 
 const AS_TRACED: &str = "as traced";
 
-/// `-m` and `--function`: the trace as traced and with the code where each algorithm's
-/// order puts it (`order`, the chosen one's, first).
-#[allow(clippy::too_many_arguments)]
+/// `-m` and `--function`: the traces as traced and with the code where each of `orders`
+/// (named, as linked; the chosen one first) puts it; `--function` and code pages per
+/// window on the first trace.
 pub fn predict(
     t: &mut String,
     a: &LayoutArgs,
     page: u64,
     b: &Binary,
-    g: &CallGraph,
-    order: &[usize],
-    given: Option<(String, Vec<usize>)>,
+    (traces, tests): (&[Traced], &[Traced]),
+    orders: &[(String, Vec<usize>)],
     target: Option<&xlat_symbols::Symbol>,
 ) -> Result<Prediction> {
-    let other = a.algorithm.other();
-    let mut placements = vec![
-        (
-            format!("the {} order", a.algorithm.name()),
-            placement(b.funcs, order),
-        ),
-        (
-            format!("the {} order", other.name()),
-            placement(b.funcs, &as_linked(b.funcs, &other.order(g, page)?)),
-        ),
-    ];
-    if let Some((name, o)) = given {
-        placements.push((name, placement(b.funcs, &o)));
-    }
+    let placements: Vec<(String, FxHashMap<u64, u64>)> = orders
+        .iter()
+        .map(|(n, o)| (n.clone(), placement(b.funcs, o)))
+        .collect();
     let none = FxHashMap::default();
     let moves: Vec<&FxHashMap<u64, u64>> = std::iter::once(&none)
         .chain(placements.iter().map(|(_, p)| p))
         .collect();
+    let first = &traces[0];
     let (pc, pw) = calls::code_pages(
-        &a.trace,
-        &crate::output::shown(&a.trace),
-        (b.id, b.syms),
-        b.loader,
+        &first.path,
+        &first.what,
+        (first.id, b.syms),
+        first.loader,
         target.map(|f| f.addr),
         page,
         &moves,
@@ -200,53 +187,78 @@ pub fn predict(
                 .collect(),
         });
     }
-    for m in &a.machines {
-        let cfg = xlat_sim::presets::load(m)?;
-        let before = itlb_misses(&cfg, &a.trace, None)?;
-        let entries = itlb_entries(&cfg);
+    let cfgs = a
+        .machines
+        .iter()
+        .map(|m| xlat_sim::presets::load(m))
+        .collect::<Result<Vec<_>, _>>()?;
+    for c in &cfgs {
         let _ = writeln!(
             t,
-            "ITLB reach    {}: {entries} first-level entries of {} (pages of hot code it maps at once)",
-            cfg.name,
-            cfg.page_table.base_page()
+            "ITLB reach    {}: {} first-level entries of {} (pages of hot code it maps at once)",
+            c.name,
+            itlb_entries(c),
+            c.page_table.base_page()
         );
-        let mut line = format!(
-            "{:<13} ITLB misses (first level) {} as traced; virtual relinks:",
-            cfg.name,
-            crate::output::n(before)
-        );
-        let mut layouts = vec![LayoutValue {
-            layout: AS_TRACED.into(),
-            value: before as f64,
-        }];
-        for (i, (layout, new)) in placements.iter().enumerate() {
-            let after = itlb_misses(&cfg, &a.trace, Some((b.id, b.syms, new)))?;
-            let sep = if i == 0 { "" } else { "," };
-            line += &format!("{sep} {} in {layout}", crate::output::n(after));
-            layouts.push(LayoutValue {
-                layout: layout.clone(),
-                value: after as f64,
+    }
+    let layouts: Vec<FxHashMap<u64, u64>> = placements.iter().map(|(_, p)| p.clone()).collect();
+    let several = traces.len() + tests.len() > 1;
+    let all = traces.iter().map(|x| (x, false)).chain(tests.iter().map(|x| (x, true)));
+    for (x, test) in all {
+        if cfgs.is_empty() {
+            break;
+        }
+        if several {
+            let role = if test { "a test: not profiled" } else { "profiled" };
+            let _ = writeln!(t, "trace         {} ({role})", x.what);
+        }
+        // Every machine with every layout, from one read of the trace.
+        let mut sims = Vec::new();
+        for c in &cfgs {
+            for k in std::iter::once(None).chain((0..layouts.len()).map(Some)) {
+                sims.push((crate::run::new_sim(c)?, k));
+            }
+        }
+        let done = replay_all(
+            &x.path,
+            &x.what,
+            sims,
+            (x.id, b.syms),
+            &layouts,
+            &crate::run::INTERRUPTED,
+        )?;
+        let mut done = done.into_iter();
+        for c in &cfgs {
+            let mut misses = Vec::with_capacity(layouts.len() + 1);
+            for _ in 0..=layouts.len() {
+                let sim = done.next().expect("a run per machine and layout")?;
+                misses.push(sim.l1_misses()[0]);
+            }
+            let mut line = format!(
+                "{:<13} ITLB misses (first level) {} as traced; virtual relinks:",
+                c.name,
+                crate::output::n(misses[0])
+            );
+            for (i, (layout, _)) in placements.iter().enumerate() {
+                let sep = if i == 0 { "" } else { "," };
+                line += &format!("{sep} {} in {layout}", crate::output::n(misses[i + 1]));
+            }
+            let _ = writeln!(t, "{line}");
+            out.machines.push(MachineMisses {
+                machine: c.name.clone(),
+                trace: x.path.display().to_string(),
+                test,
+                itlb_entries: itlb_entries(c),
+                layouts: names
+                    .iter()
+                    .zip(&misses)
+                    .map(|(l, &m)| LayoutValue {
+                        layout: l.to_string(),
+                        value: m as f64,
+                    })
+                    .collect(),
             });
         }
-        let _ = writeln!(t, "{line}");
-        out.machines.push(MachineMisses {
-            machine: cfg.name.clone(),
-            itlb_entries: entries,
-            layouts,
-        });
     }
     Ok(out)
-}
-
-/// The first-level ITLB misses of `trace` on `cfg`, its code moved as `new` if given.
-fn itlb_misses(
-    cfg: &MachineConfig,
-    trace: &Path,
-    moved: Option<(u32, &Symbols, &FxHashMap<u64, u64>)>,
-) -> Result<u64> {
-    let what = crate::output::shown(trace);
-    let r = TraceReader::open(trace).with_context(|| format!("trace {what}"))?;
-    let mut sim = crate::run::new_sim(cfg)?;
-    relink::replay(r, &what, &mut sim, moved, &crate::run::INTERRUPTED)?;
-    Ok(sim.l1_misses()[0])
 }

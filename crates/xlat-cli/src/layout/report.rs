@@ -17,7 +17,12 @@ use std::fmt::Write as _;
 #[derive(Serialize)]
 pub struct LayoutJson {
     pub schema: u32,
+    /// The first trace (`traces[0]`).
     pub trace: String,
+    /// The traces whose profiles were added, with their weights.
+    pub traces: Vec<TraceWeight>,
+    /// `--test` traces: predicted on, not profiled.
+    pub tests: Vec<String>,
     /// The ordered file's path (`[kernel]` for a system trace's kernel).
     pub binary: String,
     pub algorithm: &'static str,
@@ -35,8 +40,17 @@ pub struct LayoutJson {
     pub hot_pages_ordered: u64,
     /// Every code page of the binary that ran code, hottest first.
     pub code_pages: Vec<CodePage>,
+    /// `--algorithm tuned`'s search.
+    pub tuned: Option<super::tuned::TunedJson>,
     /// With `-m` or `--function`.
     pub prediction: Option<super::predict::Prediction>,
+}
+
+/// A profiled trace and its weight.
+#[derive(Serialize)]
+pub struct TraceWeight {
+    pub trace: String,
+    pub weight: f64,
 }
 
 /// A code page: its instructions and the functions whose blocks start on it.
