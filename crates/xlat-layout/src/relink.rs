@@ -66,17 +66,51 @@ pub(crate) struct Relinked<'a, S> {
     pub(crate) file: u32,
     pub(crate) syms: &'a Symbols,
     pub(crate) new: &'a HashMap<u64, u64>,
+    /// The last lookup's answer and the addresses it holds for (`[lo, hi)`: the same
+    /// function, or the same range of another file); cleared by every other event.
+    pub(crate) last: Option<(u64, u64, Option<i64>)>,
+}
+
+impl<'a, S> Relinked<'a, S> {
+    /// `src`'s events with the code of `file` (its symbols `syms`) moved as `new`.
+    pub(crate) fn new(
+        src: S,
+        system: bool,
+        (file, syms): (u32, &'a Symbols),
+        new: &'a HashMap<u64, u64>,
+    ) -> Self {
+        Relinked {
+            src,
+            spaces: Spaces::new(system),
+            file,
+            syms,
+            new,
+            last: None,
+        }
+    }
 }
 
 impl<S: EventSource> Relinked<'_, S> {
     /// `va`'s shift: its function's move, if it lies in a moved function of the file.
-    fn shift(&self, va: u64) -> Option<i64> {
-        let (f, off) = self.spaces.at(va)?;
+    fn shift(&mut self, va: u64) -> Option<i64> {
+        if let Some((lo, hi, d)) = self.last {
+            if (lo..hi).contains(&va) {
+                return d;
+            }
+        }
+        let ((f, off), start, end) = self.spaces.at_range(va)?;
         if f != self.file {
+            self.last = Some((start, end, None));
             return None;
         }
-        let s = self.syms.at_vaddr(self.syms.vaddr_of_offset(off)?)?;
-        Some(*self.new.get(&s.addr)? as i64 - s.addr as i64)
+        let v = self.syms.vaddr_of_offset(off)?;
+        let s = self.syms.at_vaddr(v)?;
+        let d = self.new.get(&s.addr).map(|&n| n as i64 - s.addr as i64);
+        // The function's bytes around `va`, within the file range.
+        let lo = (va - (v - s.addr)).max(start);
+        let hi = (va - (v - s.addr)).saturating_add(s.size).min(end);
+        self.last = Some((lo, hi, d));
+        d
     }
 }
 
@@ -89,8 +123,10 @@ impl<S: EventSource> EventSource for Relinked<'_, S> {
             let addr = match e {
                 Event::Block(b) => &mut b.addr,
                 Event::Access(a) if a.kind.is_fetch() => &mut a.addr,
+                Event::Access(_) => continue,
                 other => {
                     self.spaces.event(other);
+                    self.last = None;
                     continue;
                 }
             };
@@ -115,13 +151,7 @@ pub fn replay<R: Read>(
     let system = xlat_runner::trace::is_system(r.header());
     match moved {
         Some((file, syms, new)) => {
-            let src = Relinked {
-                src: r,
-                spaces: Spaces::new(system),
-                file,
-                syms,
-                new,
-            };
+            let src = Relinked::new(r, system, (file, syms), new);
             drive_seen(src, system, what, sim, stop)
         }
         None => drive_seen(r, system, what, sim, stop),

@@ -3,7 +3,6 @@
 //! layout puts it, as [`crate::relink::replay`] would one at a time.
 
 use crate::relink::Relinked;
-use crate::spaces::Spaces;
 use rustc_hash::FxHashMap as HashMap;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
@@ -75,16 +74,7 @@ pub fn replay_all(
         };
         let fill = match layout {
             None => seen::<Tap>(tap, v),
-            Some(k) => seen(
-                Relinked {
-                    src: tap,
-                    spaces: Spaces::new(system),
-                    file: moved.0,
-                    syms: moved.1,
-                    new: &layouts[k],
-                },
-                v,
-            ),
+            Some(k) => seen(Relinked::new(tap, system, moved, &layouts[k]), v),
         };
         failed.push(None);
         jobs.push(Job {

@@ -50,6 +50,16 @@ impl Spaces {
         Some((l.file, l.offset + (va - s)))
     }
 
+    /// Where `va` of the running process lies in a file, and the addresses around it that
+    /// lie in the same file range (`[start, end)`, contiguous in the file).
+    pub fn at_range(&self, va: u64) -> Option<(At, u64, u64)> {
+        if self.system && va >> 63 == 1 {
+            return Some(((KERNEL, va), 1 << 63, u64::MAX));
+        }
+        let (s, l) = self.labels.get(&self.cur)?.find(va)?;
+        Some(((l.file, l.offset + (va - s)), s, l.end))
+    }
+
     /// Follows an event that is not a block.
     pub fn event(&mut self, e: &Event) {
         let cur = self.labels.entry(self.cur).or_default();

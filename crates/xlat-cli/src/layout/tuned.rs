@@ -16,7 +16,7 @@ use xlat_symbols::{Symbol, Symbols};
 pub struct TunedJson {
     /// The machines tuned for.
     pub machines: Vec<String>,
-    /// The order it started from.
+    /// The order it started from (named as in the predictions).
     pub start: String,
     /// Per start: first-level ITLB misses per machine and trace (machine-major), as the
     /// kept fetches replay them.
@@ -145,12 +145,12 @@ pub fn tuned(
     );
     let json = TunedJson {
         machines,
-        start: layout(&starts[r.start].0),
+        start: starts[r.start].0.clone(),
         starts: starts
             .iter()
             .zip(&r.start_misses)
             .map(|((s, _), m)| StartMisses {
-                layout: layout(s),
+                layout: s.clone(),
                 misses: m.clone(),
             })
             .collect(),
