@@ -20,6 +20,7 @@
 //! followed; calls still running at the end (or at their process's exit) are counted
 //! apart.
 
+use crate::pieces::Pieces;
 use crate::spaces::labelled;
 use crate::ReadError;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
@@ -151,18 +152,18 @@ struct Seen {
     from_loader: bool,
 }
 
-/// Counts pages of `page` bytes through `trace` (named `what` in errors) in each layout of `moves` (old function
-/// address of file `file` → new; an empty map is the layout as traced): per window, and
-/// per call of the function at link-time address `target` if given. `loader` is the
-/// dynamic linker's file.
+/// Counts pages of `page` bytes through `trace` (named `what` in errors) in each layout of
+/// `moves` (per piece of file `file`'s `pieces`, its move in bytes; an empty list is the
+/// layout as traced): per window, and per call of the function at link-time address
+/// `target` if given. `loader` is the dynamic linker's file.
 pub fn code_pages(
     trace: &Path,
     what: &str,
-    (file, syms): (u32, &Symbols),
+    (file, syms, pieces): (u32, &Symbols, &Pieces),
     loader: Option<u32>,
     target: Option<u64>,
     page: u64,
-    moves: &[&HashMap<u64, u64>],
+    moves: &[&[i64]],
 ) -> Result<(PerCall, PerWindow), ReadError> {
     let mut win = PerWindow {
         windows: 0,
@@ -201,10 +202,11 @@ pub fn code_pages(
             let s = syms.at_vaddr(v)?;
             Some((s.addr, v == s.addr))
         });
+        let piece = at
+            .filter(|&(f, _)| f == file)
+            .and_then(|(_, off)| pieces.find(syms.vaddr_of_offset(off)?));
         for (d, m) in shifts.iter_mut().zip(moves) {
-            *d = func
-                .and_then(|(f, _)| Some(*m.get(&f)? as i64 - f as i64))
-                .unwrap_or(0);
+            *d = piece.and_then(|k| m.get(k).copied()).unwrap_or(0);
         }
         let space = if start >> 63 == 1 { 0 } else { spaces.cur() };
         for (set, &d) in touched.iter_mut().zip(&shifts) {

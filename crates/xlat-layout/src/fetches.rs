@@ -1,13 +1,13 @@
 //! A trace as an order's objective replays it ([`Fetches`]): read once, kept in memory in a
 //! form that replays in a fraction of the trace's time, and that gives a machine's
-//! first-level ITLB misses for any placement of the binary's functions exactly as the
+//! first-level ITLB misses for any placement of the binary's pieces exactly as the
 //! full virtual relink ([`crate::relink::replay`]) does, under the terms below.
 //!
 //! - Data references are dropped unless the machine's first level is unified or its
 //!   levels inclusive (then a data reference can evict an instruction entry).
-//! - Consecutive fetches of one thread inside one function of the binary (a *run*, at most
+//! - Consecutive fetches of one thread inside one piece of the binary (a *run*, at most
 //!   [`Fetches::page`] bytes from its lowest to its highest byte, so it touches at most two
-//!   pages wherever the function goes) are kept as four addresses: the first fetch, the
+//!   pages wherever the piece goes) are kept as four addresses: the first fetch, the
 //!   lowest and highest bytes, the last fetched byte. Replayed, a run becomes its first
 //!   page, then the other page it touched, then its last page again if that differs. With
 //!   nothing between them, the two pages of a run alternate as hits once both are in: only
@@ -29,7 +29,8 @@ use xlat_runner::view::drive_seen;
 use xlat_runner::RunError;
 use xlat_sim::config::Inclusion;
 use xlat_sim::{Machine, MachineConfig};
-use xlat_symbols::{Symbol, Symbols};
+use crate::pieces::Pieces;
+use xlat_symbols::Symbols;
 use xlat_types::{Block, Event, EventSource, Tid, VirtAddr};
 
 /// Items kept at most (~48 bytes each: 768 MiB); a longer trace is kept up to there and
@@ -41,8 +42,8 @@ const FIXED: u32 = u32::MAX;
 
 #[derive(Clone, Copy, Debug)]
 enum Item {
-    /// Fetches of thread `tid` inside function `func` (an index into the binary's
-    /// functions, or [`FIXED`]) with nothing between them; trace addresses.
+    /// Fetches of thread `tid` inside piece `func` of the binary (see [`Pieces`]), or
+    /// outside them all ([`FIXED`]), with nothing between them; trace addresses.
     Run {
         func: u32,
         tid: Tid,
@@ -51,7 +52,7 @@ enum Item {
         hi: u64,
         last: u64,
     },
-    /// A fetch of `func` that alone spans a page or more: moved as it is.
+    /// A fetch in piece `func` that alone spans a page or more: moved as it is.
     Long { func: u32, block: Block },
     Event(Event),
 }
@@ -74,31 +75,23 @@ pub fn sees_data(cfg: &MachineConfig) -> bool {
 }
 
 impl Fetches {
-    /// Reads the trace at `path` (named `what`): the functions `funcs` of file `file`
-    /// (`syms`' functions, by address) are the ones that move. Runs span at most `page`
-    /// bytes (the smallest base page of the machines it will replay on); data references
-    /// are kept if `data`.
+    /// Reads the trace at `path` (named `what`): the `pieces` of file `file` (`syms` its
+    /// symbols) are what moves. Runs span at most `page` bytes (the smallest base page of
+    /// the machines it will replay on); data references are kept if `data`.
     pub fn read(
         path: &Path,
         what: &str,
         (file, syms): (u32, &Symbols),
-        funcs: &[&Symbol],
+        pieces: &Pieces,
         page: u64,
         data: bool,
     ) -> Result<Fetches, ReadError> {
-        let index: rustc_hash::FxHashMap<u64, u32> = funcs
-            .iter()
-            .enumerate()
-            .map(|(i, s)| (s.addr, i as u32))
-            .collect();
         let func_of = |at: Option<At>| -> Option<u32> {
             let (f, off) = at?;
             if f != file {
                 return None;
             }
-            index
-                .get(&syms.at_vaddr(syms.vaddr_of_offset(off)?)?.addr)
-                .copied()
+            pieces.find(syms.vaddr_of_offset(off)?).map(|k| k as u32)
         };
         let mut items: Vec<Item> = Vec::new();
         let mut complete = true;
@@ -187,8 +180,8 @@ impl Fetches {
         self.data
     }
 
-    /// Replays the kept stream into `sim` with each function `i` of the binary moved by
-    /// `shift[i]` bytes; stops at the next batch once `stop` is set.
+    /// Replays the kept stream into `sim` with each piece `k` of the binary moved by
+    /// `shift[k]` bytes; stops at the next batch once `stop` is set.
     pub fn replay(&self, sim: &mut Machine, shift: &[i64], stop: &AtomicBool) -> Result<(), RunError> {
         let src = Emit {
             items: &self.items,
@@ -259,13 +252,4 @@ impl EventSource for Emit<'_> {
         }
         Ok(!buf.is_empty())
     }
-}
-
-/// Per function of `funcs`, its move in bytes where `placement` (old address → new) puts
-/// it (0 if it does not move).
-pub fn shifts(funcs: &[&Symbol], placement: &rustc_hash::FxHashMap<u64, u64>) -> Vec<i64> {
-    funcs
-        .iter()
-        .map(|s| placement.get(&s.addr).map_or(0, |&n| n as i64 - s.addr as i64))
-        .collect()
 }

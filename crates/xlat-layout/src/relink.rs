@@ -4,6 +4,7 @@
 //! blocks inside the binary's functions are shifted by their function's move; data and
 //! other files stay.
 
+use crate::pieces::Pieces;
 use crate::spaces::Spaces;
 use rustc_hash::FxHashMap as HashMap;
 use std::io::Read;
@@ -28,11 +29,7 @@ pub const GAP: u64 = 4096;
 /// Functions of other sections (`.init`, `.fini`) stay: a linker does not move them with
 /// `.text`. Code outside every function does not move either.
 pub fn placement(funcs: &[&xlat_symbols::Symbol], order: &[usize]) -> HashMap<u64, u64> {
-    let moves = |s: &xlat_symbols::Symbol| {
-        s.section
-            .as_deref()
-            .is_none_or(|n| n == ".text" || n.starts_with(".text."))
-    };
+    let moves = crate::pieces::moves;
     // Each `.text` function's neighbour before it (`funcs` is sorted by address).
     let text: Vec<usize> = (0..funcs.len()).filter(|&i| moves(funcs[i])).collect();
     let before: HashMap<usize, usize> = text.windows(2).map(|w| (w[1], w[0])).collect();
@@ -59,39 +56,40 @@ pub fn placement(funcs: &[&xlat_symbols::Symbol], order: &[usize]) -> HashMap<u6
     out
 }
 
-/// A trace's events with the code of file `file` moved as `new` (old address → new).
+/// The binary whose code moves: its file in the trace, its symbols (for link-time
+/// addresses), what the linker moves, and one order's moves (per piece, bytes).
+#[derive(Clone, Copy)]
+pub struct Moved<'a> {
+    pub file: u32,
+    pub syms: &'a Symbols,
+    pub pieces: &'a Pieces,
+    pub shift: &'a [i64],
+}
+
+/// A trace's events with the code of one file moved.
 pub(crate) struct Relinked<'a, S> {
-    pub(crate) src: S,
-    pub(crate) spaces: Spaces,
-    pub(crate) file: u32,
-    pub(crate) syms: &'a Symbols,
-    pub(crate) new: &'a HashMap<u64, u64>,
+    src: S,
+    spaces: Spaces,
+    moved: Moved<'a>,
     /// The last lookup's answer and the addresses it holds for (`[lo, hi)`: the same
-    /// function, or the same range of another file); cleared by every other event.
-    pub(crate) last: Option<(u64, u64, Option<i64>)>,
+    /// piece, or the same range of another file); cleared by every other event.
+    last: Option<(u64, u64, Option<i64>)>,
 }
 
 impl<'a, S> Relinked<'a, S> {
-    /// `src`'s events with the code of `file` (its symbols `syms`) moved as `new`.
-    pub(crate) fn new(
-        src: S,
-        system: bool,
-        (file, syms): (u32, &'a Symbols),
-        new: &'a HashMap<u64, u64>,
-    ) -> Self {
+    /// `src`'s events (a system trace's if `system`) with `moved`'s code moved.
+    pub(crate) fn new(src: S, system: bool, moved: Moved<'a>) -> Self {
         Relinked {
             src,
             spaces: Spaces::new(system),
-            file,
-            syms,
-            new,
+            moved,
             last: None,
         }
     }
 }
 
 impl<S: EventSource> Relinked<'_, S> {
-    /// `va`'s shift: its function's move, if it lies in a moved function of the file.
+    /// `va`'s shift: its piece's move, if it lies in a piece of the file.
     fn shift(&mut self, va: u64) -> Option<i64> {
         if let Some((lo, hi, d)) = self.last {
             if (lo..hi).contains(&va) {
@@ -99,18 +97,18 @@ impl<S: EventSource> Relinked<'_, S> {
             }
         }
         let ((f, off), start, end) = self.spaces.at_range(va)?;
-        if f != self.file {
+        if f != self.moved.file {
             self.last = Some((start, end, None));
             return None;
         }
-        let v = self.syms.vaddr_of_offset(off)?;
-        let s = self.syms.at_vaddr(v)?;
-        let d = self.new.get(&s.addr).map(|&n| n as i64 - s.addr as i64);
-        // The function's bytes around `va`, within the file range.
-        let lo = (va - (v - s.addr)).max(start);
-        let hi = (va - (v - s.addr)).saturating_add(s.size).min(end);
-        self.last = Some((lo, hi, d));
-        d
+        let v = self.moved.syms.vaddr_of_offset(off)?;
+        let k = self.moved.pieces.find(v)?;
+        let d = self.moved.shift[k];
+        // The piece's bytes around `va`, within the file range.
+        let (lo, hi) = self.moved.pieces.range(k);
+        let base = va - (v - lo);
+        self.last = Some((base.max(start), base.saturating_add(hi - lo).min(end), Some(d)));
+        Some(d)
     }
 }
 
@@ -138,20 +136,19 @@ impl<S: EventSource> EventSource for Relinked<'_, S> {
     }
 }
 
-/// Replays the trace `r` (named `what`) into `sim` as that machine sees it, the code of
-/// file `moved.0` (its symbols `moved.1`) moved as `moved.2` (old function address → new)
-/// if given; stops at the next batch once `stop` is set.
+/// Replays the trace `r` (named `what`) into `sim` as that machine sees it, with `moved`'s
+/// code moved if given; stops at the next batch once `stop` is set.
 pub fn replay<R: Read>(
     r: TraceReader<R>,
     what: &str,
     sim: &mut Machine,
-    moved: Option<(u32, &Symbols, &HashMap<u64, u64>)>,
+    moved: Option<Moved>,
     stop: &AtomicBool,
 ) -> Result<(), RunError> {
     let system = xlat_runner::trace::is_system(r.header());
     match moved {
-        Some((file, syms, new)) => {
-            let src = Relinked::new(r, system, (file, syms), new);
+        Some(m) => {
+            let src = Relinked::new(r, system, m);
             drive_seen(src, system, what, sim, stop)
         }
         None => drive_seen(r, system, what, sim, stop),

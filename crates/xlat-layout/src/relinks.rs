@@ -2,8 +2,8 @@
 //! same decoded batches ([`xlat_runner::fanout`]), each with the binary's code where its
 //! layout puts it, as [`crate::relink::replay`] would one at a time.
 
-use crate::relink::Relinked;
-use rustc_hash::FxHashMap as HashMap;
+use crate::pieces::Pieces;
+use crate::relink::{Moved, Relinked};
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use xlat_runner::canonical::Canonical;
@@ -43,15 +43,15 @@ struct Job<'a> {
 }
 
 /// Replays the trace at `path` (named `what`) once into every machine of `sims`, each
-/// paired with the layout it replays: `None` as traced, `Some(k)` with the code of
-/// `moved.0` (its symbols `moved.1`) where `layouts[k]` (old function address → new) puts
-/// it. The machines after their runs, in order; a failed run is its error.
+/// paired with the layout it replays: `None` as traced, `Some(k)` with the pieces of file
+/// `file` (its symbols `syms`) moved by `layouts[k]` (bytes per piece). The machines after
+/// their runs, in order; a failed run is its error.
 pub fn replay_all(
     path: &Path,
     what: &str,
     sims: Vec<(Machine, Option<usize>)>,
-    moved: (u32, &Symbols),
-    layouts: &[HashMap<u64, u64>],
+    (file, syms, pieces): (u32, &Symbols, &Pieces),
+    layouts: &[Vec<i64>],
     stop: &AtomicBool,
 ) -> Result<Vec<Result<Machine, RunError>>, RunError> {
     let r = TraceReader::open(path).map_err(|e| RunError::from_source(e).context(format!("trace {what}")))?;
@@ -74,7 +74,15 @@ pub fn replay_all(
         };
         let fill = match layout {
             None => seen::<Tap>(tap, v),
-            Some(k) => seen(Relinked::new(tap, system, moved, &layouts[k]), v),
+            Some(k) => {
+                let m = Moved {
+                    file,
+                    syms,
+                    pieces,
+                    shift: &layouts[k],
+                };
+                seen(Relinked::new(tap, system, m), v)
+            }
         };
         failed.push(None);
         jobs.push(Job {

@@ -12,9 +12,9 @@
 //! target. Moves come from a fixed-seed generator: the same inputs and evaluation budget
 //! give the same order; a time limit that stops the search first makes it depend on speed.
 
-use crate::fetches::{shifts, Fetches};
+use crate::fetches::Fetches;
 use crate::linked::as_linked;
-use crate::relink::placement;
+use crate::pieces::Pieces;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 use xlat_runner::RunError;
@@ -62,14 +62,22 @@ pub struct Tuned {
     pub timed_out: bool,
 }
 
-/// First-level ITLB misses of each target with the binary's functions `funcs` in `order`.
+/// The binary being ordered: its functions (by address) and what the linker moves.
+#[derive(Clone, Copy)]
+pub struct Binary<'a> {
+    pub funcs: &'a [&'a Symbol],
+    pub pieces: &'a Pieces,
+}
+
+/// First-level ITLB misses of each target with the binary's functions in `order` (its
+/// first `listed` named by the ordering file).
 pub fn evaluate(
-    funcs: &[&Symbol],
-    order: &[usize],
+    b: Binary,
+    (order, listed): (&[usize], usize),
     targets: &[Target],
     stop: &AtomicBool,
 ) -> Result<Vec<u64>, RunError> {
-    let shift = shifts(funcs, &placement(funcs, order));
+    let shift = b.pieces.shifts(b.funcs, order, listed);
     let one = |t: &Target| -> Result<u64, RunError> {
         let mut sim = (t.machine)()?;
         t.fetches.replay(&mut sim, &shift, stop)?;
@@ -166,32 +174,41 @@ fn moved(order: &[usize], hot: &[bool], rng: &mut Rng) -> Option<Vec<usize>> {
     Some(o)
 }
 
-/// Searches from the best of `starts` (orders of `funcs`; `hot[i]`: function `i` ran) for
-/// an order with fewer first-level ITLB misses on `targets`, within `budget`.
+/// Searches from the best of `starts` (orders of `b`'s functions as linked, each with how
+/// many of its functions an ordering file names; `hot[i]`: function `i` ran) for an
+/// order with fewer first-level ITLB misses on `targets`, within `budget`. The result
+/// names every function.
 pub fn tune(
-    funcs: &[&Symbol],
+    b: Binary,
     hot: &[bool],
-    starts: &[Vec<usize>],
+    starts: &[(Vec<usize>, usize)],
     targets: &[Target],
     budget: Budget,
     stop: &AtomicBool,
 ) -> Result<Tuned, RunError> {
     let t0 = Instant::now();
     let mut start_misses = Vec::with_capacity(starts.len());
-    for s in starts {
-        start_misses.push(evaluate(funcs, &as_linked(funcs, s), targets, stop)?);
+    let funcs = b.funcs;
+    for (s, listed) in starts {
+        start_misses.push(evaluate(b, (s, *listed), targets, stop)?);
     }
     let start = (0..starts.len())
         .min_by(|&a, &b| {
             cost(&start_misses[a], targets).total_cmp(&cost(&start_misses[b], targets))
         })
         .unwrap_or(0);
-    let mut best = as_linked(funcs, starts.get(start).map_or(&[][..], |s| s));
+    let mut best = as_linked(funcs, starts.get(start).map_or(&[][..], |s| &s.0));
     let mut misses = start_misses
         .get(start)
         .cloned()
         .unwrap_or_else(|| vec![0; targets.len()]);
     let mut evaluations = starts.len() as u64;
+    // A start whose ordering file leaves functions out, written in full (as the result
+    // is): a link map's sections without a listed function then go last.
+    if b.pieces.are_sections() && starts.get(start).is_some_and(|s| s.1 < best.len()) {
+        misses = evaluate(b, (&best, best.len()), targets, stop)?;
+        evaluations += 1;
+    }
     let (mut kept, mut timed_out) = (0, false);
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     // The hot code's offset: cold functions, largest first, put before it, until they
@@ -209,7 +226,7 @@ pub fn tune(
         let mut o = front.clone();
         o.extend(base.iter().filter(|i| !front.contains(i)));
         let o = as_linked(funcs, &o);
-        let m = evaluate(funcs, &o, targets, stop)?;
+        let m = evaluate(b, (&o, o.len()), targets, stop)?;
         evaluations += 1;
         if m.iter().zip(&misses).all(|(a, b)| a <= b) && cost(&m, targets) < cost(&misses, targets) {
             best = o;
@@ -237,7 +254,7 @@ pub fn tune(
         if o == best {
             continue;
         }
-        let m = evaluate(funcs, &o, targets, stop)?;
+        let m = evaluate(b, (&o, o.len()), targets, stop)?;
         evaluations += 1;
         // Kept if no target gets worse; a move that changes nothing is kept too (it may
         // lead somewhere: padding often helps only once two cold functions are in).

@@ -7,6 +7,7 @@
 mod order;
 mod predict;
 mod report;
+mod sections;
 mod tuned;
 
 use order::read_order;
@@ -19,6 +20,7 @@ use std::path::{Path, PathBuf};
 use xlat_layout::linked::as_linked;
 use xlat_layout::profile::{call_graph, pages_now, profile, Profile};
 use xlat_layout::spaces::KERNEL;
+use xlat_layout::pieces::Pieces;
 use xlat_layout::{CallGraph, Params};
 use xlat_symbols::Symbols;
 use xlat_trace::TraceReader;
@@ -116,6 +118,12 @@ pub struct LayoutArgs {
     /// `--algorithm tuned` starts from it too.
     #[arg(long, value_name = "FILE")]
     pub order: Option<PathBuf>,
+    /// The link map of the binary (`-Wl,-Map=FILE`; lld, GNU ld or gold): predictions then
+    /// move its `.text` input sections whole, as the linker does (a static link's library
+    /// code, built without function sections, holds several functions per section), and
+    /// code without a sized symbol moves with its section.
+    #[arg(long, value_name = "FILE")]
+    pub map: Option<PathBuf>,
     /// `--algorithm tuned`: the machine whose first-level ITLB misses the order minimizes
     /// (preset or file; repeatable: none may get worse; default: the first `-m`).
     #[arg(long = "tune-for", value_name = "MACHINE")]
@@ -325,6 +333,24 @@ pub fn run(a: &LayoutArgs) -> Result<()> {
         .iter()
         .map(|p| Traced::read(p, 1.0)?.with_binary(&binary))
         .collect::<Result<Vec<_>>>()?;
+    let pieces = match &a.map {
+        Some(m) => {
+            let what = crate::output::shown(m);
+            let text = xlat_fs::read_input_string(m, "--map", order::MAX_ORDER_BYTES)?;
+            let p = Pieces::sections(&xlat_layout::linkmap::parse(&text, &what)?);
+            if let Some(f) = p.misfit(&funcs) {
+                bail!(
+                    "--map {what}: no input section of its .text holds function `{}` \
+                     ({:#x}, {} bytes) of {path}: the map of another link?",
+                    f.name,
+                    f.addr,
+                    f.size
+                );
+            }
+            p
+        }
+        None => Pieces::functions(&funcs),
+    };
     let (g, unknown) = combined(&traces, &syms, &funcs);
     let heat: Vec<u64> = g.functions.iter().map(|f| f.heat).collect();
     let hot: Vec<usize> = (0..funcs.len()).filter(|&i| heat[i] > 0).collect();
@@ -332,21 +358,26 @@ pub fn run(a: &LayoutArgs) -> Result<()> {
     // together, where the name first appears (see `linked_order`).
     let c3 = as_linked(&funcs, &Algorithm::C3.order(&g, page)?);
     let ph = as_linked(&funcs, &Algorithm::PettisHansen.order(&g, page)?);
-    let mut orders: Vec<(String, Vec<usize>)> = vec![
-        ("the C3 order".into(), c3),
-        ("the Pettis-Hansen order".into(), ph),
+    let all = funcs.len();
+    let mut orders: Vec<order::Named> = vec![
+        ("the C3 order".into(), c3, all),
+        ("the Pettis-Hansen order".into(), ph, all),
     ];
     if a.algorithm == Algorithm::PettisHansen {
         orders.swap(0, 1);
     }
-    if let Some((name, o)) = &given {
-        orders.push((name.clone(), o.clone()));
+    if let Some(o) = &given {
+        orders.push(o.clone());
     }
     let mut tuned_json = None;
     if a.algorithm == Algorithm::Tuned {
         let is_hot: Vec<bool> = heat.iter().map(|&h| h > 0).collect();
-        let (o, j) = tuned::tuned(&mut t, a, &traces, &syms, &funcs, &is_hot, &orders)?;
-        orders.insert(0, ("the tuned order".into(), o));
+        let b = xlat_layout::tune::Binary {
+            funcs: &funcs,
+            pieces: &pieces,
+        };
+        let (o, j) = tuned::tuned(&mut t, a, &traces, &syms, b, &is_hot, &orders)?;
+        orders.insert(0, ("the tuned order".into(), o, all));
         tuned_json = Some(j);
     }
     let order = orders[0].1.clone();
@@ -422,6 +453,7 @@ pub fn run(a: &LayoutArgs) -> Result<()> {
         );
     }
     let _ = writeln!(t, "calls         {} edges between functions", g.edges.len());
+    let pieces_json = sections::describe(&mut t, &traces, &syms, &funcs, &pieces, id == KERNEL);
     let _ = writeln!(
         t,
         "hot code      {now} pages of {page_name} now, {after} in the {} order (functions packed \
@@ -455,6 +487,7 @@ pub fn run(a: &LayoutArgs) -> Result<()> {
             &Binary {
                 syms: &syms,
                 funcs: &funcs,
+                pieces: &pieces,
             },
             (&traces, &tests),
             &orders,
@@ -485,6 +518,7 @@ pub fn run(a: &LayoutArgs) -> Result<()> {
         hot_pages_now: now,
         hot_pages_ordered: after,
         code_pages: pages,
+        pieces: pieces_json,
         tuned: tuned_json,
         prediction,
     };

@@ -3,11 +3,11 @@
 
 use super::{LayoutArgs, Traced};
 use anyhow::Result;
-use rustc_hash::FxHashMap;
 use serde::Serialize;
 use std::fmt::Write as _;
 use xlat_layout::calls;
-use xlat_layout::relink::{itlb_entries, placement};
+use xlat_layout::pieces::Pieces;
+use xlat_layout::relink::itlb_entries;
 use xlat_layout::relinks::replay_all;
 use xlat_symbols::Symbols;
 
@@ -15,6 +15,7 @@ use xlat_symbols::Symbols;
 pub struct Binary<'a> {
     pub syms: &'a Symbols,
     pub funcs: &'a [&'a xlat_symbols::Symbol],
+    pub pieces: &'a Pieces,
 }
 
 /// What `-m` and `--function` predict (`--json`'s `prediction`). Each list of layouts
@@ -80,22 +81,21 @@ pub fn predict(
     page: u64,
     b: &Binary,
     (traces, tests): (&[Traced], &[Traced]),
-    orders: &[(String, Vec<usize>)],
+    orders: &[super::order::Named],
     target: Option<&xlat_symbols::Symbol>,
 ) -> Result<Prediction> {
-    let placements: Vec<(String, FxHashMap<u64, u64>)> = orders
+    let placements: Vec<(String, Vec<i64>)> = orders
         .iter()
-        .map(|(n, o)| (n.clone(), placement(b.funcs, o)))
+        .map(|(n, o, listed)| (n.clone(), b.pieces.shifts(b.funcs, o, *listed)))
         .collect();
-    let none = FxHashMap::default();
-    let moves: Vec<&FxHashMap<u64, u64>> = std::iter::once(&none)
-        .chain(placements.iter().map(|(_, p)| p))
+    let moves: Vec<&[i64]> = std::iter::once(&[][..])
+        .chain(placements.iter().map(|(_, p)| p.as_slice()))
         .collect();
     let first = &traces[0];
     let (pc, pw) = calls::code_pages(
         &first.path,
         &first.what,
-        (first.id, b.syms),
+        (first.id, b.syms, b.pieces),
         first.loader,
         target.map(|f| f.addr),
         page,
@@ -201,7 +201,7 @@ pub fn predict(
             c.page_table.base_page()
         );
     }
-    let layouts: Vec<FxHashMap<u64, u64>> = placements.iter().map(|(_, p)| p.clone()).collect();
+    let layouts: Vec<Vec<i64>> = placements.iter().map(|(_, p)| p.clone()).collect();
     let several = traces.len() + tests.len() > 1;
     let all = traces.iter().map(|x| (x, false)).chain(tests.iter().map(|x| (x, true)));
     for (x, test) in all {
@@ -223,7 +223,7 @@ pub fn predict(
             &x.path,
             &x.what,
             sims,
-            (x.id, b.syms),
+            (x.id, b.syms, b.pieces),
             &layouts,
             &crate::run::INTERRUPTED,
         )?;

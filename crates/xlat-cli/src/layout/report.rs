@@ -40,6 +40,8 @@ pub struct LayoutJson {
     pub hot_pages_ordered: u64,
     /// Every code page of the binary that ran code, hottest first.
     pub code_pages: Vec<CodePage>,
+    /// What the predictions move, and their warnings.
+    pub pieces: super::sections::PiecesJson,
     /// `--algorithm tuned`'s search.
     pub tuned: Option<super::tuned::TunedJson>,
     /// With `-m` or `--function`.

@@ -6,10 +6,10 @@ use anyhow::{bail, Result};
 use serde::Serialize;
 use std::fmt::Write as _;
 use xlat_layout::fetches::{sees_data, Fetches};
-use xlat_layout::tune::{tune, Budget, Target};
+use xlat_layout::tune::{tune, Binary, Budget, Target};
 use xlat_runner::RunError;
 use xlat_sim::{Machine, MachineConfig};
-use xlat_symbols::{Symbol, Symbols};
+use xlat_symbols::Symbols;
 
 /// `--json`'s `tuned`.
 #[derive(Serialize)]
@@ -36,16 +36,16 @@ pub struct StartMisses {
     pub misses: Vec<u64>,
 }
 
-/// Searches an order for `a`'s machines from `starts` (named orders of `funcs`, as
-/// linked); says what it did in `t`.
+/// Searches an order of `b`'s functions for `a`'s machines from `starts`; says what it
+/// did in `t`.
 pub fn tuned(
     t: &mut String,
     a: &LayoutArgs,
     traces: &[Traced],
     syms: &Symbols,
-    funcs: &[&Symbol],
+    b: Binary,
     hot: &[bool],
-    starts: &[(String, Vec<usize>)],
+    starts: &[super::order::Named],
 ) -> Result<(Vec<usize>, TunedJson)> {
     let names: Vec<&String> = match (a.tune_for.is_empty(), a.machines.first()) {
         (false, _) => a.tune_for.iter().collect(),
@@ -68,7 +68,7 @@ pub fn tuned(
     let t0 = std::time::Instant::now();
     let kept = traces
         .iter()
-        .map(|x| Fetches::read(&x.path, &x.what, (x.id, syms), funcs, page, data))
+        .map(|x| Fetches::read(&x.path, &x.what, (x.id, syms), b.pieces, page, data))
         .collect::<Result<Vec<_>, _>>()?;
     type Make = Box<dyn Fn() -> Result<Machine, RunError> + Sync>;
     let makers: Vec<Make> = cfgs
@@ -88,14 +88,14 @@ pub fn tuned(
             });
         }
     }
-    let orders: Vec<Vec<usize>> = starts.iter().map(|s| s.1.clone()).collect();
+    let orders: Vec<(Vec<usize>, usize)> = starts.iter().map(|s| (s.1.clone(), s.2)).collect();
     let budget = Budget {
         evaluations: a.evaluations.max(orders.len() as u64),
         seconds: a.tune_seconds,
         period: cfgs.iter().map(set_period).max().unwrap_or(0),
     };
     let r = tune(
-        funcs,
+        b,
         hot,
         &orders,
         &targets,
@@ -130,7 +130,7 @@ pub fn tuned(
         starts
             .iter()
             .zip(&r.start_misses)
-            .map(|((s, _), m)| format!("{} {}", layout(s), n(m)))
+            .map(|((s, _, _), m)| format!("{} {}", layout(s), n(m)))
             .collect::<Vec<_>>()
             .join(", "),
         starts[r.start].0,
@@ -149,7 +149,7 @@ pub fn tuned(
         starts: starts
             .iter()
             .zip(&r.start_misses)
-            .map(|((s, _), m)| StartMisses {
+            .map(|((s, _, _), m)| StartMisses {
                 layout: s.clone(),
                 misses: m.clone(),
             })
