@@ -220,3 +220,69 @@ fn profiles_from_several_runs_and_a_run_they_were_not_made_from() {
     let o = d.xlat(&["layout", &s(&a), "--algorithm", "tuned"]);
     assert!(stderr(&o).contains("--tune-for"), "{}", stderr(&o));
 }
+
+/// A static link (glibc's `libc.a` has no function sections: 135 of its `.text` sections
+/// hold several functions): without the link map the predictions move each function
+/// alone and say they cannot know better; with it (`--map`), whole sections move as lld
+/// moves them, and the program relinked for real with the order misses as predicted.
+#[test]
+fn a_static_link_is_predicted_from_its_link_map() {
+    let d = Dir::new();
+    let map = d.path("spread.map");
+    let exe = build(
+        &d,
+        "spread-static",
+        &["-static", &format!("-Wl,-Map={}", map.display())],
+    );
+    let t = traced(&d, "static", &exe, &["40"]);
+    let s = |p: &Path| p.to_str().unwrap().to_string();
+    let o = d.xlat(&["layout", &s(&t), "-m", "mpc855t"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains("a static link"), "{}", stdout(&o));
+    let blind = predicted(&layout_json(&d, &[&s(&t), "-m", "mpc855t"]), "mpc855t", &t);
+
+    let order = d.path("c3.txt");
+    let j = layout_json(
+        &d,
+        &[
+            &s(&t),
+            "--map",
+            &s(&map),
+            "-m",
+            "mpc855t",
+            "-m",
+            "ppc603",
+            "-o",
+            &s(&order),
+        ],
+    );
+    assert_eq!(j["pieces"]["kind"], "sections", "{:#}", j["pieces"]);
+    assert!(j["pieces"]["shared_sections"].as_u64().unwrap() > 10);
+    assert!(j["pieces"]["warnings"].as_array().unwrap().is_empty());
+    let relinked = build(
+        &d,
+        "spread-static-c3",
+        &[
+            "-static",
+            &format!("-Wl,--symbol-ordering-file={}", order.display()),
+        ],
+    );
+    let t2 = traced(&d, "static-c3", &relinked, &["40"]);
+    for m in ["mpc855t", "ppc603"] {
+        let want = of(&predicted(&j, m, &t), "the C3 order");
+        let got = first_level_itlb(&d, &t2, m);
+        eprintln!("{m}: measured {got}, predicted {want} with the map");
+        assert!(within_1pc(want, got), "{m}: predicted {want}, measured {got}");
+        if m == "mpc855t" {
+            let without = of(&blind, "the C3 order");
+            eprintln!("{m}: predicted {without} without the map");
+            assert!(!within_1pc(without, got), "{without} vs {got}");
+        }
+    }
+    // A map of another link is refused.
+    let other = d.path("other.map");
+    build(&d, "other", &[&format!("-Wl,-Map={}", other.display())]);
+    let o = d.xlat(&["layout", &s(&t), "--map", &s(&other)]);
+    assert_ne!(code(&o), 0);
+    assert!(stderr(&o).contains("another link"), "{}", stderr(&o));
+}
