@@ -125,7 +125,9 @@ fn an_order_for_a_two_way_itlb_beats_c3_pettis_hansen_and_lld_and_links_as_predi
         of(&p, "the Pettis-Hansen order"),
         of(&p, &lld_name),
     );
-    eprintln!("ppc603 first-level ITLB misses predicted: tuned {ours}, C3 {c3}, P-H {ph}, lld {lld}");
+    eprintln!(
+        "ppc603 first-level ITLB misses predicted: tuned {ours}, C3 {c3}, P-H {ph}, lld {lld}"
+    );
     assert!(ours < c3 && ours < ph && ours < lld, "{p:?}");
     // The search's replays of kept fetches count what the full relinks count.
     let tj = &j["tuned"];
@@ -137,7 +139,10 @@ fn an_order_for_a_two_way_itlb_beats_c3_pettis_hansen_and_lld_and_links_as_predi
     }
     // Tuned for ppc603 only: skylake's 128 fully associative entries hold it all anyway.
     let sk = predicted(&j, "skylake", &t);
-    assert!(of(&sk, "the tuned order") <= of(&sk, "the C3 order") + 5, "{sk:?}");
+    assert!(
+        of(&sk, "the tuned order") <= of(&sk, "the C3 order") + 5,
+        "{sk:?}"
+    );
 
     // Relinked for real: the tuned order and lld's, each traced again.
     let ours_exe = build(
@@ -149,7 +154,10 @@ fn an_order_for_a_two_way_itlb_beats_c3_pettis_hansen_and_lld_and_links_as_predi
         let t2 = traced(&d, name, exe, &["120"]);
         let got = first_level_itlb(&d, &t2, "ppc603");
         eprintln!("{name}: ppc603 measured {got}, predicted {want}");
-        assert!(within_1pc(want, got), "{name}: predicted {want}, measured {got}");
+        assert!(
+            within_1pc(want, got),
+            "{name}: predicted {want}, measured {got}"
+        );
     }
 }
 
@@ -203,7 +211,12 @@ fn profiles_from_several_runs_and_a_run_they_were_not_made_from() {
             "mpc855t",
             t,
         );
-        assert_eq!(of(&p, "as traced"), of(&alone, "as traced"), "{}", t.display());
+        assert_eq!(
+            of(&p, "as traced"),
+            of(&alone, "as traced"),
+            "{}",
+            t.display()
+        );
         assert!(of(&p, "the C3 order") < of(&p, "as traced") / 2, "{p:?}");
     }
     let rows = both["prediction"]["machines"].as_array().unwrap();
@@ -272,7 +285,10 @@ fn a_static_link_is_predicted_from_its_link_map() {
         let want = of(&predicted(&j, m, &t), "the C3 order");
         let got = first_level_itlb(&d, &t2, m);
         eprintln!("{m}: measured {got}, predicted {want} with the map");
-        assert!(within_1pc(want, got), "{m}: predicted {want}, measured {got}");
+        assert!(
+            within_1pc(want, got),
+            "{m}: predicted {want}, measured {got}"
+        );
         if m == "mpc855t" {
             let without = of(&blind, "the C3 order");
             eprintln!("{m}: predicted {without} without the map");
@@ -285,4 +301,57 @@ fn a_static_link_is_predicted_from_its_link_map() {
     let o = d.xlat(&["layout", &s(&t), "--map", &s(&other)]);
     assert_ne!(code(&o), 0);
     assert!(stderr(&o).contains("another link"), "{}", stderr(&o));
+}
+
+/// `--huge-text`: the binary's text remapped to huge pages (as traced and in the C3
+/// order) and `--huge-lib`: the C library's. On skylake (8 first-level 2 MiB entries) the
+/// whole binary takes one entry; ppc603's hashed MMU has no huge pages and says so.
+#[test]
+fn text_on_huge_pages_where_the_machine_has_them() {
+    let d = Dir::new();
+    let exe = build(&d, "spread", &[]);
+    let t = traced(&d, "spread", &exe, &["40"]);
+    let s = |p: &Path| p.to_str().unwrap().to_string();
+    let j = layout_json(
+        &d,
+        &[
+            &s(&t),
+            "-m",
+            "skylake",
+            "-m",
+            "ppc603",
+            "--huge-text",
+            "--huge-lib",
+            "libc.so.6",
+        ],
+    );
+    let sk = predicted(&j, "skylake", &t);
+    let (traced_, c3, huge, both, libc) = (
+        of(&sk, "as traced"),
+        of(&sk, "the C3 order"),
+        of(&sk, "as traced, text on huge pages"),
+        of(&sk, "the C3 order, text on huge pages"),
+        of(&sk, "as traced, libc.so.6's text on huge pages"),
+    );
+    eprintln!("skylake: as traced {traced_}, C3 {c3}, huge {huge}, both {both}, libc {libc}");
+    // The binary's 155 code pages as traced: one 2 MiB entry instead.
+    assert!(huge * 50 < traced_, "{sk:?}");
+    assert!(both <= c3 && huge <= c3, "{sk:?}");
+    // The C library on huge pages leaves the binary's spread code as it was.
+    assert!(libc > traced_ / 2, "{sk:?}");
+    // ppc603: only the layouts it can have.
+    let ppc = predicted(&j, "ppc603", &t);
+    assert!(ppc.iter().all(|(l, _)| !l.contains("huge")), "{ppc:?}");
+    let o = d.xlat(&[
+        "layout",
+        &s(&t),
+        "-m",
+        "ppc603",
+        "-m",
+        "skylake",
+        "--huge-text",
+    ]);
+    let text = stdout(&o);
+    assert!(text.contains("no huge pages on ppc603"), "{text}");
+    assert!(text.contains("huge pages help more"), "{text}");
 }

@@ -21,6 +21,7 @@
 //! that resets on the last bit). Its counts are checked against full relinks in the tests;
 //! `xlat layout` reports every order with full relinks, so a deviation only steers a search.
 
+use crate::pieces::Pieces;
 use crate::spaces::{labelled, At};
 use crate::ReadError;
 use std::path::Path;
@@ -29,7 +30,6 @@ use xlat_runner::view::drive_seen;
 use xlat_runner::RunError;
 use xlat_sim::config::Inclusion;
 use xlat_sim::{Machine, MachineConfig};
-use crate::pieces::Pieces;
 use xlat_symbols::Symbols;
 use xlat_types::{Block, Event, EventSource, Tid, VirtAddr};
 
@@ -53,7 +53,10 @@ enum Item {
         last: u64,
     },
     /// A fetch in piece `func` that alone spans a page or more: moved as it is.
-    Long { func: u32, block: Block },
+    Long {
+        func: u32,
+        block: Block,
+    },
     Event(Event),
 }
 
@@ -182,7 +185,12 @@ impl Fetches {
 
     /// Replays the kept stream into `sim` with each piece `k` of the binary moved by
     /// `shift[k]` bytes; stops at the next batch once `stop` is set.
-    pub fn replay(&self, sim: &mut Machine, shift: &[i64], stop: &AtomicBool) -> Result<(), RunError> {
+    pub fn replay(
+        &self,
+        sim: &mut Machine,
+        shift: &[i64],
+        stop: &AtomicBool,
+    ) -> Result<(), RunError> {
         let src = Emit {
             items: &self.items,
             at: 0,

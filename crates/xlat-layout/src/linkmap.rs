@@ -23,9 +23,7 @@ pub struct Section {
 /// Why a link map could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum MapError {
-    #[error(
-        "{what}: not a link map of lld, GNU ld or gold (`-Wl,-Map=FILE` writes one): {why}"
-    )]
+    #[error("{what}: not a link map of lld, GNU ld or gold (`-Wl,-Map=FILE` writes one): {why}")]
     Format { what: String, why: String },
 }
 

@@ -19,10 +19,7 @@ impl Pieces {
     /// Each function of `funcs` (by address) moves alone.
     pub fn functions(funcs: &[&Symbol]) -> Pieces {
         Pieces {
-            ranges: funcs
-                .iter()
-                .map(|s| (s.addr, s.addr + s.size))
-                .collect(),
+            ranges: funcs.iter().map(|s| (s.addr, s.addr + s.size)).collect(),
             sections: None,
         }
     }
@@ -109,6 +106,14 @@ impl Pieces {
             self.find(s.addr)
                 .is_none_or(|k| s.addr + s.size > self.ranges[k].1)
         })
+    }
+
+    /// Per piece: whether it is part of `.text` (what an order moves).
+    pub fn in_text(&self, funcs: &[&Symbol]) -> Vec<bool> {
+        match &self.sections {
+            Some(_) => vec![true; self.len()],
+            None => funcs.iter().map(|s| moves(s)).collect(),
+        }
     }
 
     /// Per piece: how many of `funcs` it holds (a section's functions move together).

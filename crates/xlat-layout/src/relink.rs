@@ -14,7 +14,7 @@ use xlat_runner::RunError;
 use xlat_sim::{Machine, MachineConfig};
 use xlat_symbols::Symbols;
 use xlat_trace::TraceReader;
-use xlat_types::{Event, EventSource};
+use xlat_types::{Advice, Event, EventSource, MapFlags, Prot, VirtAddr};
 
 /// The largest gap between two functions that [`placement`] keeps when the order keeps
 /// them together.
@@ -64,6 +64,63 @@ pub struct Moved<'a> {
     pub syms: &'a Symbols,
     pub pieces: &'a Pieces,
     pub shift: &'a [i64],
+    /// The what-if of text on huge pages: `.text` moved into a region of its own.
+    pub huge: Option<HugeText<'a>>,
+}
+
+/// Text on huge pages, as a program that remaps its hot text does (an anonymous region
+/// advised `MADV_HUGEPAGE`, the code copied there): a region of `len` bytes at
+/// [`HUGE_TEXT_BASE`], mapped in every process right after the binary is (a fork inherits
+/// it, an exec drops it), `.text`'s pieces (`in_text`) moved into it in the order's
+/// layout, the lowest (`lo`, link-time, after the order's shift) at its base. The machine
+/// needs `os.thp` at `madvise` or `always` and a huge leaf size.
+#[derive(Clone, Copy, Debug)]
+pub struct HugeText<'a> {
+    pub len: u64,
+    pub lo: u64,
+    pub in_text: &'a [bool],
+}
+
+/// Where [`HugeText`] regions go: far from what programs map (in the lower half of
+/// x86-64's user space, 1 GiB-aligned).
+pub const HUGE_TEXT_BASE: u64 = 0x6000_0000_0000;
+
+impl<'a> HugeText<'a> {
+    /// The region for `pieces` (`.text`'s: `in_text`) moved by `shift`: whole 64 MiB, so
+    /// any huge page size up to that fits.
+    pub fn new(pieces: &Pieces, in_text: &'a [bool], shift: &[i64]) -> HugeText<'a> {
+        let moved = (0..pieces.len()).filter(|&k| in_text[k]).map(|k| {
+            let (lo, hi) = pieces.range(k);
+            (
+                lo.wrapping_add_signed(shift[k]),
+                hi.wrapping_add_signed(shift[k]),
+            )
+        });
+        let lo = moved.clone().map(|r| r.0).min().unwrap_or(0);
+        let hi = moved.map(|r| r.1).max().unwrap_or(0);
+        HugeText {
+            len: (hi.saturating_sub(lo) + (1 << 20)).div_ceil(64 << 20) * (64 << 20),
+            lo,
+            in_text,
+        }
+    }
+
+    fn events(&self) -> [Event; 2] {
+        let addr = VirtAddr(HUGE_TEXT_BASE);
+        [
+            Event::Mmap {
+                addr,
+                len: self.len,
+                prot: Prot::RX,
+                flags: MapFlags(MapFlags::ANON),
+            },
+            Event::Madvise {
+                addr,
+                len: self.len,
+                advice: Advice::HugePage,
+            },
+        ]
+    }
 }
 
 /// A trace's events with the code of one file moved.
@@ -74,6 +131,8 @@ pub(crate) struct Relinked<'a, S> {
     /// The last lookup's answer and the addresses it holds for (`[lo, hi)`: the same
     /// piece, or the same range of another file); cleared by every other event.
     last: Option<(u64, u64, Option<i64>)>,
+    /// Processes that have the huge text region.
+    huge_in: rustc_hash::FxHashSet<u32>,
 }
 
 impl<'a, S> Relinked<'a, S> {
@@ -84,6 +143,7 @@ impl<'a, S> Relinked<'a, S> {
             spaces: Spaces::new(system),
             moved,
             last: None,
+            huge_in: Default::default(),
         }
     }
 }
@@ -103,11 +163,20 @@ impl<S: EventSource> Relinked<'_, S> {
         }
         let v = self.moved.syms.vaddr_of_offset(off)?;
         let k = self.moved.pieces.find(v)?;
-        let d = self.moved.shift[k];
+        let mut d = self.moved.shift[k];
+        if let Some(h) = self.moved.huge.filter(|h| h.in_text[k]) {
+            // Into the region: the lowest piece at its base, whatever the load address.
+            let bias = va as i64 - v as i64;
+            d += HUGE_TEXT_BASE as i64 - h.lo as i64 - bias;
+        }
         // The piece's bytes around `va`, within the file range.
         let (lo, hi) = self.moved.pieces.range(k);
         let base = va - (v - lo);
-        self.last = Some((base.max(start), base.saturating_add(hi - lo).min(end), Some(d)));
+        self.last = Some((
+            base.max(start),
+            base.saturating_add(hi - lo).min(end),
+            Some(d),
+        ));
         Some(d)
     }
 }
@@ -117,12 +186,31 @@ impl<S: EventSource> EventSource for Relinked<'_, S> {
 
     fn fill(&mut self, buf: &mut Vec<Event>, max: usize) -> Result<bool, S::Error> {
         let more = self.src.fill(buf, max)?;
-        for e in buf.iter_mut() {
+        // Where the huge text region is mapped: after these events.
+        let mut region_after = Vec::new();
+        for (i, e) in buf.iter_mut().enumerate() {
             let addr = match e {
                 Event::Block(b) => &mut b.addr,
                 Event::Access(a) if a.kind.is_fetch() => &mut a.addr,
                 Event::Access(_) => continue,
                 other => {
+                    if self.moved.huge.is_some() {
+                        let cur = self.spaces.cur();
+                        match *other {
+                            Event::MapFile { file, .. }
+                                if file == self.moved.file && self.huge_in.insert(cur) =>
+                            {
+                                region_after.push(i)
+                            }
+                            Event::Fork { child } if self.huge_in.contains(&cur) => {
+                                self.huge_in.insert(child.0);
+                            }
+                            Event::Exit | Event::Exec | Event::ExecTraced => {
+                                self.huge_in.remove(&cur);
+                            }
+                            _ => {}
+                        }
+                    }
                     self.spaces.event(other);
                     self.last = None;
                     continue;
@@ -130,6 +218,16 @@ impl<S: EventSource> EventSource for Relinked<'_, S> {
             };
             if let Some(d) = self.shift(addr.0) {
                 addr.0 = addr.0.wrapping_add_signed(d);
+            }
+        }
+        if let (Some(h), false) = (self.moved.huge, region_after.is_empty()) {
+            let old = std::mem::take(buf);
+            let mut next = region_after.into_iter().peekable();
+            for (i, e) in old.into_iter().enumerate() {
+                buf.push(e);
+                if next.next_if_eq(&i).is_some() {
+                    buf.extend(h.events());
+                }
             }
         }
         Ok(more)
@@ -216,5 +314,83 @@ mod tests {
             ],
             [0x1040, 0x1050, 0x1060, 0x1080, 0x1090, 0x10b0]
         );
+    }
+}
+
+#[cfg(test)]
+mod huge_tests {
+    use super::*;
+    use xlat_symbols::{SymKind, Symbol};
+    use xlat_types::{Pid, Tid, VecSource};
+
+    fn block(addr: u64) -> Event {
+        Event::Block(xlat_types::Block {
+            addr: VirtAddr(addr),
+            len: 4,
+            insns: 1,
+            tid: Tid(0),
+        })
+    }
+
+    #[test]
+    fn huge_text_is_mapped_after_the_binary_and_its_code_moved_into_it() {
+        let f = |name: &str, addr, size| Symbol {
+            name: name.into(),
+            addr,
+            size,
+            kind: SymKind::Function,
+            section: Some(".text".into()),
+        };
+        let syms = Symbols::from_list(vec![f("a", 0x1040, 0x20), f("b", 0x1080, 0x10)]);
+        let funcs: Vec<&Symbol> = syms.functions().collect();
+        let pieces = Pieces::functions(&funcs);
+        let in_text = pieces.in_text(&funcs);
+        // b before a: b moves down 0x40, a up 0x10 (after b, 16-aligned).
+        let shift = [0x10i64, -0x40];
+        let huge = HugeText::new(&pieces, &in_text, &shift);
+        assert_eq!((huge.lo, huge.len), (0x1040, 64 << 20));
+        let bias = 0x40_0000_0000u64;
+        let map = Event::MapFile {
+            addr: VirtAddr(bias + 0x1000),
+            len: 0x1000,
+            offset: 0x1000,
+            file: 7,
+        };
+        let src = VecSource::new(vec![
+            map,
+            block(bias + 0x1048), // a + 8
+            Event::Fork { child: Pid(2) },
+            Event::Switch { pid: Pid(2) },
+            block(bias + 0x1080), // b
+            Event::ExecTraced,
+            map,
+            block(bias + 0x1084), // b + 4
+        ]);
+        let moved = Moved {
+            file: 7,
+            syms: &syms,
+            pieces: &pieces,
+            shift: &shift,
+            huge: Some(huge),
+        };
+        let mut r = Relinked::new(src, false, moved);
+        let mut out = Vec::new();
+        let mut buf = Vec::new();
+        while r.fill(&mut buf, 64).unwrap() {
+            out.extend(buf.drain(..));
+        }
+        let region = |e: &Event| matches!(e, Event::Mmap { addr, .. } if addr.0 == HUGE_TEXT_BASE);
+        let at = |i: usize| match out[i] {
+            Event::Block(b) => b.addr.0,
+            ref e => panic!("{e:?}"),
+        };
+        // Mapped after each exec's MapFile (the fork inherits it), advised huge.
+        assert_eq!(out.iter().filter(|e| region(e)).count(), 2, "{out:#?}");
+        assert!(region(&out[1]) && matches!(out[2], Event::Madvise { .. }));
+        // a at 0x1050 after the order, the lowest piece (b) at the region's base.
+        assert_eq!(at(3), HUGE_TEXT_BASE + 0x10 + 8);
+        assert_eq!(at(6), HUGE_TEXT_BASE);
+        assert!(region(&out[9]), "{:?}", out[9]);
+        assert_eq!(at(11), HUGE_TEXT_BASE + 4);
     }
 }

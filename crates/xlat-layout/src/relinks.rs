@@ -2,7 +2,6 @@
 //! same decoded batches ([`xlat_runner::fanout`]), each with the binary's code where its
 //! layout puts it, as [`crate::relink::replay`] would one at a time.
 
-use crate::pieces::Pieces;
 use crate::relink::{Moved, Relinked};
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
@@ -12,7 +11,6 @@ use xlat_runner::fold::Fold;
 use xlat_runner::view::{view, View, PIPELINE_BATCH};
 use xlat_runner::RunError;
 use xlat_sim::Machine;
-use xlat_symbols::Symbols;
 use xlat_trace::TraceReader;
 use xlat_types::{Event, EventSource};
 
@@ -43,18 +41,17 @@ struct Job<'a> {
 }
 
 /// Replays the trace at `path` (named `what`) once into every machine of `sims`, each
-/// paired with the layout it replays: `None` as traced, `Some(k)` with the pieces of file
-/// `file` (its symbols `syms`) moved by `layouts[k]` (bytes per piece). The machines after
-/// their runs, in order; a failed run is its error.
+/// paired with the layout it replays: `None` as traced, `Some(k)` with the code moved as
+/// `layouts[k]` says. The machines after their runs, in order; a failed run is its error.
 pub fn replay_all(
     path: &Path,
     what: &str,
     sims: Vec<(Machine, Option<usize>)>,
-    (file, syms, pieces): (u32, &Symbols, &Pieces),
-    layouts: &[Vec<i64>],
+    layouts: &[Moved],
     stop: &AtomicBool,
 ) -> Result<Vec<Result<Machine, RunError>>, RunError> {
-    let r = TraceReader::open(path).map_err(|e| RunError::from_source(e).context(format!("trace {what}")))?;
+    let r = TraceReader::open(path)
+        .map_err(|e| RunError::from_source(e).context(format!("trace {what}")))?;
     let system = xlat_runner::trace::is_system(r.header());
     let (taps, handle) = fan_out(r, sims.len(), PIPELINE_BATCH, |_| {})?;
     let mut jobs = Vec::with_capacity(sims.len());
@@ -74,15 +71,7 @@ pub fn replay_all(
         };
         let fill = match layout {
             None => seen::<Tap>(tap, v),
-            Some(k) => {
-                let m = Moved {
-                    file,
-                    syms,
-                    pieces,
-                    shift: &layouts[k],
-                };
-                seen(Relinked::new(tap, system, m), v)
-            }
+            Some(k) => seen(Relinked::new(tap, system, layouts[k]), v),
         };
         failed.push(None);
         jobs.push(Job {

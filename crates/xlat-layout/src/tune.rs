@@ -93,8 +93,7 @@ pub fn evaluate(
         let ra = a.iter().map(one).collect::<Result<Vec<u64>, RunError>>();
         (
             ra,
-            h.join()
-                .unwrap_or_else(|e| std::panic::resume_unwind(e)),
+            h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)),
         )
     });
     let mut out = ra?;
@@ -228,7 +227,8 @@ pub fn tune(
         let o = as_linked(funcs, &o);
         let m = evaluate(b, (&o, o.len()), targets, stop)?;
         evaluations += 1;
-        if m.iter().zip(&misses).all(|(a, b)| a <= b) && cost(&m, targets) < cost(&misses, targets) {
+        if m.iter().zip(&misses).all(|(a, b)| a <= b) && cost(&m, targets) < cost(&misses, targets)
+        {
             best = o;
             misses = m;
             kept += 1;

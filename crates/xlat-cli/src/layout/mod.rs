@@ -4,6 +4,7 @@
 //! by `xlat-symbols`); the order comes from C3 or Pettis–Hansen (`xlat-layout`) and is
 //! written in a linker's format.
 
+mod machines;
 mod order;
 mod predict;
 mod report;
@@ -18,9 +19,9 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use xlat_layout::linked::as_linked;
+use xlat_layout::pieces::Pieces;
 use xlat_layout::profile::{call_graph, pages_now, profile, Profile};
 use xlat_layout::spaces::KERNEL;
-use xlat_layout::pieces::Pieces;
 use xlat_layout::{CallGraph, Params};
 use xlat_symbols::Symbols;
 use xlat_trace::TraceReader;
@@ -124,6 +125,16 @@ pub struct LayoutArgs {
     /// code without a sized symbol moves with its section.
     #[arg(long, value_name = "FILE")]
     pub map: Option<PathBuf>,
+    /// Also predict the binary's text on huge pages (with `-m`): remapped to an anonymous
+    /// region advised `MADV_HUGEPAGE`, as programs that remap their hot text do (and
+    /// hugetlbfs or read-only THP for text), as traced and in the chosen order. Machines
+    /// whose `os.thp` is `never` are set to `madvise` for these replays.
+    #[arg(long)]
+    pub huge_text: bool,
+    /// Also predict this shared library's text (the mapped file whose path ends with NAME)
+    /// on huge pages, as traced: the what-if of a library remapped like `--huge-text`.
+    #[arg(long, value_name = "NAME")]
+    pub huge_lib: Option<String>,
     /// `--algorithm tuned`: the machine whose first-level ITLB misses the order minimizes
     /// (preset or file; repeatable: none may get worse; default: the first `-m`).
     #[arg(long = "tune-for", value_name = "MACHINE")]
@@ -227,14 +238,16 @@ impl Traced {
     fn with_binary(mut self, binary: &str) -> Result<Traced> {
         self.id = match binary {
             KERNEL_NAME if self.files.contains_key(&KERNEL) => KERNEL,
-            _ => *self
-                .files
-                .iter()
-                .find(|(_, p)| *p == binary)
-                .with_context(|| {
-                    format!("trace {}: the program never mapped {binary}", self.what)
-                })?
-                .0,
+            _ => {
+                *self
+                    .files
+                    .iter()
+                    .find(|(_, p)| *p == binary)
+                    .with_context(|| {
+                        format!("trace {}: the program never mapped {binary}", self.what)
+                    })?
+                    .0
+            }
         };
         Ok(self)
     }
@@ -242,7 +255,11 @@ impl Traced {
 
 /// The call graphs of `traces` added, each scaled by its weight; and the instructions
 /// fetched in the binary outside every function (scaled too).
-fn combined(traces: &[Traced], syms: &Symbols, funcs: &[&xlat_symbols::Symbol]) -> (CallGraph, u64) {
+fn combined(
+    traces: &[Traced],
+    syms: &Symbols,
+    funcs: &[&xlat_symbols::Symbol],
+) -> (CallGraph, u64) {
     let mut heat = vec![0f64; funcs.len()];
     let mut edges: std::collections::BTreeMap<(usize, usize), f64> = Default::default();
     let mut unknown = 0f64;
@@ -488,6 +505,7 @@ pub fn run(a: &LayoutArgs) -> Result<()> {
                 syms: &syms,
                 funcs: &funcs,
                 pieces: &pieces,
+                kernel: id == KERNEL,
             },
             (&traces, &tests),
             &orders,

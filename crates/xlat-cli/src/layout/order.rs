@@ -29,6 +29,9 @@ pub fn read_order(path: &Path, funcs: &[&xlat_symbols::Symbol]) -> Result<Named>
         u => format!("{what}'s order ({u} of its names not functions of the binary)"),
     };
     let named: std::collections::HashSet<&str> = names.iter().map(String::as_str).collect();
-    let listed = funcs.iter().filter(|f| named.contains(f.name.as_str())).count();
+    let listed = funcs
+        .iter()
+        .filter(|f| named.contains(f.name.as_str()))
+        .count();
     Ok((label, order, listed))
 }

@@ -7,8 +7,6 @@ use serde::Serialize;
 use std::fmt::Write as _;
 use xlat_layout::calls;
 use xlat_layout::pieces::Pieces;
-use xlat_layout::relink::itlb_entries;
-use xlat_layout::relinks::replay_all;
 use xlat_symbols::Symbols;
 
 /// The binary being ordered.
@@ -16,6 +14,8 @@ pub struct Binary<'a> {
     pub syms: &'a Symbols,
     pub funcs: &'a [&'a xlat_symbols::Symbol],
     pub pieces: &'a Pieces,
+    /// A system trace's kernel.
+    pub kernel: bool,
 }
 
 /// What `-m` and `--function` predict (`--json`'s `prediction`). Each list of layouts
@@ -70,7 +70,7 @@ pub struct MachineMisses {
     pub layouts: Vec<LayoutValue>,
 }
 
-const AS_TRACED: &str = "as traced";
+pub const AS_TRACED: &str = "as traced";
 
 /// `-m` and `--function`: the traces as traced and with the code where each of `orders`
 /// (named, as linked; the chosen one first) puts it; `--function` and code pages per
@@ -187,78 +187,6 @@ pub fn predict(
                 .collect(),
         });
     }
-    let cfgs = a
-        .machines
-        .iter()
-        .map(|m| xlat_sim::presets::load(m))
-        .collect::<Result<Vec<_>, _>>()?;
-    for c in &cfgs {
-        let _ = writeln!(
-            t,
-            "ITLB reach    {}: {} first-level entries of {} (pages of hot code it maps at once)",
-            c.name,
-            itlb_entries(c),
-            c.page_table.base_page()
-        );
-    }
-    let layouts: Vec<Vec<i64>> = placements.iter().map(|(_, p)| p.clone()).collect();
-    let several = traces.len() + tests.len() > 1;
-    let all = traces.iter().map(|x| (x, false)).chain(tests.iter().map(|x| (x, true)));
-    for (x, test) in all {
-        if cfgs.is_empty() {
-            break;
-        }
-        if several {
-            let role = if test { "a test: not profiled" } else { "profiled" };
-            let _ = writeln!(t, "trace         {} ({role})", x.what);
-        }
-        // Every machine with every layout, from one read of the trace.
-        let mut sims = Vec::new();
-        for c in &cfgs {
-            for k in std::iter::once(None).chain((0..layouts.len()).map(Some)) {
-                sims.push((crate::run::new_sim(c)?, k));
-            }
-        }
-        let done = replay_all(
-            &x.path,
-            &x.what,
-            sims,
-            (x.id, b.syms, b.pieces),
-            &layouts,
-            &crate::run::INTERRUPTED,
-        )?;
-        let mut done = done.into_iter();
-        for c in &cfgs {
-            let mut misses = Vec::with_capacity(layouts.len() + 1);
-            for _ in 0..=layouts.len() {
-                let sim = done.next().expect("a run per machine and layout")?;
-                misses.push(sim.l1_misses()[0]);
-            }
-            let mut line = format!(
-                "{:<13} ITLB misses (first level) {} as traced; virtual relinks:",
-                c.name,
-                crate::output::n(misses[0])
-            );
-            for (i, (layout, _)) in placements.iter().enumerate() {
-                let sep = if i == 0 { "" } else { "," };
-                line += &format!("{sep} {} in {layout}", crate::output::n(misses[i + 1]));
-            }
-            let _ = writeln!(t, "{line}");
-            out.machines.push(MachineMisses {
-                machine: c.name.clone(),
-                trace: x.path.display().to_string(),
-                test,
-                itlb_entries: itlb_entries(c),
-                layouts: names
-                    .iter()
-                    .zip(&misses)
-                    .map(|(l, &m)| LayoutValue {
-                        layout: l.to_string(),
-                        value: m as f64,
-                    })
-                    .collect(),
-            });
-        }
-    }
+    out.machines = super::machines::predict(t, a, b, (traces, tests), &placements)?;
     Ok(out)
 }

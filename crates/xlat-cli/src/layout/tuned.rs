@@ -94,14 +94,7 @@ pub fn tuned(
         seconds: a.tune_seconds,
         period: cfgs.iter().map(set_period).max().unwrap_or(0),
     };
-    let r = tune(
-        b,
-        hot,
-        &orders,
-        &targets,
-        budget,
-        &crate::run::INTERRUPTED,
-    )?;
+    let r = tune(b, hot, &orders, &targets, budget, &crate::run::INTERRUPTED)?;
     let seconds = t0.elapsed().as_secs_f64();
     let n = |v: &[u64]| {
         v.iter()
@@ -110,7 +103,11 @@ pub fn tuned(
             .join(" / ")
     };
     let machines: Vec<String> = cfgs.iter().map(|c| c.name.clone()).collect();
-    let layout = |s: &str| s.trim_start_matches("the ").trim_end_matches(" order").to_string();
+    let layout = |s: &str| {
+        s.trim_start_matches("the ")
+            .trim_end_matches(" order")
+            .to_string()
+    };
     let _ = writeln!(
         t,
         "tuned         for {}{}: first-level ITLB misses (replays of the kept fetches{}) {}; \
