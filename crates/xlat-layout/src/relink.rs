@@ -377,7 +377,7 @@ mod huge_tests {
         let mut out = Vec::new();
         let mut buf = Vec::new();
         while r.fill(&mut buf, 64).unwrap() {
-            out.extend(buf.drain(..));
+            out.append(&mut buf);
         }
         let region = |e: &Event| matches!(e, Event::Mmap { addr, .. } if addr.0 == HUGE_TEXT_BASE);
         let at = |i: usize| match out[i] {
