@@ -81,14 +81,19 @@ fn fixtures(d: &common::Dir) {
         "run.xlt",
     ]);
     // ... and a real program's (mappings, files, symbols) for attribution and layout.
+    let map = format!("-Wl,-Map={}", dir.join("prog.map").display());
     let flags = [
         "-O1",
         "-fno-toplevel-reorder",
         "-ffunction-sections",
         "-fuse-ld=gold",
+        &map,
     ];
     let prog = d.compile_as("hotpath", "prog", &flags);
-    xlat(&["trace", "-o", "prog.xlt", "--", prog.to_str().unwrap()]);
+    // The program's runs (the same input here).
+    for t in ["prog.xlt", "run1.xlt", "run2.xlt", "run3.xlt"] {
+        xlat(&["trace", "-o", t, "--", prog.to_str().unwrap()]);
+    }
     // An order in lld's format (what `-Wl,--print-symbol-order` would write).
     xlat(&["layout", "prog.xlt", "--format", "lld", "-o", "lld.txt"]);
     // A machine file as README's tutorial makes one.
