@@ -6,7 +6,6 @@
 //! predicted; tuned for other presets, it is never worse than the three on them.
 //! Needs `qemu-x86_64`, `gcc`, `ld.lld` and the source.
 
-use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -98,35 +97,6 @@ fn traced(d: &Dir, name: &str, exe: &Path) -> PathBuf {
     t
 }
 
-fn layout_json(d: &Dir, args: &[&str]) -> Value {
-    let j = d.path("layout.json");
-    let mut all = vec!["layout"];
-    all.extend(args);
-    all.extend(["--json", j.to_str().unwrap()]);
-    let o = d.xlat(&all);
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
-    serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap()
-}
-
-/// Machine `m`'s predicted misses per layout (the first trace's).
-fn predicted(j: &Value, m: &str) -> Vec<(String, u64)> {
-    let row = j["prediction"]["machines"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["machine"] == m)
-        .unwrap_or_else(|| panic!("{m}: {j:#}"));
-    row["layouts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|l| {
-            let v = l["value"].as_f64().unwrap() as u64;
-            (l["layout"].as_str().unwrap().to_string(), v)
-        })
-        .collect()
-}
-
 fn of(p: &[(String, u64)], prefix: &str) -> u64 {
     p.iter()
         .find(|(l, _)| l.starts_with(prefix))
@@ -171,7 +141,7 @@ fn lua_ordered_for_a_two_way_itlb_and_never_worse_elsewhere() {
         tuned.to_str().unwrap(),
     ]);
     let j = layout_json(&d, &args);
-    let p = predicted(&j, "ppc603");
+    let p = layout_predicted(&j, "ppc603", None);
     let (ours, c3, ph, lld) = (
         of(&p, "the tuned order"),
         of(&p, "the C3 order"),
@@ -194,7 +164,7 @@ fn lua_ordered_for_a_two_way_itlb_and_never_worse_elsewhere() {
     for m in ["skylake", "mpc855t", "arm926ejs"] {
         let mut args: Vec<&str> = base.iter().map(String::as_str).collect();
         args.extend(["--algorithm", "tuned", "-m", m, "--evaluations", "10"]);
-        let p = predicted(&layout_json(&d, &args), m);
+        let p = layout_predicted(&layout_json(&d, &args), m, None);
         let ours = of(&p, "the tuned order");
         let best = [
             of(&p, "the C3 order"),

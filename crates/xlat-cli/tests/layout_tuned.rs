@@ -5,7 +5,6 @@
 //! real by lld and traced again; profiles from several runs and `--test`.
 //! Needs `qemu-x86_64`, `gcc` and `ld.lld` (see `capture.rs`).
 
-use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -37,36 +36,6 @@ fn traced(d: &Dir, name: &str, exe: &Path, args: &[&str]) -> PathBuf {
     let (o, t) = d.trace(name, &[], &program);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     t
-}
-
-/// `xlat layout ARGS --json J`: the JSON.
-fn layout_json(d: &Dir, args: &[&str]) -> Value {
-    let j = d.path("layout.json");
-    let mut all = vec!["layout"];
-    all.extend(args);
-    all.extend(["--json", j.to_str().unwrap()]);
-    let o = d.xlat(&all);
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
-    serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap()
-}
-
-/// Machine `m`'s predicted misses per layout of trace `trace` (`--json`'s prediction).
-fn predicted(j: &Value, m: &str, trace: &Path) -> Vec<(String, u64)> {
-    let row = j["prediction"]["machines"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["machine"] == m && r["trace"] == trace.to_str().unwrap())
-        .unwrap_or_else(|| panic!("{m} on {}: {j:#}", trace.display()));
-    row["layouts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|l| {
-            let v = l["value"].as_f64().unwrap();
-            (l["layout"].as_str().unwrap().to_string(), v as u64)
-        })
-        .collect()
 }
 
 /// The value of `layout` in `p`.
@@ -117,7 +86,7 @@ fn an_order_for_a_two_way_itlb_beats_c3_pettis_hansen_and_lld_and_links_as_predi
             &s(&tuned),
         ],
     );
-    let p = predicted(&j, "ppc603", &t);
+    let p = layout_predicted(&j, "ppc603", Some(&t));
     let lld_name = format!("{}'s order", lld_order.display());
     let (ours, c3, ph, lld) = (
         of(&p, "the tuned order"),
@@ -138,7 +107,7 @@ fn an_order_for_a_two_way_itlb_beats_c3_pettis_hansen_and_lld_and_links_as_predi
         assert_eq!(st["misses"][0].as_u64().unwrap(), of(&p, name), "{st}");
     }
     // Tuned for ppc603 only: skylake's 128 fully associative entries hold it all anyway.
-    let sk = predicted(&j, "skylake", &t);
+    let sk = layout_predicted(&j, "skylake", Some(&t));
     assert!(
         of(&sk, "the tuned order") <= of(&sk, "the C3 order") + 5,
         "{sk:?}"
@@ -188,7 +157,7 @@ fn profiles_from_several_runs_and_a_run_they_were_not_made_from() {
             &s(&c),
         ],
     );
-    let n = |j: &Value, k: &str| j[k].as_u64().unwrap();
+    let n = |j: &serde_json::Value, k: &str| j[k].as_u64().unwrap();
     // Weighted sums of the runs' instructions.
     let want = n(&ja, "instructions") as f64 + 2.5 * n(&jb, "instructions") as f64;
     assert!(
@@ -201,15 +170,15 @@ fn profiles_from_several_runs_and_a_run_they_were_not_made_from() {
     assert_eq!(both["tests"][0], s(&c));
     // Predicted on every trace; the test run as traced counts what its own report says.
     for t in [&a, &b, &c] {
-        let p = predicted(&both, "mpc855t", t);
-        let alone = predicted(
+        let p = layout_predicted(&both, "mpc855t", Some(t));
+        let alone = layout_predicted(
             match t {
                 x if x == &a => &ja,
                 x if x == &b => &jb,
                 _ => &jc,
             },
             "mpc855t",
-            t,
+            Some(t),
         );
         assert_eq!(
             of(&p, "as traced"),
@@ -252,7 +221,11 @@ fn a_static_link_is_predicted_from_its_link_map() {
     let o = d.xlat(&["layout", &s(&t), "-m", "mpc855t"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(stdout(&o).contains("a static link"), "{}", stdout(&o));
-    let blind = predicted(&layout_json(&d, &[&s(&t), "-m", "mpc855t"]), "mpc855t", &t);
+    let blind = layout_predicted(
+        &layout_json(&d, &[&s(&t), "-m", "mpc855t"]),
+        "mpc855t",
+        Some(&t),
+    );
 
     let order = d.path("c3.txt");
     let j = layout_json(
@@ -282,7 +255,7 @@ fn a_static_link_is_predicted_from_its_link_map() {
     );
     let t2 = traced(&d, "static-c3", &relinked, &["40"]);
     for m in ["mpc855t", "ppc603"] {
-        let want = of(&predicted(&j, m, &t), "the C3 order");
+        let want = of(&layout_predicted(&j, m, Some(&t)), "the C3 order");
         let got = first_level_itlb(&d, &t2, m);
         eprintln!("{m}: measured {got}, predicted {want} with the map");
         assert!(
@@ -325,7 +298,7 @@ fn text_on_huge_pages_where_the_machine_has_them() {
             "libc.so.6",
         ],
     );
-    let sk = predicted(&j, "skylake", &t);
+    let sk = layout_predicted(&j, "skylake", Some(&t));
     let (traced_, c3, huge, both, libc) = (
         of(&sk, "as traced"),
         of(&sk, "the C3 order"),
@@ -340,7 +313,7 @@ fn text_on_huge_pages_where_the_machine_has_them() {
     // The C library on huge pages leaves the binary's spread code as it was.
     assert!(libc > traced_ / 2, "{sk:?}");
     // ppc603: only the layouts it can have.
-    let ppc = predicted(&j, "ppc603", &t);
+    let ppc = layout_predicted(&j, "ppc603", Some(&t));
     assert!(ppc.iter().all(|(l, _)| !l.contains("huge")), "{ppc:?}");
     let o = d.xlat(&[
         "layout",

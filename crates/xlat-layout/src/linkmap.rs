@@ -140,6 +140,19 @@ fn gnu(text: &str) -> Vec<Section> {
 mod tests {
     use super::*;
 
+    /// `m`'s sections as (address, size, alignment, name).
+    fn parsed(m: &str) -> Vec<(u64, u64, u64, String)> {
+        parse(m, "m")
+            .unwrap()
+            .into_iter()
+            .map(|x| (x.addr, x.size, x.align, x.name))
+            .collect()
+    }
+
+    fn row(addr: u64, size: u64, align: u64, name: &str) -> (u64, u64, u64, String) {
+        (addr, size, align, name.to_string())
+    }
+
     #[test]
     fn lld_maps_give_the_input_sections_of_text() {
         let m = "             VMA              LMA     Size Align Out     In      Symbol
@@ -156,17 +169,12 @@ mod tests {
           23c000           23c000      100    64 .fini
           23c000           23c000      100    64         crti.o:(.fini)
 ";
-        let s = parse(m, "m").unwrap();
-        let got: Vec<(u64, u64, u64, &str)> = s
-            .iter()
-            .map(|x| (x.addr, x.size, x.align, x.name.as_str()))
-            .collect();
         assert_eq!(
-            got,
+            parsed(m),
             [
-                (0x22abc0, 0x31, 16, "crt1.o:(.text)"),
-                (0x22ac00, 0xe5, 16, "crtbeginT.o:(.text)"),
-                (0x22ace5, 9, 1, "/tmp/x.o:(.text.by_byte)"),
+                row(0x22abc0, 0x31, 16, "crt1.o:(.text)"),
+                row(0x22ac00, 0xe5, 16, "crtbeginT.o:(.text)"),
+                row(0x22ace5, 9, 1, "/tmp/x.o:(.text.by_byte)"),
             ]
         );
     }
@@ -190,17 +198,12 @@ mod tests {
 
 .fini           0x0000000000511000        0xd
 ";
-        let s = parse(m, "m").unwrap();
-        let got: Vec<(u64, u64, u64, &str)> = s
-            .iter()
-            .map(|x| (x.addr, x.size, x.align, x.name.as_str()))
-            .collect();
         assert_eq!(
-            got,
+            parsed(m),
             [
-                (0x401100, 0xf, 16, "libc.a(assert.o):(.text.unlikely)"),
-                (0x401110, 0x26, 16, "crt1.o:(.text)"),
-                (0x4022e7, 0x396, 1, "/tmp/cc4Gg0ml.o:(.text.hot10)"),
+                row(0x401100, 0xf, 16, "libc.a(assert.o):(.text.unlikely)"),
+                row(0x401110, 0x26, 16, "crt1.o:(.text)"),
+                row(0x4022e7, 0x396, 1, "/tmp/cc4Gg0ml.o:(.text.hot10)"),
             ]
         );
         assert!(parse("hello\n", "m").is_err());

@@ -180,21 +180,14 @@ mod tests {
         assert_eq!(p.find(0x1050), Some(1));
         assert_eq!(p.find(0x10b0), None, "padding between sections");
         assert_eq!(p.functions_in(&funcs), [0, 2, 1, 1]);
+        // Where each section starts in `order` with its first `listed` functions named.
+        let new = |order: &[usize], listed| -> Vec<i64> {
+            let s = p.shifts(&funcs, order, listed);
+            (0..4).map(|k| p.range(k).0 as i64 + s[k]).collect()
+        };
         // d, b (its section, with a), c; then the start-up section, unlisted.
-        let s = p.shifts(&funcs, &[3, 1, 0, 2], 4);
-        let new: Vec<i64> = [0x1000i64, 0x1040, 0x1080, 0x10c0]
-            .iter()
-            .zip(&s)
-            .map(|(a, d)| a + d)
-            .collect();
-        assert_eq!(new, [0x1070, 0x1010, 0x1040, 0x1000]);
+        assert_eq!(new(&[3, 1, 0, 2], 4), [0x1070, 0x1010, 0x1040, 0x1000]);
         // Only d listed: the rest stay in address order after it.
-        let s = p.shifts(&funcs, &[3, 0, 1, 2], 1);
-        let new: Vec<i64> = [0x1000i64, 0x1040, 0x1080, 0x10c0]
-            .iter()
-            .zip(&s)
-            .map(|(a, d)| a + d)
-            .collect();
-        assert_eq!(new, [0x1010, 0x1050, 0x1080, 0x1000]);
+        assert_eq!(new(&[3, 0, 1, 2], 1), [0x1010, 0x1050, 0x1080, 0x1000]);
     }
 }

@@ -262,3 +262,38 @@ pub fn accesses_in(ev: &[Event], kind: AccessKind, lo: u64, hi: u64) -> Vec<(usi
         .filter(|(_, a)| a.kind == kind && (lo..hi).contains(&a.addr.0))
         .collect()
 }
+
+/// `xlat layout ARGS --json FILE` run in `d`: the JSON.
+pub fn layout_json(d: &Dir, args: &[&str]) -> serde_json::Value {
+    let j = d.path("layout.json");
+    let mut all = vec!["layout"];
+    all.extend(args);
+    all.extend(["--json", j.to_str().unwrap()]);
+    let o = d.xlat(&all);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    json_report(&j)
+}
+
+/// `xlat layout --json`'s predicted first-level ITLB misses of machine `m` per layout, on
+/// `trace` (any trace if `None`).
+pub fn layout_predicted(
+    j: &serde_json::Value,
+    m: &str,
+    trace: Option<&Path>,
+) -> Vec<(String, u64)> {
+    let row = j["prediction"]["machines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["machine"] == m && trace.is_none_or(|t| r["trace"] == t.to_str().unwrap()))
+        .unwrap_or_else(|| panic!("{m} on {trace:?}: {j:#}"));
+    row["layouts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            let v = l["value"].as_f64().unwrap() as u64;
+            (l["layout"].as_str().unwrap().to_string(), v)
+        })
+        .collect()
+}
