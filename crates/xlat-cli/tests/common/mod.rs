@@ -271,7 +271,7 @@ pub fn layout_json(d: &Dir, args: &[&str]) -> serde_json::Value {
     all.extend(["--json", j.to_str().unwrap()]);
     let o = d.xlat(&all);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
-    json_report(&j)
+    serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap()
 }
 
 /// `xlat layout --json`'s predicted first-level ITLB misses of machine `m` per layout, on
