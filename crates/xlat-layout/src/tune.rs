@@ -69,36 +69,48 @@ pub struct Binary<'a> {
     pub pieces: &'a Pieces,
 }
 
-/// First-level ITLB misses of each target with the binary's functions in `order` (its
-/// first `listed` named by the ordering file).
+/// First-level ITLB misses of each target with the binary's functions in each of `orders`
+/// (each with how many of its first functions the ordering file names): every (order,
+/// target) replay, shared out over two threads (the machine's two cores; more would only
+/// compete).
 pub fn evaluate(
     b: Binary,
-    (order, listed): (&[usize], usize),
+    orders: &[(&[usize], usize)],
     targets: &[Target],
     stop: &AtomicBool,
-) -> Result<Vec<u64>, RunError> {
-    let shift = b.pieces.shifts(b.funcs, order, listed);
-    let one = |t: &Target| -> Result<u64, RunError> {
-        let mut sim = (t.machine)()?;
-        t.fetches.replay(&mut sim, &shift, stop)?;
+) -> Result<Vec<Vec<u64>>, RunError> {
+    let shifts: Vec<Vec<i64>> = orders
+        .iter()
+        .map(|&(o, listed)| b.pieces.shifts(b.funcs, o, listed))
+        .collect();
+    let jobs: Vec<(usize, usize)> = (0..orders.len())
+        .flat_map(|i| (0..targets.len()).map(move |t| (i, t)))
+        .collect();
+    let one = |&(i, t): &(usize, usize)| -> Result<u64, RunError> {
+        let mut sim = (targets[t].machine)()?;
+        targets[t].fetches.replay(&mut sim, &shifts[i], stop)?;
         Ok(sim.l1_misses()[0])
     };
-    if targets.len() < 2 {
-        return targets.iter().map(one).collect();
-    }
-    // The targets on two threads (the machine's two cores; more would only compete).
-    let (a, b) = targets.split_at(targets.len().div_ceil(2));
-    let (ra, rb) = std::thread::scope(|s| {
-        let h = s.spawn(|| b.iter().map(one).collect::<Result<Vec<u64>, RunError>>());
-        let ra = a.iter().map(one).collect::<Result<Vec<u64>, RunError>>();
-        (
-            ra,
-            h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)),
-        )
-    });
-    let mut out = ra?;
-    out.extend(rb?);
-    Ok(out)
+    let (x, y) = jobs.split_at(jobs.len().div_ceil(2));
+    let all: Vec<u64> = if y.is_empty() {
+        x.iter().map(one).collect::<Result<_, _>>()?
+    } else {
+        let (rx, ry) = std::thread::scope(|s| {
+            let h = s.spawn(|| y.iter().map(one).collect::<Result<Vec<u64>, RunError>>());
+            let rx = x.iter().map(one).collect::<Result<Vec<u64>, RunError>>();
+            (
+                rx,
+                h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)),
+            )
+        });
+        let mut all = rx?;
+        all.extend(ry?);
+        all
+    };
+    Ok(all
+        .chunks(targets.len().max(1))
+        .map(<[u64]>::to_vec)
+        .collect())
 }
 
 /// The weighted sum of `misses` over `targets`.
@@ -186,11 +198,9 @@ pub fn tune(
     stop: &AtomicBool,
 ) -> Result<Tuned, RunError> {
     let t0 = Instant::now();
-    let mut start_misses = Vec::with_capacity(starts.len());
     let funcs = b.funcs;
-    for (s, listed) in starts {
-        start_misses.push(evaluate(b, (s, *listed), targets, stop)?);
-    }
+    let listed: Vec<(&[usize], usize)> = starts.iter().map(|(o, n)| (&o[..], *n)).collect();
+    let start_misses = evaluate(b, &listed, targets, stop)?;
     let start = (0..starts.len())
         .min_by(|&a, &b| {
             cost(&start_misses[a], targets).total_cmp(&cost(&start_misses[b], targets))
@@ -205,35 +215,58 @@ pub fn tune(
     // A start whose ordering file leaves functions out, written in full (as the result
     // is): a link map's sections without a listed function then go last.
     if b.pieces.are_sections() && starts.get(start).is_some_and(|s| s.1 < best.len()) {
-        misses = evaluate(b, (&best, best.len()), targets, stop)?;
+        misses = evaluate(b, &[(&best, best.len())], targets, stop)?.remove(0);
         evaluations += 1;
     }
     let (mut kept, mut timed_out) = (0, false);
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    // Candidates are tried two at a time (one per core); of those no target finds worse
+    // than the best so far, the cheaper is kept (the first on a tie).
+    let mut try_pair = |cands: Vec<Vec<usize>>,
+                        best: &mut Vec<usize>,
+                        misses: &mut Vec<u64>,
+                        evaluations: &mut u64,
+                        sideways: bool|
+     -> Result<(), RunError> {
+        let orders: Vec<(&[usize], usize)> = cands.iter().map(|o| (&o[..], o.len())).collect();
+        let ms = evaluate(b, &orders, targets, stop)?;
+        *evaluations += cands.len() as u64;
+        let mut pick: Option<usize> = None;
+        for (i, m) in ms.iter().enumerate() {
+            let no_worse = m.iter().zip(misses.iter()).all(|(a, b)| a <= b);
+            let better = cost(m, targets) < cost(misses, targets);
+            if no_worse
+                && (better || sideways)
+                && pick.is_none_or(|p| cost(m, targets) < cost(&ms[p], targets))
+            {
+                pick = Some(i);
+            }
+        }
+        if let Some(i) = pick {
+            kept += u64::from(ms[i] != *misses);
+            *best = cands[i].clone();
+            *misses = ms[i].clone();
+        }
+        Ok(())
+    };
     // The hot code's offset: cold functions, largest first, put before it, until they
     // shift it by a whole `period` (which sets its pages fall in).
     let mut cold: Vec<usize> = (0..funcs.len()).filter(|&i| !hot[i]).collect();
     cold.sort_by_key(|&i| (std::cmp::Reverse(funcs[i].size), i));
     let base = best.clone();
-    let mut pad = 0u64;
-    for k in 1..=cold.len() {
-        if pad >= budget.period || evaluations >= budget.evaluations / 2 {
-            break;
+    let (mut pad, mut k) = (0u64, 0);
+    while k < cold.len() && pad < budget.period && evaluations + 2 <= budget.evaluations / 2 {
+        let mut pair = Vec::new();
+        while pair.len() < 2 && k < cold.len() && pad < budget.period {
+            pad += funcs[cold[k]].size;
+            k += 1;
+            let front = &cold[..k];
+            let mut o = front.to_vec();
+            o.extend(base.iter().filter(|i| !front.contains(i)));
+            pair.push(as_linked(funcs, &o));
         }
-        pad += funcs[cold[k - 1]].size;
-        let front: Vec<usize> = cold[..k].to_vec();
-        let mut o = front.clone();
-        o.extend(base.iter().filter(|i| !front.contains(i)));
-        let o = as_linked(funcs, &o);
-        let m = evaluate(b, (&o, o.len()), targets, stop)?;
-        evaluations += 1;
-        if m.iter().zip(&misses).all(|(a, b)| a <= b) && cost(&m, targets) < cost(&misses, targets)
-        {
-            best = o;
-            misses = m;
-            kept += 1;
-        }
+        try_pair(pair, &mut best, &mut misses, &mut evaluations, false)?;
     }
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let mut tries = 0u64;
     while evaluations < budget.evaluations && misses.iter().any(|&m| m > 0) {
         if budget
@@ -243,26 +276,24 @@ pub fn tune(
             timed_out = true;
             break;
         }
-        tries += 1;
-        if tries > 64 * budget.evaluations.max(1) {
+        let mut pair: Vec<Vec<usize>> = Vec::new();
+        while pair.len() < 2 && evaluations + (pair.len() as u64) < budget.evaluations {
+            tries += 1;
+            if tries > 64 * budget.evaluations.max(1) {
+                break;
+            }
+            if let Some(o) = moved(&best, hot, &mut rng).map(|o| as_linked(funcs, &o)) {
+                if o != best && !pair.contains(&o) {
+                    pair.push(o);
+                }
+            }
+        }
+        if pair.is_empty() {
             break;
         }
-        let Some(o) = moved(&best, hot, &mut rng) else {
-            continue;
-        };
-        let o = as_linked(funcs, &o);
-        if o == best {
-            continue;
-        }
-        let m = evaluate(b, (&o, o.len()), targets, stop)?;
-        evaluations += 1;
-        // Kept if no target gets worse; a move that changes nothing is kept too (it may
-        // lead somewhere: padding often helps only once two cold functions are in).
-        if m.iter().zip(&misses).all(|(a, b)| a <= b) {
-            kept += u64::from(m != misses);
-            best = o;
-            misses = m;
-        }
+        // A move that changes nothing is kept too (it may lead somewhere: padding often
+        // helps only once two cold functions are in).
+        try_pair(pair, &mut best, &mut misses, &mut evaluations, true)?;
     }
     Ok(Tuned {
         order: best,
