@@ -33,9 +33,9 @@ use xlat_sim::{Machine, MachineConfig};
 use xlat_symbols::Symbols;
 use xlat_types::{Block, Event, EventSource, Tid, VirtAddr};
 
-/// Items kept at most (~48 bytes each: 768 MiB); a longer trace is kept up to there and
-/// [`Fetches::complete`] says so.
-pub const MAX_ITEMS: usize = 16 << 20;
+/// Items kept at most per trace (48 bytes each: 384 MiB); a longer trace is kept up to
+/// there and [`Fetches::complete`] says so.
+pub const MAX_ITEMS: usize = 8 << 20;
 
 /// A run's `func` outside the binary's functions: code that stays.
 const FIXED: u32 = u32::MAX;
@@ -261,3 +261,4 @@ impl EventSource for Emit<'_> {
         Ok(!buf.is_empty())
     }
 }
+

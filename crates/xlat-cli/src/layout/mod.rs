@@ -309,6 +309,9 @@ pub fn run(a: &LayoutArgs) -> Result<()> {
     if let Some(w) = a.weights.iter().find(|w| !(w.is_finite() && **w > 0.0)) {
         bail!("--weight {w}: a weight is a positive number");
     }
+    if a.tune_seconds.is_some_and(|s| !(s.is_finite() && s > 0.0)) {
+        bail!("--tune-seconds: a positive number of seconds");
+    }
     if !a.tests.is_empty() && a.machines.is_empty() {
         bail!("--test predicts on -m machines: name one with -m");
     }
