@@ -110,7 +110,7 @@ pub struct LayoutArgs {
     #[arg(short, long = "machine")]
     pub machines: Vec<String>,
     /// Also count the code pages each call of this function of the binary touches (its
-    /// callees' included), as traced and in each algorithm's order.
+    /// callees' included), as traced and in each algorithm's order (on the first trace).
     #[arg(long, value_name = "NAME")]
     pub function: Option<String>,
     /// Also predict this order of the binary's functions with `-m` and `--function`: one
