@@ -261,4 +261,3 @@ impl EventSource for Emit<'_> {
         Ok(!buf.is_empty())
     }
 }
-

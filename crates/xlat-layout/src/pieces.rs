@@ -5,47 +5,60 @@
 
 use crate::linkmap::Section;
 use crate::relink::placement;
-use xlat_symbols::Symbol;
+use xlat_symbols::{Symbol, Symbols};
 
-/// The pieces of the binary that move: disjoint link-time ranges `[lo, hi)`, by address.
+/// The pieces of the binary that move: each piece's extent, and the disjoint link-time
+/// ranges `[lo, hi)` that belong to each (by address: overlapping symbols share their
+/// bytes out as the symbol table's lookups do).
 #[derive(Clone, Debug)]
 pub struct Pieces {
-    ranges: Vec<(u64, u64)>,
+    segs: Vec<(u64, u64, usize)>,
+    extent: Vec<(u64, u64)>,
     /// A link map's sections (`None`: the functions, as with `-ffunction-sections`).
     sections: Option<Vec<Section>>,
 }
 
 impl Pieces {
-    /// Each function of `funcs` (by address) moves alone.
-    pub fn functions(funcs: &[&Symbol]) -> Pieces {
+    /// Each function of `syms` ([`Symbols::functions`], by address) moves alone.
+    pub fn functions(syms: &Symbols) -> Pieces {
         Pieces {
-            ranges: funcs.iter().map(|s| (s.addr, s.addr + s.size)).collect(),
+            segs: syms.function_ranges(),
+            extent: syms
+                .functions()
+                .map(|s| (s.addr, s.addr + s.size))
+                .collect(),
             sections: None,
         }
     }
 
     /// Each input section of `.text` moves whole (a link map's, by address).
     pub fn sections(secs: &[Section]) -> Pieces {
+        let extent: Vec<(u64, u64)> = secs.iter().map(|s| (s.addr, s.addr + s.size)).collect();
         Pieces {
-            ranges: secs.iter().map(|s| (s.addr, s.addr + s.size)).collect(),
+            segs: extent
+                .iter()
+                .enumerate()
+                .map(|(k, r)| (r.0, r.1, k))
+                .collect(),
+            extent,
             sections: Some(secs.to_vec()),
         }
     }
 
-    /// Piece `k`'s range.
+    /// Piece `k`'s extent.
     #[inline]
     pub fn range(&self, k: usize) -> (u64, u64) {
-        self.ranges[k]
+        self.extent[k]
     }
 
     /// How many.
     pub fn len(&self) -> usize {
-        self.ranges.len()
+        self.extent.len()
     }
 
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
-        self.ranges.is_empty()
+        self.extent.is_empty()
     }
 
     /// Whether the pieces are a link map's sections.
@@ -56,8 +69,15 @@ impl Pieces {
     /// The piece holding link-time address `v`, if one does.
     #[inline]
     pub fn find(&self, v: u64) -> Option<usize> {
-        let i = self.ranges.partition_point(|r| r.0 <= v).checked_sub(1)?;
-        (v < self.ranges[i].1).then_some(i)
+        self.find_range(v).map(|r| r.0)
+    }
+
+    /// The piece holding link-time address `v` and the range around `v` that is its.
+    #[inline]
+    pub fn find_range(&self, v: u64) -> Option<(usize, u64, u64)> {
+        let i = self.segs.partition_point(|r| r.0 <= v).checked_sub(1)?;
+        let (lo, hi, k) = self.segs[i];
+        (v < hi).then_some((k, lo, hi))
     }
 
     /// Per piece, its move in bytes when the functions `funcs` are in `order` (as linked;
@@ -104,7 +124,7 @@ impl Pieces {
     pub fn misfit<'a>(&self, funcs: &[&'a Symbol]) -> Option<&'a Symbol> {
         funcs.iter().copied().filter(|s| moves(s)).find(|s| {
             self.find(s.addr)
-                .is_none_or(|k| s.addr + s.size > self.ranges[k].1)
+                .is_none_or(|k| s.addr + s.size > self.extent[k].1)
         })
     }
 
@@ -158,6 +178,19 @@ mod tests {
             align,
             name: format!("s{addr:x}"),
         }
+    }
+
+    #[test]
+    fn overlapping_functions_share_their_bytes_as_symbol_lookups_do() {
+        // b lies inside a (an alternate entry): a owns the bytes around it.
+        let syms = Symbols::from_list(vec![f("a", 0x100, 0x100), f("b", 0x150, 0x10)]);
+        let p = Pieces::functions(&syms);
+        assert_eq!(p.len(), 2);
+        assert_eq!(p.find_range(0x120), Some((0, 0x100, 0x150)));
+        assert_eq!(p.find_range(0x155), Some((1, 0x150, 0x160)));
+        assert_eq!(p.find_range(0x170), Some((0, 0x160, 0x200)));
+        assert_eq!(p.find(0x200), None);
+        assert_eq!(p.range(0), (0x100, 0x200));
     }
 
     #[test]

@@ -162,7 +162,7 @@ impl<S: EventSource> Relinked<'_, S> {
             return None;
         }
         let v = self.moved.syms.vaddr_of_offset(off)?;
-        let k = self.moved.pieces.find(v)?;
+        let (k, lo, hi) = self.moved.pieces.find_range(v)?;
         let mut d = self.moved.shift[k];
         if let Some(h) = self.moved.huge.filter(|h| h.in_text[k]) {
             // Into the region: the lowest piece at its base, whatever the load address.
@@ -170,7 +170,6 @@ impl<S: EventSource> Relinked<'_, S> {
             d += HUGE_TEXT_BASE as i64 - h.lo as i64 - bias;
         }
         // The piece's bytes around `va`, within the file range.
-        let (lo, hi) = self.moved.pieces.range(k);
         let base = va - (v - lo);
         self.last = Some((
             base.max(start),
@@ -343,7 +342,7 @@ mod huge_tests {
         };
         let syms = Symbols::from_list(vec![f("a", 0x1040, 0x20), f("b", 0x1080, 0x10)]);
         let funcs: Vec<&Symbol> = syms.functions().collect();
-        let pieces = Pieces::functions(&funcs);
+        let pieces = Pieces::functions(&syms);
         let in_text = pieces.in_text(&funcs);
         // b before a: b moves down 0x40, a up 0x10 (after b, 16-aligned).
         let shift = [0x10i64, -0x40];

@@ -293,6 +293,24 @@ impl Symbols {
         self.syms.iter().filter(|s| s.kind == SymKind::Function)
     }
 
+    /// The disjoint address ranges [`Self::at_vaddr`] resolves to a function, each as
+    /// `(start, end, i)`: the `i`-th of [`Self::functions`]. Overlapping symbols share
+    /// their bytes out as `at_vaddr` does (the smallest symbol wins where they overlap).
+    pub fn function_ranges(&self) -> Vec<(u64, u64, usize)> {
+        let mut index = vec![usize::MAX; self.syms.len()];
+        for (n, i) in (0..self.syms.len())
+            .filter(|&i| self.syms[i].kind == SymKind::Function)
+            .enumerate()
+        {
+            index[i] = n;
+        }
+        self.ranges
+            .iter()
+            .filter(|r| index[r.sym] != usize::MAX)
+            .map(|r| (r.start, r.end, index[r.sym]))
+            .collect()
+    }
+
     /// Where the names came from.
     pub fn source(&self) -> SymbolSource {
         self.source.clone()

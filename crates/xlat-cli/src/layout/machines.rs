@@ -55,8 +55,7 @@ fn lib(traces: &[Traced], want: &str) -> Result<Lib> {
         .clone();
     let syms = Symbols::open_named(Path::new(&path), crate::attribution::FILE_TABLE)
         .map_err(|e| anyhow::anyhow!("--huge-lib: {e}"))?;
-    let funcs: Vec<&xlat_symbols::Symbol> = syms.functions().collect();
-    let pieces = Pieces::functions(&funcs);
+    let pieces = Pieces::functions(&syms);
     Ok(Lib { path, syms, pieces })
 }
 

@@ -369,7 +369,7 @@ pub fn run(a: &LayoutArgs) -> Result<()> {
             }
             p
         }
-        None => Pieces::functions(&funcs),
+        None => Pieces::functions(&syms),
     };
     let (g, unknown) = combined(&traces, &syms, &funcs);
     let heat: Vec<u64> = g.functions.iter().map(|f| f.heat).collect();
