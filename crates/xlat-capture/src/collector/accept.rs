@@ -217,24 +217,25 @@ pub(super) fn accept_loop(
         if !acceptor.delay.is_zero() {
             std::thread::sleep(acceptor.delay);
         }
-        let refuse = |why: String| {
+        let refuse = |why: String, pid: Option<u32>| {
             tx.send(Msg::Refused {
                 why,
                 pending: false,
+                pid,
             })
             .is_ok()
         };
         let Some((pid, uid)) = peer_cred(fd) else {
-            if !refuse("no peer credentials".into()) {
+            if !refuse("no peer credentials".into(), None) {
                 return;
             }
             continue;
         };
         if uid != acceptor.uid {
-            if !refuse(format!(
-                "process {pid} runs as uid {uid}, not {}",
-                acceptor.uid
-            )) {
+            if !refuse(
+                format!("process {pid} runs as uid {uid}, not {}", acceptor.uid),
+                None,
+            ) {
                 return;
             }
             continue;
@@ -245,9 +246,12 @@ pub(super) fn accept_loop(
             pid == acceptor.root || registry.known(pid) || descends_from(pid, acceptor.root);
         if acceptor.checking.fetch_add(1, SeqCst) >= MAX_CHECKING {
             acceptor.checking.fetch_sub(1, SeqCst);
-            if !refuse(format!(
-                "process {pid}: more than {MAX_CHECKING} connections waiting to be checked"
-            )) {
+            if !refuse(
+                format!(
+                    "process {pid}: more than {MAX_CHECKING} connections waiting to be checked"
+                ),
+                Some(pid),
+            ) {
                 return;
             }
             continue;
@@ -273,6 +277,7 @@ pub(super) fn accept_loop(
                     let _ = tx.send(Msg::Refused {
                         why,
                         pending: in_tree,
+                        pid: Some(pid),
                     });
                     return;
                 }

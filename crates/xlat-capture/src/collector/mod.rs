@@ -82,10 +82,12 @@ enum Msg {
         /// The parent the hello names.
         ppid: u32,
     },
-    /// A connection was refused (`pending`: it was announced by `Pending`).
+    /// A connection was refused (`pending`: it was announced by `Pending`; `pid`: the
+    /// peer, when its credentials were read and it runs as the capture's user).
     Refused {
         why: String,
         pending: bool,
+        pid: Option<u32>,
     },
     Events {
         pid: u32,
@@ -195,6 +197,11 @@ pub struct Capture {
     /// every descriptor after its parent exited: the capture is not over then).
     reconnecting: HashMap<u32, i32>,
     exec_pending: HashSet<u32>,
+    /// Processes that connected or were refused (by pid): a forked child among them did
+    /// not end unseen.
+    connected_pids: HashSet<u32>,
+    /// Processes refused as not the tree's before their fork record was read.
+    refused_pids: HashSet<u32>,
     /// Per host pid: the program of its latest connection, and its traced execs so far.
     commands: HashMap<u32, (Option<String>, u32)>,
     status: Option<std::io::Result<ExitStatus>>,
@@ -319,6 +326,8 @@ impl Capture {
             expected: HashSet::new(),
             reconnecting: HashMap::new(),
             exec_pending: HashSet::new(),
+            connected_pids: HashSet::new(),
+            refused_pids: HashSet::new(),
             commands: HashMap::new(),
             status: None,
             stats: Stats {
@@ -357,6 +366,18 @@ impl Capture {
         self.status.take()
     }
 
+    /// Forked child `p` of the traced tree ran (or ended) without its records reaching
+    /// the capture: it counts as untraced, so the run fails unless that is allowed.
+    fn lost_child(&mut self, p: u32) {
+        self.stats.untraced += 1;
+        self.stats.warnings.push(format!(
+            "process {}: forked, but its records never arrived (it ended before its \
+             connection was checked, or was killed before it sent any; an exec of a program \
+             QEMU cannot run does this): it ran untraced",
+            name_for(p, self.root_pid).0
+        ));
+    }
+
     fn finished(&mut self) -> bool {
         if self.status.is_none() || !self.live.is_empty() || self.checking > 0 {
             self.quiet_asked = None;
@@ -366,8 +387,20 @@ impl Capture {
         // while they exist. (An expected child older than QEMU is no child of the traced
         // tree, whatever a fork record said: never wait for it.)
         let root_start = self.root_start;
-        self.expected
-            .retain(|&p| alive(p) && start_time(p).zip(root_start).is_none_or(|(c, r)| c >= r));
+        let mut gone = Vec::new();
+        self.expected.retain(|&p| {
+            let live = alive(p);
+            if !live {
+                gone.push(p);
+            }
+            live && start_time(p).zip(root_start).is_none_or(|(c, r)| c >= r)
+        });
+        // A forked child that ended without ever connecting: its records never came.
+        for p in gone {
+            if !self.connected_pids.contains(&p) {
+                self.lost_child(p);
+            }
+        }
         self.reconnecting.retain(|&p, n| *n > 0 && alive(p));
         if !(self.expected.is_empty() && self.reconnecting.is_empty()) {
             self.quiet_asked = None;
@@ -500,11 +533,23 @@ impl EventSource for Capture {
             };
             match msg {
                 Msg::Pending => self.checking += 1,
-                Msg::Refused { why, pending } => {
+                Msg::Refused { why, pending, pid } => {
                     if pending {
                         self.checking -= 1;
                         // A process of the traced tree that was refused goes on untraced.
                         self.stats.untraced += 1;
+                    } else if let Some(p) = pid {
+                        // Not known as the tree's when it was checked (gone before its
+                        // check, its fork record not read yet): if it is a forked child
+                        // of the tree, its records are lost.
+                        if self.expected.remove(&p) {
+                            self.lost_child(p);
+                        } else {
+                            self.refused_pids.insert(p);
+                        }
+                    }
+                    if let Some(p) = pid {
+                        self.connected_pids.insert(p);
                     }
                     self.stats.refused += 1;
                     if self.stats.refused <= REFUSALS_SHOWN {
@@ -542,6 +587,7 @@ impl EventSource for Capture {
                     if pending {
                         self.checking -= 1;
                     }
+                    self.connected_pids.insert(pid);
                     self.expected.remove(&pid);
                     if continues {
                         *self.reconnecting.entry(pid).or_insert(0) -= 1;
@@ -566,8 +612,13 @@ impl EventSource for Capture {
                     }
                     match control {
                         Some(Control::Fork(child)) => {
-                            self.expected.insert(child);
-                            self.registry.register(child);
+                            if self.refused_pids.remove(&child) {
+                                // Its connection was refused before this record came.
+                                self.lost_child(child);
+                            } else {
+                                self.expected.insert(child);
+                                self.registry.register(child);
+                            }
                         }
                         Some(Control::Exec) => {
                             self.exec_pending.insert(pid);
