@@ -59,30 +59,16 @@ fn lua_source(d: &Dir) -> PathBuf {
 
 /// Lua built by lld with `-ffunction-sections` and `extra`.
 fn build(d: &Dir, src: &Path, name: &str, extra: &[&str]) -> PathBuf {
-    let exe = d.path(name);
     let files: Vec<PathBuf> = std::fs::read_dir(src)
         .unwrap()
         .flatten()
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|x| x == "c") && !p.ends_with("luac.c"))
         .collect();
-    let o = Command::new("gcc")
-        .args([
-            "-O1",
-            "-fno-toplevel-reorder",
-            "-ffunction-sections",
-            "-fuse-ld=lld",
-        ])
-        .arg("-DLUA_USE_LINUX")
-        .args(extra)
-        .arg("-o")
-        .arg(&exe)
-        .args(&files)
-        .args(["-lm", "-ldl"])
-        .output()
-        .expect("run gcc");
-    assert!(o.status.success(), "gcc: {}", stderr(&o));
-    exe
+    let mut flags = vec!["-DLUA_USE_LINUX"];
+    flags.extend(extra);
+    flags.extend(["-lm", "-ldl"]);
+    gcc_lld(d, name, &files, &flags)
 }
 
 fn traced(d: &Dir, name: &str, exe: &Path) -> PathBuf {

@@ -6,7 +6,6 @@
 //! Needs `qemu-x86_64`, `gcc` and `ld.lld` (see `capture.rs`).
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 mod common;
 use common::*;
@@ -14,19 +13,12 @@ use common::*;
 /// `spread.c` and `spread_funcs.c` built by lld with `-ffunction-sections` and `extra`.
 fn build(d: &Dir, name: &str, extra: &[&str]) -> PathBuf {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs");
-    let exe = d.path(name);
-    let out = Command::new("gcc")
-        .args(["-O1", "-fno-toplevel-reorder", "-ffunction-sections"])
-        .arg("-fuse-ld=lld")
-        .args(extra)
-        .arg("-o")
-        .arg(&exe)
-        .arg(src.join("spread.c"))
-        .arg(src.join("spread_funcs.c"))
-        .output()
-        .expect("run gcc");
-    assert!(out.status.success(), "gcc: {}", stderr(&out));
-    exe
+    gcc_lld(
+        d,
+        name,
+        &[src.join("spread.c"), src.join("spread_funcs.c")],
+        extra,
+    )
 }
 
 /// Traces `exe ARGS` as `name.xlt`.

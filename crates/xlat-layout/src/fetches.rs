@@ -1,7 +1,7 @@
 //! A trace as an order's objective replays it ([`Fetches`]): read once, kept in memory in a
 //! form that replays in a fraction of the trace's time, and that gives a machine's
 //! first-level ITLB misses for any placement of the binary's pieces exactly as the
-//! full virtual relink ([`crate::relink::replay`]) does, under the terms below.
+//! full virtual relink ([`crate::relinks::replay_all`]) does, under the terms below.
 //!
 //! - Data references are dropped unless the machine's first level is unified or its
 //!   levels inclusive (then a data reference can evict an instruction entry).

@@ -7,13 +7,8 @@
 use crate::pieces::Pieces;
 use crate::spaces::Spaces;
 use rustc_hash::FxHashMap as HashMap;
-use std::io::Read;
-use std::sync::atomic::AtomicBool;
-use xlat_runner::view::drive_seen;
-use xlat_runner::RunError;
-use xlat_sim::{Machine, MachineConfig};
+use xlat_sim::MachineConfig;
 use xlat_symbols::Symbols;
-use xlat_trace::TraceReader;
 use xlat_types::{Advice, Event, EventSource, MapFlags, Prot, VirtAddr};
 
 /// The largest gap between two functions that [`placement`] keeps when the order keeps
@@ -230,25 +225,6 @@ impl<S: EventSource> EventSource for Relinked<'_, S> {
             }
         }
         Ok(more)
-    }
-}
-
-/// Replays the trace `r` (named `what`) into `sim` as that machine sees it, with `moved`'s
-/// code moved if given; stops at the next batch once `stop` is set.
-pub fn replay<R: Read>(
-    r: TraceReader<R>,
-    what: &str,
-    sim: &mut Machine,
-    moved: Option<Moved>,
-    stop: &AtomicBool,
-) -> Result<(), RunError> {
-    let system = xlat_runner::trace::is_system(r.header());
-    match moved {
-        Some(m) => {
-            let src = Relinked::new(r, system, m);
-            drive_seen(src, system, what, sim, stop)
-        }
-        None => drive_seen(r, system, what, sim, stop),
     }
 }
 

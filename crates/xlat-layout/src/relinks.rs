@@ -1,6 +1,6 @@
 //! Many virtual relinks from one read of a trace: every (machine, layout) pair replays the
 //! same decoded batches ([`xlat_runner::fanout`]), each with the binary's code where its
-//! layout puts it, as [`crate::relink::replay`] would one at a time.
+//! layout puts it ([`crate::relink::Moved`], replayed through `Relinked`).
 
 use crate::relink::{Moved, Relinked};
 use std::path::Path;

@@ -297,3 +297,25 @@ pub fn layout_predicted(
         })
         .collect()
 }
+
+/// `files` compiled and linked by gcc with lld into `name` in `d`: `-O1
+/// -fno-toplevel-reorder -ffunction-sections`, `extra` after the files (flags and
+/// libraries; `xlat layout`'s relinks).
+pub fn gcc_lld(d: &Dir, name: &str, files: &[PathBuf], extra: &[&str]) -> PathBuf {
+    let exe = d.path(name);
+    let out = Command::new("gcc")
+        .args([
+            "-O1",
+            "-fno-toplevel-reorder",
+            "-ffunction-sections",
+            "-fuse-ld=lld",
+        ])
+        .arg("-o")
+        .arg(&exe)
+        .args(files)
+        .args(extra)
+        .output()
+        .expect("run gcc");
+    assert!(out.status.success(), "gcc: {}", stderr(&out));
+    exe
+}
