@@ -59,11 +59,19 @@ pub struct CurveArgs {
 }
 
 /// The default points of a fully-associative curve: 2^k and 3·2^k up to 65,536.
-fn default_entries() -> Vec<usize> {
+pub(crate) fn default_entries() -> Vec<usize> {
     let mut v: Vec<usize> = (0..=16).map(|k| 1 << k).collect();
     v.extend((0..=14).map(|k| 3 << k));
     v.sort_unstable();
     v
+}
+
+/// Whether the stack runs on a worker thread: where a core is free for it (a trace's
+/// decoder has a thread of its own); with none, the threads share the cores' caches and
+/// run slower.
+pub(crate) fn stack_on_worker(trace: bool) -> bool {
+    let busy = if trace { 2 } else { 1 };
+    std::thread::available_parallelism().map_or(1, |n| n.get()) > busy
 }
 
 /// The JSON output (`schema` 1).
@@ -137,13 +145,7 @@ pub fn run(a: CurveArgs) -> Result<()> {
     } else {
         default_entries()
     };
-    // The stack on a worker thread where a core is free for it (a trace's decoder has a
-    // thread of its own): with none, the threads share the cores' caches and run slower.
-    let busy = match &input {
-        Input::Trace(_) => 2,
-        Input::Workload(_) => 1,
-    };
-    let worker = std::thread::available_parallelism().map_or(1, |n| n.get()) > busy;
+    let worker = stack_on_worker(matches!(input, Input::Trace(_)));
     let spec = CurveSpec {
         structure: structure.clone(),
         kind,

@@ -154,6 +154,9 @@ impl Repl {
 pub struct Dynamic {
     /// Sets of 8 to 64 ways are searched with [`crate::simd::eq_mask`].
     wide: bool,
+    /// Sets of more than 64 ways (large fully associative arrays: zen4's 72-entry L1
+    /// TLBs) are searched 64 ways at a time with it ([`Dynamic::find_chunked`]).
+    huge: bool,
     index: Indexer,
     /// Per set, three parts of `ways` words: keys, payloads, tags ([`tag`]).
     sets: Sets<u64>,
@@ -171,6 +174,7 @@ impl Dynamic {
         debug_assert!(ways > 0 && index.kind() != SetIndex::Skewed);
         Dynamic {
             wide: (8..=64).contains(&ways),
+            huge: ways > 64,
             sets: Sets::in_parts(index.sets(), 3, ways, 0),
             index,
             repl,
@@ -197,9 +201,34 @@ impl Dynamic {
             }
             return None;
         }
+        if self.huge {
+            return Self::find_chunked(keys, data, tags, key, asid);
+        }
         for (w, (&k, &t)) in keys.iter().zip(tags).enumerate() {
             if k == key && serves(t, asid) {
                 return Some((w, data[w], t));
+            }
+        }
+        None
+    }
+
+    /// [`Dynamic::find`] in a set of more than 64 ways: 64 at a time, lowest way first.
+    #[inline(never)]
+    fn find_chunked(
+        keys: &[u64],
+        data: &[u64],
+        tags: &[u64],
+        key: u64,
+        asid: u16,
+    ) -> Option<(usize, u64, u64)> {
+        for (c, chunk) in keys.chunks(64).enumerate() {
+            let mut m = crate::simd::eq_mask(chunk, key);
+            while m != 0 {
+                let w = c * 64 + m.trailing_zeros() as usize;
+                if serves(tags[w], asid) {
+                    return Some((w, data[w], tags[w]));
+                }
+                m &= m - 1;
             }
         }
         None
@@ -619,6 +648,38 @@ pub(crate) mod tests {
                 b.invalidate_where(drop_asid_1)
             );
             assert_eq!(a.valid_entries(), b.valid_entries());
+        }
+    }
+
+    /// Sets of more than 64 ways (searched 64 at a time, victims chosen 64 at a time)
+    /// against a plain LRU list: the same hits and the same evictions.
+    #[test]
+    fn sets_over_64_ways_are_lru() {
+        for ways in [65usize, 72, 130] {
+            let mut a = Assoc::new(Policy::Lru, 1, ways, SetIndex::Modulo, 0);
+            let mut lru: Vec<u64> = Vec::new(); // most recent last
+            let mut x = 99u64;
+            for _ in 0..30_000 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let k = x % (ways as u64 * 3 / 2) + 1;
+                let sl = slot(k);
+                let hit = a.lookup(k, sl.key, 0).is_some();
+                let pos = lru.iter().position(|&e| e == k);
+                assert_eq!(hit, pos.is_some(), "{ways} ways, key {k}");
+                if let Some(p) = pos {
+                    lru.remove(p);
+                } else {
+                    let d = a.fill(k, sl);
+                    if lru.len() == ways {
+                        assert_eq!(d.key, slot(lru.remove(0)).key, "{ways} ways: victim");
+                    } else {
+                        assert_eq!(d.key, 0, "{ways} ways: a free way first");
+                    }
+                }
+                lru.push(k);
+            }
         }
     }
 

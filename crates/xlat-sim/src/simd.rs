@@ -94,6 +94,7 @@ pub fn eq_mask(xs: &[u64], x: u64) -> u64 {
                 12 => avx2::eq_mask_n::<3>(xs, x),
                 16 => avx2::eq_mask_n::<4>(xs, x),
                 32 => avx2::eq_mask_n::<8>(xs, x),
+                64 => avx2::eq_mask_n::<16>(xs, x),
                 _ => avx2::eq_mask(xs, x),
             }
         };
@@ -105,10 +106,27 @@ pub fn eq_mask(xs: &[u64], x: u64) -> u64 {
     }
 }
 
+/// [`argmin`] of more than 64 elements: 64 at a time (a later chunk wins only with a
+/// strictly smaller element, so the first smallest is kept).
+#[inline(never)]
+fn argmin_chunked(xs: &[u64]) -> usize {
+    let mut best = 0;
+    for (c, chunk) in xs.chunks(64).enumerate() {
+        let i = c * 64 + argmin(chunk);
+        if xs[i] < xs[best] {
+            best = i;
+        }
+    }
+    best
+}
+
 /// Index of the first smallest element of a non-empty `xs` (all below 2^63).
 #[inline(always)]
 pub fn argmin(xs: &[u64]) -> usize {
     debug_assert!(!xs.is_empty());
+    if xs.len() > 64 {
+        return argmin_chunked(xs);
+    }
     #[cfg(target_arch = "x86_64")]
     if (8..=64).contains(&xs.len()) && std::is_x86_feature_detected!("avx2") {
         // SAFETY: (all arms) AVX2 is available (checked just above); each fixed-width
@@ -263,7 +281,7 @@ mod tests {
     #[test]
     fn kernels_agree_with_plain_loops() {
         let mut x = 12345u64;
-        for n in 1..=70usize {
+        for n in 1..=140usize {
             for _ in 0..50 {
                 let v: Vec<u64> = (0..n)
                     .map(|_| {

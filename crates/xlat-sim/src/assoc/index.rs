@@ -106,6 +106,24 @@ impl Indexer {
         }
     }
 
+    /// The rows of `x` in ways `0..ways` of a skewed structure (`skewed(x, w)` for each
+    /// `w`), with `A1` and `A2` computed once and each row's reduction a subtraction
+    /// (a `b`-bit value is below `2n`).
+    #[inline]
+    pub fn skewed_rows(&self, x: u64, ways: usize) -> SkewedRows {
+        let b = self.bits;
+        let mask = if b == 0 { 0 } else { (1u64 << b) - 1 };
+        SkewedRows {
+            a1: x & mask,
+            a2: if b == 0 { 0 } else { self.fold(x >> b) },
+            bits: b,
+            mask,
+            sets: self.sets,
+            rot: 0,
+            left: ways,
+        }
+    }
+
     /// The row of `x` in way `way` of a skewed structure.
     #[inline]
     pub fn skewed(&self, x: u64, way: usize) -> usize {
@@ -126,9 +144,66 @@ impl Indexer {
     }
 }
 
+/// [`Indexer::skewed_rows`]: way 0's row first.
+#[derive(Clone, Copy, Debug)]
+pub struct SkewedRows {
+    a1: u64,
+    a2: u64,
+    bits: u32,
+    mask: u64,
+    sets: u64,
+    /// Way `w`'s rotation, `w mod b`.
+    rot: u32,
+    left: usize,
+}
+
+impl Iterator for SkewedRows {
+    type Item = usize;
+
+    #[inline]
+    fn next(&mut self) -> Option<usize> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        if self.bits == 0 {
+            return Some(0);
+        }
+        let r = self.rot;
+        let rot = if r == 0 {
+            self.a2
+        } else {
+            ((self.a2 << r) | (self.a2 >> (self.bits - r))) & self.mask
+        };
+        self.rot = if r + 1 == self.bits { 0 } else { r + 1 };
+        let v = self.a1 ^ rot;
+        Some((if v >= self.sets { v - self.sets } else { v }) as usize)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The rows computed together are each way's function (any set count, any number of
+    /// ways, rotations wrapping past `b`).
+    #[test]
+    fn skewed_rows_are_each_ways_function() {
+        for sets in [1usize, 2, 3, 16, 384, 512, 1000] {
+            let ix = Indexer::new(SetIndex::Skewed, sets);
+            let mut x = 0x9E37_79B9_7F4A_7C15u64;
+            for _ in 0..2000 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let page = x >> (x % 40);
+                let rows: Vec<usize> = ix.skewed_rows(page, 23).collect();
+                let want: Vec<usize> = (0..23).map(|w| ix.skewed(page, w)).collect();
+                assert_eq!(rows, want, "{sets} sets, x {page:#x}");
+                assert!(rows.iter().all(|&r| r < sets));
+            }
+        }
+    }
 
     #[test]
     fn functions_by_hand() {

@@ -20,6 +20,10 @@ pub struct Skewed {
     clock: u64,
     refresh_on_hit: bool,
     random: Option<Random>,
+    /// The candidate positions of page `pos_of` (a pure function of the page: a lookup
+    /// and the fill after it compute them once).
+    pos: Box<[usize]>,
+    pos_of: Option<u64>,
 }
 
 impl Skewed {
@@ -37,18 +41,51 @@ impl Skewed {
             clock: 0,
             refresh_on_hit: policy == Policy::Lru,
             random: (policy == Policy::Random).then(|| Random::new(1, ways, seed)),
+            pos: vec![0; ways].into_boxed_slice(),
+            pos_of: None,
         }
     }
 
-    /// Position of `x`'s candidate in way `w`.
+    /// `x`'s candidate positions, way 0's first (kept for the next operation on `x`).
     #[inline]
-    fn at(&self, x: u64, w: usize) -> usize {
-        w * self.index.sets() + self.index.skewed(x, w)
+    fn positions(&mut self, x: u64) {
+        if self.pos_of != Some(x) {
+            let sets = self.index.sets();
+            for (w, (p, row)) in self
+                .pos
+                .iter_mut()
+                .zip(self.index.skewed_rows(x, self.ways))
+                .enumerate()
+            {
+                *p = w * sets + row;
+            }
+            self.pos_of = Some(x);
+        }
+    }
+
+    /// [`Skewed::find`] through the kept positions.
+    #[inline]
+    fn find_kept(&mut self, x: u64, key: u64, asid: u16) -> Option<usize> {
+        self.positions(x);
+        self.pos
+            .iter()
+            .copied()
+            .find(|&i| self.keys[i] == key && serves(self.tags[i], asid))
+    }
+
+    /// Positions of `x`'s candidates, way 0's first (its rows computed together:
+    /// [`Indexer::skewed_rows`]).
+    #[inline]
+    fn candidates(&self, x: u64) -> impl Iterator<Item = usize> {
+        let sets = self.index.sets();
+        self.index
+            .skewed_rows(x, self.ways)
+            .enumerate()
+            .map(move |(w, row)| w * sets + row)
     }
 
     fn find(&self, x: u64, key: u64, asid: u16) -> Option<usize> {
-        (0..self.ways)
-            .map(|w| self.at(x, w))
+        self.candidates(x)
             .find(|&i| self.keys[i] == key && serves(self.tags[i], asid))
     }
 
@@ -67,7 +104,7 @@ impl Skewed {
     }
 
     pub fn lookup(&mut self, x: u64, key: u64, asid: u16) -> Option<Slot> {
-        let i = self.find(x, key, asid)?;
+        let i = self.find_kept(x, key, asid)?;
         if self.refresh_on_hit {
             self.stamps[i] = self.tick();
         }
@@ -80,17 +117,15 @@ impl Skewed {
 
     /// Inserts `slot` (absent) at one of `x`'s candidates.
     pub fn fill(&mut self, x: u64, slot: Slot) -> Displaced {
-        let free = (0..self.ways)
-            .map(|w| self.at(x, w))
-            .find(|&i| self.keys[i] == 0);
+        self.positions(x);
+        let free = self.pos.iter().copied().find(|&i| self.keys[i] == 0);
         let i = match (free, &mut self.random) {
             (Some(i), _) => i,
-            (None, Some(r)) => {
-                let w = r.victim(0);
-                self.at(x, w)
-            }
-            (None, None) => (0..self.ways)
-                .map(|w| self.at(x, w))
+            (None, Some(r)) => self.pos[r.victim(0)],
+            (None, None) => self
+                .pos
+                .iter()
+                .copied()
                 .min_by_key(|&i| self.stamps[i])
                 .expect("at least one way"),
         };
@@ -104,7 +139,7 @@ impl Skewed {
     }
 
     pub fn invalidate(&mut self, x: u64, key: u64, asid: u16) -> bool {
-        match self.find(x, key, asid) {
+        match self.find_kept(x, key, asid) {
             Some(i) => {
                 self.keys[i] = 0;
                 true

@@ -1,6 +1,12 @@
 //! `xlat bench`: simulator throughput on fixed cases. Each case asserts counts that it
 //! can know in closed form, and prints a checksum of its counters so that runs on
-//! different machines or builds can be compared.
+//! different machines or builds can be compared. Cases that compare (organizations,
+//! curves, capture) also print a ratio to a baseline timed in the same run
+//! (`orgs.rs`, `curve.rs`, `capture.rs`), so a regression shows on any host.
+
+mod capture;
+mod curve;
+mod orgs;
 
 use anyhow::{ensure, Context, Result};
 use std::time::Instant;
@@ -37,32 +43,65 @@ fn checksum(r: &Report) -> u64 {
 }
 
 fn line(name: &str, refs: u64, secs: f64, sum: u64) {
-    println!(
+    println!("{}", line_text(name, refs, secs, sum));
+}
+
+fn line_text(name: &str, refs: u64, secs: f64, sum: u64) -> String {
+    format!(
         "{name:<16} {refs:>12} refs {:>9.1} M refs/s   checksum {sum:016x}",
         refs as f64 / secs / 1e6
-    );
+    )
+}
+
+/// One timed simulation: its references, seconds and report.
+struct Timed {
+    refs: u64,
+    secs: f64,
+    report: Report,
+}
+
+impl Timed {
+    fn ns_per_ref(&self) -> f64 {
+        self.secs * 1e9 / self.refs.max(1) as f64
+    }
 }
 
 fn sim_case(name: &str, spec: &str, check: impl Fn(&Report) -> Result<()>) -> Result<()> {
-    machine_case(presets::DEFAULT, name, spec, check)
+    machine_case(presets::DEFAULT, name, spec, check).map(|_| ())
 }
 
+/// Simulates `spec` on `machine`, checks the counts and prints the case's line.
 fn machine_case(
     machine: &str,
     name: &str,
     spec: &str,
     check: impl Fn(&Report) -> Result<()>,
-) -> Result<()> {
+) -> Result<Timed> {
+    let t = simulate(machine, name, spec, check)?;
+    line(name, t.refs, t.secs, checksum(&t.report));
+    Ok(t)
+}
+
+/// Simulates `spec` on `machine` and checks the counts (no output).
+fn simulate(
+    machine: &str,
+    name: &str,
+    spec: &str,
+    check: impl Fn(&Report) -> Result<()>,
+) -> Result<Timed> {
     let cfg = presets::preset(machine)?;
     let mut sim = crate::control::new_sim(&cfg)?;
     let mut w = xlat_workloads::parse(spec)?;
     let t = Instant::now();
     drive(&mut w, &mut sim, &crate::control::INTERRUPTED)?;
     let secs = t.elapsed().as_secs_f64();
-    let r = sim.report();
-    check(&r).map_err(|e| anyhow::anyhow!("bench case {name}: counts are wrong: {e}"))?;
-    line(name, r.refs.total, secs, checksum(&r));
-    Ok(())
+    let report = sim.report();
+    check(&report).map_err(|e| anyhow::anyhow!("bench case {name}: counts are wrong: {e}"))?;
+    Ok(Timed {
+        refs: report.refs.total,
+        secs,
+        report,
+    })
 }
 
 /// The Cargo profile that built this binary (its target directory's name, `debug` for dev).
@@ -198,5 +237,8 @@ pub fn run(filter: Option<&str>) -> Result<()> {
         )?;
     }
     crate::traces::bench_cases(&want, &line, &checksum)?;
+    orgs::run(&want)?;
+    curve::run(&want)?;
+    capture::run(&want)?;
     Ok(())
 }
