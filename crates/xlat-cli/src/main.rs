@@ -235,9 +235,11 @@ enum Cmd {
         #[arg(long)]
         partial: bool,
     },
-    /// Measure simulator throughput (refs/s) on fixed cases; asserts their counts.
+    /// Measure simulator throughput (refs/s) on fixed cases; asserts their counts. Cases
+    /// that compare (organizations against skylake, a curve against one replay, capture
+    /// against the native run) print a ratio to a baseline timed in the same run.
     Bench {
-        /// Only run cases whose name contains this.
+        /// Only run cases whose name contains this (and the baselines they compare with).
         filter: Option<String>,
         #[command(flatten)]
         sim: SimFlags,
