@@ -19,7 +19,7 @@ pub(super) fn run(want: &dyn Fn(&str) -> bool) -> Result<()> {
         return Ok(());
     }
     for tool in ["qemu-x86_64", "gzip"] {
-        if !on_path(tool) {
+        if xlat_capture::which(tool.as_ref()).is_err() {
             println!("{NAME:<16} not run: {tool} is not on PATH (`xlat run` needs qemu-user; see the README's Install)");
             return Ok(());
         }
@@ -107,11 +107,6 @@ fn online_run(input: &Path, dir: &Path) -> Result<(f64, u64)> {
 
 fn create(p: &Path) -> Result<std::fs::File> {
     std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))
-}
-
-fn on_path(tool: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(tool).is_file()))
 }
 
 /// `n` bytes of lines of words from a small vocabulary (seeded: the same text every run),

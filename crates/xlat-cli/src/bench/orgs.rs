@@ -31,7 +31,7 @@ pub(super) fn run(want: &dyn Fn(&str) -> bool) -> Result<()> {
         let base = simulate("skylake", &name("skylake"), spec, check)?;
         println!(
             "{}",
-            super::line_text(
+            line_text(
                 &name("skylake"),
                 base.refs,
                 base.secs,
