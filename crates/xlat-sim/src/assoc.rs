@@ -528,13 +528,13 @@ impl Assoc {
         }
     }
 
-    /// [`StackArray::set_portable`] (nothing for any other array).
+    /// [`StackArray::set_portable`], [`Skewed::set_portable`] (nothing for any other array).
     pub fn set_portable(&mut self, portable: bool) {
         if let Assoc::Boxed(b) = self {
             match &mut **b {
                 Boxed::Stack(a) => a.set_portable(portable),
                 Boxed::Observed(a) => a.set_portable(portable),
-                Boxed::Skew(_) => {}
+                Boxed::Skew(a) => a.set_portable(portable),
             }
         }
     }

@@ -52,6 +52,11 @@ pub struct Indexer {
 impl Indexer {
     pub fn new(kind: SetIndex, sets: usize) -> Self {
         assert!(sets >= 1);
+        // `skewed_rows` keeps `A2` twice in one word.
+        assert!(
+            kind != SetIndex::Skewed || sets <= 1 << 32,
+            "{sets} skewed sets"
+        );
         Indexer {
             sets: sets as u64,
             bits: (sets as u64).next_power_of_two().trailing_zeros(),
@@ -107,21 +112,35 @@ impl Indexer {
     }
 
     /// The rows of `x` in ways `0..ways` of a skewed structure (`skewed(x, w)` for each
-    /// `w`), with `A1` and `A2` computed once and each row's reduction a subtraction
-    /// (a `b`-bit value is below `2n`).
+    /// `w`), with `A1` and `A2` computed once, each rotation one shift of `A2` written
+    /// twice side by side, and each row's reduction a subtraction (a `b`-bit value is
+    /// below `2n`).
     #[inline]
     pub fn skewed_rows(&self, x: u64, ways: usize) -> SkewedRows {
         let b = self.bits;
         let mask = if b == 0 { 0 } else { (1u64 << b) - 1 };
+        let a2 = if b == 0 { 0 } else { self.fold(x >> b) };
         SkewedRows {
             a1: x & mask,
-            a2: if b == 0 { 0 } else { self.fold(x >> b) },
+            twice: a2 << b | a2,
             bits: b,
             mask,
             sets: self.sets,
-            rot: 0,
+            shift: b,
             left: ways,
         }
+    }
+
+    /// `b`, the index bits.
+    pub fn bits(&self) -> u32 {
+        self.bits
+    }
+
+    /// `A1` and `A2 << b | A2` of `x` ([`Indexer::skewed_rows`]).
+    #[inline]
+    pub fn skewed_parts(&self, x: u64) -> (u64, u64) {
+        let r = self.skewed_rows(x, 0);
+        (r.a1, r.twice)
     }
 
     /// The row of `x` in way `way` of a skewed structure.
@@ -148,12 +167,13 @@ impl Indexer {
 #[derive(Clone, Copy, Debug)]
 pub struct SkewedRows {
     a1: u64,
-    a2: u64,
+    /// `A2 << b | A2`: `A2` rotated left by `r` (0 ≤ r ≤ b) is `(twice >> (b − r)) & mask`.
+    twice: u64,
     bits: u32,
     mask: u64,
     sets: u64,
-    /// Way `w`'s rotation, `w mod b`.
-    rot: u32,
+    /// `b − r` for the next way's rotation `r = w mod b` (`b`, `b − 1`, …, 1, `b`, …).
+    shift: u32,
     left: usize,
 }
 
@@ -166,17 +186,12 @@ impl Iterator for SkewedRows {
             return None;
         }
         self.left -= 1;
-        if self.bits == 0 {
-            return Some(0);
-        }
-        let r = self.rot;
-        let rot = if r == 0 {
-            self.a2
+        let v = self.a1 ^ (self.twice >> self.shift) & self.mask;
+        self.shift = if self.shift <= 1 {
+            self.bits
         } else {
-            ((self.a2 << r) | (self.a2 >> (self.bits - r))) & self.mask
+            self.shift - 1
         };
-        self.rot = if r + 1 == self.bits { 0 } else { r + 1 };
-        let v = self.a1 ^ rot;
         Some((if v >= self.sets { v - self.sets } else { v }) as usize)
     }
 }

@@ -24,6 +24,10 @@ pub struct Skewed {
     /// and the fill after it compute them once).
     pos: Box<[usize]>,
     pos_of: Option<u64>,
+    /// Eight ways on a CPU with AVX2 (and not [`Skewed::set_portable`]): the rows
+    /// computed four lanes at a time.
+    #[cfg(target_arch = "x86_64")]
+    lanes: Option<avx2::Lanes>,
 }
 
 impl Skewed {
@@ -31,7 +35,7 @@ impl Skewed {
     pub fn new(policy: Policy, index: Indexer, ways: usize, seed: u64) -> Self {
         assert!(ways > 0 && policy != Policy::TreePlru, "{policy:?} skewed");
         let n = index.sets() * ways;
-        Skewed {
+        let mut s = Skewed {
             index,
             ways,
             keys: vec![0; n].into_boxed_slice(),
@@ -43,21 +47,43 @@ impl Skewed {
             random: (policy == Policy::Random).then(|| Random::new(1, ways, seed)),
             pos: vec![0; ways].into_boxed_slice(),
             pos_of: None,
+            #[cfg(target_arch = "x86_64")]
+            lanes: None,
+        };
+        s.set_portable(false);
+        s
+    }
+
+    /// Runs the portable code even where the CPU has AVX2 (the counts are the same).
+    pub fn set_portable(&mut self, portable: bool) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            self.lanes = (!portable && self.ways == 8 && crate::simd::has_v3())
+                .then(|| avx2::Lanes::new(&self.index))
+                .flatten();
         }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = portable;
     }
 
     /// `x`'s candidate positions, way 0's first (kept for the next operation on `x`).
     #[inline]
     fn positions(&mut self, x: u64) {
         if self.pos_of != Some(x) {
+            #[cfg(target_arch = "x86_64")]
+            if let Some(l) = &self.lanes {
+                // SAFETY: `lanes` exists only where the CPU has AVX2, for eight ways.
+                unsafe { l.positions(&self.index, x, &mut self.pos) };
+                self.pos_of = Some(x);
+                return;
+            }
             let sets = self.index.sets();
-            for (w, (p, row)) in self
-                .pos
-                .iter_mut()
-                .zip(self.index.skewed_rows(x, self.ways))
-                .enumerate()
-            {
-                *p = w * sets + row;
+            let mut rows = self.index.skewed_rows(x, self.ways);
+            let mut base = 0;
+            for p in self.pos.iter_mut() {
+                // `rows` yields exactly `ways` rows.
+                *p = base + rows.next().unwrap_or(0);
+                base += sets;
             }
             self.pos_of = Some(x);
         }
@@ -67,10 +93,11 @@ impl Skewed {
     #[inline]
     fn find_kept(&mut self, x: u64, key: u64, asid: u16) -> Option<usize> {
         self.positions(x);
+        let (keys, tags) = (&self.keys[..], &self.tags[..]);
         self.pos
             .iter()
+            .find(|&&i| keys[i] == key && serves(tags[i], asid))
             .copied()
-            .find(|&i| self.keys[i] == key && serves(self.tags[i], asid))
     }
 
     /// Positions of `x`'s candidates, way 0's first (its rows computed together:
@@ -118,8 +145,21 @@ impl Skewed {
     /// Inserts `slot` (absent) at one of `x`'s candidates.
     pub fn fill(&mut self, x: u64, slot: Slot) -> Displaced {
         self.positions(x);
+        let i = self.victim();
+        self.stamps[i] = self.tick();
+        let old = Displaced {
+            key: std::mem::replace(&mut self.keys[i], slot.key),
+            tag: std::mem::replace(&mut self.tags[i], tag(slot.asid, slot.flags)),
+        };
+        self.data[i] = slot.data;
+        old
+    }
+
+    /// The fill's way among the kept positions: the lowest invalid one, else the
+    /// policy's (the first least recent for LRU and FIFO: stamps are unique).
+    fn victim(&mut self) -> usize {
         let free = self.pos.iter().copied().find(|&i| self.keys[i] == 0);
-        let i = match (free, &mut self.random) {
+        match (free, &mut self.random) {
             (Some(i), _) => i,
             (None, Some(r)) => self.pos[r.victim(0)],
             (None, None) => self
@@ -128,14 +168,7 @@ impl Skewed {
                 .copied()
                 .min_by_key(|&i| self.stamps[i])
                 .expect("at least one way"),
-        };
-        self.stamps[i] = self.tick();
-        let old = Displaced {
-            key: std::mem::replace(&mut self.keys[i], slot.key),
-            tag: std::mem::replace(&mut self.tags[i], tag(slot.asid, slot.flags)),
-        };
-        self.data[i] = slot.data;
-        old
+        }
     }
 
     pub fn invalidate(&mut self, x: u64, key: u64, asid: u16) -> bool {
@@ -161,5 +194,63 @@ impl Skewed {
 
     pub fn valid_entries(&self) -> usize {
         self.keys.iter().filter(|&&k| k != 0).count()
+    }
+}
+
+/// The eight-way kernel (AVX2): rows four lanes at a time. (Gathering the candidates'
+/// keys too took fewer instructions but more time on Zen 4: its gathers are slow.)
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use super::Indexer;
+    use std::arch::x86_64::*;
+
+    /// Per way: the shift `b − (w mod b)` of `A2 << b | A2` that rotates `A2` by
+    /// `w mod b`, and the way's first position `w · sets`.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Lanes {
+        shifts: [u64; 8],
+        bases: [u64; 8],
+    }
+
+    impl Lanes {
+        /// `None` for one set (no index bits: every row is 0, the scalar code is as good).
+        pub fn new(index: &Indexer) -> Option<Lanes> {
+            let b = index.bits() as u64;
+            (b > 0).then(|| Lanes {
+                shifts: std::array::from_fn(|w| b - w as u64 % b),
+                bases: std::array::from_fn(|w| (w * index.sets()) as u64),
+            })
+        }
+
+        /// Writes the eight candidate positions of page `x` to `pos` (what
+        /// [`Indexer::skewed_rows`] gives, offset by each way's base).
+        ///
+        /// # Safety
+        /// The CPU has AVX2.
+        #[target_feature(enable = "avx2")]
+        pub unsafe fn positions(&self, index: &Indexer, x: u64, pos: &mut [usize]) {
+            assert_eq!(pos.len(), 8);
+            let (a1, twice) = index.skewed_parts(x);
+            let sets = index.sets() as i64;
+            let mask = _mm256_set1_epi64x(((1u64 << index.bits()) - 1) as i64);
+            let t = _mm256_set1_epi64x(twice as i64);
+            let a = _mm256_set1_epi64x(a1 as i64);
+            let n = _mm256_set1_epi64x(sets);
+            let below = _mm256_set1_epi64x(sets - 1);
+            for h in 0..2 {
+                // SAFETY: four u64s at `4h` of eight-element arrays; `pos` holds eight
+                // usizes (u64 on x86-64); loadu/storeu need no alignment.
+                unsafe {
+                    let sh = _mm256_loadu_si256(self.shifts.as_ptr().add(4 * h).cast());
+                    let base = _mm256_loadu_si256(self.bases.as_ptr().add(4 * h).cast());
+                    let v = _mm256_xor_si256(a, _mm256_and_si256(_mm256_srlv_epi64(t, sh), mask));
+                    // A b-bit value is below 2n: one conditional subtraction reduces it.
+                    let over = _mm256_cmpgt_epi64(v, below);
+                    let v = _mm256_sub_epi64(v, _mm256_and_si256(over, n));
+                    let p = _mm256_add_epi64(v, base);
+                    _mm256_storeu_si256(pos.as_mut_ptr().add(4 * h).cast(), p);
+                }
+            }
+        }
     }
 }

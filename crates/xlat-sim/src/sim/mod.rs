@@ -273,8 +273,8 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
     /// comparisons).
     pub fn set_portable(&mut self, portable: bool) {
         self.portable = portable;
-        if let Some(k) = self.acct.profiled {
-            self.mmu.tlb.structs[k].set_portable(portable);
+        for s in &mut self.mmu.tlb.structs {
+            s.set_portable(portable);
         }
     }
 

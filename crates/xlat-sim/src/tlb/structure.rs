@@ -151,7 +151,7 @@ impl Structure {
         self.arr = Assoc::Boxed(Box::new(Boxed::Observed(Observed::new(arr, stack))));
     }
 
-    /// A profiled structure runs its portable code ([`StackArray::set_portable`]).
+    /// The structure runs its portable code (stack and skewed arrays have x86-64-v3 code).
     pub fn set_portable(&mut self, portable: bool) {
         self.arr.set_portable(portable);
     }
