@@ -9,11 +9,13 @@ mod fixed;
 mod index;
 #[cfg(test)]
 mod index_tests;
+mod key_index;
 mod observed;
 mod skewed;
 mod stack;
 
 pub use index::{Indexer, SetIndex};
+use key_index::KeyIndex;
 pub use observed::Observed;
 use skewed::Skewed;
 pub use stack::StackArray;
@@ -134,10 +136,7 @@ impl Repl {
             if R::VICTIM_PREFERS_INVALID {
                 return r.take(set);
             }
-            let w = keys
-                .iter()
-                .position(|&k| k == 0)
-                .unwrap_or_else(|| r.victim(set));
+            let w = first_free(keys).unwrap_or_else(|| r.victim(set));
             r.on_fill(set, w);
             w
         }
@@ -149,6 +148,19 @@ impl Repl {
     }
 }
 
+/// The lowest invalid way of a set's `keys` (8 or more ways: 64 at a time with
+/// [`crate::simd::eq_mask`]).
+#[inline(always)]
+fn first_free(keys: &[u64]) -> Option<usize> {
+    if keys.len() < 8 {
+        return keys.iter().position(|&k| k == 0);
+    }
+    keys.chunks(64).enumerate().find_map(|(c, chunk)| {
+        let m = crate::simd::eq_mask(chunk, 0);
+        (m != 0).then(|| c * 64 + m.trailing_zeros() as usize)
+    })
+}
+
 /// A set-associative array of any geometry and policy.
 #[derive(Debug, Clone)]
 pub struct Dynamic {
@@ -157,11 +169,18 @@ pub struct Dynamic {
     /// Sets of more than 64 ways (large fully associative arrays: zen4's 72-entry L1
     /// TLBs) are searched 64 ways at a time with it ([`Dynamic::find_chunked`]).
     huge: bool,
+    /// One set of [`KEYED_WAYS`] ways or more: the ways holding each key (boxed: most
+    /// arrays have none).
+    keyed: Option<Box<KeyIndex>>,
     index: Indexer,
     /// Per set, three parts of `ways` words: keys, payloads, tags ([`tag`]).
     sets: Sets<u64>,
     repl: Repl,
 }
+
+/// The fewest ways of a fully associative [`Dynamic`] array that keeps a [`KeyIndex`]
+/// (at 48 ways a scan costs several times a hash probe; most narrower ones are `Fixed`).
+const KEYED_WAYS: usize = 48;
 
 impl Dynamic {
     /// Sets chosen by `index` (`modulo` or `xor`).
@@ -175,6 +194,8 @@ impl Dynamic {
         Dynamic {
             wide: (8..=64).contains(&ways),
             huge: ways > 64,
+            keyed: (index.sets() == 1 && (KEYED_WAYS..=KeyIndex::MAX_WAYS).contains(&ways))
+                .then(|| Box::new(KeyIndex::new(ways))),
             sets: Sets::in_parts(index.sets(), 3, ways, 0),
             index,
             repl,
@@ -190,6 +211,17 @@ impl Dynamic {
     #[inline(always)]
     fn find(&self, set: usize, key: u64, asid: u16) -> Option<(usize, u64, u64)> {
         let [keys, data, tags] = self.sets.parts::<3>(set);
+        if let Some(ix) = &self.keyed {
+            let mut m = ix.ways(key);
+            while m != 0 {
+                let w = m.trailing_zeros() as usize;
+                if serves(tags[w], asid) {
+                    return Some((w, data[w], tags[w]));
+                }
+                m &= m - 1;
+            }
+            return None;
+        }
         if self.wide {
             let mut m = crate::simd::eq_mask(keys, key);
             while m != 0 {
@@ -270,6 +302,14 @@ impl Dynamic {
         let old_key = std::mem::replace(&mut keys[way], slot.key);
         let old_tag = std::mem::replace(&mut tags[way], tag(slot.asid, slot.flags));
         data[way] = slot.data;
+        if let Some(ix) = &mut self.keyed {
+            if old_key != 0 {
+                ix.remove(old_key, way);
+            }
+            if slot.key != 0 {
+                ix.add(slot.key, way);
+            }
+        }
         Displaced {
             key: old_key,
             tag: old_tag,
@@ -290,6 +330,9 @@ impl Dynamic {
                 };
                 if s.key != 0 && pred(&s) {
                     keys[w] = 0;
+                    if let Some(ix) = &mut self.keyed {
+                        ix.remove(s.key, w);
+                    }
                     self.repl.on_invalidate(set, w);
                     n += 1;
                 }
@@ -305,6 +348,9 @@ impl Dynamic {
             Some((w, _, _)) => {
                 let [keys, _, _] = self.sets.parts_mut::<3>(set);
                 keys[w] = 0;
+                if let Some(ix) = &mut self.keyed {
+                    ix.remove(key, w);
+                }
                 self.repl.on_invalidate(set, w);
                 true
             }
@@ -541,160 +587,4 @@ impl Assoc {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
-    use super::*;
-
-    /// A valid entry of key `k` (data `k`), ASID 0, no flags.
-    pub(crate) fn slot(k: u64) -> Slot {
-        Slot {
-            key: k | VALID,
-            asid: 0,
-            flags: 0,
-            data: k,
-        }
-    }
-
-    #[test]
-    fn one_set_equals_fully_associative_lru() {
-        // A 4-entry fully-associative LRU cycled over 5 keys misses every time.
-        let mut a = Assoc::new(Policy::Lru, 1, 4, SetIndex::Modulo, 0);
-        let mut misses = 0;
-        for i in 0..100u64 {
-            let k = i % 5;
-            if a.lookup(k, slot(k).key, 0).is_none() {
-                misses += 1;
-                a.fill(k, slot(k));
-            }
-        }
-        assert_eq!(misses, 100);
-    }
-
-    #[test]
-    fn invalid_ways_are_filled_first_after_invalidation() {
-        for policy in [Policy::Lru, Policy::Fifo, Policy::TreePlru, Policy::Random] {
-            let mut a = Assoc::new(policy, 1, 4, SetIndex::Modulo, 3);
-            for k in 0..4 {
-                assert_eq!(a.fill(0, slot(k)).key, 0);
-            }
-            assert!(a.invalidate(0, slot(2).key, 0));
-            assert_eq!(a.fill(0, slot(9)).key, 0, "{policy:?}");
-            assert_ne!(a.fill(0, slot(10)).key, 0);
-            assert_eq!(a.valid_entries(), 4);
-        }
-    }
-
-    /// Every representation of true LRU (fixed arrays with stamps or an order word,
-    /// dynamic ones with an order word or a list) hits, fills, evicts and invalidates
-    /// like the dynamic stamp one (ways may differ, keys may not), ASIDs and global
-    /// entries included.
-    #[test]
-    fn every_lru_equals_stamp_lru() {
-        let shapes = [
-            (16, 4),
-            (1, 4),
-            (4, 2),
-            (4, 8),
-            (1, 12),
-            (2, 16),
-            (8, 5),
-            (8, 1),
-            (1, 32),
-            (2, 17),
-            (1, 64),
-        ];
-        for (sets, ways) in shapes {
-            let ix = Indexer::new(SetIndex::Modulo, sets);
-            let mut a = Dynamic::with_repl(ix, ways, Repl::Lru(Lru::new(sets, ways, 0)));
-            let mut b = Assoc::new(Policy::Lru, sets, ways, SetIndex::Modulo, 0);
-            let fixed = !matches!(b, Assoc::Dyn(_));
-            assert_eq!(fixed, [2, 4, 8, 12, 16, 32].contains(&ways), "{ways} ways");
-            if let Assoc::Dyn(d) = &b {
-                assert_eq!(matches!(d.repl, Repl::Lru(_)), ways <= 4, "{ways} ways");
-            }
-            let mut x = 7u64;
-            for _ in 0..20_000 {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                let k = x % (sets * ways * 2) as u64;
-                // Global keys are global for every ASID (so no lookup ever has two
-                // entries to choose from, as the invariant requires).
-                let global = k.is_multiple_of(5);
-                let asid = if global { 0 } else { (x >> 50 & 1) as u16 };
-                let mut sl = slot(k);
-                // Keys that differ only in their high halves (what `Fixed` filters on
-                // is the low half).
-                sl.key |= (x >> 30 & 1) << 40;
-                sl.asid = asid;
-                if global {
-                    sl.flags = GLOBAL;
-                }
-                if x >> 40 & 7 == 0 {
-                    assert_eq!(a.invalidate(k, sl.key, asid), b.invalidate(k, sl.key, asid));
-                    continue;
-                }
-                let (ha, hb) = (a.lookup(k, sl.key, asid), b.lookup(k, sl.key, asid));
-                assert_eq!(ha, hb);
-                if ha.is_none() {
-                    // A free way's tag is stale and meaningless (and ways may differ).
-                    let seen = |d: Displaced| (d.key, (d.key != 0).then_some(d.tag));
-                    assert_eq!(seen(a.fill(k, sl)), seen(b.fill(k, sl)), "{sets}x{ways}");
-                }
-            }
-            assert_eq!(a.valid_entries(), b.valid_entries());
-            let drop_asid_1 = |s: &Slot| s.asid == 1 && s.flags & GLOBAL == 0;
-            assert_eq!(
-                a.invalidate_where(drop_asid_1),
-                b.invalidate_where(drop_asid_1)
-            );
-            assert_eq!(a.valid_entries(), b.valid_entries());
-        }
-    }
-
-    /// Sets of more than 64 ways (searched 64 at a time, victims chosen 64 at a time)
-    /// against a plain LRU list: the same hits and the same evictions.
-    #[test]
-    fn sets_over_64_ways_are_lru() {
-        for ways in [65usize, 72, 130] {
-            let mut a = Assoc::new(Policy::Lru, 1, ways, SetIndex::Modulo, 0);
-            let mut lru: Vec<u64> = Vec::new(); // most recent last
-            let mut x = 99u64;
-            for _ in 0..30_000 {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                let k = x % (ways as u64 * 3 / 2) + 1;
-                let sl = slot(k);
-                let hit = a.lookup(k, sl.key, 0).is_some();
-                let pos = lru.iter().position(|&e| e == k);
-                assert_eq!(hit, pos.is_some(), "{ways} ways, key {k}");
-                if let Some(p) = pos {
-                    lru.remove(p);
-                } else {
-                    let d = a.fill(k, sl);
-                    if lru.len() == ways {
-                        assert_eq!(d.key, slot(lru.remove(0)).key, "{ways} ways: victim");
-                    } else {
-                        assert_eq!(d.key, 0, "{ways} ways: a free way first");
-                    }
-                }
-                lru.push(k);
-            }
-        }
-    }
-
-    #[test]
-    fn global_matches_any_asid() {
-        let mut a = Assoc::new(Policy::Lru, 2, 2, SetIndex::Modulo, 0);
-        let mut s = slot(3);
-        s.asid = 5;
-        s.flags = GLOBAL;
-        a.fill(3, s);
-        assert!(a.lookup(3, s.key, 9).is_some());
-        let mut t = slot(5);
-        t.asid = 5;
-        a.fill(5, t);
-        assert!(a.lookup(5, t.key, 9).is_none());
-        assert!(a.lookup(5, t.key, 5).is_some());
-    }
-}
+pub(crate) mod tests;
