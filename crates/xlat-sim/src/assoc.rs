@@ -161,6 +161,26 @@ fn first_free(keys: &[u64]) -> Option<usize> {
     })
 }
 
+/// The lowest way among `m`'s (bit `i`: way `base + i`) whose tag serves `asid`, its
+/// payload and tag.
+#[inline(always)]
+fn first_serving(
+    mut m: u128,
+    base: usize,
+    data: &[u64],
+    tags: &[u64],
+    asid: u16,
+) -> Option<(usize, u64, u64)> {
+    while m != 0 {
+        let w = base + m.trailing_zeros() as usize;
+        if serves(tags[w], asid) {
+            return Some((w, data[w], tags[w]));
+        }
+        m &= m - 1;
+    }
+    None
+}
+
 /// A set-associative array of any geometry and policy.
 #[derive(Debug, Clone)]
 pub struct Dynamic {
@@ -212,26 +232,10 @@ impl Dynamic {
     fn find(&self, set: usize, key: u64, asid: u16) -> Option<(usize, u64, u64)> {
         let [keys, data, tags] = self.sets.parts::<3>(set);
         if let Some(ix) = &self.keyed {
-            let mut m = ix.ways(key);
-            while m != 0 {
-                let w = m.trailing_zeros() as usize;
-                if serves(tags[w], asid) {
-                    return Some((w, data[w], tags[w]));
-                }
-                m &= m - 1;
-            }
-            return None;
+            return first_serving(ix.ways(key), 0, data, tags, asid);
         }
         if self.wide {
-            let mut m = crate::simd::eq_mask(keys, key);
-            while m != 0 {
-                let w = m.trailing_zeros() as usize;
-                if serves(tags[w], asid) {
-                    return Some((w, data[w], tags[w]));
-                }
-                m &= m - 1;
-            }
-            return None;
+            return first_serving(crate::simd::eq_mask(keys, key).into(), 0, data, tags, asid);
         }
         if self.huge {
             return Self::find_chunked(keys, data, tags, key, asid);
@@ -253,17 +257,10 @@ impl Dynamic {
         key: u64,
         asid: u16,
     ) -> Option<(usize, u64, u64)> {
-        for (c, chunk) in keys.chunks(64).enumerate() {
-            let mut m = crate::simd::eq_mask(chunk, key);
-            while m != 0 {
-                let w = c * 64 + m.trailing_zeros() as usize;
-                if serves(tags[w], asid) {
-                    return Some((w, data[w], tags[w]));
-                }
-                m &= m - 1;
-            }
-        }
-        None
+        keys.chunks(64).enumerate().find_map(|(c, chunk)| {
+            let m = crate::simd::eq_mask(chunk, key).into();
+            first_serving(m, c * 64, data, tags, asid)
+        })
     }
 
     /// Finds `key` (VALID-tagged) for `asid` in the set chosen by `index`, updating
