@@ -9,20 +9,27 @@
 //! Model of the host: it backs the guest's whole physical memory with `host_page`
 //! pages, identity-placed (host-physical = guest-physical, so the cache model sees the
 //! guest's own addresses), and its tables are complete: level `k`'s entries lie densely
-//! in their own region above every guest address, the entry for `gpa` at
-//! `HOST_TABLES + k · 2^48 + (gpa >> covered(k)) · 8`. That is exact for a host whose
-//! tables were built when the guest's memory was (no host faults are modelled).
+//! in their own region above every guest address (the model's guest-physical memory
+//! ends at [`GUEST_LIMIT`] = 2^42), the entry for `gpa` at
+//! `2^42 + k · 2^33 + (gpa >> covered(k)) · 8`. That is exact for a host whose tables
+//! were built when the guest's memory was (no host faults are modelled).
+//!
+//! The placement only sets bits 33 and up, above every cache's set index (a cache level
+//! holds at most 4 GiB), so which set an entry falls in and which entries share a line do
+//! not depend on it; it keeps host lines' tags within the 32 bits the cache model
+//! compares fast ([`crate::cache`]).
 
 use crate::assoc::{Assoc, SetIndex, Slot, GLOBAL, VALID};
 use crate::config::{geometry, ConfigError, NestedCache, NestedConfig};
+use crate::physmem::GUEST_LIMIT;
 use crate::replacement::Policy;
 use serde::Serialize;
 
-/// Where the host's tables start in host-physical memory (above any guest address:
-/// guest-physical memory ends below 2^48 with 4 host levels, 2^57 with 5).
-const HOST_TABLES: u64 = 1 << 58;
-/// Each host level's region (2^45 entries of 8 bytes: the leaf level of 5 levels).
-const REGION_SHIFT: u32 = 48;
+/// Where the host's tables start in host-physical memory: above every guest address.
+const HOST_TABLES: u64 = GUEST_LIMIT;
+/// Each host level's region: 2^30 entries of 8 bytes, one per 4 KiB below `GUEST_LIMIT`.
+const REGION_SHIFT: u32 = 33;
+const _: () = assert!((GUEST_LIMIT >> 12) * 8 <= 1 << REGION_SHIFT);
 
 /// SplitMix64's finalizer: which 2 MiB regions `nested.host_huge` gives a host huge page.
 fn region_hash(mut z: u64) -> u64 {
@@ -80,6 +87,14 @@ impl Cache {
     }
 }
 
+/// Whether the host walk cache `arr` holds key `x` (refreshing it). Out of line: inlined
+/// into the levels' loop, the invariants of every kind of array were hoisted before it
+/// (~80 instructions per host walk, of ~280).
+#[inline(never)]
+fn probe(arr: &mut Assoc, x: u64) -> bool {
+    arr.lookup(x, x | VALID, 0).is_some()
+}
+
 #[derive(Clone, Debug)]
 pub struct Nested {
     /// Host levels.
@@ -131,6 +146,10 @@ impl Nested {
 
     /// Host-physical address of the host entry of level `k` for `gpa`.
     pub fn entry_pa(&self, k: usize, gpa: u64) -> u64 {
+        debug_assert!(
+            gpa < GUEST_LIMIT,
+            "guest-physical {gpa:#x} above the model's memory"
+        );
         HOST_TABLES + ((k as u64) << REGION_SHIFT) + (gpa >> self.covered(k)) * 8
     }
 
@@ -179,10 +198,7 @@ impl Nested {
         if let Some(p) = &mut self.pwc {
             let key = |k: usize| ((gpa >> (12 + 9 * (self.levels - 1 - k) as u32)) << 3) | k as u64;
             // Deepest non-leaf level first; the levels read below the hit missed.
-            if let Some(h) = (0..leaf).rev().find(|&k| {
-                let x = key(k);
-                p.arr.lookup(x, x | VALID, 0).is_some()
-            }) {
+            if let Some(h) = (0..leaf).rev().find(|&k| probe(&mut p.arr, key(k))) {
                 start = h + 1;
                 cycles += p.hit_cycles;
                 self.stats.pwc_hits += 1;

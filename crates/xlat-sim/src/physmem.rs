@@ -2,7 +2,7 @@
 //! page-table memory, with reference counts for frames shared copy-on-write.
 //!
 //! Data frames are allocated upward from 1 MiB; page-table memory comes from a pool at
-//! 1 TiB. Keeping the pools apart makes a trace's translations independent of the
+//! 1 TiB, which ends at 4 TiB ([`GUEST_LIMIT`]). Keeping the pools apart makes a trace's translations independent of the
 //! page-table organization (the differential test relies on it). Freed blocks are
 //! recycled last-in first-out, per size. Physical memory is never fragmented.
 
@@ -10,6 +10,9 @@ use rustc_hash::FxHashMap;
 
 const DATA_BASE: u64 = 1 << 20;
 const TABLE_BASE: u64 = 1 << 40;
+/// Every physical address the model hands out is below this: a nested machine's host
+/// tables live above it ([`crate::nested`]).
+pub const GUEST_LIMIT: u64 = 1 << 42;
 
 #[derive(Debug, Clone, Default)]
 pub struct MemCounters {
@@ -68,11 +71,18 @@ impl PhysMem {
         p
     }
 
-    /// Whether data frames have grown into the page-table pool's addresses (1 TiB of
-    /// data): the model's physical memory is full.
+    /// Why the model's physical memory is full, if it is: data frames grew into the
+    /// page-table pool's addresses (1 TiB of data), or the pool past [`GUEST_LIMIT`].
+    /// Checked after every fault and OS event, so no walk reads such an address.
     #[inline]
-    pub fn data_exhausted(&self) -> bool {
-        self.next_frame > self.data_limit
+    pub fn exhausted(&self) -> Option<&'static str> {
+        if self.next_frame > self.data_limit {
+            Some("1 TiB of data frames, below the page-table pool")
+        } else if self.next_table > GUEST_LIMIT {
+            Some("3 TiB of page-table memory, below a nested host's tables")
+        } else {
+            None
+        }
     }
 
     /// Marks `n` frames from `pfn` as referenced once more (fork sharing).
@@ -162,5 +172,28 @@ impl PhysMem {
 
     pub fn base_shift(&self) -> u32 {
         self.base_shift
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Both pools end where their limits say, and only there.
+    #[test]
+    fn memory_is_exhausted_at_either_pool_limit() {
+        let mut m = PhysMem::new(12);
+        assert_eq!(m.exhausted(), None);
+        assert_eq!(m.alloc_table(1 << 40), TABLE_BASE);
+        assert_eq!(m.alloc_table(1 << 41), 1 << 41);
+        assert_eq!(m.next_table, GUEST_LIMIT);
+        assert_eq!(m.exhausted(), None, "the last table ends at the limit");
+        m.alloc_object(8, 8);
+        assert!(m.exhausted().unwrap().contains("page-table"));
+        let mut m = PhysMem::new(12);
+        assert_eq!(m.alloc_frames(27), 1 << 27, "512 GiB from 512 GiB");
+        assert_eq!(m.exhausted(), None, "the data ends at the table pool");
+        m.alloc_frames(0);
+        assert!(m.exhausted().unwrap().contains("data frames"));
     }
 }

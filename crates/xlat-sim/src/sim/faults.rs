@@ -155,13 +155,6 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
         if !populate {
             sat(&mut self.acct.c.cyc.fault, self.cfg.cost.fault_cycles);
         }
-        if self.os.mem.data_exhausted() {
-            return Err(SimError::PhysicalMemory {
-                event: self.event,
-                what,
-                why: "1 TiB of data frames, below the page-table pool",
-            });
-        }
         let base = va & !((1u64 << shift) - 1);
         let leaf = Leaf {
             pfn,
@@ -172,7 +165,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
         if flags & GLOBAL_PAGE != 0 && leaf.flags & FIXED != 0 {
             self.map_everywhere(base, leaf);
         }
-        Ok(())
+        self.check_memory(what)
     }
 
     /// The frame of the global page at `base`, allocated on first use and kept for the
@@ -306,7 +299,20 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
             self.acct.c.faults.write_protect += 1;
         }
         self.flush_page(base.0, leaf.shift as u32);
-        Ok(())
+        self.check_memory(kind.name())
+    }
+
+    /// Fails once the model's physical memory is full ([`PhysMem::exhausted`]): after a
+    /// fault and after an OS event, before any walk reads the new frames or tables.
+    pub(super) fn check_memory(&self, what: &'static str) -> Result<(), SimError> {
+        match self.os.mem.exhausted() {
+            None => Ok(()),
+            Some(why) => Err(SimError::PhysicalMemory {
+                event: self.event,
+                what,
+                why,
+            }),
+        }
     }
 }
 

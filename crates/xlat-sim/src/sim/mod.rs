@@ -251,7 +251,10 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
                     self.acct.c.refs.instructions += b.insns as u64;
                     self.access::<V3>(AccessKind::Fetch, b.addr.0, b.len)?
                 }
-                _ => self.os_event(ev)?,
+                _ => {
+                    self.os_event(ev)?;
+                    self.check_memory(ev.name())?;
+                }
             }
             self.event += 1;
         }
