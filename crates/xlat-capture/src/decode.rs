@@ -92,6 +92,16 @@ pub fn decode(
                 out.push(block(addr, tail, tid, i)?);
                 i += 2;
             }
+            wire::BLOCK1 => {
+                let (addr, len, insns) = wire::block1_fields(w);
+                out.push(Event::Block(Block {
+                    addr: VirtAddr(addr),
+                    len,
+                    insns,
+                    tid,
+                }));
+                i += 1;
+            }
             wire::WIDE => {
                 let full = arg(i, 1)?;
                 let kind = w & 3;
@@ -301,6 +311,35 @@ mod tests {
         let mut out = Vec::new();
         let r = decode(words, Tid(3), |p| Pid(p + 1000), |_| Ok(9), &mut out);
         (out, r)
+    }
+
+    /// A block in one word decodes to the block it encodes, at every field's limits; a
+    /// block outside them has no one-word form.
+    #[test]
+    fn one_word_blocks_round_trip() {
+        let max_addr = (1 << wire::BLOCK1_ADDR_BITS) - 1;
+        for (addr, len, insns) in [(0x40_1000, 1, 1), (max_addr, 128, 63), (0, 17, 0)] {
+            let w = wire::block1_word(addr, len, insns).unwrap();
+            let (out, r) = run(&[w, access_word(wire::LOAD, 0x1000, 8)]);
+            assert_eq!(r.unwrap().used, 2);
+            assert_eq!(
+                out[0],
+                Event::Block(Block {
+                    addr: VirtAddr(addr),
+                    len: len as u32,
+                    insns: insns as u32,
+                    tid: Tid(3),
+                })
+            );
+            assert!(matches!(out[1], Event::Access(_)));
+        }
+        for (addr, len, insns) in [(max_addr + 1, 1, 1), (0, 0, 1), (0, 129, 1), (0, 1, 64)] {
+            assert_eq!(
+                wire::block1_word(addr, len, insns),
+                None,
+                "{addr:#x} {len} {insns}"
+            );
+        }
     }
 
     #[test]

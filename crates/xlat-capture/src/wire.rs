@@ -21,6 +21,7 @@
 //! |---|---|---|
 //! | `LOAD` / `STORE` / `FETCH` | `addr` in bits 0..48, size in bits 48..56 | 1 |
 //! | `BLOCK` | `addr` in bits 0..48; then `len | insns << 32` | 2 |
+//! | `BLOCK1` | `addr` in bits 0..47, `len − 1` in bits 47..54, `insns` in bits 54..60 ([`block1_word`]: blocks of at most 128 bytes and 63 instructions below 2^47, most of them) | 1 |
 //! | `WIDE` | kind (0 fetch, 1 load, 2 store, 3 block) in bits 0..2, size in bits 8..16; then the full address; a block adds `len | insns << 32` | 2-3 |
 //! | `OS` | event code in bits 0..8; then [`os_words`] argument words | 1+ |
 //!
@@ -29,7 +30,7 @@
 /// First word of a connection.
 pub const HELLO_MAGIC: u32 = u32::from_le_bytes(*b"XQP1");
 /// Protocol version.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 /// Bytes of the hello message.
 pub const HELLO_BYTES: usize = 24;
 /// Hello flag: the process continues on this connection (see `os::HANDOVER`).
@@ -43,6 +44,7 @@ pub const STORE: u64 = 1;
 pub const FETCH: u64 = 2;
 pub const BLOCK: u64 = 3;
 pub const WIDE: u64 = 4;
+pub const BLOCK1: u64 = 5;
 pub const OS: u64 = 8;
 
 /// Bits of the address in one-word records.
@@ -166,4 +168,25 @@ pub fn mapfile_record(addr: u64, len: u64, offset: u64, path: &[u8]) -> Vec<u64>
 #[inline(always)]
 pub fn access_word(tag: u64, addr: u64, size: u64) -> u64 {
     addr | size << ADDR_BITS | tag << TAG_SHIFT
+}
+
+/// Bits of a `BLOCK1` record's address.
+pub const BLOCK1_ADDR_BITS: u32 = 47;
+
+/// The one-word `BLOCK1` record of a block of `len` bytes (1..=128) and `insns`
+/// instructions (≤ 63) at `addr` (< 2^47), or `None` (then the two-word `BLOCK`). Blocks
+/// are half of a program's records; one word instead of two is a third fewer words.
+pub fn block1_word(addr: u64, len: u64, insns: u64) -> Option<u64> {
+    (addr >> BLOCK1_ADDR_BITS == 0 && (1..=128).contains(&len) && insns <= 63)
+        .then(|| BLOCK1 << TAG_SHIFT | insns << 54 | (len - 1) << BLOCK1_ADDR_BITS | addr)
+}
+
+/// A `BLOCK1` word's address, length and instructions.
+#[inline(always)]
+pub fn block1_fields(w: u64) -> (u64, u32, u32) {
+    (
+        w & ((1 << BLOCK1_ADDR_BITS) - 1),
+        ((w >> BLOCK1_ADDR_BITS) & 0x7f) as u32 + 1,
+        ((w >> 54) & 0x3f) as u32,
+    )
 }

@@ -268,7 +268,9 @@ unsafe extern "C" fn block(vcpu: c_uint, udata: *mut c_void) {
         c.kernel = Some(kernel);
         c.os(s, os::MODE, kernel as u64);
     }
-    if pc >> wire::ADDR_BITS == 0 {
+    if let Some(w) = wire::block1_word(pc, tail & 0xffff_ffff, tail >> 32) {
+        c.push(s, &[w]);
+    } else if pc >> wire::ADDR_BITS == 0 {
         c.push(s, &[access_word(wire::BLOCK, pc, 0), tail]);
     } else {
         c.push(s, &[wire::WIDE << wire::TAG_SHIFT | 3, pc, tail]);

@@ -412,7 +412,8 @@ unsafe extern "C" fn block_wide_cb(vcpu: c_uint, ud: *mut c_void) {
     buf_at_boundary(vcpu).push(&w[..]);
 }
 
-unsafe extern "C" fn insn_cb(vcpu: c_uint, ud: *mut c_void) {
+/// A one-word record (an instruction's fetch, a `BLOCK1`) that is its own user data.
+unsafe extern "C" fn word_cb(vcpu: c_uint, ud: *mut c_void) {
     buf_at_boundary(vcpu).push1(ud as u64);
 }
 
@@ -434,7 +435,7 @@ unsafe fn fetch_per_insn(insn: *mut qemu_plugin_insn, va: u64, size: u64) {
     let flags = qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS;
     if va >> wire::ADDR_BITS == 0 {
         let w = access_word(wire::FETCH, va, size);
-        qemu_plugin_register_vcpu_insn_exec_cb(insn, Some(insn_cb), flags, w as *mut c_void);
+        qemu_plugin_register_vcpu_insn_exec_cb(insn, Some(word_cb), flags, w as *mut c_void);
     } else {
         let w = intern([wire::WIDE << wire::TAG_SHIFT | size << 8, va, 0]);
         qemu_plugin_register_vcpu_insn_exec_cb(insn, Some(insn_wide_cb), flags, w);
@@ -483,20 +484,27 @@ unsafe extern "C" fn tb_trans(_id: qemu_plugin_id_t, tb: *mut qemu_plugin_tb) {
         return;
     }
     let insns = (n - split_last as usize) as u64;
-    let tail = (end - start).max(1) | insns << 32;
-    let (cb, w): (unsafe extern "C" fn(c_uint, *mut c_void), _) = if start >> wire::ADDR_BITS == 0 {
-        (block_cb, [wire::BLOCK << wire::TAG_SHIFT | start, tail, 0])
+    let len = (end - start).max(1);
+    let tail = len | insns << 32;
+    type Cb = unsafe extern "C" fn(c_uint, *mut c_void);
+    let (cb, ud): (Cb, _) = if let Some(w) = wire::block1_word(start, len, insns) {
+        (word_cb, w as *mut c_void)
+    } else if start >> wire::ADDR_BITS == 0 {
+        (
+            block_cb,
+            intern([wire::BLOCK << wire::TAG_SHIFT | start, tail, 0]),
+        )
     } else {
         (
             block_wide_cb,
-            [wire::WIDE << wire::TAG_SHIFT | 3, start, tail],
+            intern([wire::WIDE << wire::TAG_SHIFT | 3, start, tail]),
         )
     };
     qemu_plugin_register_vcpu_tb_exec_cb(
         tb,
         Some(cb),
         qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS,
-        intern(w),
+        ud,
     );
 }
 
