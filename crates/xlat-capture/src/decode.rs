@@ -67,6 +67,19 @@ pub fn decode(
     };
     while i < words.len() {
         let w = words[i];
+        if w >> wire::TAG_SHIFT == wire::BLOCK1 {
+            // Before the match: an arm of its own turned it into a jump table (one
+            // indirect branch per record, mispredicted more often than these two).
+            let (addr, len, insns) = wire::block1_fields(w);
+            out.push(Event::Block(Block {
+                addr: VirtAddr(addr),
+                len,
+                insns,
+                tid,
+            }));
+            i += 1;
+            continue;
+        }
         let addr = w & wire::ADDR_MASK;
         let size = ((w >> wire::ADDR_BITS) & 0xff) as u32;
         match w >> wire::TAG_SHIFT {
@@ -91,16 +104,6 @@ pub fn decode(
                 let tail = arg(i, 1)?;
                 out.push(block(addr, tail, tid, i)?);
                 i += 2;
-            }
-            wire::BLOCK1 => {
-                let (addr, len, insns) = wire::block1_fields(w);
-                out.push(Event::Block(Block {
-                    addr: VirtAddr(addr),
-                    len,
-                    insns,
-                    tid,
-                }));
-                i += 1;
             }
             wire::WIDE => {
                 let full = arg(i, 1)?;
