@@ -102,8 +102,11 @@ def main():
             run = min(timed([a.xlat, "run", *machine, "--", *cmd])[0] for _ in range(a.repeat))
             out = os.path.join(tmp, name + ".xlt")
             tr, err = min(timed([a.xlat, "trace", "-o", out, "--", *cmd]) for _ in range(a.repeat))
-            m = re.search(r"\((\d+) references.*?([\d.]+) bytes/reference", err)
-            refs, bpr = (int(m.group(1)), float(m.group(2))) if m else (0, float("nan"))
+            # `xlat: N events (R refs, ...) ... : B bytes, X bytes/ref`
+            m = re.search(r"\((\d+) refs\b.*?([\d.]+) bytes/ref\b", err)
+            if not m:
+                sys.exit(f"{name}: no capture summary in xlat trace's output:\n{err[-500:]}")
+            refs, bpr = int(m.group(1)), float(m.group(2))
             os.remove(out)
             print(
                 f"{name:<8} {nat:>9.3f}s {run:>8.2f}s {run / nat:>6.1f}x {tr:>8.2f}s {tr / nat:>6.1f}x "
