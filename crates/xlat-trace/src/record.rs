@@ -42,6 +42,52 @@ fn size_class(size: u32) -> u8 {
     }
 }
 
+/// Room for the longest access or block record: a tag, one 64-bit varint and three of
+/// at most 32 bits (5 bytes each).
+const HOT_RECORD: usize = 32;
+const _: () = assert!(1 + varint::MAX_LEN + 3 * 5 <= HOT_RECORD);
+
+/// An access or block record written straight into the block's spare capacity, room for
+/// it reserved once (a `Vec::push` per byte checked the capacity each time; a record
+/// built on the stack and copied stalled on its reload).
+struct Record<'a> {
+    out: &'a mut Vec<u8>,
+    len: usize,
+}
+
+impl<'a> Record<'a> {
+    #[inline(always)]
+    fn new(out: &'a mut Vec<u8>, tag: u8) -> Self {
+        out.reserve(HOT_RECORD);
+        let mut r = Record { out, len: 0 };
+        r.byte(tag);
+        r
+    }
+
+    #[inline(always)]
+    fn byte(&mut self, b: u8) {
+        self.out.spare_capacity_mut()[self.len].write(b);
+        self.len += 1;
+    }
+
+    #[inline(always)]
+    fn varint(&mut self, mut v: u64) {
+        while v >= 0x80 {
+            self.byte((v as u8) | 0x80);
+            v >>= 7;
+        }
+        self.byte(v as u8);
+    }
+
+    #[inline(always)]
+    fn finish(self) {
+        let len = self.out.len();
+        // SAFETY: the `self.len` bytes past `len` were written by `byte` (within the
+        // capacity `new` reserved: at most `HOT_RECORD` of them).
+        unsafe { self.out.set_len(len + self.len) };
+    }
+}
+
 /// Appends records to a raw block buffer.
 #[derive(Debug, Default)]
 pub(crate) struct Encoder {
@@ -198,18 +244,21 @@ impl Encoder {
         };
         let class = size_class(a.size);
         let tid_changed = a.tid.0 != st.tid;
-        let t = (k as u8) << 6 | class << 3 | mode << 1 | tid_changed as u8;
-        out.push(t);
+        let mut r = Record::new(
+            out,
+            (k as u8) << 6 | class << 3 | mode << 1 | tid_changed as u8,
+        );
         if class == 0 {
-            varint::put(out, a.size as u64);
+            r.varint(a.size as u64);
         }
         if mode == MODE_DELTA || mode == MODE_ANY {
-            varint::put(out, delta);
+            r.varint(delta);
         }
         if tid_changed {
-            varint::put(out, a.tid.0 as u64);
+            r.varint(a.tid.0 as u64);
             st.tid = a.tid.0;
         }
+        r.finish();
         st.advance(k, addr, a.size);
         Ok(())
     }
@@ -227,18 +276,22 @@ impl Encoder {
         let st = &mut self.st;
         let z = varint::zigzag(b.addr.0.wrapping_sub(st.prev[0].wrapping_add(st.psize[0])) as i64);
         let tid_changed = b.tid.0 != st.tid;
-        out.push(if tid_changed {
-            tag::BLOCK_TID
-        } else {
-            tag::BLOCK
-        });
-        varint::put(out, z);
-        varint::put(out, b.len as u64);
-        varint::put(out, b.insns as u64);
+        let mut r = Record::new(
+            out,
+            if tid_changed {
+                tag::BLOCK_TID
+            } else {
+                tag::BLOCK
+            },
+        );
+        r.varint(z);
+        r.varint(b.len as u64);
+        r.varint(b.insns as u64);
         if tid_changed {
-            varint::put(out, b.tid.0 as u64);
+            r.varint(b.tid.0 as u64);
             st.tid = b.tid.0;
         }
+        r.finish();
         st.advance(0, b.addr.0, b.len);
         Ok(())
     }

@@ -5,25 +5,81 @@ use crate::format::{
     BlockHeader, Header, Summary, Tally, MAGIC, MAX_RAW_BLOCK, MAX_RECORD_LEN, TAG_END, VERSION,
 };
 use crate::record::Encoder;
+use std::collections::VecDeque;
 use std::io::{self, Write};
 use std::path::Path;
+use std::sync::mpsc;
+use std::thread;
 use xlat_fs::OutFile;
 use xlat_types::Event;
 
 /// Default zstd compression level.
 pub const DEFAULT_LEVEL: i32 = 3;
 
+/// A block's buffers: raw records in, compressed bytes out.
+type Buffers = (Vec<u8>, Vec<u8>);
+
+/// A block the compression thread is done with.
+struct Compressed {
+    raw: Vec<u8>,
+    comp: Vec<u8>,
+    raw_crc: u32,
+    result: Result<(), String>,
+}
+
+/// The compression thread: blocks in, compressed blocks out, in order.
+struct Zstd {
+    to: mpsc::SyncSender<Buffers>,
+    from: mpsc::Receiver<Compressed>,
+}
+
+impl Zstd {
+    fn start(mut zc: zstd::bulk::Compressor<'static>) -> Result<Self, TraceError> {
+        let (to, jobs) = mpsc::sync_channel::<Buffers>(1);
+        let (done, from) = mpsc::channel();
+        thread::Builder::new()
+            .name("xlat-zstd".into())
+            .spawn(move || {
+                // Ends when the writer (the sender) is gone.
+                for (raw, mut comp) in jobs {
+                    comp.clear();
+                    let result = zc
+                        .compress_to_buffer(&raw[..], &mut comp)
+                        .map(|_| ())
+                        .map_err(|e| e.to_string());
+                    let raw_crc = crc32fast::hash(&raw);
+                    let c = Compressed {
+                        raw,
+                        comp,
+                        raw_crc,
+                        result,
+                    };
+                    if done.send(c).is_err() {
+                        return;
+                    }
+                }
+            })
+            .map_err(|e| TraceError::Encode(format!("cannot start the compression thread: {e}")))?;
+        Ok(Zstd { to, from })
+    }
+}
+
 /// Writes a `.xlt` trace. Call [`finish`](TraceWriter::finish) at the end: a writer
 /// dropped without it leaves a file that readers report as truncated (or, made by
-/// [`create`](TraceWriter::create), no file). The header and each block are flushed to
-/// `W` as soon as they are complete, so a writer killed outright leaves its header and
-/// finished blocks readable.
+/// [`create`](TraceWriter::create), no file). Blocks are compressed on a thread of the
+/// writer's own while the next one is encoded (zstd was a third of a capture's writing
+/// thread); the header is flushed to `W` at once and each block as soon as it is
+/// compressed, at the latest when the next block is complete, so a writer killed
+/// outright leaves its header and all its finished blocks but the last readable.
 pub struct TraceWriter<W: Write> {
     w: Option<W>,
     enc: Encoder,
     raw: Vec<u8>,
-    comp: Vec<u8>,
-    zc: zstd::bulk::Compressor<'static>,
+    zstd: Zstd,
+    /// Records of each block sent for compression and not yet written, oldest first.
+    in_flight: VecDeque<u32>,
+    /// Buffers of written blocks, for the next ones.
+    spare: Vec<Buffers>,
     records: u32,
     offset: u64,
     tally: Tally,
@@ -82,8 +138,9 @@ impl<W: Write> TraceWriter<W> {
             w: Some(w),
             enc: Encoder::default(),
             raw: Vec::with_capacity(MAX_RAW_BLOCK as usize),
-            comp: Vec::with_capacity(zstd::zstd_safe::compress_bound(MAX_RAW_BLOCK as usize)),
-            zc,
+            zstd: Zstd::start(zc)?,
+            in_flight: VecDeque::new(),
+            spare: Vec::new(),
             records: 0,
             offset: 0,
             tally: Tally::default(),
@@ -171,6 +228,9 @@ impl<W: Write> TraceWriter<W> {
         if self.records > 0 {
             self.flush_block()?;
         }
+        while !self.in_flight.is_empty() {
+            self.write_next()?;
+        }
         let body = self
             .tally
             .summary()
@@ -189,35 +249,65 @@ impl<W: Write> TraceWriter<W> {
         Ok((w, std::mem::take(self.tally.summary()), offset))
     }
 
+    /// Sends the pending block for compression (after writing the one before it).
     fn flush_block(&mut self) -> Result<(), TraceError> {
         if self.records == 0 {
             return Ok(());
         }
-        self.comp.clear();
-        if let Err(e) = self.zc.compress_to_buffer(&self.raw[..], &mut self.comp) {
+        while !self.in_flight.is_empty() {
+            self.write_next()?;
+        }
+        let (raw, comp) = self.spare.pop().unwrap_or_else(|| {
+            let bound = zstd::zstd_safe::compress_bound(MAX_RAW_BLOCK as usize);
+            (
+                Vec::with_capacity(MAX_RAW_BLOCK as usize),
+                Vec::with_capacity(bound),
+            )
+        });
+        let raw = std::mem::replace(&mut self.raw, raw);
+        if self.zstd.to.send((raw, comp)).is_err() {
+            return Err(self.stopped());
+        }
+        self.in_flight.push_back(self.records);
+        self.records = 0;
+        self.enc.reset();
+        Ok(())
+    }
+
+    /// The compression thread is gone (it only stops when the writer drops it).
+    #[cold]
+    fn stopped(&mut self) -> TraceError {
+        self.failed = true;
+        TraceError::Encode("the compression thread stopped".into())
+    }
+
+    /// Writes the oldest block sent for compression, waiting for it.
+    fn write_next(&mut self) -> Result<(), TraceError> {
+        let Ok(c) = self.zstd.from.recv() else {
+            return Err(self.stopped());
+        };
+        let records = self.in_flight.pop_front().expect("a block in flight");
+        if let Err(e) = c.result {
             self.failed = true;
             return Err(TraceError::Encode(format!("zstd compression failed: {e}")));
         }
         let bh = BlockHeader {
-            comp_len: self.comp.len() as u32,
-            raw_len: self.raw.len() as u32,
-            records: self.records,
-            raw_crc: crc32fast::hash(&self.raw),
+            comp_len: c.comp.len() as u32,
+            raw_len: c.raw.len() as u32,
+            records,
+            raw_crc: c.raw_crc,
         };
         let h = bh.encode();
         self.put(&h)?;
-        let comp = std::mem::take(&mut self.comp);
-        let r = self.put(&comp);
-        self.comp = comp;
-        r?;
+        self.put(&c.comp)?;
         self.flush_writer()?;
         let s = &mut self.tally.summary;
         s.blocks += 1;
-        s.raw_bytes += self.raw.len() as u64;
-        s.stored_bytes += (h.len() + self.comp.len()) as u64;
-        self.raw.clear();
-        self.records = 0;
-        self.enc.reset();
+        s.raw_bytes += c.raw.len() as u64;
+        s.stored_bytes += (h.len() + c.comp.len()) as u64;
+        let (mut raw, comp) = (c.raw, c.comp);
+        raw.clear();
+        self.spare.push((raw, comp));
         Ok(())
     }
 

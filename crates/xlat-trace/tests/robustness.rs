@@ -441,9 +441,11 @@ fn created_trace_appears_only_when_finished() {
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
 }
 
-/// issue 14: the header and every finished block reach the file at once, so a writer
-/// killed outright (SIGKILL: no drop, no flush) leaves a readable truncated trace. The
-/// writer is alive (unflushed buffers and all) while the file is read.
+/// issue 14: the header reaches the file at once and every finished block once it is
+/// compressed (at the latest when the next block is finished: compression runs on a
+/// thread of the writer's own), so a writer killed outright (SIGKILL: no drop, no flush)
+/// leaves a readable truncated trace. The writer is alive (unflushed buffers and all)
+/// while the file is read.
 #[test]
 fn header_and_finished_blocks_are_on_disk_before_finish() {
     let dir = tempfile::tempdir().unwrap();
