@@ -27,40 +27,83 @@ struct Compressed {
     result: Result<(), String>,
 }
 
-/// The compression thread: blocks in, compressed blocks out, in order.
-struct Zstd {
-    to: mpsc::SyncSender<Buffers>,
-    from: mpsc::Receiver<Compressed>,
+/// Compresses a block's records into its output buffer.
+fn compress(zc: &mut zstd::bulk::Compressor<'static>, (raw, mut comp): Buffers) -> Compressed {
+    comp.clear();
+    let result = zc
+        .compress_to_buffer(&raw[..], &mut comp)
+        .map(|_| ())
+        .map_err(|e| e.to_string());
+    let raw_crc = crc32fast::hash(&raw);
+    Compressed {
+        raw,
+        comp,
+        raw_crc,
+        result,
+    }
+}
+
+/// Where blocks are compressed: blocks in, compressed blocks out, in order.
+enum Zstd {
+    /// On a thread of its own.
+    Thread {
+        to: mpsc::SyncSender<Buffers>,
+        from: mpsc::Receiver<Compressed>,
+    },
+    /// In the writer's thread, where no thread can start (a process limit): a capture
+    /// still writes its trace.
+    Inline {
+        zc: zstd::bulk::Compressor<'static>,
+        done: VecDeque<Compressed>,
+    },
 }
 
 impl Zstd {
-    fn start(mut zc: zstd::bulk::Compressor<'static>) -> Result<Self, TraceError> {
+    fn start(level: i32) -> Result<Self, TraceError> {
+        let new = || {
+            zstd::bulk::Compressor::new(level)
+                .map_err(|e| TraceError::Encode(format!("zstd level {level}: {e}")))
+        };
+        let mut zc = new()?;
         let (to, jobs) = mpsc::sync_channel::<Buffers>(1);
         let (done, from) = mpsc::channel();
-        thread::Builder::new()
+        let spawned = thread::Builder::new()
             .name("xlat-zstd".into())
             .spawn(move || {
                 // Ends when the writer (the sender) is gone.
-                for (raw, mut comp) in jobs {
-                    comp.clear();
-                    let result = zc
-                        .compress_to_buffer(&raw[..], &mut comp)
-                        .map(|_| ())
-                        .map_err(|e| e.to_string());
-                    let raw_crc = crc32fast::hash(&raw);
-                    let c = Compressed {
-                        raw,
-                        comp,
-                        raw_crc,
-                        result,
-                    };
-                    if done.send(c).is_err() {
+                for b in jobs {
+                    if done.send(compress(&mut zc, b)).is_err() {
                         return;
                     }
                 }
-            })
-            .map_err(|e| TraceError::Encode(format!("cannot start the compression thread: {e}")))?;
-        Ok(Zstd { to, from })
+            });
+        Ok(match spawned {
+            Ok(_) => Zstd::Thread { to, from },
+            Err(_) => Zstd::Inline {
+                zc: new()?,
+                done: VecDeque::new(),
+            },
+        })
+    }
+
+    /// Hands a block over; `false` if the thread is gone.
+    fn send(&mut self, b: Buffers) -> bool {
+        match self {
+            Zstd::Thread { to, .. } => to.send(b).is_ok(),
+            Zstd::Inline { zc, done } => {
+                done.push_back(compress(zc, b));
+                true
+            }
+        }
+    }
+
+    /// The oldest block handed over, compressed (waiting for it); `None` if the thread
+    /// is gone.
+    fn recv(&mut self) -> Option<Compressed> {
+        match self {
+            Zstd::Thread { from, .. } => from.recv().ok(),
+            Zstd::Inline { done, .. } => done.pop_front(),
+        }
     }
 }
 
@@ -68,7 +111,8 @@ impl Zstd {
 /// dropped without it leaves a file that readers report as truncated (or, made by
 /// [`create`](TraceWriter::create), no file). Blocks are compressed on a thread of the
 /// writer's own while the next one is encoded (zstd was a third of a capture's writing
-/// thread); the header is flushed to `W` at once and each block as soon as it is
+/// thread; in the writer's thread where no thread can start); the header is flushed to `W`
+/// at once and each block as soon as it is
 /// compressed, at the latest when the next block is complete, so a writer killed
 /// outright leaves its header and all its finished blocks but the last readable.
 pub struct TraceWriter<W: Write> {
@@ -132,13 +176,11 @@ impl<W: Write> TraceWriter<W> {
     /// smaller and slower).
     pub fn with_level(w: W, header: Header, level: i32) -> Result<Self, TraceError> {
         let body = header.encode().map_err(TraceError::Encode)?;
-        let zc = zstd::bulk::Compressor::new(level)
-            .map_err(|e| TraceError::Encode(format!("zstd level {level}: {e}")))?;
         let mut tw = TraceWriter {
             w: Some(w),
             enc: Encoder::default(),
             raw: Vec::with_capacity(MAX_RAW_BLOCK as usize),
-            zstd: Zstd::start(zc)?,
+            zstd: Zstd::start(level)?,
             in_flight: VecDeque::new(),
             spare: Vec::new(),
             records: 0,
@@ -265,7 +307,7 @@ impl<W: Write> TraceWriter<W> {
             )
         });
         let raw = std::mem::replace(&mut self.raw, raw);
-        if self.zstd.to.send((raw, comp)).is_err() {
+        if !self.zstd.send((raw, comp)) {
             return Err(self.stopped());
         }
         self.in_flight.push_back(self.records);
@@ -283,7 +325,7 @@ impl<W: Write> TraceWriter<W> {
 
     /// Writes the oldest block sent for compression, waiting for it.
     fn write_next(&mut self) -> Result<(), TraceError> {
-        let Ok(c) = self.zstd.from.recv() else {
+        let Some(c) = self.zstd.recv() else {
             return Err(self.stopped());
         };
         let records = self.in_flight.pop_front().expect("a block in flight");
@@ -331,5 +373,41 @@ impl<W: Write> TraceWriter<W> {
         }
         self.offset += b.len() as u64;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use xlat_types::{Access, AccessKind, PageSize};
+
+    /// Where no thread can start, blocks are compressed in the writer's thread: the same
+    /// bytes, the same totals.
+    #[test]
+    fn inline_compression_writes_the_same_bytes() {
+        let events: Vec<Event> = (0..300_000u64)
+            .map(|i| {
+                let a = i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 20;
+                Event::Access(Access::new(AccessKind::Load, a, 8))
+            })
+            .collect();
+        let header = || Header::new("x86_64", PageSize::K4);
+        let mut threaded = TraceWriter::new(Vec::new(), header()).unwrap();
+        assert!(matches!(threaded.zstd, Zstd::Thread { .. }));
+        let mut inline = TraceWriter::new(Vec::new(), header()).unwrap();
+        inline.zstd = Zstd::Inline {
+            zc: zstd::bulk::Compressor::new(DEFAULT_LEVEL).unwrap(),
+            done: VecDeque::new(),
+        };
+        threaded.write_all(&events).unwrap();
+        inline.write_all(&events).unwrap();
+        let (a, sa) = threaded.finish_into_inner().unwrap();
+        let (b, sb) = inline.finish_into_inner().unwrap();
+        assert!(sa.blocks >= 3, "{} blocks", sa.blocks);
+        assert_eq!(
+            (sa.blocks, sa.raw_bytes, sa.stored_bytes),
+            (sb.blocks, sb.raw_bytes, sb.stored_bytes)
+        );
+        assert!(a == b, "the bytes differ");
     }
 }
