@@ -71,12 +71,8 @@ impl<'a> Record<'a> {
     }
 
     #[inline(always)]
-    fn varint(&mut self, mut v: u64) {
-        while v >= 0x80 {
-            self.byte((v as u8) | 0x80);
-            v >>= 7;
-        }
-        self.byte(v as u8);
+    fn varint(&mut self, v: u64) {
+        varint::put_with(v, |b| self.byte(b));
     }
 
     #[inline(always)]

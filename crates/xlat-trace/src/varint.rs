@@ -5,12 +5,18 @@ pub const MAX_LEN: usize = 10;
 
 /// Appends `v` as an unsigned LEB128 varint (minimal length).
 #[inline]
-pub fn put(out: &mut Vec<u8>, mut v: u64) {
+pub fn put(out: &mut Vec<u8>, v: u64) {
+    put_with(v, |b| out.push(b));
+}
+
+/// Hands `v`'s unsigned LEB128 bytes (minimal length) to `emit`, in order.
+#[inline(always)]
+pub fn put_with(mut v: u64, mut emit: impl FnMut(u8)) {
     while v >= 0x80 {
-        out.push((v as u8) | 0x80);
+        emit((v as u8) | 0x80);
         v >>= 7;
     }
-    out.push(v as u8);
+    emit(v as u8);
 }
 
 /// Length in bytes of the minimal encoding of `v`.

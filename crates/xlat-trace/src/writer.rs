@@ -111,10 +111,9 @@ impl Zstd {
 /// dropped without it leaves a file that readers report as truncated (or, made by
 /// [`create`](TraceWriter::create), no file). Blocks are compressed on a thread of the
 /// writer's own while the next one is encoded (zstd was a third of a capture's writing
-/// thread; in the writer's thread where no thread can start); the header is flushed to `W`
-/// at once and each block as soon as it is
-/// compressed, at the latest when the next block is complete, so a writer killed
-/// outright leaves its header and all its finished blocks but the last readable.
+/// thread; in the writer's thread where no thread can start). The header is flushed to
+/// `W` at once and each block when the next one is complete (or at the end), so a writer
+/// killed outright leaves its header and all its finished blocks but the last readable.
 pub struct TraceWriter<W: Write> {
     w: Option<W>,
     enc: Encoder,
@@ -267,12 +266,8 @@ impl<W: Write> TraceWriter<W> {
         if self.failed {
             return Err(self.deferred.take().unwrap_or(TraceError::Poisoned));
         }
-        if self.records > 0 {
-            self.flush_block()?;
-        }
-        while !self.in_flight.is_empty() {
-            self.write_next()?;
-        }
+        self.flush_block()?;
+        self.write_in_flight()?;
         let body = self
             .tally
             .summary()
@@ -296,9 +291,7 @@ impl<W: Write> TraceWriter<W> {
         if self.records == 0 {
             return Ok(());
         }
-        while !self.in_flight.is_empty() {
-            self.write_next()?;
-        }
+        self.write_in_flight()?;
         let (raw, comp) = self.spare.pop().unwrap_or_else(|| {
             let bound = zstd::zstd_safe::compress_bound(MAX_RAW_BLOCK as usize);
             (
@@ -321,6 +314,14 @@ impl<W: Write> TraceWriter<W> {
     fn stopped(&mut self) -> TraceError {
         self.failed = true;
         TraceError::Encode("the compression thread stopped".into())
+    }
+
+    /// Writes every block sent for compression, waiting for them.
+    fn write_in_flight(&mut self) -> Result<(), TraceError> {
+        while !self.in_flight.is_empty() {
+            self.write_next()?;
+        }
+        Ok(())
     }
 
     /// Writes the oldest block sent for compression, waiting for it.
