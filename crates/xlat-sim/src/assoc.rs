@@ -9,14 +9,14 @@ mod fixed;
 mod index;
 #[cfg(test)]
 mod index_tests;
-mod key_index;
 mod observed;
+mod prints;
 mod skewed;
 mod stack;
 
 pub use index::{Indexer, SetIndex};
-use key_index::KeyIndex;
 pub use observed::Observed;
+use prints::Prints;
 use skewed::Skewed;
 pub use stack::StackArray;
 
@@ -189,18 +189,18 @@ pub struct Dynamic {
     /// Sets of more than 64 ways (large fully associative arrays: zen4's 72-entry L1
     /// TLBs) are searched 64 ways at a time with it ([`Dynamic::find_chunked`]).
     huge: bool,
-    /// One set of [`KEYED_WAYS`] ways or more: the ways holding each key (boxed: most
-    /// arrays have none).
-    keyed: Option<Box<KeyIndex>>,
+    /// One set of more than 16 ways: a fingerprint per way ([`Prints`]; most arrays have
+    /// none).
+    prints: Option<Prints>,
     index: Indexer,
     /// Per set, three parts of `ways` words: keys, payloads, tags ([`tag`]).
     sets: Sets<u64>,
     repl: Repl,
 }
 
-/// The fewest ways of a fully associative [`Dynamic`] array that keeps a [`KeyIndex`]
-/// (at 48 ways a scan costs several times a hash probe; most narrower ones are `Fixed`).
-const KEYED_WAYS: usize = 48;
+/// The fewest ways of a fully associative [`Dynamic`] array that keeps [`Prints`] (two
+/// compares per sixteen ways instead of four).
+const PRINTED_WAYS: usize = 17;
 
 impl Dynamic {
     /// Sets chosen by `index` (`modulo` or `xor`).
@@ -214,8 +214,7 @@ impl Dynamic {
         Dynamic {
             wide: (8..=64).contains(&ways),
             huge: ways > 64,
-            keyed: (index.sets() == 1 && (KEYED_WAYS..=KeyIndex::MAX_WAYS).contains(&ways))
-                .then(|| Box::new(KeyIndex::new(ways))),
+            prints: (index.sets() == 1 && ways >= PRINTED_WAYS).then(|| Prints::new(ways)),
             sets: Sets::in_parts(index.sets(), 3, ways, 0),
             index,
             repl,
@@ -231,8 +230,10 @@ impl Dynamic {
     #[inline(always)]
     fn find(&self, set: usize, key: u64, asid: u16) -> Option<(usize, u64, u64)> {
         let [keys, data, tags] = self.sets.parts::<3>(set);
-        if let Some(ix) = &self.keyed {
-            return first_serving(ix.ways(key), 0, data, tags, asid);
+        if let Some(p) = &self.prints {
+            return p.find(key, |w| {
+                (keys[w] == key && serves(tags[w], asid)).then(|| (w, data[w], tags[w]))
+            });
         }
         if self.wide {
             return first_serving(crate::simd::eq_mask(keys, key).into(), 0, data, tags, asid);
@@ -299,13 +300,8 @@ impl Dynamic {
         let old_key = std::mem::replace(&mut keys[way], slot.key);
         let old_tag = std::mem::replace(&mut tags[way], tag(slot.asid, slot.flags));
         data[way] = slot.data;
-        if let Some(ix) = &mut self.keyed {
-            if old_key != 0 {
-                ix.remove(old_key, way);
-            }
-            if slot.key != 0 {
-                ix.add(slot.key, way);
-            }
+        if let Some(p) = &mut self.prints {
+            p.set(way, slot.key);
         }
         Displaced {
             key: old_key,
@@ -327,8 +323,8 @@ impl Dynamic {
                 };
                 if s.key != 0 && pred(&s) {
                     keys[w] = 0;
-                    if let Some(ix) = &mut self.keyed {
-                        ix.remove(s.key, w);
+                    if let Some(p) = &mut self.prints {
+                        p.set(w, 0);
                     }
                     self.repl.on_invalidate(set, w);
                     n += 1;
@@ -345,8 +341,8 @@ impl Dynamic {
             Some((w, _, _)) => {
                 let [keys, _, _] = self.sets.parts_mut::<3>(set);
                 keys[w] = 0;
-                if let Some(ix) = &mut self.keyed {
-                    ix.remove(key, w);
+                if let Some(p) = &mut self.prints {
+                    p.set(w, 0);
                 }
                 self.repl.on_invalidate(set, w);
                 true

@@ -94,6 +94,20 @@ impl Skewed {
     fn find_kept(&mut self, x: u64, key: u64, asid: u16) -> Option<usize> {
         self.positions(x);
         let (keys, tags) = (&self.keys[..], &self.tags[..]);
+        #[cfg(target_arch = "x86_64")]
+        if self.lanes.is_some() {
+            // SAFETY: `lanes` exists only where the CPU has AVX2, for eight ways; every
+            // kept position is inside `keys`.
+            let mut m = unsafe { avx2::eq8(keys, &self.pos, key) };
+            while m != 0 {
+                let i = self.pos[m.trailing_zeros() as usize];
+                if serves(tags[i], asid) {
+                    return Some(i);
+                }
+                m &= m - 1;
+            }
+            return None;
+        }
         self.pos
             .iter()
             .find(|&&i| keys[i] == key && serves(tags[i], asid))
@@ -158,6 +172,17 @@ impl Skewed {
     /// The fill's way among the kept positions: the lowest invalid one, else the
     /// policy's (the first least recent for LRU and FIFO: stamps are unique).
     fn victim(&mut self) -> usize {
+        #[cfg(target_arch = "x86_64")]
+        if self.lanes.is_some() {
+            // SAFETY: as in `find_kept`.
+            let free = unsafe { avx2::eq8(&self.keys, &self.pos, 0) };
+            return match (free, &mut self.random) {
+                (0, Some(r)) => self.pos[r.victim(0)],
+                // SAFETY: as in `find_kept`; stamps are below 2^63.
+                (0, None) => self.pos[unsafe { avx2::argmin8(&self.stamps, &self.pos) }],
+                (m, _) => self.pos[m.trailing_zeros() as usize],
+            };
+        }
         let free = self.pos.iter().copied().find(|&i| self.keys[i] == 0);
         match (free, &mut self.random) {
             (Some(i), _) => i,
@@ -210,6 +235,52 @@ mod avx2 {
     pub struct Lanes {
         shifts: [u64; 8],
         bases: [u64; 8],
+    }
+
+    /// The values of `xs` at the eight positions `pos`, four per vector.
+    ///
+    /// # Safety
+    /// The CPU has AVX2; `pos` holds eight positions inside `xs`.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    unsafe fn load8(xs: &[u64], pos: &[usize]) -> [__m256i; 2] {
+        debug_assert!(pos.len() == 8 && pos.iter().all(|&i| i < xs.len()));
+        // SAFETY: the caller's guarantee (scalar loads: Zen 4's gathers are slow).
+        let at = |i: usize| unsafe { *xs.get_unchecked(*pos.get_unchecked(i)) as i64 };
+        [
+            _mm256_set_epi64x(at(3), at(2), at(1), at(0)),
+            _mm256_set_epi64x(at(7), at(6), at(5), at(4)),
+        ]
+    }
+
+    /// Bit `w` set where `xs[pos[w]] == x`.
+    ///
+    /// # Safety
+    /// As [`load8`].
+    #[target_feature(enable = "avx2")]
+    pub unsafe fn eq8(xs: &[u64], pos: &[usize], x: u64) -> u32 {
+        // SAFETY: the caller's guarantee.
+        let [a, b] = unsafe { load8(xs, pos) };
+        let k = _mm256_set1_epi64x(x as i64);
+        let m = |v| _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpeq_epi64(v, k))) as u32;
+        m(a) | m(b) << 4
+    }
+
+    /// The first `w` whose `xs[pos[w]]` is the smallest (all below 2^63: signed compares).
+    ///
+    /// # Safety
+    /// As [`load8`].
+    #[target_feature(enable = "avx2")]
+    pub unsafe fn argmin8(xs: &[u64], pos: &[usize]) -> usize {
+        // SAFETY: the caller's guarantee.
+        let [a, b] = unsafe { load8(xs, pos) };
+        let min = |x, y| _mm256_blendv_epi8(x, y, _mm256_cmpgt_epi64(x, y));
+        let mut v = min(a, b);
+        // Every lane the minimum: swap halves, then neighbours.
+        v = min(v, _mm256_permute4x64_epi64::<0b01_00_11_10>(v));
+        v = min(v, _mm256_shuffle_epi32::<0b01_00_11_10>(v));
+        let m = |x| _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpeq_epi64(x, v))) as u32;
+        (m(a) | m(b) << 4).trailing_zeros() as usize
     }
 
     impl Lanes {

@@ -86,12 +86,14 @@ fn every_lru_equals_stamp_lru() {
         (1, 48),
         (1, 72),
         (1, 128),
+        (1, 17),
+        (1, 200),
     ];
     for (sets, ways) in shapes {
         let ix = Indexer::new(SetIndex::Modulo, sets);
         let mut a = Dynamic::with_repl(ix, ways, Repl::Lru(Lru::new(sets, ways, 0)));
-        // `a` scans its ways; `b` keeps a key index where it is large enough.
-        a.keyed = None;
+        // `a` scans its ways; `b` keeps fingerprints where it is large enough.
+        a.prints = None;
         let mut b = Assoc::new(Policy::Lru, sets, ways, SetIndex::Modulo, 0);
         let fixed = !matches!(b, Assoc::Dyn(_));
         assert_eq!(fixed, [2, 4, 8, 12, 16, 32].contains(&ways), "{ways} ways");
