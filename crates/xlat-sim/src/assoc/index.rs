@@ -45,9 +45,6 @@ impl SetIndex {
 pub struct Indexer {
     sets: u64,
     bits: u32,
-    /// `b · 2^(k−1)`, `2^k` the fewest chunks of `b` bits that cover 64 (0 for `b = 0`):
-    /// [`Indexer::fold`]'s first shift.
-    fold_top: u32,
     pow2: bool,
     kind: SetIndex,
 }
@@ -60,16 +57,9 @@ impl Indexer {
             kind != SetIndex::Skewed || sets <= 1 << 32,
             "{sets} skewed sets"
         );
-        let bits = (sets as u64).next_power_of_two().trailing_zeros();
-        let chunks = if bits == 0 { 0 } else { 64u32.div_ceil(bits) };
         Indexer {
             sets: sets as u64,
-            bits,
-            fold_top: if chunks <= 1 {
-                0
-            } else {
-                bits << (chunks.next_power_of_two().trailing_zeros() - 1)
-            },
+            bits: (sets as u64).next_power_of_two().trailing_zeros(),
             pow2: sets.is_power_of_two(),
             kind,
         }
@@ -88,19 +78,19 @@ impl Indexer {
         self.kind == SetIndex::Modulo && self.pow2
     }
 
-    /// `y`'s `b`-bit chunks XOR-ed together: by halving, chunk `i` XOR-ed onto chunk
-    /// `i − 2^j` for `j` from the highest down (⌈log2 ⌈64/b⌉⌉ shifts, whatever `y`).
+    /// `y`'s `b`-bit chunks XOR-ed together.
     #[inline]
     fn fold(&self, mut y: u64) -> u64 {
         if self.bits == 0 {
             return 0;
         }
-        let mut s = self.fold_top;
-        while s >= self.bits {
-            y ^= y >> s;
-            s >>= 1;
+        let mask = (1u64 << self.bits) - 1;
+        let mut h = 0;
+        while y != 0 {
+            h ^= y & mask;
+            y = y.checked_shr(self.bits).unwrap_or(0);
         }
-        y & ((1u64 << self.bits) - 1)
+        h
     }
 
     #[inline]
@@ -209,30 +199,6 @@ impl Iterator for SkewedRows {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The fold by halving against the chunks XOR-ed one by one, for every width.
-    #[test]
-    fn fold_is_the_chunks_xored() {
-        let mut y = 0x2545_F491_4F6C_DD1Du64;
-        for bits in 0..=63u32 {
-            let ix = Indexer::new(SetIndex::Xor, 1usize << bits);
-            assert_eq!(ix.bits(), bits);
-            for _ in 0..2_000 {
-                y ^= y << 13;
-                y ^= y >> 7;
-                y ^= y << 17;
-                for v in [y, y >> (y % 64), u64::MAX, 0, 1 << 63] {
-                    let mut want = 0;
-                    let mut rest = v;
-                    while bits > 0 && rest != 0 {
-                        want ^= rest & ((1u64 << bits) - 1);
-                        rest = rest.checked_shr(bits).unwrap_or(0);
-                    }
-                    assert_eq!(ix.fold(v), want, "{bits} bits, {v:#x}");
-                }
-            }
-        }
-    }
 
     /// The rows computed together are each way's function (any set count, any number of
     /// ways, rotations wrapping past `b`).
