@@ -67,7 +67,7 @@ impl Skewed {
     }
 
     /// `x`'s candidate positions, way 0's first (kept for the next operation on `x`).
-    #[inline]
+    #[inline(always)]
     fn positions(&mut self, x: u64) {
         if self.pos_of != Some(x) {
             #[cfg(target_arch = "x86_64")]
@@ -90,7 +90,7 @@ impl Skewed {
     }
 
     /// [`Skewed::find`] through the kept positions.
-    #[inline]
+    #[inline(always)]
     fn find_kept(&mut self, x: u64, key: u64, asid: u16) -> Option<usize> {
         self.positions(x);
         let (keys, tags) = (&self.keys[..], &self.tags[..]);
@@ -145,6 +145,23 @@ impl Skewed {
     }
 
     pub fn lookup(&mut self, x: u64, key: u64, asid: u16) -> Option<Slot> {
+        #[cfg(target_arch = "x86_64")]
+        if self.lanes.is_some() {
+            // SAFETY: `lanes` exists only where the CPU has AVX2.
+            return unsafe { self.lookup_avx2(x, key, asid) };
+        }
+        self.lookup_in(x, key, asid)
+    }
+
+    /// [`Skewed::lookup`] compiled with AVX2 (its kernels inline).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn lookup_avx2(&mut self, x: u64, key: u64, asid: u16) -> Option<Slot> {
+        self.lookup_in(x, key, asid)
+    }
+
+    #[inline(always)]
+    fn lookup_in(&mut self, x: u64, key: u64, asid: u16) -> Option<Slot> {
         let i = self.find_kept(x, key, asid)?;
         if self.refresh_on_hit {
             self.stamps[i] = self.tick();
@@ -158,6 +175,23 @@ impl Skewed {
 
     /// Inserts `slot` (absent) at one of `x`'s candidates.
     pub fn fill(&mut self, x: u64, slot: Slot) -> Displaced {
+        #[cfg(target_arch = "x86_64")]
+        if self.lanes.is_some() {
+            // SAFETY: `lanes` exists only where the CPU has AVX2.
+            return unsafe { self.fill_avx2(x, slot) };
+        }
+        self.fill_in(x, slot)
+    }
+
+    /// [`Skewed::fill`] compiled with AVX2 (its kernels inline).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn fill_avx2(&mut self, x: u64, slot: Slot) -> Displaced {
+        self.fill_in(x, slot)
+    }
+
+    #[inline(always)]
+    fn fill_in(&mut self, x: u64, slot: Slot) -> Displaced {
         self.positions(x);
         let i = self.victim();
         self.stamps[i] = self.tick();
@@ -171,6 +205,7 @@ impl Skewed {
 
     /// The fill's way among the kept positions: the lowest invalid one, else the
     /// policy's (the first least recent for LRU and FIFO: stamps are unique).
+    #[inline(always)]
     fn victim(&mut self) -> usize {
         #[cfg(target_arch = "x86_64")]
         if self.lanes.is_some() {
