@@ -10,7 +10,7 @@ mod index;
 #[cfg(test)]
 mod index_tests;
 mod observed;
-mod prints;
+pub(crate) mod prints;
 mod skewed;
 mod stack;
 
@@ -214,7 +214,7 @@ impl Dynamic {
         Dynamic {
             wide: (8..=64).contains(&ways),
             huge: ways > 64,
-            prints: (index.sets() == 1 && ways >= PRINTED_WAYS).then(|| Prints::new(ways)),
+            prints: (index.sets() == 1 && ways >= PRINTED_WAYS).then(|| Prints::new(1, ways)),
             sets: Sets::in_parts(index.sets(), 3, ways, 0),
             index,
             repl,
@@ -231,7 +231,7 @@ impl Dynamic {
     fn find(&self, set: usize, key: u64, asid: u16) -> Option<(usize, u64, u64)> {
         let [keys, data, tags] = self.sets.parts::<3>(set);
         if let Some(p) = &self.prints {
-            return p.find(key, |w| {
+            return p.find(0, key, |w| {
                 (keys[w] == key && serves(tags[w], asid)).then(|| (w, data[w], tags[w]))
             });
         }
@@ -301,7 +301,7 @@ impl Dynamic {
         let old_tag = std::mem::replace(&mut tags[way], tag(slot.asid, slot.flags));
         data[way] = slot.data;
         if let Some(p) = &mut self.prints {
-            p.set(way, slot.key);
+            p.set(0, way, slot.key);
         }
         Displaced {
             key: old_key,
@@ -324,7 +324,7 @@ impl Dynamic {
                 if s.key != 0 && pred(&s) {
                     keys[w] = 0;
                     if let Some(p) = &mut self.prints {
-                        p.set(w, 0);
+                        p.set(0, w, 0);
                     }
                     self.repl.on_invalidate(set, w);
                     n += 1;
@@ -342,7 +342,7 @@ impl Dynamic {
                 let [keys, _, _] = self.sets.parts_mut::<3>(set);
                 keys[w] = 0;
                 if let Some(p) = &mut self.prints {
-                    p.set(w, 0);
+                    p.set(0, w, 0);
                 }
                 self.repl.on_invalidate(set, w);
                 true
@@ -408,10 +408,16 @@ macro_rules! boxed {
     };
 }
 
+/// The hot operations of [`Boxed`] are thin: each arm a jump to an out-of-line body
+/// (an arm inlined made every call save registers first: ~20 instructions a call).
 impl Boxed {
     #[inline(never)]
     fn lookup(&mut self, index: u64, key: u64, asid: u16) -> Option<Slot> {
-        boxed!(self, a => a.lookup(index, key, asid))
+        match self {
+            Boxed::Skew(a) => a.lookup(index, key, asid),
+            Boxed::Stack(a) => a.lookup(index, key, asid),
+            Boxed::Observed(a) => a.lookup_out(index, key, asid),
+        }
     }
 
     fn peek(&self, index: u64, key: u64, asid: u16) -> Option<Slot> {
@@ -421,21 +427,19 @@ impl Boxed {
     #[inline(never)]
     fn lookup_or_fill(&mut self, index: u64, asid: u16, slot: Slot) -> bool {
         match self {
-            Boxed::Skew(a) => {
-                let hit = a.lookup(index, slot.key, asid).is_some();
-                if !hit {
-                    a.fill(index, slot);
-                }
-                hit
-            }
+            Boxed::Skew(a) => a.lookup_or_fill(index, asid, slot),
             Boxed::Stack(a) => a.lookup_or_fill(index, asid, slot),
-            Boxed::Observed(a) => a.lookup_or_fill(index, asid, slot),
+            Boxed::Observed(a) => a.lookup_or_fill_out(index, asid, slot),
         }
     }
 
     #[inline(never)]
     fn fill(&mut self, index: u64, slot: Slot) -> Displaced {
-        boxed!(self, a => a.fill(index, slot))
+        match self {
+            Boxed::Skew(a) => a.fill(index, slot),
+            Boxed::Stack(a) => a.fill(index, slot),
+            Boxed::Observed(a) => a.fill_out(index, slot),
+        }
     }
 
     fn invalidate_where(&mut self, pred: impl FnMut(&Slot) -> bool) -> u64 {

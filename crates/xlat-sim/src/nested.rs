@@ -19,10 +19,11 @@
 //! not depend on it; it keeps host lines' tags within the 32 bits the cache model
 //! compares fast ([`crate::cache`]).
 
-use crate::assoc::{Assoc, SetIndex, Slot, GLOBAL, VALID};
+mod keys;
+
 use crate::config::{geometry, ConfigError, NestedCache, NestedConfig};
 use crate::physmem::GUEST_LIMIT;
-use crate::replacement::Policy;
+use keys::KeyLru;
 use serde::Serialize;
 
 /// Where the host's tables start in host-physical memory: above every guest address.
@@ -70,7 +71,7 @@ pub struct NestedStats {
 /// A nested TLB or host walk cache, with its hit latency.
 #[derive(Clone, Debug)]
 struct Cache {
-    arr: Assoc,
+    keys: KeyLru,
     hit_cycles: u64,
 }
 
@@ -81,18 +82,22 @@ impl Cache {
         };
         let (sets, ways) = geometry(field, c.entries, c.ways)?;
         Ok(Some(Cache {
-            arr: Assoc::new(Policy::Lru, sets, ways, SetIndex::Modulo, 0),
+            keys: KeyLru::new(sets, ways),
             hit_cycles: c.hit_cycles,
         }))
     }
 }
 
-/// Whether the host walk cache `arr` holds key `x` (refreshing it). Out of line: inlined
-/// into the levels' loop, the invariants of every kind of array were hoisted before it
-/// (~80 instructions per host walk, of ~280).
-#[inline(never)]
-fn probe(arr: &mut Assoc, x: u64) -> bool {
-    arr.lookup(x, x | VALID, 0).is_some()
+/// Whether walks may run the copy compiled for x86-64-v3: not `portable`, and the CPU has
+/// the features (never off x86-64).
+fn v3_available(portable: bool) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return !portable && crate::simd::has_v3();
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = portable;
+        false
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -110,6 +115,8 @@ pub struct Nested {
     pub stats: NestedStats,
     /// The current walk's references, in order (reused).
     pub refs: Vec<u64>,
+    /// Walks run the copy compiled for x86-64-v3 (the CPU has it, not portable).
+    pub(crate) v3: bool,
 }
 
 impl Nested {
@@ -136,7 +143,13 @@ impl Nested {
                 ..Default::default()
             },
             refs: Vec::with_capacity(64),
+            v3: v3_available(false),
         })
+    }
+
+    /// Runs the portable code even where the CPU has x86-64-v3 (the counts are the same).
+    pub fn set_portable(&mut self, portable: bool) {
+        self.v3 = v3_available(portable);
     }
 
     /// log2 of the guest-physical bytes one entry of host level `k` maps.
@@ -166,54 +179,48 @@ impl Nested {
     /// Translates guest-physical `gpa` (to itself: identity placement), appending the
     /// host walk's references to `out` when the nested TLB misses; returns the cycles
     /// of nested-TLB and host-walk-cache hits.
+    #[inline(always)]
     pub fn translate(&mut self, gpa: u64, out: &mut Vec<u64>) -> u64 {
         self.translate_on(gpa, self.host_shift_of(gpa), out)
     }
 
     /// [`Nested::translate`] of `gpa`, whose host page's shift is `shift`
     /// ([`Nested::host_shift_of`]).
-    pub fn translate_on(&mut self, gpa: u64, shift: u32, out: &mut Vec<u64>) -> u64 {
+    #[inline(always)]
+    pub(crate) fn translate_on(&mut self, gpa: u64, shift: u32, out: &mut Vec<u64>) -> u64 {
+        let huge = shift != self.host_shift;
         self.stats.translations += 1;
-        // A 2 MiB host page in a 4 KiB host: the walk ends one level up.
-        let leaf = self.leaf - ((shift - self.host_shift) / 9) as usize;
-        self.stats.huge_translations += u64::from(shift != self.host_shift);
+        self.stats.huge_translations += u64::from(huge);
         if let Some(t) = &mut self.tlb {
             // Host page numbers of both sizes, told apart by the low bit.
-            let hpn = (gpa >> shift) << 1 | u64::from(shift != self.host_shift);
-            let slot = Slot {
-                key: hpn | VALID,
-                asid: 0,
-                flags: GLOBAL,
-                data: hpn,
-            };
-            if t.arr.lookup_or_fill(hpn, 0, slot) {
+            if t.keys.lookup_or_fill((gpa >> shift) << 1 | u64::from(huge)) {
                 self.stats.tlb_hits += 1;
                 return t.hit_cycles;
             }
             self.stats.tlb_misses += 1;
         }
+        // A 2 MiB host page in a 4 KiB host (`host_huge` requires one): the walk ends one
+        // level up.
+        debug_assert!(!huge || shift == self.host_shift + 9);
+        let leaf = self.leaf - usize::from(huge);
         self.stats.host_walks += 1;
         let mut start = 0;
         let mut cycles = 0;
         if let Some(p) = &mut self.pwc {
             let key = |k: usize| ((gpa >> (12 + 9 * (self.levels - 1 - k) as u32)) << 3) | k as u64;
             // Deepest non-leaf level first; the levels read below the hit missed.
-            if let Some(h) = (0..leaf).rev().find(|&k| probe(&mut p.arr, key(k))) {
-                start = h + 1;
-                cycles += p.hit_cycles;
-                self.stats.pwc_hits += 1;
+            let mut k = leaf;
+            while k > 0 {
+                k -= 1;
+                if p.keys.lookup(key(k)) {
+                    start = k + 1;
+                    cycles += p.hit_cycles;
+                    self.stats.pwc_hits += 1;
+                    break;
+                }
             }
             for k in start..leaf {
-                let x = key(k);
-                p.arr.fill(
-                    x,
-                    Slot {
-                        key: x | VALID,
-                        asid: 0,
-                        flags: GLOBAL,
-                        data: 0,
-                    },
-                );
+                p.keys.fill(key(k));
             }
         }
         for k in start..=leaf {

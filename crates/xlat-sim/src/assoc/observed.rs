@@ -177,6 +177,24 @@ impl Observed {
         d
     }
 
+    /// [`Observed::lookup`] out of line (for [`super::Boxed`]'s thin dispatch).
+    #[inline(never)]
+    pub fn lookup_out(&mut self, index: u64, key: u64, asid: u16) -> Option<Slot> {
+        self.lookup(index, key, asid)
+    }
+
+    /// [`Observed::lookup_or_fill`] out of line.
+    #[inline(never)]
+    pub fn lookup_or_fill_out(&mut self, index: u64, asid: u16, slot: Slot) -> bool {
+        self.lookup_or_fill(index, asid, slot)
+    }
+
+    /// [`Observed::fill`] out of line.
+    #[inline(never)]
+    pub fn fill_out(&mut self, index: u64, slot: Slot) -> Displaced {
+        self.fill(index, slot)
+    }
+
     pub fn invalidate(&mut self, index: u64, key: u64, asid: u16) -> bool {
         let op = Op {
             key,

@@ -1,13 +1,19 @@
 //! A 16-bit fingerprint per way of a large fully associative array (zen4's 72-entry L1
-//! TLBs, 64-entry walk caches): a lookup compares the fingerprints sixteen ways per two
-//! SSE2 compares and checks the full key only where one matches, and a fill writes one
-//! fingerprint (a hash index beside the keys cost a removal and an insertion per fill).
-//! It finds the same ways a scan of the keys would, lowest first: the array behaves
-//! exactly as without it.
+//! TLBs, 64-entry walk caches, the nested TLB): a lookup compares the fingerprints
+//! sixteen ways per two SSE2 compares and checks the full key only where one matches,
+//! and a fill writes one fingerprint (a hash index beside the keys cost a removal and an
+//! insertion per fill). It finds the same ways a scan of the keys would, lowest first:
+//! the array behaves exactly as without it.
 
-/// Fingerprints of one set's ways, sixteen to a chunk (the last padded with zeros).
+/// Fingerprints of each set's ways, sixteen to a chunk (a set's last chunk padded with
+/// zeros).
 #[derive(Clone, Debug)]
-pub struct Prints(Box<[[u16; 16]]>);
+pub struct Prints {
+    chunks: Box<[[u16; 16]]>,
+    /// Chunks per set.
+    per_set: usize,
+    sets: usize,
+}
 
 /// The fingerprint of `key`: odd for every valid key, 0 for 0 (an invalid way).
 #[inline(always)]
@@ -21,23 +27,42 @@ fn hash(key: u64) -> u16 {
 }
 
 impl Prints {
-    pub fn new(ways: usize) -> Self {
-        Prints(vec![[0; 16]; ways.div_ceil(16)].into_boxed_slice())
+    pub fn new(sets: usize, ways: usize) -> Self {
+        let per_set = ways.div_ceil(16);
+        Prints {
+            chunks: vec![[0; 16]; sets * per_set].into_boxed_slice(),
+            per_set,
+            sets,
+        }
     }
 
-    /// Way `w` now holds `key` (0: invalid).
+    /// Way `w` of `set` now holds `key` (0: invalid).
     #[inline(always)]
-    pub fn set(&mut self, w: usize, key: u64) {
-        self.0[w / 16][w % 16] = print(key);
+    pub fn set(&mut self, set: usize, w: usize, key: u64) {
+        self.chunks[set * self.per_set + w / 16][w % 16] = print(key);
     }
 
-    /// Calls `found(w)` for each way `w` whose fingerprint is that of `key` (non-zero),
-    /// lowest first, until it returns `Some`.
+    /// Calls `found(w)` for each way `w` of `set` whose fingerprint is that of `key`
+    /// (non-zero), lowest first, until it returns `Some`.
     #[inline(always)]
-    pub fn find<R>(&self, key: u64, mut found: impl FnMut(usize) -> Option<R>) -> Option<R> {
+    pub fn find<R>(
+        &self,
+        set: usize,
+        key: u64,
+        mut found: impl FnMut(usize) -> Option<R>,
+    ) -> Option<R> {
         debug_assert!(key != 0);
         let p = hash(key) | 1;
-        for (c, chunk) in self.0.iter().enumerate() {
+        if set >= self.sets {
+            return None;
+        }
+        // SAFETY: `set < sets`, and `chunks` holds `sets * per_set` chunks (`new`; its
+        // shape never changes). One compare, where safe slicing took four.
+        let chunks = unsafe {
+            self.chunks
+                .get_unchecked(set * self.per_set..(set + 1) * self.per_set)
+        };
+        for (c, chunk) in chunks.iter().enumerate() {
             let mut m = mask16(chunk, p);
             while m != 0 {
                 if let Some(r) = found(16 * c + m.trailing_zeros() as usize) {
@@ -110,7 +135,7 @@ mod tests {
         assert_eq!(print(0), 0);
         for ways in [17usize, 48, 64, 72, 128] {
             let mut keys = vec![0u64; ways];
-            let mut p = Prints::new(ways);
+            let mut p = Prints::new(1, ways);
             let mut x = 0x9E37_79B9u64 ^ ways as u64;
             for _ in 0..5_000 {
                 x ^= x << 13;
@@ -123,14 +148,14 @@ mod tests {
                     _ => (1 << 63) | ((x >> 8) % 300),
                 };
                 keys[w] = k;
-                p.set(w, k);
+                p.set(0, w, k);
                 for probe in twins.iter().copied().chain([k, (1 << 63) | (x % 300)]) {
                     if probe == 0 {
                         continue;
                     }
                     let all: Vec<usize> = (0..ways).filter(|&i| keys[i] == probe).collect();
                     let mut seen = Vec::new();
-                    let first = p.find(probe, |i| {
+                    let first = p.find(0, probe, |i| {
                         seen.push(i);
                         (keys[i] == probe).then_some(i)
                     });

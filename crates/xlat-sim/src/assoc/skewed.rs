@@ -144,19 +144,29 @@ impl Skewed {
         self.clock
     }
 
+    /// Finds `key` for `asid` among `x`'s candidates, refreshing it on a hit (LRU):
+    /// inline, a jump to the copy compiled for the CPU (the caller, [`super::Boxed`], is
+    /// out of line and thin).
+    #[inline(always)]
     pub fn lookup(&mut self, x: u64, key: u64, asid: u16) -> Option<Slot> {
         #[cfg(target_arch = "x86_64")]
         if self.lanes.is_some() {
             // SAFETY: `lanes` exists only where the CPU has AVX2.
             return unsafe { self.lookup_avx2(x, key, asid) };
         }
-        self.lookup_in(x, key, asid)
+        self.lookup_portable(x, key, asid)
     }
 
     /// [`Skewed::lookup`] compiled with AVX2 (its kernels inline).
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
+    #[inline(never)]
     unsafe fn lookup_avx2(&mut self, x: u64, key: u64, asid: u16) -> Option<Slot> {
+        self.lookup_in(x, key, asid)
+    }
+
+    #[inline(never)]
+    fn lookup_portable(&mut self, x: u64, key: u64, asid: u16) -> Option<Slot> {
         self.lookup_in(x, key, asid)
     }
 
@@ -169,24 +179,64 @@ impl Skewed {
         Some(self.slot(i))
     }
 
+    /// [`Skewed::lookup`], then on a miss [`Skewed::fill`] with `slot` (whose key is the
+    /// one looked up), in one call; returns whether it hit.
+    #[inline(always)]
+    pub fn lookup_or_fill(&mut self, x: u64, asid: u16, slot: Slot) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        if self.lanes.is_some() {
+            // SAFETY: `lanes` exists only where the CPU has AVX2.
+            return unsafe { self.lookup_or_fill_avx2(x, asid, slot) };
+        }
+        self.lookup_or_fill_portable(x, asid, slot)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    #[inline(never)]
+    unsafe fn lookup_or_fill_avx2(&mut self, x: u64, asid: u16, slot: Slot) -> bool {
+        self.lookup_or_fill_in(x, asid, slot)
+    }
+
+    #[inline(never)]
+    fn lookup_or_fill_portable(&mut self, x: u64, asid: u16, slot: Slot) -> bool {
+        self.lookup_or_fill_in(x, asid, slot)
+    }
+
+    #[inline(always)]
+    fn lookup_or_fill_in(&mut self, x: u64, asid: u16, slot: Slot) -> bool {
+        let hit = self.lookup_in(x, slot.key, asid).is_some();
+        if !hit {
+            self.fill_in(x, slot);
+        }
+        hit
+    }
+
     pub fn peek(&self, x: u64, key: u64, asid: u16) -> Option<Slot> {
         self.find(x, key, asid).map(|i| self.slot(i))
     }
 
-    /// Inserts `slot` (absent) at one of `x`'s candidates.
+    /// Inserts `slot` (absent) at one of `x`'s candidates (inline, as `lookup`).
+    #[inline(always)]
     pub fn fill(&mut self, x: u64, slot: Slot) -> Displaced {
         #[cfg(target_arch = "x86_64")]
         if self.lanes.is_some() {
             // SAFETY: `lanes` exists only where the CPU has AVX2.
             return unsafe { self.fill_avx2(x, slot) };
         }
-        self.fill_in(x, slot)
+        self.fill_portable(x, slot)
     }
 
     /// [`Skewed::fill`] compiled with AVX2 (its kernels inline).
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
+    #[inline(never)]
     unsafe fn fill_avx2(&mut self, x: u64, slot: Slot) -> Displaced {
+        self.fill_in(x, slot)
+    }
+
+    #[inline(never)]
+    fn fill_portable(&mut self, x: u64, slot: Slot) -> Displaced {
         self.fill_in(x, slot)
     }
 

@@ -68,9 +68,11 @@ pub struct StackArray {
 }
 
 /// The hot entry points: each runs its body (`$in::<V3>`, `#[inline(always)]`) compiled
-/// for x86-64-v3 where [`StackArray::set_portable`] allows it and the CPU has it.
+/// for x86-64-v3 where [`StackArray::set_portable`] allows it and the CPU has it, else
+/// its portable copy (`$portable`); both out of line, so the entry point inlines as a
+/// test and a jump.
 macro_rules! hot {
-    ($(#[$m:meta])* $name:ident, $v3:ident, $in:ident, ($($a:ident: $t:ty),*) -> $r:ty) => {
+    ($(#[$m:meta])* $name:ident, $v3:ident, $portable:ident, $in:ident, ($($a:ident: $t:ty),*) -> $r:ty) => {
         $(#[$m])*
         #[inline(always)]
         pub fn $name(&mut self, $($a: $t),*) -> $r {
@@ -79,6 +81,11 @@ macro_rules! hot {
                 // SAFETY: `v3` is set only where the CPU has these features.
                 return unsafe { self.$v3($($a),*) };
             }
+            self.$portable($($a),*)
+        }
+
+        #[inline(never)]
+        fn $portable(&mut self, $($a: $t),*) -> $r {
             self.$in::<false>($($a),*)
         }
 
@@ -212,7 +219,7 @@ impl StackArray {
     hot!(
         /// Finds `key` (VALID-tagged) for `asid` in the set chosen by `index` among the
         /// `ways` most recent entries, touching it on a hit; a miss changes nothing.
-        lookup, lookup_v3, lookup_in, (index: u64, key: u64, asid: u16) -> Option<Slot>
+        lookup, lookup_v3, lookup_portable, lookup_in, (index: u64, key: u64, asid: u16) -> Option<Slot>
     );
 
     #[inline(always)]
@@ -245,7 +252,7 @@ impl StackArray {
     hot!(
         /// `lookup`, then on a miss `fill` with `slot` (whose key is the one looked up);
         /// returns whether it hit.
-        lookup_or_fill, lookup_or_fill_v3, lookup_or_fill_in, (index: u64, asid: u16, slot: Slot) -> bool
+        lookup_or_fill, lookup_or_fill_v3, lookup_or_fill_portable, lookup_or_fill_in, (index: u64, asid: u16, slot: Slot) -> bool
     );
 
     #[inline(always)]
@@ -273,7 +280,7 @@ impl StackArray {
         /// deeper than `ways`, taking the new values); returns what the `ways`-way array
         /// evicted (key 0 if it had a free way). The caller guarantees the key is not among
         /// the `ways` most recent (if it is, it is only touched and updated).
-        fill, fill_v3, fill_in, (index: u64, slot: Slot) -> Displaced
+        fill, fill_v3, fill_portable, fill_in, (index: u64, slot: Slot) -> Displaced
     );
 
     #[inline(always)]

@@ -24,19 +24,31 @@ impl LruList {
     #[inline(always)]
     fn relink(&mut self, b: usize, way: usize, front: bool) {
         let s = self.ways;
-        let (p, n) = (self.prev[b + way] as usize, self.next[b + way] as usize);
-        self.next[b + p] = n as u8;
-        self.prev[b + n] = p as u8;
-        // Insert between `before` and `after`: (sentinel, first) or (last, sentinel).
-        let (before, after) = if front {
-            (s, self.next[b + s] as usize)
-        } else {
-            (self.prev[b + s] as usize, s)
-        };
-        self.next[b + before] = way as u8;
-        self.prev[b + after] = way as u8;
-        self.prev[b + way] = before as u8;
-        self.next[b + way] = after as u8;
+        let n = s + 1;
+        let next = &mut self.next[b..b + n];
+        let prev = &mut self.prev[b..b + n];
+        assert!(way < n);
+        // SAFETY: both slices hold `n` links, `way < n` (checked), and every stored link
+        // is below `n`: `new` stores ways and the sentinel `s`, and this function stores
+        // only links it read, `way` and `s`. (Three checks, where indexing took seven.)
+        unsafe {
+            let (p, nx) = (
+                *prev.get_unchecked(way) as usize,
+                *next.get_unchecked(way) as usize,
+            );
+            *next.get_unchecked_mut(p) = nx as u8;
+            *prev.get_unchecked_mut(nx) = p as u8;
+            // Insert between `before` and `after`: (sentinel, first) or (last, sentinel).
+            let (before, after) = if front {
+                (s, *next.get_unchecked(s) as usize)
+            } else {
+                (*prev.get_unchecked(s) as usize, s)
+            };
+            *next.get_unchecked_mut(before) = way as u8;
+            *prev.get_unchecked_mut(after) = way as u8;
+            *prev.get_unchecked_mut(way) = before as u8;
+            *next.get_unchecked_mut(way) = after as u8;
+        }
     }
 }
 

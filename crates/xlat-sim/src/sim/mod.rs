@@ -279,6 +279,9 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
         for s in &mut self.mmu.tlb.structs {
             s.set_portable(portable);
         }
+        if let Some(n) = &mut self.mmu.nested {
+            n.set_portable(portable);
+        }
     }
 
     /// The current process's page table.

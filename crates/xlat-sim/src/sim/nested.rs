@@ -10,9 +10,34 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
     /// `start..w.n` (a page-walk-cache hit skipped the levels above): each guest entry's
     /// guest-physical address is translated, then the entry read; then the leaf's data
     /// page is translated. Leaves `w.leaf` as the TLB may hold it: the smaller of the
-    /// guest and host pages. Returns its cycles (the caller charges them).
+    /// guest and host pages. Returns its cycles (the caller charges them). Out of line
+    /// and thin: a jump to the copy compiled for the CPU.
     #[inline(never)]
     pub(super) fn nested_walk(&mut self, va: u64, start: usize, w: &mut Walk) -> u64 {
+        #[cfg(target_arch = "x86_64")]
+        if self.mmu.nested.as_ref().is_some_and(|n| n.v3) {
+            // SAFETY: `v3` is set only where the CPU has the features.
+            return unsafe { self.nested_walk_v3(va, start, w) };
+        }
+        self.nested_walk_portable(va, start, w)
+    }
+
+    /// [`Sim::nested_walk`] compiled for x86-64-v3 (the host caches and the cache model
+    /// inline into it).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
+    #[inline(never)]
+    fn nested_walk_v3(&mut self, va: u64, start: usize, w: &mut Walk) -> u64 {
+        self.nested_walk_in(va, start, w)
+    }
+
+    #[inline(never)]
+    fn nested_walk_portable(&mut self, va: u64, start: usize, w: &mut Walk) -> u64 {
+        self.nested_walk_in(va, start, w)
+    }
+
+    #[inline(always)]
+    fn nested_walk_in(&mut self, va: u64, start: usize, w: &mut Walk) -> u64 {
         let n = self.mmu.nested.as_deref_mut().expect("a guest");
         let mut refs = std::mem::take(&mut n.refs);
         refs.clear();

@@ -1,0 +1,202 @@
+//! The storage of the nested TLB and the host walk cache: true-LRU sets of bare keys.
+//! Neither holds a payload, an ASID or flags, and nothing invalidates them, so a lean
+//! form of the general array ([`crate::assoc`]) serves them: a 16-bit fingerprint per
+//! way to find a key ([`Prints`]), and an order word per set (up to 16 ways) or a stamp
+//! per way (wider sets) for recency.
+
+use crate::assoc::prints::Prints;
+use crate::assoc::VALID;
+use crate::replacement::order;
+
+/// Keys below 2^63 in `sets` sets of `ways`, a key's set its value modulo `sets`, with
+/// true LRU: a key hits iff it is among the `ways` most recently used distinct keys of
+/// its set (the general array with the LRU policy counts the same).
+#[derive(Clone, Debug)]
+pub struct KeyLru {
+    sets: u64,
+    /// `sets - 1` when `sets` is a power of two (the set is then `x & mask`).
+    mask: Option<u64>,
+    ways: usize,
+    /// Per set `ways` keys, each stored with [`VALID`] (0: a free way).
+    keys: Box<[u64]>,
+    prints: Prints,
+    /// Up to 16 ways: per set the ways in recency order ([`order`]). Wider: empty.
+    orders: Box<[u64]>,
+    /// Wider sets: per way its last use (`clock`; 0: free), the smallest the victim.
+    stamps: Box<[u64]>,
+    clock: u64,
+}
+
+impl KeyLru {
+    pub fn new(sets: usize, ways: usize) -> Self {
+        assert!(sets >= 1 && ways >= 1);
+        let narrow = ways <= 16;
+        KeyLru {
+            sets: sets as u64,
+            mask: sets.is_power_of_two().then_some(sets as u64 - 1),
+            ways,
+            keys: vec![0; sets * ways].into_boxed_slice(),
+            prints: Prints::new(sets, ways),
+            orders: vec![
+                if narrow { order::initial(ways) } else { 0 };
+                if narrow { sets } else { 0 }
+            ]
+            .into_boxed_slice(),
+            stamps: vec![0; if narrow { 0 } else { sets * ways }].into_boxed_slice(),
+            clock: 0,
+        }
+    }
+
+    /// Whether `x` (below 2^63) is held; a hit makes it its set's most recent key.
+    #[inline(always)]
+    pub fn lookup(&mut self, x: u64) -> bool {
+        let set = self.set_of(x);
+        match self.find(set, x | VALID) {
+            Some(w) => {
+                self.touch(set, w);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// [`KeyLru::lookup`], and on a miss `x` takes its set's least recently used way.
+    #[inline(always)]
+    pub fn lookup_or_fill(&mut self, x: u64) -> bool {
+        let set = self.set_of(x);
+        let key = x | VALID;
+        match self.find(set, key) {
+            Some(w) => {
+                self.touch(set, w);
+                true
+            }
+            None => {
+                self.put(set, key);
+                false
+            }
+        }
+    }
+
+    /// Inserts `x` (below 2^63, not held) in place of its set's least recently used key
+    /// (a free way first).
+    #[inline(always)]
+    pub fn fill(&mut self, x: u64) {
+        let set = self.set_of(x);
+        self.put(set, x | VALID);
+    }
+
+    /// `x mod sets`: the general array's `modulo` index.
+    #[inline(always)]
+    fn set_of(&self, x: u64) -> usize {
+        match self.mask {
+            Some(m) => (x & m) as usize,
+            None => (x % self.sets) as usize,
+        }
+    }
+
+    /// The way of `set` holding `key`.
+    #[inline(always)]
+    fn find(&self, set: usize, key: u64) -> Option<usize> {
+        debug_assert!(set < self.sets as usize);
+        // SAFETY: `set < sets` (`set_of`) and `keys` holds `sets * ways` keys.
+        let keys = unsafe {
+            self.keys
+                .get_unchecked(set * self.ways..(set + 1) * self.ways)
+        };
+        self.prints
+            .find(set, key, |w| (keys.get(w) == Some(&key)).then_some(w))
+    }
+
+    #[inline(always)]
+    fn touch(&mut self, set: usize, w: usize) {
+        if self.ways <= 16 {
+            self.orders[set] = order::touch(self.orders[set], w as u64);
+        } else {
+            self.clock += 1;
+            self.stamps[set * self.ways + w] = self.clock;
+        }
+    }
+
+    /// `key` into `set`'s victim, made the most recent.
+    #[inline(always)]
+    fn put(&mut self, set: usize, key: u64) {
+        let w = if self.ways <= 16 {
+            let (v, taken) = order::take_victim(self.orders[set], self.ways);
+            self.orders[set] = taken;
+            v
+        } else {
+            self.clock += 1;
+            let st = &mut self.stamps[set * self.ways..][..self.ways];
+            // Free ways have stamp 0: they go first, lowest first.
+            let v = crate::simd::argmin(st);
+            st[v] = self.clock;
+            v
+        };
+        self.keys[set * self.ways + w] = key;
+        self.prints.set(set, w, key);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::assoc::{Assoc, SetIndex, Slot, GLOBAL};
+    use crate::replacement::Policy;
+
+    /// Against the general array with the LRU policy, over geometries of every recency
+    /// kind (order words, stamps), power-of-two and other set counts, and keys that
+    /// repeat, collide in sets and span the high bits.
+    #[test]
+    fn counts_what_the_general_lru_array_counts() {
+        for (sets, ways) in [
+            (1, 1),
+            (1, 4),
+            (1, 16),
+            (1, 17),
+            (1, 64),
+            (3, 5),
+            (4, 16),
+            (2, 40),
+        ] {
+            let mut lean = KeyLru::new(sets, ways);
+            let mut general = Assoc::new(Policy::Lru, sets, ways, SetIndex::Modulo, 0);
+            let mut s = 0x2545_F491_4F6C_DD1Du64 ^ (sets * 131 + ways) as u64;
+            let universe = (sets * ways * 2) as u64;
+            let (mut hits, mut probes) = (0, 0);
+            for i in 0..20_000u64 {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                let x = (s % universe) | (s >> 63) << 62;
+                let slot = Slot {
+                    key: x | VALID,
+                    asid: 0,
+                    flags: GLOBAL,
+                    data: 0,
+                };
+                let (a, b) = if i % 3 == 0 {
+                    // A probe, then a fill on a miss as the walk cache does.
+                    let hit = general.lookup(x, x | VALID, 0).is_some();
+                    if !hit {
+                        general.fill(x, slot);
+                    }
+                    let lean_hit = lean.lookup(x);
+                    if !lean_hit {
+                        lean.fill(x);
+                    }
+                    (hit, lean_hit)
+                } else {
+                    (general.lookup_or_fill(x, 0, slot), lean.lookup_or_fill(x))
+                };
+                assert_eq!(a, b, "{sets}x{ways}, access {i}");
+                hits += u64::from(a);
+                probes += 1;
+            }
+            // Both outcomes were exercised.
+            assert!(
+                hits > 0 && hits < probes,
+                "{sets}x{ways}: {hits} of {probes}"
+            );
+        }
+    }
+}
