@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Capture and online-simulation speed against native, measured in the same run.
 
-For each workload (gzip -9 of ~8 MB, xz -6 of ~3 MB, sort of 1M lines, a Python loop)
+For each workload (gzip -9 of ~8 MB, xz -6 of ~3 MB, sort of 1M lines, a Python loop, and
+`gcc -O2 -c` of a generated 150-function C file: a compile, driver, cc1 and as)
 this runs: the program natively, `xlat run` (online simulation on the default machine)
 and `xlat trace` (capture to a compressed .xlt), and prints each one's elapsed time and
 its ratio to the native CPU time (user + sys), plus the trace's bytes per reference.
@@ -52,6 +53,33 @@ def lines(path, count, seed):
             f.write(f"{rnd.randrange(10**12):012d} {rnd.choice(WORDS)}\n")
 
 
+def csource(path, funcs, seed):
+    """A C file of `funcs` small functions (loops, switches, arithmetic) and a table of them."""
+    rnd = random.Random(seed)
+    out = ["#include <stddef.h>", ""]
+    for i in range(funcs):
+        k = [rnd.randint(1, 97) for _ in range(6)]
+        out.append(
+            f"long f{i}(const long *v, size_t n) {{\n"
+            f"    long s = {k[0]};\n"
+            f"    for (size_t j = 0; j < n; j++) {{\n"
+            f"        switch ((v[j] + {k[1]}) % 5) {{\n"
+            f"        case 0: s += v[j] * {k[2]}; break;\n"
+            f"        case 1: s ^= v[j] << {k[3] % 13}; break;\n"
+            f"        case 2: s -= (v[j] >> 2) + {k[4]}; break;\n"
+            f"        case 3: s = s * 31 + j; break;\n"
+            f"        default: s += (s & {k[5]}) ? 1 : -1;\n"
+            f"        }}\n"
+            f"    }}\n"
+            f"    return s;\n"
+            f"}}\n"
+        )
+    out.append("typedef long (*fn)(const long *, size_t);")
+    out.append("fn table[] = {" + ", ".join(f"f{i}" for i in range(funcs)) + "};")
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+
+
 def native(cmd):
     """Runs cmd natively; returns (elapsed s, cpu s) of the child."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -75,7 +103,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     ap.add_argument("--xlat", default=os.path.join(root, "target", "optimized", "xlat"))
-    ap.add_argument("--only", default="", help="comma-separated subset of: gzip,xz,sort,python")
+    ap.add_argument("--only", default="", help="comma-separated subset of: gzip,xz,sort,python,cc")
     ap.add_argument("--repeat", type=int, default=1, help="take the best of N runs of each")
     ap.add_argument("--machine", default=None, help="machine for xlat run (default: xlat's default)")
     a = ap.parse_args()
@@ -87,11 +115,13 @@ def main():
         text(os.path.join(tmp, "big.txt"), 8_000_000, 1)
         text(os.path.join(tmp, "mid.txt"), 3_000_000, 2)
         lines(os.path.join(tmp, "lines.txt"), 1_000_000, 3)
+        csource(os.path.join(tmp, "gen.c"), 150, 4)
         cases = {
             "gzip": ["gzip", "-9", "-c", os.path.join(tmp, "big.txt")],
             "xz": ["xz", "-6", "-c", "-T1", os.path.join(tmp, "mid.txt")],
             "sort": ["sort", os.path.join(tmp, "lines.txt")],
             "python": [python, "-c", "s = 0\nfor i in range(2_000_000):\n    s += i * i % 7\nprint(s)"],
+            "cc": ["gcc", "-O2", "-c", "-o", os.path.join(tmp, "gen.o"), os.path.join(tmp, "gen.c")],
         }
         only = [c for c in a.only.split(",") if c] or list(cases)
         machine = ["--machine", a.machine] if a.machine else []
