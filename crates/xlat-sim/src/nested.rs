@@ -22,9 +22,18 @@
 mod keys;
 
 use crate::config::{geometry, ConfigError, NestedCache, NestedConfig};
+use crate::pagetable::MAX_LEVELS;
 use crate::physmem::GUEST_LIMIT;
 use keys::KeyLru;
+
+/// A two-dimensional walk's references, in order, on the walker's stack: each guest
+/// level's entry and the data page translated by at most a full host walk, plus the
+/// guest entries themselves.
+pub type WalkRefs = arrayvec::ArrayVec<u64, { (MAX_LEVELS + 1) * (MAX_HOST_LEVELS + 1) }>;
 use serde::Serialize;
+
+/// Host levels at most (`nested.levels` is 4 or 5).
+const MAX_HOST_LEVELS: usize = 5;
 
 /// Where the host's tables start in host-physical memory: above every guest address.
 const HOST_TABLES: u64 = GUEST_LIMIT;
@@ -40,7 +49,10 @@ fn region_hash(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// Counters of the host dimension.
+/// Counters of the host dimension. While walks run, only the counters marked *kept* are
+/// counted; [`Nested::report`] derives the others from them (every walk translates its
+/// guest entries and its data page; a host walk is a translation the nested TLB did not
+/// serve).
 #[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
 pub struct NestedStats {
     pub host_page: String,
@@ -48,21 +60,23 @@ pub struct NestedStats {
     /// `nested.host_huge`, when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_huge: Option<f64>,
-    /// Host translations of addresses in regions the host backs with 2 MiB pages.
+    /// Host translations of addresses in regions the host backs with 2 MiB pages (kept).
     #[serde(default)]
     pub huge_translations: u64,
-    /// Two-dimensional walks (one per guest walk).
+    /// Two-dimensional walks (one per guest walk; kept).
     pub walks: u64,
-    /// Guest entries read (each also needed a host translation).
+    /// Guest entries read (each also needed a host translation; kept).
     pub guest_refs: u64,
     /// Host translations asked for (guest entries read + final data pages).
     pub translations: u64,
+    /// Kept.
     pub tlb_hits: u64,
     pub tlb_misses: u64,
     /// Host walks (translations the nested TLB did not serve).
     pub host_walks: u64,
+    /// Kept.
     pub host_refs: u64,
-    /// Host walks whose deepest host page-walk-cache hit skipped some levels.
+    /// Host walks whose deepest host page-walk-cache hit skipped some levels (kept).
     pub pwc_hits: u64,
     /// `guest_refs + host_refs`: every entry read by the walks.
     pub total_refs: u64,
@@ -102,28 +116,29 @@ fn v3_available(portable: bool) -> bool {
 
 #[derive(Clone, Debug)]
 pub struct Nested {
-    /// Host levels.
-    levels: usize,
     /// The level whose entries map a host page (the last one a host walk reads).
     leaf: usize,
+    /// Per host level `k`, log2 of the guest-physical bytes one of its entries maps.
+    covered: [u32; MAX_HOST_LEVELS],
     pub host_shift: u32,
     /// `nested.host_huge` as a threshold on a region's hash: `None` without it, `u64::MAX`
     /// with 1 (every region; compared with `<=`).
     huge_below: Option<u64>,
     tlb: Option<Cache>,
     pwc: Option<Cache>,
-    pub stats: NestedStats,
-    /// The current walk's references, in order (reused).
-    pub refs: Vec<u64>,
+    /// The kept counters (the others are derived by [`Nested::report`]).
+    stats: NestedStats,
     /// Walks run the copy compiled for x86-64-v3 (the CPU has it, not portable).
     pub(crate) v3: bool,
 }
 
 impl Nested {
     pub fn new(c: &NestedConfig) -> Result<Self, ConfigError> {
+        let levels = c.levels as usize;
+        debug_assert!(levels <= MAX_HOST_LEVELS, "validated: 4 or 5 host levels");
         Ok(Nested {
-            levels: c.levels as usize,
             leaf: c.walk_levels() - 1,
+            covered: std::array::from_fn(|k| 12 + 9 * levels.saturating_sub(1 + k) as u32),
             host_shift: c.host_page.shift(),
             huge_below: c.host_huge.and_then(|f| {
                 if f >= 1.0 {
@@ -142,7 +157,6 @@ impl Nested {
                 host_huge: c.host_huge,
                 ..Default::default()
             },
-            refs: Vec::with_capacity(64),
             v3: v3_available(false),
         })
     }
@@ -153,8 +167,9 @@ impl Nested {
     }
 
     /// log2 of the guest-physical bytes one entry of host level `k` maps.
+    #[inline(always)]
     fn covered(&self, k: usize) -> u32 {
-        12 + 9 * (self.levels - 1 - k) as u32
+        self.covered[k]
     }
 
     /// Host-physical address of the host entry of level `k` for `gpa`.
@@ -180,16 +195,15 @@ impl Nested {
     /// host walk's references to `out` when the nested TLB misses; returns the cycles
     /// of nested-TLB and host-walk-cache hits.
     #[inline(always)]
-    pub fn translate(&mut self, gpa: u64, out: &mut Vec<u64>) -> u64 {
+    pub fn translate(&mut self, gpa: u64, out: &mut WalkRefs) -> u64 {
         self.translate_on(gpa, self.host_shift_of(gpa), out)
     }
 
     /// [`Nested::translate`] of `gpa`, whose host page's shift is `shift`
     /// ([`Nested::host_shift_of`]).
     #[inline(always)]
-    pub(crate) fn translate_on(&mut self, gpa: u64, shift: u32, out: &mut Vec<u64>) -> u64 {
+    pub(crate) fn translate_on(&mut self, gpa: u64, shift: u32, out: &mut WalkRefs) -> u64 {
         let huge = shift != self.host_shift;
-        self.stats.translations += 1;
         self.stats.huge_translations += u64::from(huge);
         if let Some(t) = &mut self.tlb {
             // Host page numbers of both sizes, told apart by the low bit.
@@ -197,17 +211,15 @@ impl Nested {
                 self.stats.tlb_hits += 1;
                 return t.hit_cycles;
             }
-            self.stats.tlb_misses += 1;
         }
         // A 2 MiB host page in a 4 KiB host (`host_huge` requires one): the walk ends one
         // level up.
         debug_assert!(!huge || shift == self.host_shift + 9);
         let leaf = self.leaf - usize::from(huge);
-        self.stats.host_walks += 1;
         let mut start = 0;
         let mut cycles = 0;
         if let Some(p) = &mut self.pwc {
-            let key = |k: usize| ((gpa >> (12 + 9 * (self.levels - 1 - k) as u32)) << 3) | k as u64;
+            let key = |k: usize| ((gpa >> self.covered[k]) << 3) | k as u64;
             // Deepest non-leaf level first; the levels read below the hit missed.
             let mut k = leaf;
             while k > 0 {
@@ -230,9 +242,19 @@ impl Nested {
         cycles
     }
 
+    /// Counts a two-dimensional walk that read `guest_refs` guest entries.
+    #[inline(always)]
+    pub(crate) fn count_walk(&mut self, guest_refs: usize) {
+        self.stats.walks += 1;
+        self.stats.guest_refs += guest_refs as u64;
+    }
+
     /// The report's counters.
     pub fn report(&self) -> NestedStats {
         let mut s = self.stats.clone();
+        s.translations = s.guest_refs + s.walks;
+        s.host_walks = s.translations - s.tlb_hits;
+        s.tlb_misses = if self.tlb.is_some() { s.host_walks } else { 0 };
         s.total_refs = s.guest_refs + s.host_refs;
         s
     }

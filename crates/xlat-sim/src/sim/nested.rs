@@ -39,8 +39,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
     #[inline(always)]
     fn nested_walk_in(&mut self, va: u64, start: usize, w: &mut Walk) -> u64 {
         let n = self.mmu.nested.as_deref_mut().expect("a guest");
-        let mut refs = std::mem::take(&mut n.refs);
-        refs.clear();
+        let mut refs = crate::nested::WalkRefs::new();
         let mut cycles = 0;
         for &gpa in &w.refs[start..w.n] {
             cycles += n.translate(gpa, &mut refs);
@@ -52,8 +51,7 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
         let data = (leaf.pfn << self.base_shift) + offset;
         let hs = n.host_shift_of(data);
         cycles += n.translate_on(data, hs, &mut refs);
-        n.stats.walks += 1;
-        n.stats.guest_refs += (w.n - start) as u64;
+        n.count_walk(w.n - start);
         if hs < leaf.shift as u32 {
             w.leaf = Some(Leaf {
                 pfn: leaf.pfn + ((offset >> hs) << (hs - self.base_shift)),
@@ -62,7 +60,6 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
             });
         }
         cycles += self.mmu.caches.access_walk(&refs);
-        self.mmu.nested.as_deref_mut().expect("a guest").refs = refs;
         cycles
     }
 }
