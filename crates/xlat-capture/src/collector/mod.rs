@@ -1,9 +1,10 @@
 //! The collector: runs the program under QEMU with the plugin, accepts one connection per
 //! traced process, and merges their chunks into one event stream.
 //!
-//! Merging: chunks are taken in arrival order; a chunk from another process than the
-//! previous one is preceded by a `Switch`, so processes interleave at chunk granularity
-//! (at most `CAP` words of one thread). A forked child's chunks are held back until the
+//! Merging: a connection's reader decodes its chunks into batches (consecutive chunks
+//! already waiting are gathered, up to the simulator's batch; a control record ends
+//! one), taken in arrival order; a batch from another process than the previous one is
+//! preceded by a `Switch`, so processes interleave at batch granularity. A forked child's chunks are held back until the
 //! parent's `Fork` event is in the stream. A process whose connection ends is closed
 //! with an `Exit` (with a warning when the plugin's exit callback did not run, e.g. on a
 //! fatal signal, whose last unsent chunks are lost), or an `Exec` when it replaced its
@@ -161,7 +162,7 @@ pub struct Stats {
     /// Programs that ran untraced: exec'd ones QEMU cannot run, and processes of the
     /// traced tree whose connection was refused.
     pub untraced: u64,
-    /// Chunks received.
+    /// Batches received (one or more chunks of one process each).
     pub chunks: u64,
     /// Events delivered.
     pub events: u64,
