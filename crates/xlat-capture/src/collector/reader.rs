@@ -56,10 +56,13 @@ pub(super) fn read_process(
         let mut rest = &words[1..];
         while !rest.is_empty() {
             events.reserve(rest.len());
+            // A malformed run is dropped whole (what came before it is delivered).
+            let mark = events.len();
             let file_id = |p: &[u8]| Ok(files.lock().unwrap_or_else(|e| e.into_inner()).id(p));
             let d = match decode(rest, Tid(tid), |c| name_for(c, root), file_id, &mut events) {
                 Ok(d) => d,
                 Err((at, e)) => {
+                    events.truncate(mark);
                     let _ = send(tx, pid, &mut events, None, free);
                     return End::Bad(format!("word {at} of a chunk: {e}"));
                 }
@@ -75,6 +78,7 @@ pub(super) fn read_process(
                 | Control::Cpu(_),
             ) = d.control
             {
+                events.truncate(mark);
                 let _ = send(tx, pid, &mut events, None, free);
                 return End::Bad("a system-mode record from a user-mode plugin".to_string());
             }
@@ -152,4 +156,123 @@ fn readable_now(fd: c_int) -> bool {
     };
     // SAFETY: one valid pollfd, zero timeout.
     unsafe { libc::poll(&mut p, 1, 0) == 1 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wire::{access_word, os, LOAD, OS, STORE, TAG_SHIFT};
+    use xlat_types::AccessKind;
+
+    /// A connected `SOCK_SEQPACKET` pair: (plugin's end, collector's end).
+    fn pair() -> (OwnedFd, OwnedFd) {
+        let mut fds = [0; 2];
+        // SAFETY: `fds` has room for the two descriptors.
+        let r =
+            unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_SEQPACKET, 0, fds.as_mut_ptr()) };
+        assert_eq!(r, 0, "socketpair: {}", std::io::Error::last_os_error());
+        // SAFETY: both are new descriptors owned by nobody else.
+        unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) }
+    }
+
+    /// Sends one chunk of thread 7.
+    fn chunk(fd: &OwnedFd, words: &[u64]) {
+        let mut m = vec![7 | (words.len() as u64) << 32];
+        m.extend_from_slice(words);
+        // SAFETY: `m` is valid for reads of its bytes.
+        let n = unsafe { libc::send(fd.as_raw_fd(), m.as_ptr().cast(), m.len() * 8, 0) };
+        assert_eq!(n as usize, m.len() * 8);
+    }
+
+    fn loads(n: u64, tag: u64) -> Vec<u64> {
+        (0..n)
+            .map(|i| access_word(tag, 0x1000 + 8 * i, 8))
+            .collect()
+    }
+
+    /// Runs the reader over what was sent (the sending end closed): its end and the
+    /// batches it delivered, as (events, control).
+    fn read(plugin: OwnedFd, collector: OwnedFd) -> (End, Vec<(Vec<Event>, Option<Control>)>) {
+        drop(plugin);
+        let registry = Registry::default();
+        registry.register(100);
+        let (tx, rx) = mpsc::sync_channel(64);
+        let (_free_tx, free_rx) = mpsc::sync_channel(4);
+        let end = read_process(
+            collector.as_raw_fd(),
+            100,
+            1,
+            None,
+            100,
+            &tx,
+            &registry,
+            &Mutex::new(free_rx),
+            &Mutex::default(),
+        );
+        drop(tx);
+        let batches = rx
+            .iter()
+            .map(|m| match m {
+                Msg::Events {
+                    pid: 100,
+                    events,
+                    control,
+                } => (events, control),
+                _ => panic!("not a batch of process 100"),
+            })
+            .collect();
+        (end, batches)
+    }
+
+    /// Chunks already waiting go over as one batch; a control record ends a batch at
+    /// once, with the events before it; the order of events is kept.
+    #[test]
+    fn waiting_chunks_are_gathered_and_controls_end_a_batch() {
+        let (p, c) = pair();
+        chunk(&p, &loads(100, LOAD));
+        chunk(&p, &loads(100, STORE));
+        let mut third = loads(50, LOAD);
+        third.extend([OS << TAG_SHIFT | os::FORK, 4242]);
+        third.extend(loads(10, STORE));
+        chunk(&p, &third);
+        let (end, batches) = read(p, c);
+        assert!(matches!(end, End::Cut), "no exit record: cut");
+        assert_eq!(
+            batches.len(),
+            2,
+            "one gathered batch up to the fork, then the rest"
+        );
+        let (first, control) = &batches[0];
+        assert_eq!(*control, Some(Control::Fork(4242)));
+        assert_eq!(
+            first.len(),
+            251,
+            "three chunks' accesses and the fork event"
+        );
+        assert!(matches!(first[250], Event::Fork { .. }));
+        let kinds = |e: &[Event]| {
+            e.iter()
+                .filter(|e| matches!(e, Event::Access(a) if a.kind == AccessKind::Store))
+                .count()
+        };
+        assert_eq!(kinds(&first[..100]), 0);
+        assert_eq!(kinds(&first[100..200]), 100);
+        assert_eq!(batches[1].0.len(), 10);
+        assert_eq!(batches[1].1, None);
+    }
+
+    /// A malformed chunk after gathered ones: what came before it is delivered, its own
+    /// run is not.
+    #[test]
+    fn a_malformed_chunk_drops_only_its_own_run() {
+        let (p, c) = pair();
+        chunk(&p, &loads(30, LOAD));
+        let mut bad = loads(5, LOAD);
+        bad.push(access_word(LOAD, 0x2000, 0)); // size 0: malformed
+        chunk(&p, &bad);
+        let (end, batches) = read(p, c);
+        assert!(matches!(end, End::Bad(ref why) if why.contains("size 0")));
+        let delivered: usize = batches.iter().map(|b| b.0.len()).sum();
+        assert_eq!(delivered, 30);
+    }
 }
