@@ -190,9 +190,12 @@ mod tests {
             .collect()
     }
 
+    /// A delivered batch: its events and the control record that ended it.
+    type Batch = (Vec<Event>, Option<Control>);
+
     /// Runs the reader over what was sent (the sending end closed): its end and the
-    /// batches it delivered, as (events, control).
-    fn read(plugin: OwnedFd, collector: OwnedFd) -> (End, Vec<(Vec<Event>, Option<Control>)>) {
+    /// batches it delivered.
+    fn read(plugin: OwnedFd, collector: OwnedFd) -> (End, Vec<Batch>) {
         drop(plugin);
         let registry = Registry::default();
         registry.register(100);
