@@ -75,6 +75,16 @@ impl Prints {
     }
 }
 
+impl Prints {
+    /// The ways of a one-set array of at most 16 ways whose fingerprint is `key`'s
+    /// (non-zero), as bits (way `w`: bit `w`).
+    #[inline(always)]
+    pub fn first_chunk_matches(&self, key: u64) -> u32 {
+        debug_assert!(key != 0 && self.sets == 1 && self.per_set == 1);
+        mask16(&self.chunks[0], hash(key) | 1)
+    }
+}
+
 /// Bit `i` set where `xs[i] == x`.
 #[inline(always)]
 fn mask16(xs: &[u16; 16], x: u16) -> u32 {

@@ -25,6 +25,10 @@ pub struct KeyLru {
     /// Wider sets: per way its last use (`clock`; 0: free), the smallest the victim.
     stamps: Box<[u64]>,
     clock: u64,
+    /// One set of at most 16 ways (the nested TLB's shape): lookups and fills take a path
+    /// with no set index, and the order word lives here (`order`), not in `orders`.
+    small: bool,
+    order: u64,
 }
 
 impl KeyLru {
@@ -44,12 +48,17 @@ impl KeyLru {
             .into_boxed_slice(),
             stamps: vec![0; if narrow { 0 } else { sets * ways }].into_boxed_slice(),
             clock: 0,
+            small: sets == 1 && narrow,
+            order: if narrow { order::initial(ways) } else { 0 },
         }
     }
 
     /// Whether `x` (below 2^63) is held; a hit makes it its set's most recent key.
     #[inline(always)]
     pub fn lookup(&mut self, x: u64) -> bool {
+        if self.small {
+            return self.small_find(x | VALID).is_some();
+        }
         let set = self.set_of(x);
         match self.find(set, x | VALID) {
             Some(w) => {
@@ -63,6 +72,14 @@ impl KeyLru {
     /// [`KeyLru::lookup`], and on a miss `x` takes its set's least recently used way.
     #[inline(always)]
     pub fn lookup_or_fill(&mut self, x: u64) -> bool {
+        if self.small {
+            let key = x | VALID;
+            if self.small_find(key).is_some() {
+                return true;
+            }
+            self.small_put(key);
+            return false;
+        }
         let set = self.set_of(x);
         let key = x | VALID;
         match self.find(set, key) {
@@ -81,8 +98,37 @@ impl KeyLru {
     /// (a free way first).
     #[inline(always)]
     pub fn fill(&mut self, x: u64) {
+        if self.small {
+            return self.small_put(x | VALID);
+        }
         let set = self.set_of(x);
         self.put(set, x | VALID);
+    }
+
+    /// The way holding `key` in the one small set, made the most recent.
+    #[inline(always)]
+    fn small_find(&mut self, key: u64) -> Option<usize> {
+        let mut m = self.prints.first_chunk_matches(key);
+        while m != 0 {
+            let w = m.trailing_zeros() as usize;
+            if self.keys.get(w) == Some(&key) {
+                self.order = order::touch(self.order, w as u64);
+                return Some(w);
+            }
+            m &= m - 1;
+        }
+        None
+    }
+
+    /// `key` into the small set's least recently used way, made the most recent.
+    #[inline(always)]
+    fn small_put(&mut self, key: u64) {
+        let (w, taken) = order::take_victim(self.order, self.ways);
+        self.order = taken;
+        if let Some(k) = self.keys.get_mut(w) {
+            *k = key;
+        }
+        self.prints.set(0, w, key);
     }
 
     /// `x mod sets`: the general array's `modulo` index.
