@@ -31,27 +31,28 @@ pub(super) fn read_process(
     // Events of consecutive chunks gathered into one batch while more chunks are
     // already waiting (see `BATCH_EVENTS`).
     let mut events = take_free(free);
+    // A bad connection: the events gathered so far are delivered, then it ends.
+    let bad = |events: &mut Vec<Event>, why: String| {
+        let _ = send(tx, pid, events, None, free);
+        End::Bad(why)
+    };
     loop {
         let n = match recv(fd, &mut buf) {
             Ok(0) => break,
             Ok(n) => n,
-            Err(e) => {
-                let _ = send(tx, pid, &mut events, None, free);
-                return End::Bad(e.to_string());
-            }
+            Err(e) => return bad(&mut events, e.to_string()),
         };
         if n % 8 != 0 || n < 16 {
-            let _ = send(tx, pid, &mut events, None, free);
-            return End::Bad(format!("message of {n} bytes is not a chunk"));
+            return bad(&mut events, format!("message of {n} bytes is not a chunk"));
         }
         let words = &buf[..n / 8];
         let (tid, count) = (words[0] as u32, (words[0] >> 32) as usize);
         if count != words.len() - 1 || count > wire::MAX_CHUNK_WORDS as usize {
-            let _ = send(tx, pid, &mut events, None, free);
-            return End::Bad(format!(
+            let why = format!(
                 "chunk header says {count} words, message has {}",
                 words.len() - 1
-            ));
+            );
+            return bad(&mut events, why);
         }
         let mut rest = &words[1..];
         while !rest.is_empty() {
@@ -63,8 +64,7 @@ pub(super) fn read_process(
                 Ok(d) => d,
                 Err((at, e)) => {
                     events.truncate(mark);
-                    let _ = send(tx, pid, &mut events, None, free);
-                    return End::Bad(format!("word {at} of a chunk: {e}"));
+                    return bad(&mut events, format!("word {at} of a chunk: {e}"));
                 }
             };
             rest = &rest[d.used..];
@@ -79,8 +79,8 @@ pub(super) fn read_process(
             ) = d.control
             {
                 events.truncate(mark);
-                let _ = send(tx, pid, &mut events, None, free);
-                return End::Bad("a system-mode record from a user-mode plugin".to_string());
+                let why = "a system-mode record from a user-mode plugin".to_string();
+                return bad(&mut events, why);
             }
             let handover = matches!(d.control, Some(Control::Handover));
             // A control record goes at once, after the events before it; plain events

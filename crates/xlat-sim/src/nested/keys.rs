@@ -57,7 +57,7 @@ impl KeyLru {
     #[inline(always)]
     pub fn lookup(&mut self, x: u64) -> bool {
         if self.small {
-            return self.small_find(x | VALID).is_some();
+            return self.small_find(x | VALID);
         }
         let set = self.set_of(x);
         match self.find(set, x | VALID) {
@@ -74,7 +74,7 @@ impl KeyLru {
     pub fn lookup_or_fill(&mut self, x: u64) -> bool {
         if self.small {
             let key = x | VALID;
-            if self.small_find(key).is_some() {
+            if self.small_find(key) {
                 return true;
             }
             self.small_put(key);
@@ -105,19 +105,19 @@ impl KeyLru {
         self.put(set, x | VALID);
     }
 
-    /// The way holding `key` in the one small set, made the most recent.
+    /// Whether the one small set holds `key`; a hit makes it the most recent.
     #[inline(always)]
-    fn small_find(&mut self, key: u64) -> Option<usize> {
+    fn small_find(&mut self, key: u64) -> bool {
         let mut m = self.prints.first_chunk_matches(key);
         while m != 0 {
             let w = m.trailing_zeros() as usize;
             if self.keys.get(w) == Some(&key) {
                 self.order = order::touch(self.order, w as u64);
-                return Some(w);
+                return true;
             }
             m &= m - 1;
         }
-        None
+        false
     }
 
     /// `key` into the small set's least recently used way, made the most recent.
