@@ -1,8 +1,8 @@
 //! The storage of the nested TLB and the host walk cache: true-LRU sets of bare keys.
 //! Neither holds a payload, an ASID or flags, and nothing invalidates them, so a lean
 //! form of the general array ([`crate::assoc`]) serves them: a 16-bit fingerprint per
-//! way to find a key ([`Prints`]), and an order word per set (up to 16 ways) or a stamp
-//! per way (wider sets) for recency.
+//! way to find a key ([`Prints`]), and an order word per set (up to 16 ways) or a
+//! recency list per set (wider sets) for recency.
 
 use crate::assoc::prints::Prints;
 use crate::assoc::VALID;
@@ -22,9 +22,12 @@ pub struct KeyLru {
     prints: Prints,
     /// Up to 16 ways: per set the ways in recency order ([`order`]). Wider: empty.
     orders: Box<[u64]>,
-    /// Wider sets: per way its last use (`clock`; 0: free), the smallest the victim.
-    stamps: Box<[u64]>,
-    clock: u64,
+    /// Wider sets: per set a circular doubly linked recency list of its ways through a
+    /// sentinel (link `ways`), most recent first, the victim last. A new list runs way
+    /// `ways - 1` … way 0, so free ways go first, lowest first. (A stamp per way needs a
+    /// scan of the set per victim: a compare chain that stood out in the walk's profile.)
+    next: Box<[u32]>,
+    prev: Box<[u32]>,
     /// One set of at most 16 ways (the nested TLB's shape): lookups and fills take a path
     /// with no set index, and the order word lives here (`order`), not in `orders`.
     small: bool,
@@ -35,6 +38,17 @@ impl KeyLru {
     pub fn new(sets: usize, ways: usize) -> Self {
         assert!(sets >= 1 && ways >= 1);
         let narrow = ways <= 16;
+        let links = if narrow { 0 } else { sets * (ways + 1) };
+        let (mut next, mut prev) = (vec![0u32; links], vec![0u32; links]);
+        // Front to back: the sentinel, ways - 1, …, 0, and round to the sentinel.
+        let ring: Vec<usize> = std::iter::once(ways).chain((0..ways).rev()).collect();
+        for b in (0..links).step_by(ways + 1) {
+            for (i, &x) in ring.iter().enumerate() {
+                let y = ring[(i + 1) % ring.len()];
+                next[b + x] = y as u32;
+                prev[b + y] = x as u32;
+            }
+        }
         KeyLru {
             sets: sets as u64,
             mask: sets.is_power_of_two().then_some(sets as u64 - 1),
@@ -46,8 +60,8 @@ impl KeyLru {
                 if narrow { sets } else { 0 }
             ]
             .into_boxed_slice(),
-            stamps: vec![0; if narrow { 0 } else { sets * ways }].into_boxed_slice(),
-            clock: 0,
+            next: next.into_boxed_slice(),
+            prev: prev.into_boxed_slice(),
             small: sets == 1 && narrow,
             order: if narrow { order::initial(ways) } else { 0 },
         }
@@ -158,8 +172,34 @@ impl KeyLru {
         if self.ways <= 16 {
             self.orders[set] = order::touch(self.orders[set], w as u64);
         } else {
-            self.clock += 1;
-            self.stamps[set * self.ways + w] = self.clock;
+            self.make_first(set * (self.ways + 1), w);
+        }
+    }
+
+    /// Moves way `w` of the list starting at link `b` to its front.
+    #[inline(always)]
+    fn make_first(&mut self, b: usize, w: usize) {
+        let s = self.ways;
+        let (next, prev) = (&mut self.next[b..=b + s], &mut self.prev[b..=b + s]);
+        assert!(w < s);
+        // SAFETY: both slices hold `s + 1` links, `w < s` (checked), and every stored
+        // link is at most `s`: `new` stores ways and the sentinel, and this function
+        // stores only links it read and `w`.
+        unsafe {
+            let (p, x) = (
+                *prev.get_unchecked(w) as usize,
+                *next.get_unchecked(w) as usize,
+            );
+            let first = *next.get_unchecked(s) as usize;
+            *next.get_unchecked_mut(p) = x as u32;
+            *prev.get_unchecked_mut(x) = p as u32;
+            // `w` first: the sentinel's next, the old first's previous (when `w` was
+            // already first, that is `x`, first once `w` is unlinked).
+            let first = if first == w { x } else { first };
+            *next.get_unchecked_mut(s) = w as u32;
+            *prev.get_unchecked_mut(first) = w as u32;
+            *prev.get_unchecked_mut(w) = s as u32;
+            *next.get_unchecked_mut(w) = first as u32;
         }
     }
 
@@ -171,11 +211,9 @@ impl KeyLru {
             self.orders[set] = taken;
             v
         } else {
-            self.clock += 1;
-            let st = &mut self.stamps[set * self.ways..][..self.ways];
-            // Free ways have stamp 0: they go first, lowest first.
-            let v = crate::simd::argmin(st);
-            st[v] = self.clock;
+            let b = set * (self.ways + 1);
+            let v = self.prev[b + self.ways] as usize;
+            self.make_first(b, v);
             v
         };
         self.keys[set * self.ways + w] = key;
@@ -190,7 +228,7 @@ mod tests {
     use crate::replacement::Policy;
 
     /// Against the general array with the LRU policy, over geometries of every recency
-    /// kind (order words, stamps), power-of-two and other set counts, and keys that
+    /// kind (order words, lists), power-of-two and other set counts, and keys that
     /// repeat, collide in sets and span the high bits.
     #[test]
     fn counts_what_the_general_lru_array_counts() {
