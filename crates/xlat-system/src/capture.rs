@@ -88,9 +88,6 @@ pub struct Options {
 /// A running system capture (an [`EventSource`]).
 pub struct SystemCapture {
     rx: Receiver<Result<Vec<Event>, SystemError>>,
-    /// Batches handed over whole go back to the reader for reuse (no allocation, no page
-    /// faults on fresh memory per batch).
-    free: SyncSender<Vec<Event>>,
     pending: Vec<Event>,
     pos: usize,
     waiter: Option<JoinHandle<Ended>>,
@@ -161,7 +158,6 @@ impl SystemCapture {
             e
         });
         let (tx, rx) = sync_channel(4);
-        let (free, free_rx) = sync_channel(4);
         let reader = std::thread::spawn(move || {
             let mut st = Stats::default();
             let mut spaces = Spaces::default();
@@ -173,7 +169,7 @@ impl SystemCapture {
                     Guarded::new(s, exited.clone(), lim)
                         .map_err(|e| SystemError::Guest(format!("the system plugin's stream: {e}")))
                 })
-                .and_then(|s| read(s, &tx, &free_rx, &mut st, &mut spaces));
+                .and_then(|s| read(s, &tx, &mut st, &mut spaces));
             if let Err(e) = r {
                 stop.store(true, Release);
                 let _ = tx.send(Err(e));
@@ -185,7 +181,6 @@ impl SystemCapture {
         });
         Ok(SystemCapture {
             rx,
-            free,
             pending: Vec::new(),
             pos: 0,
             waiter: Some(waiter),
@@ -218,13 +213,9 @@ impl EventSource for SystemCapture {
         buf.clear();
         loop {
             if self.pos == 0 && !self.pending.is_empty() && self.pending.len() <= max {
-                // A whole batch: handed over without a copy; the caller's buffer (the
-                // batch before, usually) goes back to the reader.
+                // A whole batch: handed over without a copy.
                 std::mem::swap(buf, &mut self.pending);
-                let old = std::mem::take(&mut self.pending);
-                if old.capacity() > 0 {
-                    let _ = self.free.try_send(old);
-                }
+                self.pending.clear();
                 return Ok(true);
             }
             if self.pos < self.pending.len() {
@@ -257,20 +248,9 @@ const BATCH_EVENTS: usize = (wire::MAX_CHUNK_WORDS / 2) as usize;
 fn read(
     s: Guarded,
     tx: &SyncSender<Result<Vec<Event>, SystemError>>,
-    free: &Receiver<Vec<Event>>,
     st: &mut Stats,
     spaces: &mut Spaces,
 ) -> Result<(), SystemError> {
-    // A batch's buffer: one the consumer returned, or a new one with room for a batch.
-    let fresh = || {
-        free.try_recv().map_or_else(
-            |_| Vec::with_capacity(BATCH_EVENTS + wire::MAX_CHUNK_WORDS as usize + 8),
-            |mut v| {
-                v.clear();
-                v
-            },
-        )
-    };
     let mut s = std::io::BufReader::with_capacity(1 << 20, s);
     let mut words: Vec<u64> = Vec::new();
     // The kernel half, mapped after the kernel's large-page areas (which the plugin sends
@@ -281,7 +261,7 @@ fn read(
         prot: Prot::RWX,
         flags: MapFlags(MapFlags::GLOBAL),
     });
-    let mut out = fresh();
+    let mut out = Vec::new();
     loop {
         let whole = out.len();
         let more = match read_chunk(&mut s, &mut words, &mut half, &mut out, st, spaces) {
@@ -305,7 +285,7 @@ fn read(
         if out.len() < BATCH_EVENTS && waiting() {
             continue;
         }
-        if tx.send(Ok(std::mem::replace(&mut out, fresh()))).is_err() {
+        if tx.send(Ok(std::mem::take(&mut out))).is_err() {
             return Ok(()); // the consumer stopped
         }
     }
@@ -511,9 +491,8 @@ mod tests {
         };
         let g = Guarded::new(r, Arc::new(AtomicBool::new(false)), Limits::default()).unwrap();
         let (tx, rx) = sync_channel(64);
-        let (_free, free_rx) = sync_channel(1);
         let (mut st, mut spaces) = (Stats::default(), Spaces::default());
-        let res = read(g, &tx, &free_rx, &mut st, &mut spaces);
+        let res = read(g, &tx, &mut st, &mut spaces);
         drop(tx);
         if let Some(w) = writer {
             w.join().unwrap();
