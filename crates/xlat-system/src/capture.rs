@@ -212,12 +212,6 @@ impl EventSource for SystemCapture {
     fn fill(&mut self, buf: &mut Vec<Event>, max: usize) -> Result<bool, SystemError> {
         buf.clear();
         loop {
-            if self.pos == 0 && !self.pending.is_empty() && self.pending.len() <= max {
-                // A whole batch: handed over without a copy.
-                std::mem::swap(buf, &mut self.pending);
-                self.pending.clear();
-                return Ok(true);
-            }
             if self.pos < self.pending.len() {
                 let n = (self.pending.len() - self.pos).min(max);
                 buf.extend_from_slice(&self.pending[self.pos..self.pos + n]);
@@ -236,21 +230,15 @@ impl EventSource for SystemCapture {
     }
 }
 
-/// A batch the reader stops gathering chunks into once it holds this many events: half
-/// the simulator's batch, as the user-mode collector does (`xlat-capture`'s reader). A
-/// chunk is at most 16 K words (the plugin's buffer), some 10 K events; gathering the
-/// chunks already waiting hands the simulating thread fewer, larger batches (issue 43).
-const BATCH_EVENTS: usize = (wire::MAX_CHUNK_WORDS / 2) as usize;
-
-/// Reads the plugin's stream (after its hello, [`Channel::accept`]) into event batches:
-/// the chunks already waiting are decoded into one batch, up to [`BATCH_EVENTS`]. On a
-/// malformed chunk the whole chunks before it are delivered, then the error.
+/// Reads the plugin's stream into event batches.
+/// Reads the plugin's stream (after its hello, [`Channel::accept`]) into event batches.
 fn read(
     s: Guarded,
     tx: &SyncSender<Result<Vec<Event>, SystemError>>,
     st: &mut Stats,
     spaces: &mut Spaces,
 ) -> Result<(), SystemError> {
+    let bad = |m: String| SystemError::Guest(format!("the system plugin's stream: {m}"));
     let mut s = std::io::BufReader::with_capacity(1 << 20, s);
     let mut words: Vec<u64> = Vec::new();
     // The kernel half, mapped after the kernel's large-page areas (which the plugin sends
@@ -261,116 +249,85 @@ fn read(
         prot: Prot::RWX,
         flags: MapFlags(MapFlags::GLOBAL),
     });
-    let mut out = Vec::new();
     loop {
-        let whole = out.len();
-        let more = match read_chunk(&mut s, &mut words, &mut half, &mut out, st, spaces) {
-            Ok(more) => more,
-            Err(e) => {
-                out.truncate(whole);
-                if !out.is_empty() {
-                    let _ = tx.send(Ok(out));
+        let mut head = [0u8; 8];
+        match s.read_exact(&mut head) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                if let Some(h) = half.take() {
+                    let _ = tx.send(Ok(vec![h]));
                 }
-                return Err(e);
+                return Ok(());
             }
-        };
-        if !more {
-            out.extend(half.take());
-            if !out.is_empty() {
-                let _ = tx.send(Ok(out));
+            Err(e) => return Err(bad(e.to_string())),
+        }
+        let n = (u64::from_ne_bytes(head) >> 32) as usize;
+        if n == 0 || n > wire::MAX_CHUNK_WORDS as usize {
+            return Err(bad(format!("chunk of {n} words")));
+        }
+        words.resize(n, 0);
+        // SAFETY: u64s viewed as their bytes.
+        let bytes = unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr() as *mut u8, n * 8) };
+        s.read_exact(bytes)
+            .map_err(|e| bad(format!("chunk cut short: {e}")))?;
+        let mut out = Vec::with_capacity(n + 8);
+        let mut rest = &words[..];
+        while !rest.is_empty() {
+            let before = out.len();
+            let d = decode(rest, Tid(0), Pid, no_files, &mut out)
+                .map_err(|(at, e)| bad(format!("word {at} of a chunk: {e}")))?;
+            rest = &rest[d.used..];
+            if let Some(Control::KernelPages { addr, len, shift }) = d.control {
+                let flags = match shift {
+                    21 => MapFlags::PAGE_2M,
+                    30 => MapFlags::PAGE_1G,
+                    _ => return Err(bad(format!("kernel leaves of 2^{shift} bytes"))),
+                };
+                if half.is_none() || out.len() != before || !in_kernel_half(addr, len) {
+                    return Err(bad(format!(
+                        "kernel pages [{addr:#x}, +{len:#x}) after the stream started, or \
+                         outside the kernel half"
+                    )));
+                }
+                out.push(Event::Mmap {
+                    addr: VirtAddr(addr),
+                    len,
+                    prot: Prot::RWX,
+                    flags: MapFlags(MapFlags::GLOBAL | flags),
+                });
+                continue;
             }
-            return Ok(());
+            if let Some(h) = half.take() {
+                out.insert(before, h);
+            }
+            match d.control {
+                Some(Control::Space(cr3)) => spaces.space(cr3, &mut out, st),
+                Some(Control::SpaceFree(pgd)) => spaces.free(pgd, &mut out, st),
+                Some(Control::Mode(k)) => {
+                    st.mode_changes += 1;
+                    out.push(Event::Privilege(if k {
+                        Privilege::Kernel
+                    } else {
+                        Privilege::User
+                    }));
+                }
+                Some(Control::Exit(status)) => st.complete = status == 0,
+                Some(Control::Cpu(cpu)) => {
+                    // The plugin follows it with that vCPU's address space and mode.
+                    st.cpus = st.cpus.max(cpu.saturating_add(1));
+                    st.cpu_records += 1;
+                    out.push(Event::Cpu { cpu });
+                }
+                Some(Control::Comm(name)) => spaces.name(&name),
+                Some(Control::KernelPages { .. }) => unreachable!("handled above"),
+                Some(c) => return Err(bad(format!("unexpected record {c:?}"))),
+                None => {}
+            }
         }
-        let waiting = || !s.buffer().is_empty() || s.get_ref().readable_now();
-        if out.len() < BATCH_EVENTS && waiting() {
-            continue;
-        }
-        if tx.send(Ok(std::mem::take(&mut out))).is_err() {
+        if tx.send(Ok(out)).is_err() {
             return Ok(()); // the consumer stopped
         }
     }
-}
-
-/// Decodes the stream's next chunk onto `out`; `Ok(false)` at the stream's end.
-fn read_chunk(
-    s: &mut impl Read,
-    words: &mut Vec<u64>,
-    half: &mut Option<Event>,
-    out: &mut Vec<Event>,
-    st: &mut Stats,
-    spaces: &mut Spaces,
-) -> Result<bool, SystemError> {
-    let bad = |m: String| SystemError::Guest(format!("the system plugin's stream: {m}"));
-    let mut head = [0u8; 8];
-    match s.read_exact(&mut head) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(false),
-        Err(e) => return Err(bad(e.to_string())),
-    }
-    let n = (u64::from_ne_bytes(head) >> 32) as usize;
-    if n == 0 || n > wire::MAX_CHUNK_WORDS as usize {
-        return Err(bad(format!("chunk of {n} words")));
-    }
-    words.resize(n, 0);
-    // SAFETY: u64s viewed as their bytes.
-    let bytes = unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr() as *mut u8, n * 8) };
-    s.read_exact(bytes)
-        .map_err(|e| bad(format!("chunk cut short: {e}")))?;
-    out.reserve(n + 8);
-    let mut rest = &words[..];
-    while !rest.is_empty() {
-        let before = out.len();
-        let d = decode(rest, Tid(0), Pid, no_files, out)
-            .map_err(|(at, e)| bad(format!("word {at} of a chunk: {e}")))?;
-        rest = &rest[d.used..];
-        if let Some(Control::KernelPages { addr, len, shift }) = d.control {
-            let flags = match shift {
-                21 => MapFlags::PAGE_2M,
-                30 => MapFlags::PAGE_1G,
-                _ => return Err(bad(format!("kernel leaves of 2^{shift} bytes"))),
-            };
-            if half.is_none() || out.len() != before || !in_kernel_half(addr, len) {
-                return Err(bad(format!(
-                    "kernel pages [{addr:#x}, +{len:#x}) after the stream started, or \
-                     outside the kernel half"
-                )));
-            }
-            out.push(Event::Mmap {
-                addr: VirtAddr(addr),
-                len,
-                prot: Prot::RWX,
-                flags: MapFlags(MapFlags::GLOBAL | flags),
-            });
-            continue;
-        }
-        if let Some(h) = half.take() {
-            out.insert(before, h);
-        }
-        match d.control {
-            Some(Control::Space(cr3)) => spaces.space(cr3, out, st),
-            Some(Control::SpaceFree(pgd)) => spaces.free(pgd, out, st),
-            Some(Control::Mode(k)) => {
-                st.mode_changes += 1;
-                out.push(Event::Privilege(if k {
-                    Privilege::Kernel
-                } else {
-                    Privilege::User
-                }));
-            }
-            Some(Control::Exit(status)) => st.complete = status == 0,
-            Some(Control::Cpu(cpu)) => {
-                // The plugin follows it with that vCPU's address space and mode.
-                st.cpus = st.cpus.max(cpu.saturating_add(1));
-                st.cpu_records += 1;
-                out.push(Event::Cpu { cpu });
-            }
-            Some(Control::Comm(name)) => spaces.name(&name),
-            Some(Control::KernelPages { .. }) => unreachable!("handled above"),
-            Some(c) => return Err(bad(format!("unexpected record {c:?}"))),
-            None => {}
-        }
-    }
-    Ok(true)
 }
 
 /// Whether `[addr, addr + len)` lies in [`KERNEL_HALF`].
@@ -456,90 +413,6 @@ fn no_files(_: &[u8]) -> Result<u32, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write;
-    use std::os::unix::net::UnixStream;
-    use wire::{access_word, LOAD, STORE};
-
-    fn chunk(w: &mut UnixStream, words: &[u64]) {
-        let mut m = vec![(words.len() as u64) << 32];
-        m.extend_from_slice(words);
-        let bytes: Vec<u8> = m.iter().flat_map(|x| x.to_ne_bytes()).collect();
-        w.write_all(&bytes).unwrap();
-    }
-
-    fn loads(n: u64, tag: u64) -> Vec<u64> {
-        (0..n)
-            .map(|i| access_word(tag, 0x1000 + 8 * i, 8))
-            .collect()
-    }
-
-    /// The batches `read` delivers of `chunks`, and its result. A stream small enough for
-    /// the socket's buffer is written whole first, so every chunk is waiting.
-    fn read_all(chunks: Vec<Vec<u64>>) -> (Vec<Vec<Event>>, Result<(), SystemError>) {
-        let (mut w, r) = UnixStream::pair().unwrap();
-        let bytes: usize = chunks.iter().map(|c| 8 * (c.len() + 1)).sum();
-        let writer = std::thread::spawn(move || {
-            for c in &chunks {
-                chunk(&mut w, c);
-            }
-        });
-        let writer = if bytes < 1 << 16 {
-            writer.join().unwrap();
-            None
-        } else {
-            Some(writer)
-        };
-        let g = Guarded::new(r, Arc::new(AtomicBool::new(false)), Limits::default()).unwrap();
-        let (tx, rx) = sync_channel(64);
-        let (mut st, mut spaces) = (Stats::default(), Spaces::default());
-        let res = read(g, &tx, &mut st, &mut spaces);
-        drop(tx);
-        if let Some(w) = writer {
-            w.join().unwrap();
-        }
-        let batches = rx.into_iter().map(|b| b.unwrap()).collect();
-        (batches, res)
-    }
-
-    /// Chunks already waiting are decoded into one batch, in order, the kernel half first.
-    #[test]
-    fn waiting_chunks_are_gathered() {
-        let (batches, res) = read_all(vec![loads(100, LOAD), loads(100, STORE), loads(50, LOAD)]);
-        assert!(res.is_ok());
-        assert_eq!(batches.len(), 1, "one gathered batch");
-        let b = &batches[0];
-        assert_eq!(b.len(), 251, "the kernel half and three chunks' accesses");
-        assert!(matches!(b[0], Event::Mmap { addr, .. } if addr.0 == KERNEL_HALF.0));
-        let stores = b
-            .iter()
-            .filter(|e| matches!(e, Event::Access(a) if a.kind == xlat_types::AccessKind::Store))
-            .count();
-        assert_eq!(stores, 100);
-        assert!(matches!(&b[101], Event::Access(a) if a.kind == xlat_types::AccessKind::Store));
-    }
-
-    /// A batch stops growing at `BATCH_EVENTS`: a long stream comes in several.
-    #[test]
-    fn batches_are_bounded() {
-        let chunks: Vec<Vec<u64>> = (0..12).map(|_| loads(8_000, LOAD)).collect();
-        let (batches, res) = read_all(chunks);
-        assert!(res.is_ok());
-        assert!(batches.len() >= 3, "{} batches", batches.len());
-        assert!(batches.iter().all(|b| b.len() < BATCH_EVENTS + 8_001));
-        assert_eq!(batches.iter().map(Vec::len).sum::<usize>(), 96_001);
-    }
-
-    /// A malformed chunk after gathered ones: the whole chunks before it are delivered,
-    /// none of its own events, then the error.
-    #[test]
-    fn a_malformed_chunk_delivers_the_chunks_before_it() {
-        let mut bad = loads(5, LOAD);
-        bad.push(access_word(LOAD, 0x2000, 0)); // size 0: malformed
-        let (batches, res) = read_all(vec![loads(30, LOAD), loads(20, STORE), bad]);
-        let e = res.unwrap_err().to_string();
-        assert!(e.contains("word 5 of a chunk"), "{e}");
-        assert_eq!(batches.iter().map(Vec::len).sum::<usize>(), 51);
-    }
 
     #[test]
     fn roots_become_processes() {

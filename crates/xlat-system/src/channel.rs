@@ -242,19 +242,6 @@ impl Guarded {
     }
 }
 
-impl Guarded {
-    /// Whether a read would return at once: data (or the end of the stream) is waiting.
-    pub fn readable_now(&self) -> bool {
-        let mut p = libc::pollfd {
-            fd: self.s.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd, zero timeout.
-        unsafe { libc::poll(&mut p, 1, 0) == 1 }
-    }
-}
-
 impl Read for Guarded {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         loop {
