@@ -1,12 +1,52 @@
 //! The storage of the nested TLB and the host walk cache: true-LRU sets of bare keys.
 //! Neither holds a payload, an ASID or flags, and nothing invalidates them, so a lean
 //! form of the general array ([`crate::assoc`]) serves them: a 16-bit fingerprint per
-//! way to find a key ([`Prints`]), and an order word per set (up to 16 ways) or a
-//! recency list per set (wider sets) for recency.
+//! way to find a key ([`Prints`]), and for recency an order word per set (up to 16 ways)
+//! or, wider, the general array's own policies ([`Wide`]).
 
 use crate::assoc::prints::Prints;
 use crate::assoc::VALID;
-use crate::replacement::order;
+use crate::replacement::{order, Lru, LruList, Replacement};
+
+/// Wider sets' recency, chosen as the general array chooses it (`assoc.rs`'s `Repl`): a
+/// linked list up to 255 ways (an O(1) victim: a scan of 64 stamps per fill was a
+/// latency chain that stood out in the nested walk's profile), a stamp per way beyond.
+/// Both take free ways first, lowest first.
+#[derive(Clone, Debug)]
+enum Wide {
+    Narrow,
+    List(LruList),
+    Stamps(Lru),
+}
+
+impl Wide {
+    fn new(sets: usize, ways: usize) -> Wide {
+        match ways {
+            0..=16 => Wide::Narrow,
+            17..=255 => Wide::List(LruList::new(sets, ways, 0)),
+            _ => Wide::Stamps(Lru::new(sets, ways, 0)),
+        }
+    }
+
+    #[inline(always)]
+    fn touch(&mut self, set: usize, w: usize) {
+        match self {
+            Wide::List(l) => l.on_hit(set, w),
+            Wide::Stamps(l) => l.on_hit(set, w),
+            Wide::Narrow => unreachable!("narrow sets keep order words"),
+        }
+    }
+
+    /// The victim of `set`, made its most recent way.
+    #[inline(always)]
+    fn take(&mut self, set: usize) -> usize {
+        match self {
+            Wide::List(l) => l.take(set),
+            Wide::Stamps(l) => l.take(set),
+            Wide::Narrow => unreachable!("narrow sets keep order words"),
+        }
+    }
+}
 
 /// Keys below 2^63 in `sets` sets of `ways`, a key's set its value modulo `sets`, with
 /// true LRU: a key hits iff it is among the `ways` most recently used distinct keys of
@@ -22,12 +62,8 @@ pub struct KeyLru {
     prints: Prints,
     /// Up to 16 ways: per set the ways in recency order ([`order`]). Wider: empty.
     orders: Box<[u64]>,
-    /// Wider sets: per set a circular doubly linked recency list of its ways through a
-    /// sentinel (link `ways`), most recent first, the victim last. A new list runs way
-    /// `ways - 1` … way 0, so free ways go first, lowest first. (A stamp per way needs a
-    /// scan of the set per victim: a compare chain that stood out in the walk's profile.)
-    next: Box<[u32]>,
-    prev: Box<[u32]>,
+    /// Wider sets' recency.
+    wide: Wide,
     /// One set of at most 16 ways (the nested TLB's shape): lookups and fills take a path
     /// with no set index, and the order word lives here (`order`), not in `orders`.
     small: bool,
@@ -38,17 +74,6 @@ impl KeyLru {
     pub fn new(sets: usize, ways: usize) -> Self {
         assert!(sets >= 1 && ways >= 1);
         let narrow = ways <= 16;
-        let links = if narrow { 0 } else { sets * (ways + 1) };
-        let (mut next, mut prev) = (vec![0u32; links], vec![0u32; links]);
-        // Front to back: the sentinel, ways - 1, …, 0, and round to the sentinel.
-        let ring: Vec<usize> = std::iter::once(ways).chain((0..ways).rev()).collect();
-        for b in (0..links).step_by(ways + 1) {
-            for (i, &x) in ring.iter().enumerate() {
-                let y = ring[(i + 1) % ring.len()];
-                next[b + x] = y as u32;
-                prev[b + y] = x as u32;
-            }
-        }
         KeyLru {
             sets: sets as u64,
             mask: sets.is_power_of_two().then_some(sets as u64 - 1),
@@ -60,8 +85,7 @@ impl KeyLru {
                 if narrow { sets } else { 0 }
             ]
             .into_boxed_slice(),
-            next: next.into_boxed_slice(),
-            prev: prev.into_boxed_slice(),
+            wide: Wide::new(sets, ways),
             small: sets == 1 && narrow,
             order: if narrow { order::initial(ways) } else { 0 },
         }
@@ -172,34 +196,7 @@ impl KeyLru {
         if self.ways <= 16 {
             self.orders[set] = order::touch(self.orders[set], w as u64);
         } else {
-            self.make_first(set * (self.ways + 1), w);
-        }
-    }
-
-    /// Moves way `w` of the list starting at link `b` to its front.
-    #[inline(always)]
-    fn make_first(&mut self, b: usize, w: usize) {
-        let s = self.ways;
-        let (next, prev) = (&mut self.next[b..=b + s], &mut self.prev[b..=b + s]);
-        assert!(w < s);
-        // SAFETY: both slices hold `s + 1` links, `w < s` (checked), and every stored
-        // link is at most `s`: `new` stores ways and the sentinel, and this function
-        // stores only links it read and `w`.
-        unsafe {
-            let (p, x) = (
-                *prev.get_unchecked(w) as usize,
-                *next.get_unchecked(w) as usize,
-            );
-            let first = *next.get_unchecked(s) as usize;
-            *next.get_unchecked_mut(p) = x as u32;
-            *prev.get_unchecked_mut(x) = p as u32;
-            // `w` first: the sentinel's next, the old first's previous (when `w` was
-            // already first, that is `x`, first once `w` is unlinked).
-            let first = if first == w { x } else { first };
-            *next.get_unchecked_mut(s) = w as u32;
-            *prev.get_unchecked_mut(first) = w as u32;
-            *prev.get_unchecked_mut(w) = s as u32;
-            *next.get_unchecked_mut(w) = first as u32;
+            self.wide.touch(set, w);
         }
     }
 
@@ -211,10 +208,7 @@ impl KeyLru {
             self.orders[set] = taken;
             v
         } else {
-            let b = set * (self.ways + 1);
-            let v = self.prev[b + self.ways] as usize;
-            self.make_first(b, v);
-            v
+            self.wide.take(set)
         };
         self.keys[set * self.ways + w] = key;
         self.prints.set(set, w, key);
@@ -228,7 +222,7 @@ mod tests {
     use crate::replacement::Policy;
 
     /// Against the general array with the LRU policy, over geometries of every recency
-    /// kind (order words, lists), power-of-two and other set counts, and keys that
+    /// kind (order words, lists, stamps), power-of-two and other set counts, and keys that
     /// repeat, collide in sets and span the high bits.
     #[test]
     fn counts_what_the_general_lru_array_counts() {
@@ -241,6 +235,7 @@ mod tests {
             (3, 5),
             (4, 16),
             (2, 40),
+            (1, 260),
         ] {
             let mut lean = KeyLru::new(sets, ways);
             let mut general = Assoc::new(Policy::Lru, sets, ways, SetIndex::Modulo, 0);
