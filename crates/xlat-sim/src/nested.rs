@@ -22,14 +22,9 @@
 mod keys;
 
 use crate::config::{geometry, ConfigError, NestedCache, NestedConfig};
-use crate::pagetable::MAX_LEVELS;
 use crate::physmem::GUEST_LIMIT;
 use keys::KeyLru;
 
-/// A two-dimensional walk's references, in order, on the walker's stack: each guest
-/// level's entry and the data page translated by at most a full host walk, plus the
-/// guest entries themselves.
-pub type WalkRefs = arrayvec::ArrayVec<u64, { (MAX_LEVELS + 1) * (MAX_HOST_LEVELS + 1) }>;
 use serde::Serialize;
 
 /// Host levels at most (`nested.levels` is 4 or 5).
@@ -80,6 +75,14 @@ pub struct NestedStats {
     pub pwc_hits: u64,
     /// `guest_refs + host_refs`: every entry read by the walks.
     pub total_refs: u64,
+}
+
+/// What [`Nested::host_walk`] did: the cycles of its cache hits, and the host levels
+/// whose entries it reads, in order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct HostWalk {
+    pub cycles: u64,
+    pub levels: std::ops::Range<usize>,
 }
 
 /// A nested TLB or host walk cache, with its hit latency.
@@ -191,25 +194,23 @@ impl Nested {
         }
     }
 
-    /// Translates guest-physical `gpa` (to itself: identity placement), appending the
-    /// host walk's references to `out` when the nested TLB misses; returns the cycles
-    /// of nested-TLB and host-walk-cache hits.
+    /// Translates guest-physical `gpa` (to itself: identity placement), whose host page's
+    /// shift is `shift` ([`Nested::host_shift_of`]): the nested TLB, then on a miss the
+    /// host walk cache. Returns the hits' cycles and the host levels the walk reads
+    /// (their entries at [`Nested::entry_pa`], in order; none on a nested-TLB hit): the
+    /// caller references them as they come, with no buffer between.
     #[inline(always)]
-    pub fn translate(&mut self, gpa: u64, out: &mut WalkRefs) -> u64 {
-        self.translate_on(gpa, self.host_shift_of(gpa), out)
-    }
-
-    /// [`Nested::translate`] of `gpa`, whose host page's shift is `shift`
-    /// ([`Nested::host_shift_of`]).
-    #[inline(always)]
-    pub(crate) fn translate_on(&mut self, gpa: u64, shift: u32, out: &mut WalkRefs) -> u64 {
+    pub(crate) fn host_walk(&mut self, gpa: u64, shift: u32) -> HostWalk {
         let huge = shift != self.host_shift;
         self.stats.huge_translations += u64::from(huge);
         if let Some(t) = &mut self.tlb {
             // Host page numbers of both sizes, told apart by the low bit.
             if t.keys.lookup_or_fill((gpa >> shift) << 1 | u64::from(huge)) {
                 self.stats.tlb_hits += 1;
-                return t.hit_cycles;
+                return HostWalk {
+                    cycles: t.hit_cycles,
+                    levels: 0..0,
+                };
             }
         }
         // A 2 MiB host page in a 4 KiB host (`host_huge` requires one): the walk ends one
@@ -235,11 +236,11 @@ impl Nested {
                 p.keys.fill(key(k));
             }
         }
-        for k in start..=leaf {
-            out.push(self.entry_pa(k, gpa));
-        }
         self.stats.host_refs += (leaf + 1 - start) as u64;
-        cycles
+        HostWalk {
+            cycles,
+            levels: start..leaf + 1,
+        }
     }
 
     /// Counts a two-dimensional walk that read `guest_refs` guest entries.

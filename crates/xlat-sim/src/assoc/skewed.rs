@@ -15,7 +15,8 @@ pub struct Skewed {
     keys: Box<[u64]>,
     data: Box<[u64]>,
     tags: Box<[u64]>,
-    /// Last use (LRU) or fill (FIFO) of each entry.
+    /// Last use (LRU) or fill (FIFO) of each valid entry, from 1; 0 for an invalid one,
+    /// so the smallest candidate stamp is the lowest free way if there is one.
     stamps: Box<[u64]>,
     clock: u64,
     refresh_on_hit: bool,
@@ -67,13 +68,19 @@ impl Skewed {
     }
 
     /// `x`'s candidate positions, way 0's first (kept for the next operation on `x`).
+    /// `V`: the AVX2 kernels, which only the copies compiled with AVX2 ask for, and only
+    /// where `lanes` exist (so the scalar code is not in them).
     #[inline(always)]
-    fn positions(&mut self, x: u64) {
+    fn positions<const V: bool>(&mut self, x: u64) {
         if self.pos_of != Some(x) {
             #[cfg(target_arch = "x86_64")]
-            if let Some(l) = &self.lanes {
-                // SAFETY: `lanes` exists only where the CPU has AVX2, for eight ways.
-                unsafe { l.positions(&self.index, x, &mut self.pos) };
+            if V {
+                // SAFETY: `V` only where `lanes` exist: only where the CPU has AVX2, for
+                // eight ways.
+                unsafe {
+                    let l = self.lanes.as_ref().unwrap_unchecked();
+                    l.positions(&self.index, x, &mut self.pos);
+                }
                 self.pos_of = Some(x);
                 return;
             }
@@ -89,14 +96,14 @@ impl Skewed {
         }
     }
 
-    /// [`Skewed::find`] through the kept positions.
+    /// [`Skewed::find`] through the kept positions (`V` as in [`Skewed::positions`]).
     #[inline(always)]
-    fn find_kept(&mut self, x: u64, key: u64, asid: u16) -> Option<usize> {
-        self.positions(x);
+    fn find_kept<const V: bool>(&mut self, x: u64, key: u64, asid: u16) -> Option<usize> {
+        self.positions::<V>(x);
         let (keys, tags) = (&self.keys[..], &self.tags[..]);
         #[cfg(target_arch = "x86_64")]
-        if self.lanes.is_some() {
-            // SAFETY: `lanes` exists only where the CPU has AVX2, for eight ways; every
+        if V {
+            // SAFETY: `V` only where `lanes` exist: the CPU has AVX2, eight ways; every
             // kept position is inside `keys`.
             let mut m = unsafe { avx2::eq8(keys, &self.pos, key) };
             while m != 0 {
@@ -112,6 +119,15 @@ impl Skewed {
             .iter()
             .find(|&&i| keys[i] == key && serves(tags[i], asid))
             .copied()
+    }
+
+    /// [`Skewed::find_kept`] with the kernels the CPU allows.
+    fn find_kept_any(&mut self, x: u64, key: u64, asid: u16) -> Option<usize> {
+        #[cfg(target_arch = "x86_64")]
+        if self.lanes.is_some() {
+            return self.find_kept::<true>(x, key, asid);
+        }
+        self.find_kept::<false>(x, key, asid)
     }
 
     /// Positions of `x`'s candidates, way 0's first (its rows computed together:
@@ -162,17 +178,17 @@ impl Skewed {
     #[target_feature(enable = "avx2")]
     #[inline(never)]
     unsafe fn lookup_avx2(&mut self, x: u64, key: u64, asid: u16) -> Option<Slot> {
-        self.lookup_in(x, key, asid)
+        self.lookup_in::<true>(x, key, asid)
     }
 
     #[inline(never)]
     fn lookup_portable(&mut self, x: u64, key: u64, asid: u16) -> Option<Slot> {
-        self.lookup_in(x, key, asid)
+        self.lookup_in::<false>(x, key, asid)
     }
 
     #[inline(always)]
-    fn lookup_in(&mut self, x: u64, key: u64, asid: u16) -> Option<Slot> {
-        let i = self.find_kept(x, key, asid)?;
+    fn lookup_in<const V: bool>(&mut self, x: u64, key: u64, asid: u16) -> Option<Slot> {
+        let i = self.find_kept::<V>(x, key, asid)?;
         if self.refresh_on_hit {
             self.stamps[i] = self.tick();
         }
@@ -195,19 +211,19 @@ impl Skewed {
     #[target_feature(enable = "avx2")]
     #[inline(never)]
     unsafe fn lookup_or_fill_avx2(&mut self, x: u64, asid: u16, slot: Slot) -> bool {
-        self.lookup_or_fill_in(x, asid, slot)
+        self.lookup_or_fill_in::<true>(x, asid, slot)
     }
 
     #[inline(never)]
     fn lookup_or_fill_portable(&mut self, x: u64, asid: u16, slot: Slot) -> bool {
-        self.lookup_or_fill_in(x, asid, slot)
+        self.lookup_or_fill_in::<false>(x, asid, slot)
     }
 
     #[inline(always)]
-    fn lookup_or_fill_in(&mut self, x: u64, asid: u16, slot: Slot) -> bool {
-        let hit = self.lookup_in(x, slot.key, asid).is_some();
+    fn lookup_or_fill_in<const V: bool>(&mut self, x: u64, asid: u16, slot: Slot) -> bool {
+        let hit = self.lookup_in::<V>(x, slot.key, asid).is_some();
         if !hit {
-            self.fill_in(x, slot);
+            self.fill_in::<V>(x, slot);
         }
         hit
     }
@@ -232,18 +248,18 @@ impl Skewed {
     #[target_feature(enable = "avx2")]
     #[inline(never)]
     unsafe fn fill_avx2(&mut self, x: u64, slot: Slot) -> Displaced {
-        self.fill_in(x, slot)
+        self.fill_in::<true>(x, slot)
     }
 
     #[inline(never)]
     fn fill_portable(&mut self, x: u64, slot: Slot) -> Displaced {
-        self.fill_in(x, slot)
+        self.fill_in::<false>(x, slot)
     }
 
     #[inline(always)]
-    fn fill_in(&mut self, x: u64, slot: Slot) -> Displaced {
-        self.positions(x);
-        let i = self.victim();
+    fn fill_in<const V: bool>(&mut self, x: u64, slot: Slot) -> Displaced {
+        self.positions::<V>(x);
+        let i = self.victim::<V>();
         self.stamps[i] = self.tick();
         let old = Displaced {
             key: std::mem::replace(&mut self.keys[i], slot.key),
@@ -256,15 +272,19 @@ impl Skewed {
     /// The fill's way among the kept positions: the lowest invalid one, else the
     /// policy's (the first least recent for LRU and FIFO: stamps are unique).
     #[inline(always)]
-    fn victim(&mut self) -> usize {
+    fn victim<const V: bool>(&mut self) -> usize {
         #[cfg(target_arch = "x86_64")]
-        if self.lanes.is_some() {
+        if V {
+            if self.random.is_none() {
+                // Invalid entries' stamps are 0, valid ones' unique and positive: the first
+                // smallest is the lowest free way, else the least recent.
+                // SAFETY: as in `find_kept`; stamps are below 2^63.
+                return self.pos[unsafe { avx2::argmin8(&self.stamps, &self.pos) }];
+            }
             // SAFETY: as in `find_kept`.
             let free = unsafe { avx2::eq8(&self.keys, &self.pos, 0) };
             return match (free, &mut self.random) {
                 (0, Some(r)) => self.pos[r.victim(0)],
-                // SAFETY: as in `find_kept`; stamps are below 2^63.
-                (0, None) => self.pos[unsafe { avx2::argmin8(&self.stamps, &self.pos) }],
                 (m, _) => self.pos[m.trailing_zeros() as usize],
             };
         }
@@ -282,9 +302,10 @@ impl Skewed {
     }
 
     pub fn invalidate(&mut self, x: u64, key: u64, asid: u16) -> bool {
-        match self.find_kept(x, key, asid) {
+        match self.find_kept_any(x, key, asid) {
             Some(i) => {
                 self.keys[i] = 0;
+                self.stamps[i] = 0;
                 true
             }
             None => false,
@@ -296,6 +317,7 @@ impl Skewed {
         for i in 0..self.keys.len() {
             if self.keys[i] != 0 && pred(&self.slot(i)) {
                 self.keys[i] = 0;
+                self.stamps[i] = 0;
                 n += 1;
             }
         }

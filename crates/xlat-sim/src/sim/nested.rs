@@ -39,18 +39,32 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
     #[inline(always)]
     fn nested_walk_in(&mut self, va: u64, start: usize, w: &mut Walk) -> u64 {
         let n = self.mmu.nested.as_deref_mut().expect("a guest");
-        let mut refs = crate::nested::WalkRefs::new();
-        let mut cycles = 0;
-        for &gpa in &w.refs[start..w.n] {
-            cycles += n.translate(gpa, &mut refs);
-            // The host places guest memory at the same address (`crate::nested`).
-            refs.push(gpa);
-        }
+        let caches = &mut self.mmu.caches;
         let leaf = w.leaf.expect("the walk ends with a present leaf");
         let offset = va & ((1u64 << leaf.shift) - 1);
         let data = (leaf.pfn << self.base_shift) + offset;
         let hs = n.host_shift_of(data);
-        cycles += n.translate_on(data, hs, &mut refs);
+        let mut cycles = 0;
+        // Each guest entry (index `i < w.n`) and then the data page (`w.n`): its host
+        // walk's entries, then (for an entry) the entry itself, which the host places at
+        // its own address (`crate::nested`). One reference site: the cache model inlines.
+        for i in start..=w.n {
+            let (gpa, shift) = match w.refs.get(i) {
+                Some(&gpa) if i < w.n => (gpa, n.host_shift_of(gpa)),
+                _ => (data, hs),
+            };
+            let h = n.host_walk(gpa, shift);
+            cycles += h.cycles;
+            let guest = usize::from(i < w.n);
+            for k in h.levels.start..h.levels.end + guest {
+                let pa = if k < h.levels.end {
+                    n.entry_pa(k, gpa)
+                } else {
+                    gpa
+                };
+                cycles += caches.access(pa, true);
+            }
+        }
         n.count_walk(w.n - start);
         if hs < leaf.shift as u32 {
             w.leaf = Some(Leaf {
@@ -59,7 +73,6 @@ impl<P: PageTable, O: Organization> Sim<P, O> {
                 flags: leaf.flags,
             });
         }
-        cycles += self.mmu.caches.access_walk(&refs);
         cycles
     }
 }
