@@ -292,7 +292,7 @@ impl Dynamic {
 
     /// Inserts `slot` into the set chosen by `index`: an invalid way if any, otherwise
     /// the policy's victim. The caller guarantees the key is not already present.
-    #[inline]
+    #[inline(always)]
     pub fn fill(&mut self, index: u64, slot: Slot) -> Displaced {
         let set = self.set_of(index);
         let [keys, data, tags] = self.sets.parts_mut::<3>(set);
