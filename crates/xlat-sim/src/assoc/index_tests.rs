@@ -300,9 +300,6 @@ fn every_index_function_equals_its_plain_model() {
 }
 
 /// Closed forms on a cyclic sweep of `n` consecutive pages, repeated `r` times, through
-/// 384 × 8 LRU (CPUID's geometry of the Zen 4 L2 DTLB): with modulo indexing every set
-/// holds `n / 384` or one more pages, so up to 3,072 pages only the first sweep misses,
-/// and from 3,073 every page of a set with 9 or more misses every time (LRU cycled).
 /// Flushes free ways that the next fills take lowest first, as after single
 /// invalidations: the AVX2 kernels (an invalid entry's stamp is 0, so one minimum finds a
 /// free way or the victim) against the portable code (free ways searched first), for each
@@ -344,6 +341,9 @@ fn skewed_flushes_free_ways_as_the_portable_code_does() {
     }
 }
 
+/// 384 × 8 LRU (CPUID's geometry of the Zen 4 L2 DTLB): with modulo indexing every set
+/// holds `n / 384` or one more pages, so up to 3,072 pages only the first sweep misses,
+/// and from 3,073 every page of a set with 9 or more misses every time (LRU cycled).
 #[test]
 fn modulo_on_384_sets_by_closed_form() {
     for (n, per_sweep) in [(3072u64, 0u64), (3073, 9), (3200, 128 * 9), (3456, 3456)] {
